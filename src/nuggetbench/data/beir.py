@@ -1,0 +1,228 @@
+"""BEIR folders (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) and simple JSON files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from .._atomic import atomic_write
+from ..errors import FormatError, InputError
+from .corpus import Corpus, Document, JsonlCorpus, Queries
+from .qrels import Qrels
+from .run import Run
+
+
+def read_beir_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
+    """Read a BEIR qrels TSV (``query-id<TAB>corpus-id<TAB>score`` with a header row; CRLF or LF).
+
+    Raises:
+        FormatError: a row does not have 3 tab-separated fields, or the score is not an integer.
+    """
+    path = Path(path)
+    q: list[str] = []
+    d: list[str] = []
+    r: list[int] = []
+    with open(path, encoding="utf-8", newline="") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if lineno == 1 and not _is_int(parts[-1]):
+                continue  # header row
+            if len(parts) != 3:
+                raise FormatError(path, lineno, f"expected 3 tab-separated fields (query-id, corpus-id, score), found {len(parts)}: {line!r}")
+            if not _is_int(parts[2]):
+                raise FormatError(path, lineno, f"score must be an integer, got {parts[2]!r}")
+            q.append(parts[0].strip())
+            d.append(parts[1].strip())
+            r.append(int(float(parts[2])))
+    return Qrels(q, d, r, name=name or path.name, metadata={"source": str(path)}, source=str(path))
+
+
+def _is_int(value: str) -> bool:
+    try:
+        f = float(value)
+    except ValueError:
+        return False
+    return f == int(f)
+
+
+def read_queries_jsonl(path: str | Path, *, name: str | None = None) -> Queries:
+    """Read BEIR ``queries.jsonl`` (``{"_id", "text", "metadata"?}`` per line).
+
+    Raises:
+        FormatError: a line is not JSON, or lacks ``_id`` / ``text`` (file and line named).
+    """
+    path = Path(path)
+    texts: dict[str, str] = {}
+    meta: dict[str, dict] = {}
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FormatError(path, lineno, f"not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict) or "_id" not in obj or "text" not in obj:
+                raise FormatError(path, lineno, "a query line needs '_id' and 'text'")
+            qid = str(obj["_id"])
+            if qid in texts:
+                raise FormatError(path, lineno, f"query id {qid!r} occurs twice")
+            texts[qid] = obj["text"]
+            extra = {k: v for k, v in obj.items() if k not in ("_id", "text")}
+            if extra:
+                meta[qid] = extra
+    return Queries(texts, metadata=meta, name=name)
+
+
+def read_beir_folder(folder: str | Path, *, split: str = "test", name: str | None = None
+                     ) -> tuple[Corpus, Queries, Qrels]:
+    """Load a BEIR folder: ``(corpus, queries, qrels)``; queries are restricted to the split's qrels.
+
+    Raises:
+        InputError: a required file is missing (the message lists the folder's qrels splits).
+    """
+    folder = Path(folder)
+    corpus_path = folder / "corpus.jsonl"
+    queries_path = folder / "queries.jsonl"
+    qrels_path = folder / "qrels" / f"{split}.tsv"
+    for p in (corpus_path, queries_path):
+        if not p.exists():
+            raise InputError(f"{folder} is not a BEIR folder: {p.name} is missing")
+    if not qrels_path.exists():
+        splits = sorted(x.stem for x in (folder / "qrels").glob("*.tsv")) if (folder / "qrels").is_dir() else []
+        raise InputError(f"{qrels_path} is missing; splits available in {folder}: {', '.join(splits) or 'none'}")
+    qrels = read_beir_qrels(qrels_path, name=name)
+    queries = read_queries_jsonl(queries_path, name=name)
+    queries = queries.subset(qrels.query_ids)
+    corpus = JsonlCorpus(corpus_path, name=name)
+    return corpus, queries, qrels
+
+
+def write_corpus_jsonl(documents, path: str | Path) -> Path:
+    """Write documents (an iterable of :class:`Document`) as BEIR ``corpus.jsonl``, atomically."""
+    with atomic_write(path) as fh:
+        for doc in documents:
+            obj = {"_id": doc.doc_id, "title": doc.title, "text": doc.text}
+            if doc.metadata:
+                obj["metadata"] = doc.metadata
+            fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    return Path(path)
+
+
+def write_queries_jsonl(queries: Queries, path: str | Path) -> Path:
+    """Write queries as BEIR ``queries.jsonl``, atomically."""
+    with atomic_write(path) as fh:
+        for qid, text in queries.items():
+            obj = {"_id": qid, "text": text}
+            if queries.meta(qid):
+                obj["metadata"] = queries.meta(qid)
+            fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    return Path(path)
+
+
+def write_beir_qrels(qrels: Qrels, path: str | Path) -> Path:
+    """Write qrels as a BEIR TSV with its header row, atomically."""
+    with atomic_write(path) as fh:
+        fh.write("query-id\tcorpus-id\tscore\n")
+        for q, docs in qrels.items():
+            for d, r in docs.items():
+                fh.write(f"{q}\t{d}\t{r}\n")
+    return Path(path)
+
+
+def read_json_run(path: str | Path, *, name: str | None = None) -> Run:
+    """Read ``{query_id: {doc_id: score}}`` (or ``{query_id: [doc_id, ...]}`` best first) from JSON.
+
+    Raises:
+        FormatError: the top level is not an object, or a query's value is neither an object of
+            numbers nor a list of ids (the query is named).
+    """
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    return run_from_json_object(obj, path=path, name=name)
+
+
+def run_from_json_object(obj, *, path: str | Path | None = None, name: str | None = None) -> Run:
+    """A run from a decoded JSON object: ``{qid: {doc: score}}`` or ``{qid: [doc, ...]}``."""
+    if not isinstance(obj, Mapping):
+        raise FormatError(path, None, "a JSON run must be an object {query_id: {doc_id: score}} or {query_id: [doc_id, ...]}")
+    q: list[str] = []
+    d: list[str] = []
+    s: list[float] = []
+    for qid, value in obj.items():
+        if isinstance(value, Mapping):
+            for did, score in value.items():
+                if not isinstance(score, (int, float)) or isinstance(score, bool):
+                    raise FormatError(path, None, f"query {qid!r}, doc {did!r}: score {score!r} is not a number")
+                q.append(str(qid))
+                d.append(str(did))
+                s.append(float(score))
+        elif isinstance(value, (list, tuple)):
+            n = len(value)
+            for i, did in enumerate(value):
+                q.append(str(qid))
+                d.append(str(did))
+                s.append(float(n - i))
+        else:
+            raise FormatError(path, None, f"query {qid!r}: expected an object of scores or a list of doc ids, got {type(value).__name__}")
+    return Run(q, d, s, name=name or (Path(path).name if path else None),
+               metadata={"source": str(path)} if path else {}, source=str(path) if path else None)
+
+
+def write_json_run(run: Run, path: str | Path) -> Path:
+    """Write ``{query_id: {doc_id: score}}`` atomically."""
+    with atomic_write(path) as fh:
+        json.dump(run.to_dict(), fh)
+    return Path(path)
+
+
+def read_json_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
+    """Read ``{query_id: {doc_id: relevance}}`` from JSON."""
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    if not isinstance(obj, Mapping):
+        raise FormatError(path, None, "JSON qrels must be an object {query_id: {doc_id: relevance}}")
+    q, d, r = [], [], []
+    for qid, docs in obj.items():
+        if not isinstance(docs, Mapping):
+            raise FormatError(path, None, f"query {qid!r}: expected an object {{doc_id: relevance}}")
+        for did, rel in docs.items():
+            q.append(str(qid))
+            d.append(str(did))
+            r.append(rel)
+    return Qrels(q, d, np.asarray(r, dtype=np.float64), name=name or path.name, source=str(path))
+
+
+def write_json_qrels(qrels: Qrels, path: str | Path) -> Path:
+    """Write ``{query_id: {doc_id: relevance}}`` atomically."""
+    with atomic_write(path) as fh:
+        json.dump(qrels.to_dict(), fh)
+    return Path(path)
+
+
+__all__ = [
+    "Document",
+    "read_beir_folder",
+    "read_beir_qrels",
+    "read_queries_jsonl",
+    "read_json_run",
+    "read_json_qrels",
+    "write_json_run",
+    "write_json_qrels",
+    "write_corpus_jsonl",
+    "write_queries_jsonl",
+    "write_beir_qrels",
+    "run_from_json_object",
+]

@@ -1,0 +1,285 @@
+"""``Corpus`` and ``Queries``: mapping-like collections with content fingerprints.
+
+A corpus may be large: :class:`JsonlCorpus` streams a BEIR ``corpus.jsonl`` and reads single
+documents by byte offset, so iterating never holds all texts as Python strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DuplicateError, FormatError
+
+
+@dataclass(frozen=True)
+class Document:
+    """One passage: ``doc_id``, ``title`` (may be empty), ``text`` and free ``metadata``."""
+
+    doc_id: str
+    text: str
+    title: str = ""
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def full_text(self) -> str:
+        """``title + " " + text`` (BEIR's indexing convention), or the text when no title."""
+        return f"{self.title} {self.text}" if self.title else self.text
+
+
+class Corpus(Mapping[str, Document]):
+    """Base class: ``doc_id -> Document``, iterable over ids, with :meth:`fingerprint`."""
+
+    name: str | None = None
+
+    def iter_documents(self) -> Iterator[Document]:
+        """Yield every document in corpus order (streaming for file-backed corpora)."""
+        for doc_id in self:
+            yield self[doc_id]
+
+    def doc_ids(self) -> list[str]:
+        """All doc ids, in corpus order."""
+        return list(self)
+
+    def texts(self, doc_ids: Iterable[str], *, with_title: bool = True) -> list[str]:
+        """Texts of the given documents (``title + " " + text`` when *with_title*)."""
+        return [self[d].full_text if with_title else self[d].text for d in doc_ids]
+
+    def fingerprint(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class InMemoryCorpus(Corpus):
+    """A corpus held in a dict; fine for up to a few hundred thousand passages."""
+
+    def __init__(self, documents: Iterable[Document] | Mapping[str, Document], *, name: str | None = None,
+                 source: str | None = None):
+        docs: dict[str, Document] = {}
+        items = documents.values() if isinstance(documents, Mapping) else documents
+        for doc in items:
+            if doc.doc_id in docs:
+                raise DuplicateError(f"{source or 'corpus'}: document id {doc.doc_id!r} occurs twice")
+            docs[doc.doc_id] = doc
+        self._docs = docs
+        self.name = name
+        self._fp: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], **kwargs: Any) -> InMemoryCorpus:
+        """From ``{doc_id: text}`` or ``{doc_id: {"title": ..., "text": ...}}``."""
+        docs = []
+        for did, value in data.items():
+            if isinstance(value, str):
+                docs.append(Document(str(did), value))
+            else:
+                extra = {k: v for k, v in value.items() if k not in ("title", "text")}
+                docs.append(Document(str(did), value.get("text", ""), value.get("title", "") or "", extra))
+        return cls(docs, **kwargs)
+
+    def __getitem__(self, doc_id: str) -> Document:
+        return self._docs[doc_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._docs)
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def iter_documents(self) -> Iterator[Document]:
+        return iter(self._docs.values())
+
+    def fingerprint(self) -> str:
+        if self._fp is None:
+            h = hashlib.sha256()
+            for doc in self._docs.values():
+                h.update(doc.doc_id.encode())
+                h.update(b"\x1f")
+                h.update(doc.title.encode())
+                h.update(b"\x1f")
+                h.update(doc.text.encode())
+                h.update(b"\x1e")
+            self._fp = h.hexdigest()[:16]
+        return self._fp
+
+    def __repr__(self) -> str:
+        return f"<InMemoryCorpus {self.name or ''}: {len(self)} documents>"
+
+
+def _parse_corpus_line(path: Path, lineno: int, raw: bytes) -> Document:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object") from None
+    if not isinstance(obj, dict):
+        raise FormatError(path, lineno, "expected a JSON object with '_id' and 'text'")
+    did = obj.get("_id", obj.get("doc_id", obj.get("id")))
+    if did is None:
+        raise FormatError(path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')")
+    text = obj.get("text")
+    if text is None:
+        text = obj.get("contents", "")
+    if not isinstance(text, str):
+        raise FormatError(path, lineno, f"'text' of document {did!r} is not a string")
+    title = obj.get("title") or ""
+    extra = {k: v for k, v in obj.items() if k not in ("_id", "doc_id", "id", "title", "text", "contents")}
+    return Document(str(did), text, str(title), extra)
+
+
+class JsonlCorpus(Corpus):
+    """A BEIR ``corpus.jsonl`` read lazily: an offset index in numpy, documents parsed on demand.
+
+    Lines hold ``{"_id": ..., "title": ..., "text": ...}`` (other keys go to ``metadata``).
+    The fingerprint is the SHA-256 of the file's bytes.
+
+    Raises:
+        FormatError: a line is not JSON or lacks ``_id`` (file and line named).
+        DuplicateError: an id occurs twice.
+    """
+
+    def __init__(self, path: str | Path, *, name: str | None = None):
+        self.path = Path(path)
+        self.name = name
+        self._ids: list[str] | None = None
+        self._offsets: np.ndarray | None = None
+        self._lookup: dict[str, int] | None = None
+        self._fp: str | None = None
+
+    def _build_index(self) -> None:
+        ids: list[str] = []
+        offsets: list[int] = []
+        h = hashlib.sha256()
+        with open(self.path, "rb") as fh:
+            pos = 0
+            for lineno, raw in enumerate(fh, start=1):
+                h.update(raw)
+                stripped = raw.strip()
+                if stripped:
+                    ids.append(_fast_id(self.path, lineno, stripped))
+                    offsets.append(pos)
+                pos += len(raw)
+        lookup: dict[str, int] = {}
+        for i, did in enumerate(ids):
+            if did in lookup:
+                raise DuplicateError(f"{self.path}: document id {did!r} occurs twice (line order {lookup[did] + 1} and {i + 1})")
+            lookup[did] = i
+        self._ids = ids
+        self._offsets = np.asarray(offsets, dtype=np.int64)
+        self._lookup = lookup
+        self._fp = h.hexdigest()[:16]
+
+    def _ensure(self) -> None:
+        if self._ids is None:
+            self._build_index()
+
+    def __getitem__(self, doc_id: str) -> Document:
+        self._ensure()
+        assert self._lookup is not None and self._offsets is not None
+        i = self._lookup[doc_id]
+        with open(self.path, "rb") as fh:
+            fh.seek(int(self._offsets[i]))
+            raw = fh.readline()
+        return _parse_corpus_line(self.path, 0, raw)
+
+    def texts(self, doc_ids: Iterable[str], *, with_title: bool = True) -> list[str]:
+        self._ensure()
+        out = []
+        with open(self.path, "rb") as fh:
+            for d in doc_ids:
+                fh.seek(int(self._offsets[self._lookup[d]]))  # type: ignore[index]
+                doc = _parse_corpus_line(self.path, 0, fh.readline())
+                out.append(doc.full_text if with_title else doc.text)
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        self._ensure()
+        return iter(self._ids)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        self._ensure()
+        return len(self._ids)  # type: ignore[arg-type]
+
+    def __contains__(self, doc_id: object) -> bool:
+        self._ensure()
+        return doc_id in self._lookup  # type: ignore[operator]
+
+    def iter_documents(self) -> Iterator[Document]:
+        with open(self.path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    yield _parse_corpus_line(self.path, lineno, raw)
+
+    def fingerprint(self) -> str:
+        self._ensure()
+        return self._fp  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return f"<JsonlCorpus {self.path}>"
+
+
+def _fast_id(path: Path, lineno: int, raw: bytes) -> str:
+    """Read ``_id`` of a JSON line; full parse (with a clear error) when the fast path fails."""
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object") from None
+    if not isinstance(obj, dict):
+        raise FormatError(path, lineno, "expected a JSON object with '_id' and 'text'")
+    did = obj.get("_id", obj.get("doc_id", obj.get("id")))
+    if did is None:
+        raise FormatError(path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')")
+    return str(did)
+
+
+class Queries(Mapping[str, str]):
+    """``query_id -> text``, with optional per-query metadata (``queries.meta(qid)``)."""
+
+    def __init__(self, texts: Mapping[str, str] | Iterable[tuple[str, str]], *,
+                 metadata: Mapping[str, dict] | None = None, name: str | None = None):
+        items = texts.items() if isinstance(texts, Mapping) else texts
+        self._texts: dict[str, str] = {}
+        for qid, text in items:
+            qid = str(qid)
+            if qid in self._texts:
+                raise DuplicateError(f"query id {qid!r} occurs twice")
+            self._texts[qid] = text
+        self._meta = {str(k): dict(v) for k, v in (metadata or {}).items()}
+        self.name = name
+
+    def __getitem__(self, query_id: str) -> str:
+        return self._texts[query_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def meta(self, query_id: str) -> dict:
+        """Metadata of one query (empty dict when none)."""
+        return self._meta.get(query_id, {})
+
+    def subset(self, query_ids: Iterable[str]) -> Queries:
+        """The given queries, in the given order (unknown ids are skipped)."""
+        ids = [q for q in query_ids if q in self._texts]
+        return Queries({q: self._texts[q] for q in ids},
+                       metadata={q: self._meta[q] for q in ids if q in self._meta}, name=self.name)
+
+    def with_texts(self, texts: Mapping[str, str]) -> Queries:
+        """Same ids and metadata, other texts (e.g. oracle query fields)."""
+        return Queries({q: texts[q] for q in self._texts if q in texts},
+                       metadata=self._meta, name=self.name)
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for qid, text in self._texts.items():
+            h.update(qid.encode() + b"\x1f" + text.encode() + b"\x1e")
+        return h.hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        return f"<Queries {self.name or ''}: {len(self)}>"

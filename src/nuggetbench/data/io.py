@@ -1,0 +1,46 @@
+"""Format sniffing: read a run or qrels file whatever its format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+from .beir import read_beir_qrels, read_json_qrels, read_json_run
+from .qrels import Qrels
+from .run import Run
+from .trec import read_qrels, read_run
+
+
+def _first_data_line(path: Path) -> str:
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:  # type: ignore[operator]
+        for line in fh:
+            if line.strip() and not line.startswith("#"):
+                return line
+    return ""
+
+
+def load_run(path: str | Path, *, name: str | None = None) -> Run:
+    """Read a run from a TREC run file (``.gz`` too) or a JSON file (``{qid: {doc: score}}``)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"run file {path} does not exist")
+    first = _first_data_line(path).lstrip()
+    if path.suffix == ".json" or first.startswith("{"):
+        return read_json_run(path, name=name)
+    return read_run(path, name=name)
+
+
+def load_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
+    """Read qrels from a TREC qrels file, a BEIR TSV (header row) or a JSON file."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"qrels file {path} does not exist")
+    first = _first_data_line(path)
+    if path.suffix == ".json" or first.lstrip().startswith("{"):
+        return read_json_qrels(path, name=name)
+    if path.suffix == ".tsv" or "\t" in first and len(first.rstrip("\r\n").split("\t")) == 3:
+        return read_beir_qrels(path, name=name)
+    return read_qrels(path, name=name)

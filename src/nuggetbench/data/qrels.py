@@ -1,0 +1,214 @@
+"""``Qrels``: graded judgments ``query_id -> doc_id -> relevance``."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import DuplicateError, InputError
+from .ranking import factorize_sorted
+from .run import _as_str_array
+
+
+class Qrels(Mapping[str, dict[str, int]]):
+    """Graded document-level judgments, stored column-wise.
+
+    ``qrels[qid]`` is ``{doc_id: relevance}``. Relevance values are integers as in trec_eval
+    (negative values are allowed and count as judged, non-relevant). Whether a judged document is
+    *relevant* depends on a threshold chosen by the measure (``rel=N``, trec_eval's ``-l``).
+
+    Attributes:
+        name: a label (file name or dataset id).
+        metadata: provenance.
+        nuggets: optional nugget-level judgments (see :mod:`nuggetbench.data.nuggets`), or ``None``.
+    """
+
+    __slots__ = ("_qids", "_starts", "_docids", "_rels", "name", "metadata", "nuggets")
+
+    def __init__(
+        self,
+        query_ids: Iterable[Any],
+        doc_ids: Iterable[Any],
+        relevance: Iterable[int],
+        *,
+        name: str | None = None,
+        metadata: dict | None = None,
+        nuggets: Any = None,
+        source: str | None = None,
+        on_duplicate: str = "error",
+    ):
+        """Build qrels from parallel columns.
+
+        Args:
+            query_ids, doc_ids: ids (converted to ``str``), shape (n,).
+            relevance: integer grades, shape (n,).
+            on_duplicate: ``"error"`` (default) raises when a (query, doc) pair repeats with a
+                different grade; ``"last"`` keeps the last one (trec_eval keeps the last line).
+
+        Raises:
+            DuplicateError: a (query, doc) pair is judged twice with different grades.
+        """
+        q = _as_str_array(query_ids)
+        d = _as_str_array(doc_ids)
+        r_float = np.asarray(relevance, dtype=np.float64)
+        if not (len(q) == len(d) == len(r_float)):
+            raise InputError("qrels columns differ in length")
+        if len(r_float) and not np.all(np.isfinite(r_float)):
+            raise InputError(f"{source or 'qrels'}: relevance values must be finite integers")
+        r = r_float.astype(np.int64)
+        if len(r) and not np.array_equal(r, r_float):
+            i = int(np.flatnonzero(r != r_float)[0])
+            raise InputError(
+                f"{source or 'qrels'}: relevance of query {q[i]!r}, doc {d[i]!r} is {r_float[i]!r}; "
+                "grades must be integers"
+            )
+        if len(q):
+            uq, qcodes = factorize_sorted(q)
+            _, dcodes = factorize_sorted(d)
+            order = np.lexsort((dcodes, qcodes))
+            qcodes, d, r, dcodes = qcodes[order], d[order], r[order], dcodes[order]
+            same = (qcodes[1:] == qcodes[:-1]) & (dcodes[1:] == dcodes[:-1])
+            if same.any():
+                # stable lexsort keeps input order inside a pair: the later line comes second
+                conflict = same & (r[1:] != r[:-1])
+                if conflict.any() and on_duplicate == "error":
+                    i = int(np.flatnonzero(conflict)[0])
+                    raise DuplicateError(
+                        f"{source or 'qrels'}: document {d[i]!r} is judged twice for query "
+                        f"{uq[qcodes[i]]!r} with different grades ({r[i]} and {r[i + 1]}); "
+                        "keep one judgment per (query, doc)"
+                    )
+                keep = np.ones(len(d), dtype=bool)
+                keep[:-1][same] = False  # keep the last of each run of equal pairs
+                qcodes, d, r = qcodes[keep], d[keep], r[keep]
+            starts = np.searchsorted(qcodes, np.arange(len(uq) + 1)).astype(np.int64)
+        else:
+            uq = np.array([], dtype=object)
+            starts = np.zeros(1, dtype=np.int64)
+        self._qids = uq
+        self._starts = starts
+        self._docids = d
+        self._rels = r
+        self.name = name
+        self.metadata = dict(metadata or {})
+        self.nuggets = nuggets
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, int]], **kwargs: Any) -> Qrels:
+        """From ``{query_id: {doc_id: relevance}}``."""
+        q: list[str] = []
+        d: list[str] = []
+        r: list[int] = []
+        for qid, docs in data.items():
+            for did, rel in docs.items():
+                q.append(qid)
+                d.append(did)
+                r.append(rel)
+        return cls(q, d, r, **kwargs)
+
+    # --- mapping protocol ----------------------------------------------------------------
+    def __getitem__(self, query_id: str) -> dict[str, int]:
+        i = self._index(query_id)
+        if i is None:
+            raise KeyError(query_id)
+        a, b = self._starts[i], self._starts[i + 1]
+        return dict(zip(self._docids[a:b].tolist(), self._rels[a:b].tolist()))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._qids.tolist())
+
+    def __len__(self) -> int:
+        return len(self._qids)
+
+    def __contains__(self, query_id: object) -> bool:
+        return isinstance(query_id, str) and self._index(query_id) is not None
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<Qrels{label}: {len(self)} queries, {self.n_judgments} judgments>"
+
+    def _index(self, query_id: str) -> int | None:
+        i = int(np.searchsorted(self._qids, query_id)) if len(self._qids) else 0
+        if i < len(self._qids) and self._qids[i] == query_id:
+            return i
+        return None
+
+    # --- columnar access -----------------------------------------------------------------
+    @property
+    def n_judgments(self) -> int:
+        return len(self._docids)
+
+    @property
+    def query_ids(self) -> list[str]:
+        """Judged query ids, sorted ascending as strings."""
+        return self._qids.tolist()
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(query_ids, starts, doc_ids, relevance)``; query *i* at ``starts[i]:starts[i+1]``."""
+        return self._qids, self._starts, self._docids, self._rels
+
+    def n_relevant(self, rel: int = 1) -> dict[str, int]:
+        """Number of documents with relevance >= *rel* per query."""
+        counts = np.add.reduceat((self._rels >= rel).astype(np.int64), self._starts[:-1]) if len(self._rels) else []
+        lengths = np.diff(self._starts)
+        return {q: int(c) if n else 0 for q, c, n in zip(self._qids.tolist(), counts, lengths)}
+
+    def filter_queries(self, query_ids: Iterable[str]) -> Qrels:
+        """Keep only the given queries."""
+        wanted = set(query_ids)
+        lengths = np.diff(self._starts)
+        keep_q = np.array([q in wanted for q in self._qids.tolist()], dtype=bool)
+        keep = np.repeat(keep_q, lengths)
+        qrels = Qrels.__new__(Qrels)
+        qrels._qids = self._qids[keep_q]
+        qrels._starts = np.concatenate([[0], np.cumsum(lengths[keep_q])]).astype(np.int64)
+        qrels._docids = self._docids[keep]
+        qrels._rels = self._rels[keep]
+        qrels.name = self.name
+        qrels.metadata = dict(self.metadata)
+        qrels.nuggets = self.nuggets
+        return qrels
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """``{query_id: {doc_id: relevance}}`` (an edge format)."""
+        out: dict[str, dict[str, int]] = {}
+        docs = self._docids.tolist()
+        rels = self._rels.tolist()
+        for i, q in enumerate(self._qids.tolist()):
+            a, b = int(self._starts[i]), int(self._starts[i + 1])
+            out[q] = dict(zip(docs[a:b], rels[a:b]))
+        return out
+
+    def to_pandas(self):
+        """A DataFrame with columns ``query_id, doc_id, relevance``."""
+        import pandas as pd
+
+        return pd.DataFrame({
+            "query_id": np.repeat(self._qids, np.diff(self._starts)),
+            "doc_id": self._docids,
+            "relevance": self._rels,
+        })
+
+    def fingerprint(self) -> str:
+        """SHA-256 (hex, 16 chars) of the judgments."""
+        h = hashlib.sha256()
+        h.update("\x1f".join(self._qids.tolist()).encode())
+        h.update(self._starts.tobytes())
+        h.update("\x1f".join(self._docids.tolist()).encode())
+        h.update(self._rels.tobytes())
+        return h.hexdigest()[:16]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Qrels):
+            return NotImplemented
+        return (
+            np.array_equal(self._qids, other._qids)
+            and np.array_equal(self._starts, other._starts)
+            and np.array_equal(self._docids, other._docids)
+            and np.array_equal(self._rels, other._rels)
+        )
+
+    __hash__ = None  # type: ignore[assignment]

@@ -1,0 +1,301 @@
+"""``Run``: an immutable mapping ``query_id -> ranked [(doc_id, score), ...]``."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import DuplicateError, InputError
+from .ranking import TieBreak, factorize_sorted, rank_order
+
+
+class Run(Mapping[str, list[tuple[str, float]]]):
+    """A retrieval run, stored column-wise and ranked by trec_eval's rule.
+
+    Entries are grouped by query id (sorted ascending as strings) and, within a query, ordered by
+    score descending with ties broken by doc id descending (see :mod:`nuggetbench.data.ranking`).
+    ``run[qid]`` returns the ranked list of ``(doc_id, score)``. Construction never mutates its
+    inputs, and a ``Run`` is never mutated afterwards: methods return new runs.
+
+    Attributes:
+        name: a label (e.g. the retriever spec or the run file's tag).
+        input_sorted: whether the input already arrived in ranked order (issue-7 style warning).
+        metadata: free-form provenance (retriever parameters, source file...).
+    """
+
+    __slots__ = ("_qids", "_starts", "_docids", "_scores", "name", "input_sorted", "metadata")
+
+    def __init__(
+        self,
+        query_ids: Iterable[Any],
+        doc_ids: Iterable[Any],
+        scores: Iterable[float],
+        *,
+        name: str | None = None,
+        metadata: dict | None = None,
+        tie_break: TieBreak = "docid_desc",
+        source: str | None = None,
+    ):
+        """Build a run from three parallel columns (one entry per (query, doc) pair).
+
+        Args:
+            query_ids, doc_ids: ids (converted to ``str``), shape (n,).
+            scores: floats, shape (n,). Higher is better.
+            name: label of the run.
+            metadata: provenance.
+            tie_break: order of tied scores (trec_eval: ``"docid_desc"``).
+            source: where the data came from, used in error messages.
+
+        Raises:
+            DuplicateError: a (query_id, doc_id) pair occurs twice (the pair is named).
+            InputError: the columns differ in length or a score is not a finite number or NaN.
+        """
+        q = _as_str_array(query_ids)
+        d = _as_str_array(doc_ids)
+        s = np.asarray(scores, dtype=np.float64)
+        if not (len(q) == len(d) == len(s)):
+            raise InputError(f"run columns differ in length: {len(q)} queries, {len(d)} docs, {len(s)} scores")
+        if np.isnan(s).any():
+            i = int(np.flatnonzero(np.isnan(s))[0])
+            raise InputError(f"{source or 'run'}: score of query {q[i]!r}, doc {d[i]!r} is NaN")
+        uq, qcodes = factorize_sorted(q) if len(q) else (np.array([], dtype=object), np.zeros(0, np.int64))
+        order = rank_order(qcodes, s, d, tie_break=tie_break) if len(q) else np.zeros(0, np.int64)
+        self.input_sorted = bool(np.array_equal(order, np.arange(len(order))))
+        qcodes = qcodes[order]
+        d = d[order]
+        s = s[order]
+        starts = np.searchsorted(qcodes, np.arange(len(uq) + 1)).astype(np.int64)
+        _check_duplicates(qcodes, d, uq, source)
+        self._qids = uq
+        self._starts = starts
+        self._docids = d
+        self._scores = s
+        self.name = name
+        self.metadata = dict(metadata or {})
+
+    # --- constructors -------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, float]], **kwargs: Any) -> Run:
+        """From ``{query_id: {doc_id: score}}`` (the pytrec_eval / ranx shape)."""
+        q: list[str] = []
+        d: list[str] = []
+        s: list[float] = []
+        for qid, docs in data.items():
+            for did, score in docs.items():
+                q.append(qid)
+                d.append(did)
+                s.append(score)
+        return cls(q, d, s, **kwargs)
+
+    @classmethod
+    def from_ranked_lists(cls, data: Mapping[str, Iterable[str]], **kwargs: Any) -> Run:
+        """From ``{query_id: [doc_id, ...]}`` best first; scores become ``n, n-1, ..., 1``."""
+        q: list[str] = []
+        d: list[str] = []
+        s: list[float] = []
+        for qid, docs in data.items():
+            docs = list(docs)
+            n = len(docs)
+            for i, did in enumerate(docs):
+                q.append(qid)
+                d.append(did)
+                s.append(float(n - i))
+        return cls(q, d, s, **kwargs)
+
+    @classmethod
+    def _from_ranked_arrays(
+        cls, qids: np.ndarray, starts: np.ndarray, docids: np.ndarray, scores: np.ndarray, *,
+        name: str | None, metadata: dict | None, input_sorted: bool = True,
+    ) -> Run:
+        run = cls.__new__(cls)
+        run._qids = qids
+        run._starts = starts
+        run._docids = docids
+        run._scores = scores
+        run.name = name
+        run.metadata = dict(metadata or {})
+        run.input_sorted = input_sorted
+        return run
+
+    # --- mapping protocol ----------------------------------------------------------------
+    def __getitem__(self, query_id: str) -> list[tuple[str, float]]:
+        i = self._index(query_id)
+        if i is None:
+            raise KeyError(query_id)
+        a, b = self._starts[i], self._starts[i + 1]
+        return list(zip(self._docids[a:b].tolist(), self._scores[a:b].tolist()))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._qids.tolist())
+
+    def __len__(self) -> int:
+        return len(self._qids)
+
+    def __contains__(self, query_id: object) -> bool:
+        return isinstance(query_id, str) and self._index(query_id) is not None
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<Run{label}: {len(self)} queries, {self.n_entries} entries>"
+
+    def _index(self, query_id: str) -> int | None:
+        i = int(np.searchsorted(self._qids, query_id)) if len(self._qids) else 0
+        if i < len(self._qids) and self._qids[i] == query_id:
+            return i
+        return None
+
+    # --- columnar access -----------------------------------------------------------------
+    @property
+    def n_entries(self) -> int:
+        """Total number of (query, doc) entries."""
+        return len(self._docids)
+
+    @property
+    def query_ids(self) -> list[str]:
+        """Query ids, sorted ascending as strings."""
+        return self._qids.tolist()
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(query_ids, starts, doc_ids, scores)``: the ranked columns (read-only views).
+
+        ``query_ids`` has shape (q,), ``starts`` shape (q+1,) with query *i*'s entries at
+        ``starts[i]:starts[i+1]``; ``doc_ids`` (object) and ``scores`` (float64) shape (n,).
+        """
+        return self._qids, self._starts, self._docids, self._scores
+
+    def doc_ids(self, query_id: str) -> list[str]:
+        """Ranked doc ids of one query (empty when absent)."""
+        i = self._index(query_id)
+        if i is None:
+            return []
+        return self._docids[self._starts[i] : self._starts[i + 1]].tolist()
+
+    def lengths(self) -> np.ndarray:
+        """Number of entries per query, shape (q,)."""
+        return np.diff(self._starts)
+
+    # --- derived runs --------------------------------------------------------------------
+    def truncate(self, k: int) -> Run:
+        """Keep the top *k* of every query (trec_eval's ``-M k``)."""
+        if k < 0:
+            raise InputError(f"depth must be >= 0, got {k}")
+        lengths = self.lengths()
+        if (lengths <= k).all():
+            return self
+        rank = np.arange(self.n_entries) - np.repeat(self._starts[:-1], lengths)
+        keep = rank < k
+        new_lengths = np.minimum(lengths, k)
+        starts = np.concatenate([[0], np.cumsum(new_lengths)]).astype(np.int64)
+        return Run._from_ranked_arrays(
+            self._qids, starts, self._docids[keep], self._scores[keep],
+            name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
+        )
+
+    def filter_queries(self, query_ids: Iterable[str]) -> Run:
+        """Keep only the given queries (those absent from the run are ignored)."""
+        wanted = set(query_ids)
+        keep_q = np.array([q in wanted for q in self._qids.tolist()], dtype=bool)
+        lengths = self.lengths()
+        keep = np.repeat(keep_q, lengths)
+        starts = np.concatenate([[0], np.cumsum(lengths[keep_q])]).astype(np.int64)
+        return Run._from_ranked_arrays(
+            self._qids[keep_q], starts, self._docids[keep], self._scores[keep],
+            name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
+        )
+
+    def filter_entries(self, keep: np.ndarray) -> Run:
+        """Keep the entries where the boolean mask *keep* (shape (n,)) is true; order is preserved.
+
+        Queries left with no entries are kept, with zero entries.
+        """
+        keep = np.asarray(keep, dtype=bool)
+        qcodes = np.repeat(np.arange(len(self._qids)), self.lengths())[keep]
+        starts = np.searchsorted(qcodes, np.arange(len(self._qids) + 1)).astype(np.int64)
+        return Run._from_ranked_arrays(
+            self._qids, starts, self._docids[keep], self._scores[keep],
+            name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
+        )
+
+    def with_name(self, name: str | None, metadata: dict | None = None) -> Run:
+        """The same entries under another name (and optionally other metadata)."""
+        return Run._from_ranked_arrays(
+            self._qids, self._starts, self._docids, self._scores,
+            name=name, metadata=self.metadata if metadata is None else metadata,
+            input_sorted=self.input_sorted,
+        )
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """``{query_id: {doc_id: score}}`` (an edge format; prefer the columns)."""
+        out: dict[str, dict[str, float]] = {}
+        docs = self._docids.tolist()
+        scores = self._scores.tolist()
+        for i, q in enumerate(self._qids.tolist()):
+            a, b = int(self._starts[i]), int(self._starts[i + 1])
+            out[q] = dict(zip(docs[a:b], scores[a:b]))
+        return out
+
+    def to_pandas(self):
+        """A DataFrame with columns ``query_id, doc_id, rank (1-based), score``."""
+        import pandas as pd
+
+        lengths = self.lengths()
+        rank = np.arange(self.n_entries) - np.repeat(self._starts[:-1], lengths) + 1
+        return pd.DataFrame({
+            "query_id": np.repeat(self._qids, lengths),
+            "doc_id": self._docids,
+            "rank": rank,
+            "score": self._scores,
+        })
+
+    def fingerprint(self) -> str:
+        """SHA-256 (hex, 16 chars) of the ranked content."""
+        h = hashlib.sha256()
+        h.update("\x1f".join(self._qids.tolist()).encode())
+        h.update(self._starts.tobytes())
+        h.update("\x1f".join(self._docids.tolist()).encode())
+        h.update(self._scores.tobytes())
+        return h.hexdigest()[:16]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Run):
+            return NotImplemented
+        return (
+            np.array_equal(self._qids, other._qids)
+            and np.array_equal(self._starts, other._starts)
+            and np.array_equal(self._docids, other._docids)
+            and np.array_equal(self._scores, other._scores)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _as_str_array(values: Iterable[Any]) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        arr = values
+        if len(arr) and not all(isinstance(v, str) for v in arr[:1]):
+            arr = np.array([str(v) for v in arr], dtype=object)
+        return arr
+    if isinstance(values, np.ndarray):
+        return values.astype(str).astype(object)
+    return np.array([v if isinstance(v, str) else str(v) for v in values], dtype=object)
+
+
+def _check_duplicates(qcodes: np.ndarray, docids: np.ndarray, uq: np.ndarray, source: str | None) -> None:
+    """Raise DuplicateError naming the first repeated (query, doc) pair (entries are ranked)."""
+    n = len(docids)
+    if n < 2:
+        return
+    import pandas as pd
+
+    frame = pd.DataFrame({"q": qcodes, "d": docids})
+    dup = frame.duplicated(keep="first").to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        where = f"{source}: " if source else ""
+        raise DuplicateError(
+            f"{where}query {uq[qcodes[i]]!r} retrieves document {docids[i]!r} more than once; "
+            "a run may list each (query, doc) pair once: remove the duplicate or fuse the scores first"
+        )

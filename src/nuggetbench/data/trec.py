@@ -1,0 +1,211 @@
+"""TREC run files (6 columns) and qrels files (4 columns).
+
+Run lines: ``query_id Q0 doc_id rank score tag`` (whitespace separated; the rank column is
+ignored, as trec_eval does). Qrels lines: ``query_id iteration doc_id relevance``. Lines whose first
+character is ``#`` are comments (trec_eval's own test files use them). A ``.gz`` suffix is read
+transparently.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .._atomic import atomic_write
+from ..errors import FormatError, InputError
+from .qrels import Qrels
+from .run import Run
+
+_COMMENT = re.compile(rb"^#[^\n]*(\n|$)", re.MULTILINE)
+
+
+def _read_bytes(path: str | Path) -> bytes:
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.suffix == ".gz":
+        with gzip.open(path, "rb") as fh:
+            return fh.read()
+    return path.read_bytes()
+
+
+def _strip_comments(data: bytes) -> bytes:
+    if data.startswith(b"#") or b"\n#" in data:
+        return _COMMENT.sub(b"", data)
+    return data
+
+
+def _fast_columns(data: bytes, ncols: int):
+    """Split whitespace-separated columns with pandas' C parser; ``None`` when anything looks off."""
+    import pandas as pd
+
+    if not data.strip():
+        return [np.array([], dtype=object) for _ in range(ncols)]
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(data), sep=r"\s+", header=None, names=list(range(ncols)), dtype=str,
+            engine="c", keep_default_na=False, na_filter=True, na_values=[], quoting=3,
+            skip_blank_lines=True,
+        )
+    except Exception:
+        return None
+    if frame.isna().to_numpy().any():
+        return None
+    return [frame[i].to_numpy(dtype=object) for i in range(ncols)]
+
+
+def _slow_lines(data: bytes, path: str, ncols: int, what: str):
+    """Line-by-line parse that names the file, line and fault."""
+    cols: list[list[str]] = [[] for _ in range(ncols)]
+    text = data.decode("utf-8", errors="replace")
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != ncols:
+            raise FormatError(
+                path, lineno,
+                f"expected {ncols} whitespace-separated columns in a {what} line, found {len(parts)}: {line.strip()!r}"
+                + (" (doc ids may not contain spaces)" if len(parts) > ncols else ""),
+            )
+        for c, part in zip(cols, parts):
+            c.append(part)
+    return [np.array(c, dtype=object) for c in cols]
+
+
+def _parse_scores(values: np.ndarray, path: str, data: bytes, column: int, what: str, kind: str) -> np.ndarray:
+    import pandas as pd
+
+    nums = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.isnan(nums)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        lineno = _line_of_entry(data, i)
+        raise FormatError(path, lineno, f"{kind} column {column} of a {what} line is not a number: {values[i]!r}")
+    return nums
+
+
+def _line_of_entry(data: bytes, index: int) -> int:
+    """1-based line number of the *index*-th data line (skipping blanks and comments)."""
+    count = -1
+    for lineno, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        count += 1
+        if count == index:
+            return lineno
+    return 0
+
+
+def read_run(path: str | Path, *, name: str | None = None) -> Run:
+    """Read a TREC run file (6 columns; ``.gz`` read transparently).
+
+    Args:
+        path: the run file.
+        name: the run's label (default: the tag of the first line, else the file name).
+
+    Returns:
+        A :class:`Run`, ranked by trec_eval's rule (the rank column is ignored).
+
+    Raises:
+        FormatError: a line has the wrong number of columns, or a score is not a number
+            (file, line number and line named).
+        DuplicateError: a (query, doc) pair occurs twice.
+    """
+    path = Path(path)
+    raw = _read_bytes(path)
+    data = _strip_comments(raw)
+    cols = _fast_columns(data, 6)
+    if cols is None:
+        cols = _slow_lines(raw, str(path), 6, "run")
+    q, _, d, _, s, tag = cols
+    scores = _parse_scores(s, str(path), raw, 5, "run", "score")
+    if not np.all(np.isfinite(scores)):
+        i = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise FormatError(path, _line_of_entry(raw, i), f"score is not finite: {s[i]!r}")
+    label = name or (str(tag[0]) if len(tag) else path.name)
+    return Run(q, d, scores, name=label, metadata={"source": str(path)}, source=str(path))
+
+
+def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
+    """Read a TREC qrels file (``query_id iteration doc_id relevance``; ``.gz`` read transparently).
+
+    Raises:
+        FormatError: a line does not have 4 columns, or a relevance is not an integer
+            (file, line number and value named).
+        DuplicateError: a (query, doc) pair is judged twice with different grades.
+    """
+    path = Path(path)
+    raw = _read_bytes(path)
+    data = _strip_comments(raw)
+    cols = _fast_columns(data, 4)
+    if cols is None:
+        cols = _slow_lines(raw, str(path), 4, "qrels")
+    q, _, d, r = cols
+    rels = _parse_scores(r, str(path), raw, 4, "qrels", "relevance")
+    if len(rels) and not np.array_equal(rels, np.round(rels)):
+        i = int(np.flatnonzero(rels != np.round(rels))[0])
+        raise FormatError(path, _line_of_entry(raw, i), f"relevance must be an integer, got {r[i]!r}")
+    return Qrels(q, d, rels.astype(np.int64), name=name or path.name, metadata={"source": str(path)},
+                 source=str(path))
+
+
+def _check_id(value: str, what: str) -> None:
+    if not value or any(ch.isspace() for ch in value):
+        raise InputError(f"{what} {value!r} is empty or contains whitespace; a TREC file cannot hold it")
+
+
+def format_score(score: float) -> str:
+    """Scores are written with ``repr`` precision so that re-reading gives the same ranking."""
+    if math.isfinite(score) and score == int(score) and abs(score) < 1e15:
+        return str(int(score))
+    return repr(float(score))
+
+
+def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> Path:
+    """Write *run* as a TREC run file, atomically (``.gz`` suffix: gzip-compressed).
+
+    Ranks are written 1-based in trec_eval order.
+
+    Raises:
+        InputError: a query or doc id is empty or contains whitespace.
+    """
+    path = Path(path)
+    tag = tag or run.name or "nuggetbench"
+    tag = re.sub(r"\s+", "_", tag)
+    qids, starts, docids, scores = run.arrays()
+    lines = []
+    for i, q in enumerate(qids.tolist()):
+        _check_id(q, "query id")
+        a, b = int(starts[i]), int(starts[i + 1])
+        for rank, (d, s) in enumerate(zip(docids[a:b].tolist(), scores[a:b].tolist()), start=1):
+            _check_id(d, "doc id")
+            lines.append(f"{q} Q0 {d} {rank} {format_score(s)} {tag}\n")
+    text = "".join(lines)
+    if path.suffix == ".gz":
+        with atomic_write(path, "wb") as fh:
+            fh.write(gzip.compress(text.encode()))
+    else:
+        with atomic_write(path) as fh:
+            fh.write(text)
+    return path
+
+
+def write_qrels(qrels: Qrels, path: str | Path) -> Path:
+    """Write *qrels* as a TREC qrels file, atomically."""
+    qids, starts, docids, rels = qrels.arrays()
+    lines = []
+    for i, q in enumerate(qids.tolist()):
+        _check_id(q, "query id")
+        a, b = int(starts[i]), int(starts[i + 1])
+        for d, r in zip(docids[a:b].tolist(), rels[a:b].tolist()):
+            _check_id(d, "doc id")
+            lines.append(f"{q} 0 {d} {r}\n")
+    with atomic_write(path) as fh:
+        fh.write("".join(lines))
+    return Path(path)
