@@ -47,14 +47,15 @@ def _fast_columns(data: bytes, ncols: int):
     if not data.strip():
         return [np.array([], dtype=object) for _ in range(ncols)]
     try:
+        # one spare column catches lines with too many fields; empty strings mark missing ones
         frame = pd.read_csv(
-            io.BytesIO(data), sep=r"\s+", header=None, names=list(range(ncols)), dtype=str,
-            engine="c", keep_default_na=False, na_filter=True, na_values=[], quoting=3,
-            skip_blank_lines=True,
+            io.BytesIO(data), sep=r"\s+", header=None, names=list(range(ncols + 1)), dtype=str,
+            engine="c", keep_default_na=False, na_values=[], quoting=3, skip_blank_lines=True,
+            index_col=False,
         )
     except Exception:
         return None
-    if frame.isna().to_numpy().any():
+    if (frame[ncols] != "").any() or (frame[list(range(ncols))] == "").to_numpy().any():
         return None
     return [frame[i].to_numpy(dtype=object) for i in range(ncols)]
 

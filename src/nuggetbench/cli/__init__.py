@@ -1,0 +1,83 @@
+"""The ``nuggetbench`` command line: a thin click group whose commands load lazily.
+
+``nuggetbench --help`` imports nothing heavy: each command's module is imported only when that
+command runs (or its own ``--help`` is asked for).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .. import __version__
+
+# name -> (module:attribute, one-line help shown by `nuggetbench --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("nuggetbench.cli.run:run_command", "Retrieve on a dataset with one or more retrievers and score the runs."),
+    "evaluate": ("nuggetbench.cli.evaluate:evaluate_command", "Score an existing run file against qrels or a dataset."),
+    "datasets": ("nuggetbench.cli.datasets:datasets_group", "List, describe and download datasets."),
+    "measures": ("nuggetbench.cli.measures:measures_command", "List the measures and profiles nuggetbench knows."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module only when the command is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module_name, attr = entry[0].split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="nuggetbench")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def cli(verbose: int) -> None:
+    """nuggetbench: measure how well retrieval systems find the evidence people need.
+
+    \b
+    Examples:
+      nuggetbench run beir/scifact -r bm25 -r bm25:preset=pyserini
+      nuggetbench evaluate qrels.txt run.trec nDCG@10 AP --per-query
+      nuggetbench datasets list
+
+    Environment: NUGGETBENCH_HOME (datasets, caches; default ~/.cache/nuggetbench),
+    NUGGETBENCH_DATA (read-only dataset folders searched first, ':'-separated),
+    NUGGETBENCH_OFFLINE=1 (no downloads).
+    """
+    import logging
+
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script and ``python -m nuggetbench``."""
+    from ..errors import NuggetbenchError
+
+    try:
+        cli.main(args=argv, prog_name="nuggetbench", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except NuggetbenchError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)

@@ -1,0 +1,125 @@
+"""Small helpers shared by commands: consoles, argument loading, rendering."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+FORMATS = ("table", "json", "markdown", "tsv")
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def warn(message: str) -> None:
+    """Print a warning to stderr (yellow)."""
+    console(stderr=True).print(f"[yellow]warning:[/yellow] {message}", markup=True)
+
+
+def info(message: str) -> None:
+    console(stderr=True).print(message, markup=False)
+
+
+def looks_like_path(text: str) -> bool:
+    return Path(text).exists() or "/" in text and Path(text).suffix != "" and not text.startswith(("beir/", "birco/", "freshstack/", "miracl/", "mmarco/"))
+
+
+def load_qrels_arg(text: str, *, split: str | None = None, **dataset_options: Any):
+    """QRELS argument: a file (TREC qrels, BEIR tsv, JSON, diversity qrels, FreshStack queries
+    file) or a dataset id. Returns ``(qrels, dataset_or_None)``."""
+    path = Path(text)
+    if path.is_file():
+        return _load_qrels_file(path), None
+    if path.is_dir():
+        from ..datasets import load_dataset
+
+        options = dict(dataset_options)
+        if split:
+            options["split"] = split
+        ds = load_dataset(str(path), **options)
+        return ds.qrels, ds
+    from ..datasets import load_dataset
+
+    options = dict(dataset_options)
+    if split:
+        options["split"] = split
+    ds = load_dataset(text, **options)
+    return ds.qrels, ds
+
+
+def _load_qrels_file(path: Path):
+    """Sniff nugget-level formats first (when that reader exists), then document qrels."""
+    from ..data import load_qrels
+
+    try:
+        from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels  # type: ignore[attr-defined]
+    except ImportError:
+        return load_qrels(path)
+    if sniff_nugget_qrels(path):
+        return load_nugget_qrels_file(path)
+    return load_qrels(path)
+
+
+def fmt_value(value: float, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "nan"
+    if float(value).is_integer() and abs(value) >= 1:
+        return str(int(value))
+    return f"{value:.{digits}f}"
+
+
+def render_means_table(title: str, rows: Mapping[str, Mapping[str, float]], measures: Sequence[str],
+                       *, digits: int = 4, extra_columns: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    """Print a rich table: one row per system, one column per measure."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    table.add_column("system", overflow="fold")
+    for m in measures:
+        table.add_column(m, justify="right")
+    extra_names: list[str] = []
+    if extra_columns:
+        for cols in extra_columns.values():
+            for c in cols:
+                if c not in extra_names:
+                    extra_names.append(c)
+        for c in extra_names:
+            table.add_column(c, justify="right")
+    for name, means in rows.items():
+        cells = [fmt_value(means.get(m, float("nan")), digits) for m in measures]
+        if extra_columns:
+            cells += [extra_columns.get(name, {}).get(c, "") for c in extra_names]
+        table.add_row(name, *cells)
+    console().print(table)
+
+
+def markdown_table(rows: Mapping[str, Mapping[str, float]], measures: Sequence[str], *, digits: int = 4,
+                   first: str = "system") -> str:
+    lines = ["| " + " | ".join([first, *measures]) + " |", "|" + "---|" * (len(measures) + 1)]
+    for name, means in rows.items():
+        lines.append("| " + " | ".join([name, *(fmt_value(means.get(m, float("nan")), digits) for m in measures)]) + " |")
+    return "\n".join(lines)
+
+
+def echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default))
+
+
+def _json_default(value: Any):
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

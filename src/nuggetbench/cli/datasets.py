@@ -1,0 +1,51 @@
+"""``nuggetbench datasets list|info|fetch``."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import console, echo_json
+
+
+@click.group("datasets", context_settings={"help_option_names": ["-h", "--help"]})
+def datasets_group():
+    """List, describe and download datasets."""
+
+
+@datasets_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def list_command(fmt):
+    """List dataset ids (and whether each is available locally)."""
+    from rich.table import Table
+
+    from ..datasets import list_datasets
+
+    ids = list_datasets()
+    if fmt == "json":
+        echo_json(ids)
+        return
+    table = Table(title="datasets", title_justify="left")
+    table.add_column("id")
+    for did in ids:
+        table.add_row(did)
+    console().print(table)
+
+
+@datasets_group.command("info")
+@click.argument("dataset")
+def info_command(dataset):
+    """Describe DATASET: source, split, counts when local, policies, default measures."""
+    from ..datasets import dataset_info
+
+    echo_json(dataset_info(dataset))
+
+
+@datasets_group.command("fetch")
+@click.argument("dataset", nargs=-1, required=True)
+def fetch_command(dataset):
+    """Download DATASET(s) into $NUGGETBENCH_HOME (verified, atomic)."""
+    from ..datasets import fetch
+
+    for did in dataset:
+        path = fetch(did)
+        click.echo(f"{did}: {path}")

@@ -1,0 +1,64 @@
+"""``nuggetbench evaluate``: score an existing run."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import echo_json, fmt_value, load_qrels_arg, render_means_table, warn
+
+
+@click.command("evaluate", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("qrels")
+@click.argument("run", type=click.Path(exists=True, dir_okay=False))
+@click.argument("measures", nargs=-1)
+@click.option("-q", "--per-query", is_flag=True, help="Also print each query's values.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "tsv"]), default="table", show_default=True,
+              help="json: exactly one JSON object {measure: mean} on stdout (with --per-query: {measure: {query: value}} under 'per_query').")
+@click.option("--profile", default=None, metavar="NAME",
+              help="Semantics profile (default 'trec_eval -c': every judged query counts, a missing one scores 0).")
+@click.option("--split", default=None, help="Split, when QRELS is a dataset id.")
+def evaluate_command(qrels, run, measures, per_query, fmt, profile, split):
+    """Score RUN (TREC run file, .gz, or JSON {query: {doc: score}}) against QRELS.
+
+    QRELS is a qrels file (TREC 4 columns, BEIR tsv, JSON) or a dataset id. MEASURES default to
+    the dataset's, or nDCG@10 R@100 RR@10 AP for a qrels file.
+
+    \b
+    Example:
+      nuggetbench evaluate qrels.test results.test nDCG@10 'P(rel=2)@5' AP --per-query
+    """
+    from ..data import load_run
+    from ..measures import evaluate, parse_measure
+
+    for m in measures:
+        parse_measure(m)
+    qrels_value, ds = load_qrels_arg(qrels, split=split)
+    measures = list(measures) or (list(ds.default_measures) if ds is not None else ["nDCG@10", "R@100", "RR@10", "AP"])
+    profile = profile or (ds.default_profile if ds is not None else None)
+    run_value = load_run(run)
+    kwargs = {"profile": profile} if profile else {}
+    results = evaluate(qrels_value, run_value, measures, **kwargs)
+    if results.run_only_queries:
+        warn(f"{len(results.run_only_queries)} run queries have no judgments and were ignored")
+    if results.missing_queries:
+        warn(f"{len(results.missing_queries)} judged queries are missing from the run and score 0 "
+             f"under profile {results.profile!r}")
+    if fmt == "json":
+        out = {m: results.means[m] for m in measures}
+        if per_query:
+            out = {**out, "per_query": {m: results.values(m) for m in measures}}
+        echo_json(out)
+        return
+    if fmt == "tsv":
+        if per_query:
+            for m in measures:
+                for qid, value in results.values(m).items():
+                    click.echo(f"{m}\t{qid}\t{fmt_value(value)}")
+        for m in measures:
+            click.echo(f"{m}\tall\t{fmt_value(results.means[m])}")
+        return
+    if per_query:
+        rows = {qid: {m: results.values(m)[qid] for m in measures} for qid in results.query_ids}
+        render_means_table("per query", rows, measures)
+    render_means_table(f"{run_value.name or run} ({len(results.query_ids)} queries, profile {results.profile!r})",
+                       {"mean": results.means}, measures)

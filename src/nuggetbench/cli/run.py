@@ -1,0 +1,68 @@
+"""``nuggetbench run``: retrieve on a dataset, save the runs, print and save the scores."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import echo_json, info, markdown_table, render_means_table, warn
+
+
+@click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("dataset")
+@click.option("-r", "--retriever", "retrievers", multiple=True, required=True, metavar="SPEC",
+              help="Retriever spec, repeatable: bm25, 'bm25:k1=0.9,b=0.4', bm25:preset=pyserini, ...")
+@click.option("-m", "--measure", "measures", multiple=True, metavar="MEASURE",
+              help="Measure, repeatable (default: the dataset's, e.g. nDCG@10 R@100 RR@10 AP for BEIR).")
+@click.option("-k", "--depth", "k", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Documents retrieved per query.")
+@click.option("-o", "--outdir", type=click.Path(file_okay=False), default=None,
+              help="Folder for runs/*.trec and results.json (default: $NUGGETBENCH_HOME/outputs/<dataset>/<time>).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table",
+              show_default=True, help="How to print the scores (json: exactly one JSON object on stdout).")
+@click.option("--profile", default=None, metavar="NAME",
+              help="Semantics profile (default: the dataset's; 'trec_eval -c' for BEIR). See `nuggetbench measures`.")
+@click.option("--split", default=None, help="Dataset split (default: the dataset's, test for BEIR).")
+@click.option("--with-objective", is_flag=True, help="Give the dataset's task objective to retrievers that accept instructions.")
+@click.option("--no-progress", is_flag=True, help="Hide progress bars.")
+def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, with_objective, no_progress):
+    """Retrieve on DATASET with each retriever, save runs and results, print a table.
+
+    DATASET is a dataset id (beir/scifact, fastbook, ...) or a local BEIR-format folder.
+
+    \b
+    Example:
+      NUGGETBENCH_DATA=../shared/data nuggetbench run beir/scifact \\
+          -r bm25:k1=0.9,b=0.4 -r bm25:k1=1.5,b=0.75
+    """
+    from datetime import datetime
+    from pathlib import Path
+
+    from ..datasets import load_dataset
+    from ..experiment import run_experiment, slug
+    from ..home import home
+
+    options = {}
+    if split:
+        options["split"] = split
+    ds = load_dataset(dataset, **options)
+    if outdir is None:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        outdir = home() / "outputs" / slug(ds.id) / stamp
+    show_progress = not no_progress and fmt == "table"
+    exp = run_experiment(ds, list(retrievers), measures=list(measures) or None, k=k, profile=profile,
+                         outdir=Path(outdir), with_objective=with_objective, show_progress=show_progress)
+    means = exp.means()
+    for note in exp.notes:
+        warn(note)
+    first = next(iter(exp.systems.values())).results
+    if getattr(first, "run_only_queries", None):
+        warn(f"{len(first.run_only_queries)} run queries have no judgments and were ignored")
+    if fmt == "json":
+        echo_json({"dataset": exp.dataset_id, "results": means})
+        return
+    if fmt == "markdown":
+        click.echo(markdown_table(means, exp.measures))
+    else:
+        render_means_table(f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})",
+                           means, exp.measures)
+    info(f"runs and results saved in {exp.outdir}")

@@ -1,0 +1,201 @@
+"""``run_experiment``: retrieve on a dataset with several retrievers, score, and save everything.
+
+This is the library function behind ``nuggetbench run``. Every run is written as a TREC file as
+soon as it exists, and ``results.json`` is rewritten (atomically) after each system, so an
+interrupted experiment loses nothing that finished.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from ._atomic import atomic_write
+from .data import Run, write_run
+from .errors import InputError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SystemOutcome:
+    """One retriever's run and scores.
+
+    Attributes:
+        spec: the retriever spec as given (``bm25:k1=0.9,b=0.4``).
+        run: the run (after the dataset's declared post-processing, e.g. self-hit removal).
+        results: a :class:`nuggetbench.measures.Results`.
+        run_path: where the TREC file was written (``None`` without an output folder).
+        seconds: wall-clock seconds of ``index`` and ``search``.
+    """
+
+    spec: str
+    run: Run
+    results: Any
+    run_path: Path | None = None
+    seconds: dict = field(default_factory=dict)
+
+
+@dataclass
+class Experiment:
+    """Everything ``run_experiment`` produced."""
+
+    dataset_id: str
+    measures: list[str]
+    profile: str
+    k: int
+    systems: dict[str, SystemOutcome] = field(default_factory=dict)
+    outdir: Path | None = None
+    provenance: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def means(self) -> dict[str, dict[str, float]]:
+        """``{retriever spec: {measure: mean}}``."""
+        return {name: {m: float(s.results.means[m]) for m in self.measures} for name, s in self.systems.items()}
+
+    def to_dict(self, *, per_query: bool = True) -> dict:
+        """A JSON-ready description: provenance, means and (optionally) per-query values."""
+        systems = {}
+        for name, s in self.systems.items():
+            entry = s.results.to_dict() if per_query else {"means": dict(s.results.means)}
+            entry["run_file"] = str(s.run_path) if s.run_path else None
+            entry["seconds"] = s.seconds
+            entry["run_metadata"] = _jsonable(s.run.metadata)
+            systems[name] = entry
+        return {
+            "dataset": self.dataset_id,
+            "measures": self.measures,
+            "profile": self.profile,
+            "k": self.k,
+            "provenance": self.provenance,
+            "notes": self.notes,
+            "systems": systems,
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        return json.loads(json.dumps(value, default=str))
+
+
+def slug(spec: str) -> str:
+    """A file-name-safe form of a retriever spec."""
+    text = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", spec).strip("_")
+    return text[:120] or "run"
+
+
+def run_experiment(
+    dataset: Any,
+    retrievers: Sequence[str],
+    *,
+    measures: Sequence[str] | None = None,
+    k: int = 1000,
+    profile: str | None = None,
+    outdir: str | Path | None = None,
+    with_objective: bool = False,
+    show_progress: bool = False,
+) -> Experiment:
+    """Retrieve with each retriever spec, apply the dataset's policies, save and score the runs.
+
+    Args:
+        dataset: a :class:`nuggetbench.datasets.Dataset` (or an id, loaded with defaults).
+        retrievers: retriever specs (``bm25``, ``bm25:k1=0.9,b=0.4``, ...), at least one.
+        measures: measure strings; default: the dataset's ``default_measures``.
+        k: retrieval depth per query.
+        profile: semantics profile name; default: the dataset's ``default_profile``.
+        outdir: folder for ``runs/<spec>.trec`` and ``results.json`` (created); ``None`` keeps
+            everything in memory.
+        with_objective: pass the dataset's task objective to retrievers that accept instructions
+            (BIRCO's "+O" setting).
+        show_progress: progress bars on indexing and search.
+
+    Returns:
+        An :class:`Experiment` with a :class:`SystemOutcome` per retriever.
+
+    Raises:
+        InputError: no retriever, a duplicate spec, or a bad measure/spec string (before any work).
+    """
+    from .datasets import load_dataset
+    from .measures import evaluate, parse_measure
+    from .retrieval.spec import parse_retriever
+
+    if isinstance(dataset, str):
+        dataset = load_dataset(dataset)
+    if not retrievers:
+        raise InputError("give at least one retriever (-r bm25)")
+    if len(set(retrievers)) != len(retrievers):
+        raise InputError("the same retriever spec is given twice; give each once")
+    measures = list(measures or dataset.default_measures)
+    for m in measures:
+        parse_measure(m)  # fail before any work
+    profile = profile or dataset.default_profile
+    parsed = [(spec, parse_retriever(spec)) for spec in retrievers]  # fail before any work
+
+    exp = Experiment(dataset_id=dataset.id, measures=measures, profile=profile, k=k,
+                     outdir=Path(outdir) if outdir else None)
+    exp.provenance = {
+        "dataset": dataset.id,
+        "dataset_fingerprint": dataset.fingerprint(),
+        "split": getattr(dataset, "split", None),
+        "nuggetbench_version": __version__,
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "k": k,
+        "profile": profile,
+        "remove_self_hits": bool(getattr(dataset, "remove_self_hits", False)),
+        "with_objective": with_objective,
+    }
+    if exp.outdir:
+        (exp.outdir / "runs").mkdir(parents=True, exist_ok=True)
+
+    objective = getattr(dataset, "objective", None) if with_objective else None
+    if with_objective and not objective:
+        exp.notes.append(f"{dataset.id} declares no task objective; --with-objective had no effect")
+
+    for spec, retriever in parsed:
+        log.info("retrieving with %s", spec)
+        t0 = time.perf_counter()
+        index = retriever.index(dataset.corpus, show_progress=show_progress)
+        t1 = time.perf_counter()
+        search_kwargs: dict[str, Any] = {"show_progress": show_progress}
+        if getattr(dataset, "doc_filter", None) is not None:
+            search_kwargs["doc_filter"] = dataset.doc_filter
+        if objective:
+            search_kwargs["objective"] = objective
+        run = index.search(dataset.queries, k, **search_kwargs)
+        t2 = time.perf_counter()
+        postprocess = getattr(dataset, "postprocess_run", None)
+        if postprocess is not None:
+            run = postprocess(run)
+        run = run.with_name(spec, {**run.metadata, "retriever": spec, "k": k})
+        run_path = None
+        if exp.outdir:
+            run_path = write_run(run, exp.outdir / "runs" / f"{slug(spec)}.trec", tag=slug(spec))
+        results = evaluate(dataset.qrels, run, measures, profile=profile)
+        exp.systems[spec] = SystemOutcome(spec, run, results, run_path,
+                                          {"index": round(t1 - t0, 3), "search": round(t2 - t1, 3)})
+        if exp.outdir:
+            save_experiment(exp)
+    exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if exp.outdir:
+        save_experiment(exp)
+    return exp
+
+
+def save_experiment(exp: Experiment) -> Path:
+    """Write ``results.json`` (means, per-query values, provenance) atomically."""
+    assert exp.outdir is not None
+    path = exp.outdir / "results.json"
+    with atomic_write(path) as fh:
+        json.dump(_jsonable(exp.to_dict()), fh, indent=1, default=str)
+    return path
