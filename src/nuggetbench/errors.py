@@ -80,6 +80,14 @@ class CacheError(NuggetbenchError):
     """A cached artefact is inconsistent with what is being asked for."""
 
 
+class LLMError(NuggetbenchError):
+    """An LLM endpoint cannot be reached, refuses the request, or keeps answering badly."""
+
+
+class BudgetError(LLMError):
+    """A build would exceed the call or cost budget of its plan (answers so far are cached)."""
+
+
 def suggest(name: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
     """Return `` Did you mean 'X'?`` for the closest of *choices* to *name*, or ``""``."""
     import difflib

@@ -22,15 +22,18 @@ def _first_data_line(path: Path) -> str:
     return ""
 
 
-def load_run(path: str | Path, *, name: str | None = None) -> Run:
-    """Read a run from a TREC run file (``.gz`` too) or a JSON file (``{qid: {doc: score}}``)."""
+def load_run(path: str | Path, *, name: str | None = None, keep_rank: bool = False) -> Run:
+    """Read a run from a TREC run file (``.gz`` too) or a JSON file (``{qid: {doc: score}}``).
+
+    *keep_rank* keeps a TREC file's rank column as ``run.input_ranks`` (JSON runs have none).
+    """
     path = Path(path)
     if not path.exists():
         raise InputError(f"run file {path} does not exist")
     first = _first_data_line(path).lstrip()
     if path.suffix == ".json" or first.startswith("{"):
         return read_json_run(path, name=name)
-    return read_run(path, name=name)
+    return read_run(path, name=name, keep_rank=keep_rank)
 
 
 def load_qrels(path: str | Path, *, name: str | None = None) -> Qrels:

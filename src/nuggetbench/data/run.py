@@ -24,9 +24,12 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         name: a label (e.g. the retriever spec or the run file's tag).
         input_sorted: whether the input already arrived in ranked order (issue-7 style warning).
         metadata: free-form provenance (retriever parameters, source file...).
+        input_ranks: ``None``, or the rank column of the input file (int64, shape (n,), aligned
+            with the ranked entries of :meth:`arrays`); kept only on request
+            (``read_run(path, keep_rank=True)``) for profiles that order by it (ndeval's default).
     """
 
-    __slots__ = ("_qids", "_starts", "_docids", "_scores", "name", "input_sorted", "metadata")
+    __slots__ = ("_qids", "_starts", "_docids", "_scores", "name", "input_sorted", "metadata", "input_ranks")
 
     def __init__(
         self,
@@ -38,6 +41,7 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         metadata: dict | None = None,
         tie_break: TieBreak = "docid_desc",
         source: str | None = None,
+        ranks: Iterable[int] | None = None,
     ):
         """Build a run from three parallel columns (one entry per (query, doc) pair).
 
@@ -48,6 +52,8 @@ class Run(Mapping[str, list[tuple[str, float]]]):
             metadata: provenance.
             tie_break: order of tied scores (trec_eval: ``"docid_desc"``).
             source: where the data came from, used in error messages.
+            ranks: optional input rank column (integers, shape (n,)), stored aligned with the
+                ranked entries as ``input_ranks``; it never changes the ranking.
 
         Raises:
             DuplicateError: a (query_id, doc_id) pair occurs twice (the pair is named).
@@ -67,6 +73,13 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         qcodes = qcodes[order]
         d = d[order]
         s = s[order]
+        if ranks is not None:
+            r = np.asarray(list(ranks) if not isinstance(ranks, np.ndarray) else ranks, dtype=np.int64)
+            if len(r) != len(order):
+                raise InputError(f"run columns differ in length: {len(order)} entries, {len(r)} ranks")
+            self.input_ranks = r[order]
+        else:
+            self.input_ranks = None
         starts = np.searchsorted(qcodes, np.arange(len(uq) + 1)).astype(np.int64)
         _check_duplicates(qcodes, d, uq, source)
         self._qids = uq
@@ -109,8 +122,10 @@ class Run(Mapping[str, list[tuple[str, float]]]):
     def _from_ranked_arrays(
         cls, qids: np.ndarray, starts: np.ndarray, docids: np.ndarray, scores: np.ndarray, *,
         name: str | None, metadata: dict | None, input_sorted: bool = True,
+        input_ranks: np.ndarray | None = None,
     ) -> Run:
         run = cls.__new__(cls)
+        run.input_ranks = input_ranks
         run._qids = qids
         run._starts = starts
         run._docids = docids
@@ -192,6 +207,7 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         return Run._from_ranked_arrays(
             self._qids, starts, self._docids[keep], self._scores[keep],
             name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
+            input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
         )
 
     def filter_queries(self, query_ids: Iterable[str]) -> Run:
@@ -204,6 +220,7 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         return Run._from_ranked_arrays(
             self._qids[keep_q], starts, self._docids[keep], self._scores[keep],
             name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
+            input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
         )
 
     def filter_entries(self, keep: np.ndarray) -> Run:
@@ -217,6 +234,7 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         return Run._from_ranked_arrays(
             self._qids, starts, self._docids[keep], self._scores[keep],
             name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
+            input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
         )
 
     def with_name(self, name: str | None, metadata: dict | None = None) -> Run:
@@ -224,7 +242,7 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         return Run._from_ranked_arrays(
             self._qids, self._starts, self._docids, self._scores,
             name=name, metadata=self.metadata if metadata is None else metadata,
-            input_sorted=self.input_sorted,
+            input_sorted=self.input_sorted, input_ranks=self.input_ranks,
         )
 
     def to_dict(self) -> dict[str, dict[str, float]]:

@@ -103,19 +103,21 @@ def _line_of_entry(data: bytes, index: int) -> int:
     return 0
 
 
-def read_run(path: str | Path, *, name: str | None = None) -> Run:
+def read_run(path: str | Path, *, name: str | None = None, keep_rank: bool = False) -> Run:
     """Read a TREC run file (6 columns; ``.gz`` read transparently).
 
     Args:
         path: the run file.
         name: the run's label (default: the tag of the first line, else the file name).
+        keep_rank: also keep the rank column as ``run.input_ranks`` (integers; ndeval's default
+            order sorts by it). It never changes the ranking of the run.
 
     Returns:
         A :class:`Run`, ranked by trec_eval's rule (the rank column is ignored).
 
     Raises:
-        FormatError: a line has the wrong number of columns, or a score is not a number
-            (file, line number and line named).
+        FormatError: a line has the wrong number of columns, or a score is not a number, or
+            (with *keep_rank*) a rank is not an integer (file, line number and line named).
         DuplicateError: a (query, doc) pair occurs twice.
     """
     path = Path(path)
@@ -124,13 +126,21 @@ def read_run(path: str | Path, *, name: str | None = None) -> Run:
     cols = _fast_columns(data, 6)
     if cols is None:
         cols = _slow_lines(raw, str(path), 6, "run")
-    q, _, d, _, s, tag = cols
+    q, _, d, rank_col, s, tag = cols
     scores = _parse_scores(s, str(path), raw, 5, "run", "score")
     if not np.all(np.isfinite(scores)):
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise FormatError(path, _line_of_entry(raw, i), f"score is not finite: {s[i]!r}")
+    ranks = None
+    if keep_rank:
+        ranks_f = _parse_scores(rank_col, str(path), raw, 4, "run", "rank")
+        bad = ranks_f != np.round(ranks_f)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise FormatError(path, _line_of_entry(raw, i), f"rank must be an integer, got {rank_col[i]!r}")
+        ranks = ranks_f.astype(np.int64)
     label = name or (str(tag[0]) if len(tag) else path.name)
-    return Run(q, d, scores, name=label, metadata={"source": str(path)}, source=str(path))
+    return Run(q, d, scores, name=label, metadata={"source": str(path)}, source=str(path), ranks=ranks)
 
 
 def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:

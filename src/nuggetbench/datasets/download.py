@@ -1,0 +1,245 @@
+"""Verified downloads and safe, atomic archive installation.
+
+* :func:`download_file` streams a URL to a temporary file beside the target, computes its MD5
+  on the fly and keeps the file only when the size and checksum match. A corrupt or truncated
+  download never stays on disk.
+* :func:`safe_extract_zip` refuses any member that would land outside the target folder
+  (absolute paths, ``..`` components, drive letters, symbolic links).
+* :func:`install_zip` extracts into a temporary folder beside the destination and renames the
+  finished folder into place, so a dataset folder is either complete or absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from ..errors import ChecksumError, DatasetError, DownloadError, UnsafeArchiveError
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+TIMEOUT_S = 60
+
+
+def download_file(
+    url: str,
+    dest: str | Path,
+    *,
+    md5: str | None = None,
+    show_progress: bool = False,
+    what: str | None = None,
+) -> Path:
+    """Download *url* to *dest* (atomically), verifying its MD5 when given.
+
+    Args:
+        url: an ``http(s)://`` or ``file://`` URL.
+        dest: the final file path (its folder is created).
+        md5: the expected hex MD5 digest, or ``None`` to skip verification.
+        show_progress: show a tqdm bar (bytes).
+        what: a label for messages (e.g. the dataset id).
+
+    Returns:
+        *dest*.
+
+    Raises:
+        DownloadError: the network failed or the transfer ended early (the partial file is removed).
+        ChecksumError: the file's MD5 differs from *md5* (the file is removed).
+    """
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    from tqdm.auto import tqdm
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    label = what or dest.name
+    fd, tmp_name = tempfile.mkstemp(prefix="." + dest.name + ".", suffix=".part", dir=dest.parent)
+    tmp = Path(tmp_name)
+    digest = hashlib.md5()
+    received = 0
+    try:
+        with os.fdopen(fd, "wb") as out:
+            try:
+                request = urllib.request.Request(url, headers={"User-Agent": "nuggetbench"})
+                with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+                    length = response.headers.get("Content-Length")
+                    total = int(length) if length and length.isdigit() else None
+                    with tqdm(
+                        total=total,
+                        unit="B",
+                        unit_scale=True,
+                        unit_divisor=1024,
+                        desc=f"download {label}",
+                        disable=not show_progress,
+                        leave=False,
+                    ) as bar:
+                        while True:
+                            chunk = response.read(CHUNK)
+                            if not chunk:
+                                break
+                            out.write(chunk)
+                            digest.update(chunk)
+                            received += len(chunk)
+                            bar.update(len(chunk))
+            except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                raise DownloadError(
+                    f"downloading {label} from {url} failed after {received} bytes: {reason}. "
+                    "Check the network (or set NUGGETBENCH_OFFLINE=1 and fill the folder by hand), "
+                    "then try again"
+                ) from exc
+            if total is not None and received != total:
+                raise DownloadError(
+                    f"downloading {label} from {url}: the transfer was truncated ({received} of "
+                    f"{total} bytes); try again"
+                )
+            out.flush()
+            os.fsync(out.fileno())
+        if md5 is not None and digest.hexdigest() != md5.lower():
+            raise ChecksumError(
+                f"{label}: the file downloaded from {url} has MD5 {digest.hexdigest()}, expected "
+                f"{md5.lower()} ({received} bytes received); it was deleted. The download was "
+                "corrupt or truncated, or the server's file changed: try again, or report it"
+            )
+        os.replace(tmp, dest)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    log.info("downloaded %s (%d bytes) to %s", url, received, dest)
+    return dest
+
+
+def file_md5(path: str | Path) -> str:
+    """Hex MD5 digest of a file (streamed)."""
+    digest = hashlib.md5()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _member_target(root: Path, info: zipfile.ZipInfo, archive: Path) -> Path:
+    """The path *info* extracts to below *root*; raises when it would escape or is a link."""
+    name = info.filename
+    mode = (info.external_attr >> 16) & 0xFFFF
+    if stat.S_ISLNK(mode):
+        raise UnsafeArchiveError(
+            f"{archive}: member {name!r} is a symbolic link; refusing to extract"
+        )
+    posix = name.replace("\\", "/")
+    parts = PurePosixPath(posix).parts
+    if (
+        posix.startswith("/")
+        or (len(posix) > 1 and posix[1] == ":")
+        or ".." in parts
+        or "\x00" in posix
+    ):
+        raise UnsafeArchiveError(
+            f"{archive}: member {name!r} would be written outside {root}; refusing to extract"
+        )
+    target = (root / Path(*[p for p in parts if p not in ("", ".")])).resolve() if parts else root
+    if target != root and root not in target.parents:
+        raise UnsafeArchiveError(
+            f"{archive}: member {name!r} would be written outside {root}; refusing to extract"
+        )
+    return target
+
+
+def safe_extract_zip(
+    archive: str | Path, target: str | Path, *, show_progress: bool = False
+) -> Path:
+    """Extract *archive* into *target*, refusing members that would escape it.
+
+    Every member is checked before anything is written.
+
+    Raises:
+        UnsafeArchiveError: a member has an absolute path, a ``..`` component, a drive letter,
+            or is a symbolic link.
+        DatasetError: the file is not a valid zip archive.
+    """
+    from tqdm.auto import tqdm
+
+    archive = Path(archive)
+    root = Path(target).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        zf = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile as exc:
+        raise DatasetError(
+            f"{archive} is not a valid zip archive ({exc}); delete it and download again"
+        ) from exc
+    with zf:
+        members = zf.infolist()
+        targets = [_member_target(root, info, archive) for info in members]
+        for info, dest in tqdm(
+            list(zip(members, targets)),
+            desc=f"extract {archive.name}",
+            disable=not show_progress,
+            leave=False,
+        ):
+            if info.is_dir():
+                dest.mkdir(parents=True, exist_ok=True)
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(dest, "wb") as out:
+                shutil.copyfileobj(src, out, CHUNK)
+    return root
+
+
+def install_zip(
+    archive: str | Path,
+    *,
+    member_dir: str,
+    destination: str | Path,
+    marker: str | None = None,
+    show_progress: bool = False,
+) -> Path:
+    """Extract *archive* and move its top folder *member_dir* to *destination* atomically.
+
+    The archive is extracted into a temporary folder beside *destination*; the folder
+    ``<tmp>/<member_dir>`` is then renamed to *destination*. When another process installed
+    *destination* in the meantime (it holds *marker*), its copy is kept and ours discarded.
+
+    Raises:
+        UnsafeArchiveError: see :func:`safe_extract_zip`.
+        DatasetError: the archive has no folder *member_dir*, or *destination* exists but is
+            incomplete (it is named; remove it and try again).
+    """
+    destination = Path(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(
+        tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".extract", dir=destination.parent)
+    )
+    try:
+        safe_extract_zip(archive, tmp, show_progress=show_progress)
+        source = tmp / member_dir
+        if not source.is_dir():
+            found = sorted(p.name for p in tmp.iterdir())
+            raise DatasetError(
+                f"{archive}: expected a top folder {member_dir!r} in the archive, found {found}; "
+                "the archive does not have the official layout"
+            )
+        try:
+            os.replace(source, destination)
+        except OSError as exc:
+            if marker is not None and (destination / marker).exists():
+                return destination
+            if destination.is_dir() and any(destination.iterdir()):
+                raise DatasetError(
+                    f"{destination} already exists and is not empty, but is not a complete dataset "
+                    "folder; remove it and try again"
+                ) from exc
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return destination
