@@ -141,6 +141,11 @@ def run_experiment(
         parse_measure(m)  # fail before any work
     profile = profile or dataset.default_profile
     parsed = [(spec, parse_retriever(spec)) for spec in retrievers]  # fail before any work
+    language = (getattr(dataset, "metadata", None) or {}).get("language")
+    if language:  # the dataset's language picks the analyzer unless the spec names one
+        from .retrieval.analyzers import adapt_to_language
+
+        parsed = [(spec, adapt_to_language(r, language)) for spec, r in parsed]
 
     exp = Experiment(dataset_id=dataset.id, measures=measures, profile=profile, k=k,
                      outdir=Path(outdir) if outdir else None)
@@ -171,7 +176,10 @@ def run_experiment(
         if getattr(dataset, "doc_filter", None) is not None:
             search_kwargs["doc_filter"] = dataset.doc_filter
         if objective:
-            search_kwargs["objective"] = objective
+            if _accepts(index.search, "objective"):
+                search_kwargs["objective"] = objective
+            else:
+                exp.notes.append(f"{spec} does not take instructions; the task objective was not used")
         run = index.search(dataset.queries, k, **search_kwargs)
         t2 = time.perf_counter()
         postprocess = getattr(dataset, "postprocess_run", None)
@@ -190,6 +198,16 @@ def run_experiment(
     if exp.outdir:
         save_experiment(exp)
     return exp
+
+
+def _accepts(func: Any, name: str) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def save_experiment(exp: Experiment) -> Path:

@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("nuggetbench.cli.evaluate:evaluate_command", "Score an existing run file against qrels or a dataset."),
     "datasets": ("nuggetbench.cli.datasets:datasets_group", "List, describe and download datasets."),
     "measures": ("nuggetbench.cli.measures:measures_command", "List the measures and profiles nuggetbench knows."),
+    "chunk": ("nuggetbench.cli.chunk:chunk_command", "Cut notebooks into passages and write a BEIR corpus."),
+    "compare": ("nuggetbench.cli.compare:compare_command", "Compare runs: CIs, paired tests, multiple-testing correction."),
 }
 
 

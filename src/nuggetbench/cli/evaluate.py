@@ -17,7 +17,9 @@ from ._common import echo_json, fmt_value, load_qrels_arg, render_means_table, w
 @click.option("--profile", default=None, metavar="NAME",
               help="Semantics profile (default 'trec_eval -c': every judged query counts, a missing one scores 0).")
 @click.option("--split", default=None, help="Split, when QRELS is a dataset id.")
-def evaluate_command(qrels, run, measures, per_query, fmt, profile, split):
+@click.option("--corpus", "corpus_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="fastbook: the BEIR corpus.jsonl the run's passages come from (span judging).")
+def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpus_path):
     """Score RUN (TREC run file, .gz, or JSON {query: {doc: score}}) against QRELS.
 
     QRELS is a qrels file (TREC 4 columns, BEIR tsv, JSON) or a dataset id. MEASURES default to
@@ -32,10 +34,13 @@ def evaluate_command(qrels, run, measures, per_query, fmt, profile, split):
 
     for m in measures:
         parse_measure(m)
-    qrels_value, ds = load_qrels_arg(qrels, split=split)
+    if corpus_path is not None:
+        qrels_value, ds = _span_judged_qrels(qrels, corpus_path)
+    else:
+        qrels_value, ds = load_qrels_arg(qrels, split=split)
     measures = list(measures) or (list(ds.default_measures) if ds is not None else ["nDCG@10", "R@100", "RR@10", "AP"])
     profile = profile or (ds.default_profile if ds is not None else None)
-    run_value = load_run(run)
+    run_value = load_run(run, keep_rank=True)
     kwargs = {"profile": profile} if profile else {}
     results = evaluate(qrels_value, run_value, measures, **kwargs)
     if results.run_only_queries:
@@ -62,3 +67,25 @@ def evaluate_command(qrels, run, measures, per_query, fmt, profile, split):
         render_means_table("per query", rows, measures)
     render_means_table(f"{run_value.name or run} ({len(results.query_ids)} queries, profile {results.profile!r})",
                        {"mean": results.means}, measures)
+
+
+def _span_judged_qrels(dataset_id: str, corpus_path: str):
+    """fastbook-style datasets: judge the passages of CORPUS against the dataset's evidence spans.
+
+    Returns ``(qrels, defaults)`` where *defaults* carries the dataset's measures and profile.
+    """
+    from types import SimpleNamespace
+
+    from ..data import JsonlCorpus
+    from ..errors import InputError
+    from ._common import info
+
+    if dataset_id != "fastbook":
+        raise InputError(f"--corpus applies to span-judged datasets (fastbook), not {dataset_id!r}")
+    from ..datasets import fastbook
+
+    qrels_value, ceiling = fastbook.nugget_qrels(JsonlCorpus(corpus_path), restrict_to_chapter=True)
+    info(str(ceiling))
+    defaults = SimpleNamespace(default_measures=list(fastbook.DEFAULT_MEASURES),
+                               default_profile=fastbook.DEFAULT_PROFILE)
+    return qrels_value, defaults

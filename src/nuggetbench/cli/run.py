@@ -22,9 +22,14 @@ from ._common import echo_json, info, markdown_table, render_means_table, warn
 @click.option("--profile", default=None, metavar="NAME",
               help="Semantics profile (default: the dataset's; 'trec_eval -c' for BEIR). See `nuggetbench measures`.")
 @click.option("--split", default=None, help="Dataset split (default: the dataset's, test for BEIR).")
+@click.option("--chunker", default=None, metavar="SPEC",
+              help="Chunker for datasets built from notebooks (fastbook), e.g. paragraphs:group=3,headers=true.")
+@click.option("--query-field", type=click.Choice(["question", "answer", "nuggets"]), default=None,
+              help="FreshStack: retrieve with the question (default), the answer (oracle) or the nuggets (oracle).")
 @click.option("--with-objective", is_flag=True, help="Give the dataset's task objective to retrievers that accept instructions.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
-def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, with_objective, no_progress):
+def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, chunker, query_field,
+                with_objective, no_progress):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
 
     DATASET is a dataset id (beir/scifact, fastbook, ...) or a local BEIR-format folder.
@@ -44,6 +49,10 @@ def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, w
     options = {}
     if split:
         options["split"] = split
+    if chunker:
+        options["chunker"] = chunker
+    if query_field:
+        options["query_field"] = query_field
     ds = load_dataset(dataset, **options)
     if outdir is None:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -65,4 +74,7 @@ def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, w
     else:
         render_means_table(f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})",
                            means, exp.measures)
+    ceiling = ds.metadata.get("chunking_ceiling_text") if isinstance(ds.metadata, dict) else None
+    if ceiling:
+        info(ceiling)
     info(f"runs and results saved in {exp.outdir}")

@@ -23,13 +23,19 @@ def _first_data_line(path: Path) -> str:
 
 
 def load_run(path: str | Path, *, name: str | None = None, keep_rank: bool = False) -> Run:
-    """Read a run from a TREC run file (``.gz`` too) or a JSON file (``{qid: {doc: score}}``).
+    """Read a run from a TREC run file (``.gz`` too), a JSON file (``{qid: {doc: score}}``) or a
+    rank file (``{qid: [doc, ...]}`` best first, as a restricted pickle or JSON; see
+    :mod:`.rankfile`).
 
     *keep_rank* keeps a TREC file's rank column as ``run.input_ranks`` (JSON runs have none).
     """
     path = Path(path)
     if not path.exists():
         raise InputError(f"run file {path} does not exist")
+    from .rankfile import is_rank_file, read_rank_file
+
+    if is_rank_file(path):
+        return read_rank_file(path, name=name)
     first = _first_data_line(path).lstrip()
     if path.suffix == ".json" or first.startswith("{"):
         return read_json_run(path, name=name)

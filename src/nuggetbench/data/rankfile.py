@@ -49,8 +49,13 @@ def is_rank_file(path: str | Path) -> bool:
         head = fh.read(4096).lstrip()
     if not head.startswith("{"):
         return False
-    colon = head.find(":")
-    return colon >= 0 and head[colon + 1 :].lstrip().startswith("[")
+    rest = head[1:].lstrip()
+    try:  # the first key, a JSON string that may itself contain ':' or '['
+        _, end = json.JSONDecoder().raw_decode(rest)
+    except ValueError:
+        return False
+    rest = rest[end:].lstrip()
+    return rest.startswith(":") and rest[1:].lstrip().startswith("[")
 
 
 def read_rank_file(path: str | Path, *, name: str | None = None) -> Run:
@@ -84,27 +89,42 @@ def read_rank_file(path: str | Path, *, name: str | None = None) -> Run:
             raise FormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
     lists = _validate(data, path)
     return Run.from_ranked_lists(
-        lists, name=name or path.stem,
-        metadata={"source": str(path), "format": "rank-lists"}, source=str(path),
+        lists,
+        name=name or path.stem,
+        metadata={"source": str(path), "format": "rank-lists"},
+        source=str(path),
     )
 
 
 def _validate(data: Any, path: Path) -> dict[str, list[str]]:
     if not isinstance(data, Mapping):
-        raise FormatError(path, None, f"a rank file holds {{query_id: [doc_id, ...]}}, found a {type(data).__name__}")
+        raise FormatError(
+            path,
+            None,
+            f"a rank file holds {{query_id: [doc_id, ...]}}, found a {type(data).__name__}",
+        )
     out: dict[str, list[str]] = {}
     for qid, docs in data.items():
         if isinstance(docs, Mapping):
             raise FormatError(
-                path, None,
+                path,
+                None,
                 f"query {qid!r} maps to a dict ({{doc_id: score}}): that is a scored run, read it "
                 "with nuggetbench.data.load_run; a rank file maps each query to a list of doc ids",
             )
         if not isinstance(docs, (list, tuple)):
-            raise FormatError(path, None, f"query {qid!r} maps to a {type(docs).__name__}, expected a list of doc ids")
+            raise FormatError(
+                path,
+                None,
+                f"query {qid!r} maps to a {type(docs).__name__}, expected a list of doc ids",
+            )
         for d in docs:
             if not isinstance(d, (str, int)) or isinstance(d, bool):
-                raise FormatError(path, None, f"query {qid!r}: doc id {d!r} is a {type(d).__name__}, expected a string")
+                raise FormatError(
+                    path,
+                    None,
+                    f"query {qid!r}: doc id {d!r} is a {type(d).__name__}, expected a string",
+                )
         out[str(qid)] = [str(d) for d in docs]
     return out
 
@@ -148,7 +168,9 @@ class PoolCheck:
         if self.unranked:
             total = sum(self.unranked.values())
             first = ", ".join(f"{q!r} ({n})" for q, n in list(self.unranked.items())[:limit])
-            parts.append(f"{total} pool document(s) are not ranked, in {len(self.unranked)} quer(y/ies): {first}")
+            parts.append(
+                f"{total} pool document(s) are not ranked, in {len(self.unranked)} quer(y/ies): {first}"
+            )
         if self.without_pool:
             shown = ", ".join(repr(q) for q in self.without_pool[:limit])
             parts.append(f"{len(self.without_pool)} run quer(y/ies) have no pool: {shown}")
@@ -156,7 +178,11 @@ class PoolCheck:
 
 
 def check_pools(
-    run: Run, pools: Mapping[str, Collection[str]], *, on_outside: str = "error", source: str | None = None,
+    run: Run,
+    pools: Mapping[str, Collection[str]],
+    *,
+    on_outside: str = "error",
+    source: str | None = None,
 ) -> PoolCheck:
     """Check a run against per-query candidate pools (e.g. ``Dataset.doc_filter``).
 
@@ -198,7 +224,8 @@ def check_pools(
     if outside and on_outside == "error":
         where = f"{source or run.name or 'run'}: "
         raise InputError(
-            where + check.describe()
+            where
+            + check.describe()
             + ". Rank only each query's candidates (the dataset's pools), or drop the others with "
             "nuggetbench.data.rankfile.filter_to_pools"
         )

@@ -54,9 +54,16 @@ def _numpy_scalar_builder() -> Callable[..., Any]:
 def _safe_dtype(*args: Any) -> np.dtype:
     """``numpy.dtype(code, align, copy)`` restricted to plain scalar type codes."""
     if not args or not isinstance(args[0], str):
-        raise pickle.UnpicklingError(f"numpy.dtype called with {args!r}; only a type code string is allowed")
+        raise pickle.UnpicklingError(
+            f"numpy.dtype called with {args!r}; only a type code string is allowed"
+        )
     dtype = np.dtype(args[0])
-    if dtype.kind not in _SAFE_KINDS or dtype.fields is not None or dtype.subdtype is not None or dtype.hasobject:
+    if (
+        dtype.kind not in _SAFE_KINDS
+        or dtype.fields is not None
+        or dtype.subdtype is not None
+        or dtype.hasobject
+    ):
         raise pickle.UnpicklingError(f"numpy dtype {args[0]!r} is not a plain scalar type")
     return np.dtype(*args)
 
@@ -66,7 +73,12 @@ def _safe_scalar(dtype: Any, data: Any = None) -> Any:
     if not isinstance(dtype, np.dtype):
         raise pickle.UnpicklingError(f"numpy scalar needs a dtype, got {type(dtype).__name__}")
     # The dtype's state (BUILD) is set after _safe_dtype ran, so check it again here.
-    if dtype.kind not in _SAFE_KINDS or dtype.fields is not None or dtype.subdtype is not None or dtype.hasobject:
+    if (
+        dtype.kind not in _SAFE_KINDS
+        or dtype.fields is not None
+        or dtype.subdtype is not None
+        or dtype.hasobject
+    ):
         raise pickle.UnpicklingError(f"numpy scalar of dtype {dtype!r} is not allowed")
     if not isinstance(data, bytes) or len(data) != dtype.itemsize:
         raise pickle.UnpicklingError(
@@ -84,7 +96,10 @@ def _latin1_encode(text: Any, encoding: str = "utf-8", errors: str = "strict") -
 
 #: ``(module, name) -> object`` that the restricted unpickler hands out; nothing else resolves.
 ALLOWED_GLOBALS: dict[tuple[str, str], Any] = {
-    **{("builtins", t.__name__): t for t in (dict, list, tuple, set, frozenset, str, bytes, int, float, bool, complex)},
+    **{
+        ("builtins", t.__name__): t
+        for t in (dict, list, tuple, set, frozenset, str, bytes, int, float, bool, complex)
+    },
     ("_codecs", "encode"): _latin1_encode,
     ("numpy", "dtype"): _safe_dtype,
     ("numpy.core.multiarray", "scalar"): _safe_scalar,
@@ -107,7 +122,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
             return ALLOWED_GLOBALS[(module, name)]
         except KeyError:
             raise FormatError(
-                self._source, None,
+                self._source,
+                None,
                 f"pickle refers to {module}.{name}, which the restricted unpickler does not allow "
                 "(only builtin containers/scalars and numpy scalars are loaded; nothing was executed). "
                 "Convert the file to JSON or to a pickle of plain dicts, lists and strings.",
@@ -135,9 +151,21 @@ def safe_loads(data: bytes, *, source: str = "<bytes>") -> Any:
         return _RestrictedUnpickler(io.BytesIO(data), source=source).load()
     except FormatError:
         raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
-            AttributeError, OverflowError, MemoryError, UnicodeDecodeError) as exc:
-        raise FormatError(source, None, f"not a valid data pickle ({type(exc).__name__}: {exc})") from None
+    except (
+        pickle.UnpicklingError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        AttributeError,
+        OverflowError,
+        MemoryError,
+        UnicodeDecodeError,
+    ) as exc:
+        raise FormatError(
+            source, None, f"not a valid data pickle ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def safe_load(path: str | Path) -> Any:

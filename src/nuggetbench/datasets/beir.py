@@ -170,6 +170,7 @@ def load(
     remove_self_hits: bool | None = None,
     download: bool = True,
     show_progress: bool = False,
+    source: str = "server",
 ) -> Dataset:
     """Load ``beir/<name>`` (or ``beir/cqadupstack/<forum>``).
 
@@ -180,6 +181,8 @@ def load(
             Quora only, as BEIR's evaluation).
         download: download the dataset when it is absent (unless ``NUGGETBENCH_OFFLINE=1``).
         show_progress: progress bars for the download and extraction.
+        source: ``server`` (the official zip, default) or ``hub`` (the ``BeIR/<name>`` Hugging
+            Face mirrors, see :mod:`.beir_hub`); an existing ``beir/<name>/`` folder serves both.
 
     Raises:
         UnknownNameError: not a BEIR id (the nearest is suggested).
@@ -195,6 +198,17 @@ def load(
             "scores; load them one by one: "
             + ", ".join(f"beir/cqadupstack/{f}" for f in CQADUPSTACK_FORUMS)
         )
+    if source not in ("server", "hub"):
+        raise DatasetError(f"source must be 'server' or 'hub', got {source!r}")
+    if source == "hub":
+        from .beir_hub import load as load_from_hub
+
+        policy = name in SELF_HIT_DATASETS if remove_self_hits is None else bool(remove_self_hits)
+        dataset = load_from_hub(dataset_id, split=split or DEFAULT_SPLIT.get(name, "test"),
+                                download=download, show_progress=show_progress)
+        dataset.remove_self_hits = policy
+        dataset.metadata["self_hit_policy"] = _self_hit_policy(name, policy)
+        return dataset
     folder = find(dataset_id)
     if folder is None:
         if not download:

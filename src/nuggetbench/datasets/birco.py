@@ -33,10 +33,20 @@ log = logging.getLogger(__name__)
 
 NAMES = ("doris-mae", "arguana", "clinical-trial", "wtb", "relic")
 SPLITS = ("test", "dev")
-DEFAULT_MEASURES = ("nDCG@10", "RRmax@10", "R@5", "R@10", "R@20", "R@100", "AP")  # RRmax = BIRCO MRR
-CITATION = ("Xiaoyue Wang, Jianyou Wang, Weili Cao, Kaicheng Wang, Ramamohan Paturi, Leon Bergen. "
-            "BIRCO: A Benchmark of Information Retrieval Tasks with Complex Objectives. "
-            "arXiv:2402.14151, 2024. https://github.com/BIRCO-benchmark/BIRCO")
+DEFAULT_MEASURES = (
+    "nDCG@10",
+    "RRmax@10",
+    "R@5",
+    "R@10",
+    "R@20",
+    "R@100",
+    "AP",
+)  # RRmax = BIRCO MRR
+CITATION = (
+    "Xiaoyue Wang, Jianyou Wang, Weili Cao, Kaicheng Wang, Ramamohan Paturi, Leon Bergen. "
+    "BIRCO: A Benchmark of Information Retrieval Tasks with Complex Objectives. "
+    "arXiv:2402.14151, 2024. https://github.com/BIRCO-benchmark/BIRCO"
+)
 
 #: Hugging Face mirrors of the test splits and the revisions MTEB pins (``None``: MTEB's pin for
 #: DORIS-MAE is not a valid commit hash, so that mirror is read unpinned).
@@ -116,8 +126,10 @@ def dataset_ids() -> list[str]:
 def _name(dataset_id: str) -> str:
     name = dataset_id.split("/", 1)[1] if dataset_id.startswith("birco/") else dataset_id
     if name not in NAMES:
-        raise UnknownNameError(f"unknown BIRCO dataset {dataset_id!r}.{suggest(dataset_id, dataset_ids())} "
-                               f"Known: {', '.join(dataset_ids())}")
+        raise UnknownNameError(
+            f"unknown BIRCO dataset {dataset_id!r}.{suggest(dataset_id, dataset_ids())} "
+            f"Known: {', '.join(dataset_ids())}"
+        )
     return name
 
 
@@ -128,8 +140,14 @@ def find(dataset_id: str, split: str = "test") -> Path | None:
     return folder / f"{split}_set.pickle" if folder else None
 
 
-def load(dataset_id: str, *, split: str = "test", objective: str | None = None, download: bool = True,
-         revision: str | None = None) -> Dataset:
+def load(
+    dataset_id: str,
+    *,
+    split: str = "test",
+    objective: str | None = None,
+    download: bool = True,
+    revision: str | None = None,
+) -> Dataset:
     """Load ``birco/<name>``: corpus, queries, graded qrels, per-query pools and the objective.
 
     Args:
@@ -154,8 +172,10 @@ def load(dataset_id: str, *, split: str = "test", objective: str | None = None, 
     """
     name = _name(dataset_id)
     if split not in SPLITS:
-        raise UnknownNameError(f"unknown split {split!r} for {dataset_id}; choose one of {', '.join(SPLITS)}."
-                               + suggest(split, SPLITS))
+        raise UnknownNameError(
+            f"unknown split {split!r} for {dataset_id}; choose one of {', '.join(SPLITS)}."
+            + suggest(split, SPLITS)
+        )
     path = find(dataset_id, split)
     if path is not None:
         raw, source = _read_pickle(path), str(path)
@@ -163,17 +183,32 @@ def load(dataset_id: str, *, split: str = "test", objective: str | None = None, 
         wanted = _home.home() / "birco" / name / f"{split}_set.pickle"
         searched = ", ".join(str(p / "birco" / name) for p in _home.search_path())
         if split != "test" or not download or _home.offline():
-            why = "downloads are off (NUGGETBENCH_OFFLINE=1)" if _home.offline() else (
-                "only the test split has a Hugging Face mirror" if split != "test" else "download=False")
+            why = (
+                "downloads are off (NUGGETBENCH_OFFLINE=1)"
+                if _home.offline()
+                else (
+                    "only the test split has a Hugging Face mirror"
+                    if split != "test"
+                    else "download=False"
+                )
+            )
             raise DownloadError(
                 f"{dataset_id} ({split}) is not on disk and {why}. Put BIRCO's {split}_set.pickle "
                 f"(from https://github.com/BIRCO-benchmark/BIRCO, datasets/{name}/) at {wanted}, or "
                 f"point NUGGETBENCH_DATA at a folder holding birco/{name}/; searched: {searched}"
             )
         repo, pinned = HF_MIRRORS[name]
-        raw, source = _read_hf(repo, revision or pinned), f"hf://{repo}@{revision or pinned or 'main'}"
-    return build_dataset(raw, dataset_id=f"birco/{name}", split=split, source=source,
-                         objective=objective if objective is not None else OBJECTIVES[name])
+        raw, source = (
+            _read_hf(repo, revision or pinned),
+            f"hf://{repo}@{revision or pinned or 'main'}",
+        )
+    return build_dataset(
+        raw,
+        dataset_id=f"birco/{name}",
+        split=split,
+        source=source,
+        objective=objective if objective is not None else OBJECTIVES[name],
+    )
 
 
 def _read_pickle(path: Path) -> dict:
@@ -182,11 +217,15 @@ def _read_pickle(path: Path) -> dict:
     raw = to_builtin(safe_load(path))
     if not isinstance(raw, dict) or not {"query", "corpus", "qrel"} <= set(raw):
         keys = sorted(map(str, raw)) if isinstance(raw, dict) else type(raw).__name__
-        raise FormatError(path, None, f"a BIRCO split is a dict with keys 'query', 'corpus', 'qrel'; found {keys}")
+        raise FormatError(
+            path, None, f"a BIRCO split is a dict with keys 'query', 'corpus', 'qrel'; found {keys}"
+        )
     return raw
 
 
-def build_dataset(raw: dict, *, dataset_id: str, split: str, source: str, objective: str | None) -> Dataset:
+def build_dataset(
+    raw: dict, *, dataset_id: str, split: str, source: str, objective: str | None
+) -> Dataset:
     """Build a :class:`Dataset` from BIRCO's ``{'query', 'corpus', 'qrel'}`` dict.
 
     Every (query, document) pair of ``qrel`` is kept (grade 0 too) and the documents of a query's
@@ -209,31 +248,64 @@ def build_dataset(raw: dict, *, dataset_id: str, split: str, source: str, object
     for qid, judged in qrel.items():
         qid = str(qid)
         if not isinstance(judged, dict):
-            raise FormatError(source, None, f"qrel of query {qid!r} must be a dict {{doc_id: grade}}")
+            raise FormatError(
+                source, None, f"qrel of query {qid!r} must be a dict {{doc_id: grade}}"
+            )
         if qid not in queries:
             raise FormatError(source, None, f"query {qid!r} has judgments but no text in 'query'")
         for did, grade in judged.items():
             did = str(did)
             if did not in corpus:
-                raise FormatError(source, None, f"query {qid!r} pools document {did!r}, which is not in 'corpus'")
-            if isinstance(grade, bool) or not isinstance(grade, (int, float)) or grade != int(grade):
-                raise FormatError(source, None, f"grade of query {qid!r}, document {did!r} is {grade!r}; expected an integer")
+                raise FormatError(
+                    source, None, f"query {qid!r} pools document {did!r}, which is not in 'corpus'"
+                )
+            if (
+                isinstance(grade, bool)
+                or not isinstance(grade, (int, float))
+                or grade != int(grade)
+            ):
+                raise FormatError(
+                    source,
+                    None,
+                    f"grade of query {qid!r}, document {did!r} is {grade!r}; expected an integer",
+                )
             q_col.append(qid)
             d_col.append(did)
             g_col.append(int(grade))
         pools[qid] = frozenset(str(d) for d in judged)
     qrels = Qrels(q_col, d_col, g_col, name=dataset_id, metadata={"source": source}, source=source)
     query_texts = Queries({q: str(queries[q]) for q in pools}, name=dataset_id)
-    docs = InMemoryCorpus.from_dict({str(k): str(v) for k, v in corpus.items()}, name=dataset_id, source=source)
+    docs = InMemoryCorpus.from_dict(
+        {str(k): str(v) for k, v in corpus.items()}, name=dataset_id, source=source
+    )
     sizes = [len(p) for p in pools.values()]
-    log.info("%s (%s): %d queries, %d documents, pools of %d-%d", dataset_id, split, len(pools), len(docs),
-             min(sizes, default=0), max(sizes, default=0))
+    log.info(
+        "%s (%s): %d queries, %d documents, pools of %d-%d",
+        dataset_id,
+        split,
+        len(pools),
+        len(docs),
+        min(sizes, default=0),
+        max(sizes, default=0),
+    )
     return Dataset(
-        id=dataset_id, corpus=docs, queries=query_texts, qrels=qrels, split=split,
-        default_measures=list(DEFAULT_MEASURES), default_profile="birco", doc_filter=pools,
-        remove_self_hits=False, objective=objective,
-        metadata={"source": source, "format": "birco-pickle", "license": "CC BY-NC 4.0 (data)",
-                  "citation": CITATION, "pool_sizes": (min(sizes, default=0), max(sizes, default=0))},
+        id=dataset_id,
+        corpus=docs,
+        queries=query_texts,
+        qrels=qrels,
+        split=split,
+        default_measures=list(DEFAULT_MEASURES),
+        default_profile="birco",
+        doc_filter=pools,
+        remove_self_hits=False,
+        objective=objective,
+        metadata={
+            "source": source,
+            "format": "birco-pickle",
+            "license": "CC BY-NC 4.0 (data)",
+            "citation": CITATION,
+            "pool_sizes": (min(sizes, default=0), max(sizes, default=0)),
+        },
     )
 
 
@@ -243,7 +315,9 @@ def _read_hf(repo: str, revision: str | None) -> dict:
     try:
         import datasets as hf
     except ImportError as exc:  # pragma: no cover - optional dependency
-        raise DownloadError("reading the BIRCO mirror needs the 'datasets' package: pip install 'nuggetbench[hub]'") from exc
+        raise DownloadError(
+            "reading the BIRCO mirror needs the 'datasets' package: pip install 'nuggetbench[hub]'"
+        ) from exc
     try:
         configs = set(hf.get_dataset_config_names(repo, revision=revision))
 
@@ -251,7 +325,10 @@ def _read_hf(repo: str, revision: str | None) -> dict:
             parts = hf.load_dataset(repo, config, revision=revision)
             return [row for split in parts.values() for row in split]
 
-        corpus = {str(r["_id"]): (f"{r['title']} {r['text']}" if r.get("title") else r["text"]) for r in rows("corpus")}
+        corpus = {
+            str(r["_id"]): (f"{r['title']} {r['text']}" if r.get("title") else r["text"])
+            for r in rows("corpus")
+        }
         queries = {str(r["_id"]): r["text"] for r in rows("queries")}
         qrel: dict[str, dict[str, int]] = {}
         for r in rows("qrels" if "qrels" in configs else "default"):
@@ -264,7 +341,9 @@ def _read_hf(repo: str, revision: str | None) -> dict:
     except DownloadError:
         raise
     except Exception as exc:  # network, layout or auth problems, reported with the repo named
-        raise DownloadError(f"cannot read the BIRCO mirror {repo} (revision {revision or 'main'}): {exc}") from exc
+        raise DownloadError(
+            f"cannot read the BIRCO mirror {repo} (revision {revision or 'main'}): {exc}"
+        ) from exc
     return {"query": queries, "corpus": corpus, "qrel": qrel}
 
 
@@ -273,9 +352,25 @@ def info(dataset_id: str) -> dict:
     name = _name(dataset_id)
     local = find(dataset_id)
     repo, revision = HF_MIRRORS[name]
-    return {"splits": list(SPLITS), "objective": OBJECTIVES[name], "hf_mirror": repo, "hf_revision": revision,
-            "local_file": str(local) if local else None, "default_profile": "birco",
-            "default_measures": list(DEFAULT_MEASURES), "citation": CITATION}
+    return {
+        "splits": list(SPLITS),
+        "objective": OBJECTIVES[name],
+        "hf_mirror": repo,
+        "hf_revision": revision,
+        "local_file": str(local) if local else None,
+        "default_profile": "birco",
+        "default_measures": list(DEFAULT_MEASURES),
+        "citation": CITATION,
+    }
 
 
-__all__ = ["NAMES", "OBJECTIVES", "HF_MIRRORS", "dataset_ids", "find", "load", "build_dataset", "info"]
+__all__ = [
+    "NAMES",
+    "OBJECTIVES",
+    "HF_MIRRORS",
+    "dataset_ids",
+    "find",
+    "load",
+    "build_dataset",
+    "info",
+]

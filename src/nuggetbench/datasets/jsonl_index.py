@@ -82,7 +82,7 @@ class _IndexBuilder:
         if len(sorted_ids) > 1:
             dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
             if len(dup):
-                rows = sorted(int(order[dup[0]]), int(order[dup[0] + 1]))
+                rows = sorted((int(order[dup[0]]), int(order[dup[0] + 1])))
                 raise DuplicateError(f"{source}: document id {sorted_ids[dup[0]].decode()!r} occurs "
                                      f"twice (documents {rows[0] + 1} and {rows[1] + 1}); ids must be unique")
         np.save(folder / "ids.npy", ids)

@@ -1,0 +1,145 @@
+"""``nuggetbench compare``: paired significance tests and bootstrap intervals for several runs."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import load_qrels_arg, warn
+
+
+@click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("qrels")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "-m",
+    "--measure",
+    "measures",
+    multiple=True,
+    metavar="MEASURE",
+    help="Measure, repeatable (default: the dataset's, or nDCG@10 R@100 RR@10 AP).",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    metavar="NAME",
+    help="Baseline run: its name (file stem) or 1-based position (default: the first RUN).",
+)
+@click.option(
+    "--test",
+    "test",
+    type=click.Choice(["t", "wilcoxon", "randomization"]),
+    default="t",
+    show_default=True,
+    help="Two-sided paired test.",
+)
+@click.option(
+    "--correction",
+    type=click.Choice(["holm", "bonferroni", "bh", "none"]),
+    default=None,
+    help="Multiple-testing correction over the comparisons of each measure "
+    "[default: holm with more than two runs, else none].",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level (applied to corrected p-values).",
+)
+@click.option(
+    "--ci",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the bootstrap intervals.",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Bootstrap resamples (and Monte Carlo sign flips of the randomization test).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown", "latex", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--profile",
+    default=None,
+    metavar="NAME",
+    help="Semantics profile (default: the dataset's, else 'trec_eval -c').",
+)
+@click.option("--split", default=None, help="Split, when QRELS is a dataset id.")
+def compare_command(
+    qrels,
+    runs,
+    measures,
+    baseline,
+    test,
+    correction,
+    alpha,
+    ci,
+    resamples,
+    seed,
+    fmt,
+    profile,
+    split,
+):
+    """Compare RUNS on QRELS: means with bootstrap CIs, and each run against the baseline
+    with a paired test, corrected p-values and effect sizes.
+
+    QRELS is a qrels file or a dataset id (then its default measures, profile and candidate
+    pools apply). Each RUN is a TREC run, a JSON {query: {doc: score}} run, or a rank file
+    {query: [doc, ...]} as a pickle (read safely) or JSON. A dagger marks significant differences.
+
+    \b
+    Examples:
+      nuggetbench compare qrels.txt bm25.trec dense.trec splade.trec -m nDCG@10 -m AP
+      NUGGETBENCH_DATA=../shared/data nuggetbench compare birco/wtb e5_rank.pickle Monot5.pickle \\
+          --test randomization --format markdown
+    """
+    from pathlib import Path
+
+    from ..compare.runs import compare_runs, load_run_file
+
+    qrels_value, ds = load_qrels_arg(qrels, split=split)
+    measures = list(measures) or (
+        list(ds.default_measures) if ds is not None else ["nDCG@10", "R@100", "RR@10", "AP"]
+    )
+    profile = profile or (ds.default_profile if ds is not None else None)
+    loaded = {}
+    for path in runs:
+        name = Path(path).stem
+        if name in loaded:
+            name = str(path)
+        loaded[name] = load_run_file(path, name=name)
+    if baseline is not None and baseline.isdigit() and baseline not in loaded:
+        baseline = int(baseline) - 1
+    report = compare_runs(
+        qrels_value,
+        loaded,
+        measures,
+        profile=profile,
+        doc_filter=getattr(ds, "doc_filter", None) if ds is not None else None,
+        baseline=baseline,
+        test=test,
+        correction=correction,
+        alpha=alpha,
+        ci=ci,
+        n_resamples=resamples,
+        seed=seed,
+    )
+    for note in report.notes:
+        warn(note)
+    if fmt == "table":
+        from ._common import console
+
+        console().print(report.to_rich())
+    else:
+        click.echo(report.render(fmt), nl=False)

@@ -1,0 +1,39 @@
+"""Comparing systems: paired tests, bootstrap confidence intervals, multiple-testing corrections.
+
+``compare(results, baseline=..., test="t"|"wilcoxon"|"randomization", correction=...)`` returns a
+:class:`ComparisonReport` that renders as a terminal table, Markdown, LaTeX, CSV or JSON.
+"""
+
+from .core import compare
+from .corrections import CORRECTIONS, adjust_pvalues
+from .report import FORMATS, ComparisonReport, Difference, Estimate
+from .stats import (
+    TESTS,
+    TestResult,
+    bootstrap_means,
+    cohens_d,
+    paired_t,
+    paired_test,
+    percentile_interval,
+    randomization,
+    wilcoxon,
+)
+
+__all__ = [
+    "compare",
+    "ComparisonReport",
+    "Estimate",
+    "Difference",
+    "FORMATS",
+    "TESTS",
+    "CORRECTIONS",
+    "adjust_pvalues",
+    "TestResult",
+    "paired_t",
+    "wilcoxon",
+    "randomization",
+    "paired_test",
+    "bootstrap_means",
+    "percentile_interval",
+    "cohens_d",
+]

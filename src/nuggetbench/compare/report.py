@@ -1,0 +1,373 @@
+"""``ComparisonReport``: the value :func:`nuggetbench.compare.compare` returns, and its renderings.
+
+A report holds, for every system and measure, the mean with its bootstrap confidence interval and,
+for every non-baseline system, the difference to the baseline with its interval, the paired test's
+statistic and p-value, the corrected p-value, whether it is significant and an effect size. It
+renders as a rich table (terminal), Markdown, LaTeX, CSV and JSON; significant differences are
+marked with a dagger (and coloured in the terminal: green better, red worse).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS"]
+
+FORMATS = ("table", "markdown", "latex", "csv", "json")
+MARK = "\u2020"  # dagger
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Mean of one measure for one system over the compared queries, with its bootstrap interval."""
+
+    system: str
+    measure: str
+    n_queries: int
+    mean: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``system - baseline`` on one measure: paired test, corrected p-value, interval, effect size.
+
+    Attributes:
+        diff: mean of the per-query differences (system minus baseline).
+        ci_low, ci_high: percentile bootstrap interval of *diff* (paired resampling).
+        statistic: the test statistic (see :class:`~nuggetbench.compare.stats.TestResult`).
+        p_value: raw two-sided p-value.
+        p_adjusted: p-value after the report's multiple-testing correction.
+        significant: ``p_adjusted < alpha``.
+        effect_size: Cohen's d_z of the per-query differences.
+    """
+
+    system: str
+    baseline: str
+    measure: str
+    diff: float
+    ci_low: float
+    ci_high: float
+    statistic: float
+    p_value: float
+    p_adjusted: float
+    significant: bool
+    effect_size: float
+
+
+@dataclass
+class ComparisonReport:
+    """Result of comparing systems over the same queries (see :func:`nuggetbench.compare.compare`).
+
+    Attributes:
+        systems: system names, baseline first.
+        baseline: the baseline's name.
+        measures: measure strings, in order.
+        query_ids: the compared queries.
+        estimates: one :class:`Estimate` per (system, measure).
+        differences: one :class:`Difference` per (non-baseline system, measure).
+        test, test_method: the test's short name and its description (e.g. exact or Monte Carlo).
+        correction: multiple-testing correction; the family is every comparison with the baseline
+            on one measure.
+        alpha, ci, n_resamples, seed: significance level, confidence level, bootstrap resamples and
+            random seed.
+    """
+
+    systems: list[str]
+    baseline: str
+    measures: list[str]
+    query_ids: list[str]
+    estimates: list[Estimate]
+    differences: list[Difference]
+    test: str
+    test_method: str
+    correction: str
+    alpha: float
+    ci: float
+    n_resamples: int
+    seed: int | None
+    notes: list[str] = field(default_factory=list)
+
+    # --- lookup -------------------------------------------------------------------------
+    def estimate(self, system: str, measure: str) -> Estimate:
+        """The :class:`Estimate` of *system* on *measure* (KeyError when absent)."""
+        for e in self.estimates:
+            if e.system == system and e.measure == measure:
+                return e
+        raise KeyError((system, measure))
+
+    def difference(self, system: str, measure: str) -> Difference:
+        """The :class:`Difference` of *system* to the baseline on *measure* (KeyError when absent)."""
+        for d in self.differences:
+            if d.system == system and d.measure == measure:
+                return d
+        raise KeyError((system, measure))
+
+    def _diff_or_none(self, system: str, measure: str) -> Difference | None:
+        try:
+            return self.difference(system, measure)
+        except KeyError:
+            return None
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def legend(self) -> str:
+        """One line explaining intervals and the significance mark."""
+        corr = "" if self.correction == "none" else f", {self.correction}-corrected"
+        return (
+            f"{len(self.query_ids)} queries; [{self.ci:.0%} bootstrap CI, {self.n_resamples} resamples]; "
+            f"{MARK} significant difference to {self.baseline!r} ({self.test_method}{corr}, p < {self.alpha:g})"
+        )
+
+    # --- records ------------------------------------------------------------------------
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat record per (system, measure): the estimate plus the difference (``None`` for
+        the baseline)."""
+        out = []
+        for system in self.systems:
+            for measure in self.measures:
+                e = self.estimate(system, measure)
+                d = self._diff_or_none(system, measure)
+                out.append(
+                    {
+                        "system": system,
+                        "measure": measure,
+                        "n_queries": e.n_queries,
+                        "mean": e.mean,
+                        "ci_low": e.ci_low,
+                        "ci_high": e.ci_high,
+                        "diff": d.diff if d else None,
+                        "diff_ci_low": d.ci_low if d else None,
+                        "diff_ci_high": d.ci_high if d else None,
+                        "statistic": d.statistic if d else None,
+                        "p_value": d.p_value if d else None,
+                        "p_adjusted": d.p_adjusted if d else None,
+                        "significant": d.significant if d else None,
+                        "effect_size": d.effect_size if d else None,
+                    }
+                )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Settings, estimates and differences as plain JSON-ready values (inf/nan become None)."""
+        return _clean(
+            {
+                "baseline": self.baseline,
+                "systems": list(self.systems),
+                "measures": list(self.measures),
+                "n_queries": len(self.query_ids),
+                "test": self.test,
+                "test_method": self.test_method,
+                "correction": self.correction,
+                "alpha": self.alpha,
+                "ci": self.ci,
+                "n_resamples": self.n_resamples,
+                "seed": self.seed,
+                "notes": list(self.notes),
+                "estimates": [asdict(e) for e in self.estimates],
+                "differences": [asdict(d) for d in self.differences],
+            }
+        )
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """JSON text of :meth:`to_dict`."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def to_csv(self) -> str:
+        """CSV text, one row per (system, measure), columns as in :meth:`rows`."""
+        buf = io.StringIO()
+        rows = self.rows()
+        writer = csv.DictWriter(
+            buf, fieldnames=list(rows[0]) if rows else ["system"], lineterminator="\n"
+        )
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        return buf.getvalue()
+
+    def to_pandas(self):
+        """A DataFrame of :meth:`rows`."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows())
+
+    # --- tables -------------------------------------------------------------------------
+    def _digits(self, measure: str, digits: int | None) -> int:
+        """*digits*, or automatically 2 for percent-scaled measures (a mean above 1.5) else 4."""
+        if digits is not None:
+            return digits
+        big = any(
+            abs(e.mean) > 1.5
+            for e in self.estimates
+            if e.measure == measure and math.isfinite(e.mean)
+        )
+        return 2 if big else 4
+
+    def _cell(self, system: str, measure: str, digits: int | None, *, latex: bool = False) -> str:
+        digits = self._digits(measure, digits)
+        e = self.estimate(system, measure)
+        d = self._diff_or_none(system, measure)
+        mark = ""
+        if d is not None and d.significant:
+            mark = r"$^{\dagger}$" if latex else MARK
+        text = f"{_f(e.mean, digits)}{mark} [{_f(e.ci_low, digits)}, {_f(e.ci_high, digits)}]"
+        if d is not None:
+            text += f" {_signed(d.diff, digits)} (p{_eq(d.p_adjusted)})"
+        return text
+
+    def to_markdown(self, digits: int | None = None) -> str:
+        """A Markdown table (systems x measures) followed by the legend.
+
+        *digits*: decimals (default: 4, or 2 for measures scaled to percent)."""
+        header = "| system | " + " | ".join(self.measures) + " |"
+        lines = [header, "|---|" + "---:|" * len(self.measures)]
+        for s in self.systems:
+            label = f"{s} (baseline)" if s == self.baseline else s
+            cells = [self._cell(s, m, digits) for m in self.measures]
+            lines.append("| " + " | ".join([_md_escape(label), *cells]) + " |")
+        return "\n".join(lines) + "\n\n" + self.legend() + "\n"
+
+    def to_latex(self, digits: int | None = None) -> str:
+        """A LaTeX ``tabular`` (booktabs rules) with a dagger on significant differences."""
+        cols = "l" + "r" * len(self.measures)
+        lines = [
+            r"\begin{tabular}{" + cols + "}",
+            r"\toprule",
+            "System & " + " & ".join(_tex(m) for m in self.measures) + r" \\",
+            r"\midrule",
+        ]
+        for s in self.systems:
+            cells = []
+            for m in self.measures:
+                e = self.estimate(s, m)
+                d = self._diff_or_none(s, m)
+                k = self._digits(m, digits)
+                mark = r"$^{\dagger}$" if d is not None and d.significant else ""
+                cells.append(
+                    f"{_f(e.mean, k)}{mark} {{\\scriptsize [{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]}}"
+                )
+            lines.append(_tex(s) + " & " + " & ".join(cells) + r" \\")
+        lines += [
+            r"\bottomrule",
+            r"\end{tabular}",
+            "% " + _tex(self.legend()).replace(MARK, "dagger:"),
+        ]
+        return "\n".join(lines) + "\n"
+
+    def to_rich(self, digits: int | None = None):
+        """A :class:`rich.table.Table` (coloured: green significantly better, red significantly worse)."""
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(
+            title=f"Comparison with {self.baseline}",
+            title_justify="left",
+            caption=self.legend(),
+            caption_justify="left",
+        )
+        table.add_column("system", overflow="fold", no_wrap=False)
+        for m in self.measures:
+            table.add_column(m, justify="right", overflow="fold")
+        for s in self.systems:
+            cells = []
+            for m in self.measures:
+                e = self.estimate(s, m)
+                d = self._diff_or_none(s, m)
+                digits_m = self._digits(m, digits)
+                text = Text(_f(e.mean, digits_m))
+                if d is not None and d.significant:
+                    text.append(MARK)
+                    text.stylize("bold green" if d.diff > 0 else "bold red")
+                text.append(f"\n[{_f(e.ci_low, digits_m)}, {_f(e.ci_high, digits_m)}]", style="dim")
+                if d is not None:
+                    text.append(f"\n{_signed(d.diff, digits_m)} p{_eq(d.p_adjusted)}", style="dim")
+                cells.append(text)
+            table.add_row(f"{s}\n(baseline)" if s == self.baseline else s, *cells)
+        return table
+
+    def render(self, fmt: str = "table", digits: int | None = None) -> str:
+        """Render as ``table`` (plain text of the rich table), ``markdown``, ``latex``, ``csv`` or ``json``."""
+        if fmt == "markdown":
+            return self.to_markdown(digits)
+        if fmt == "latex":
+            return self.to_latex(digits)
+        if fmt == "csv":
+            return self.to_csv()
+        if fmt == "json":
+            return self.to_json()
+        if fmt == "table":
+            from rich.console import Console
+
+            console = Console(file=io.StringIO(), width=200, color_system=None, highlight=False)
+            console.print(self.to_rich(digits))
+            return console.file.getvalue()  # type: ignore[attr-defined]
+        from ..errors import UnknownNameError, suggest
+
+        raise UnknownNameError(
+            f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}." + suggest(fmt, FORMATS)
+        )
+
+    def __str__(self) -> str:
+        return self.render("table")
+
+
+def _f(value: float, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "nan"
+    return f"{value:.{digits}f}"
+
+
+def _signed(value: float, digits: int) -> str:
+    return f"{value:+.{digits}f}"
+
+
+def _p(value: float) -> str:
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _eq(p: float) -> str:
+    text = _p(p)
+    return text if text.startswith("<") else "=" + text
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _tex(text: str) -> str:
+    out = text
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("$", r"\$"),
+        ("#", r"\#"),
+        ("_", r"\_"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+        ("~", r"\textasciitilde{}"),
+        ("^", r"\^{}"),
+    ):
+        if a == "\\":
+            out = out.replace(a, "\x00")
+        else:
+            out = out.replace(a, b)
+    return out.replace("\x00", r"\textbackslash{}")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value

@@ -1,0 +1,99 @@
+"""``compare_runs()``: evaluate several runs on the same qrels and compare them.
+
+Used by ``nuggetbench compare`` and usable by anything that holds runs rather than results.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .core import compare
+from .report import ComparisonReport
+
+log = logging.getLogger(__name__)
+
+__all__ = ["compare_runs", "load_run_file"]
+
+
+def load_run_file(path: str | Path, *, name: str | None = None):
+    """Read a run file of any supported kind: a rank file (pickle or JSON ``{qid: [doc, ...]}``,
+    see :mod:`nuggetbench.data.rankfile`), a TREC run or a JSON ``{qid: {doc: score}}`` run.
+
+    Raises:
+        InputError / FormatError: missing or malformed file (a pickle naming a disallowed global
+            is refused without executing anything).
+    """
+    from ..data import load_run
+    from ..data.rankfile import is_rank_file, read_rank_file
+
+    if is_rank_file(path):
+        return read_rank_file(path, name=name)
+    return load_run(path, name=name)
+
+
+def compare_runs(
+    qrels: Any,
+    runs: Mapping[str, Any] | Sequence[Any],
+    measures: Sequence[str],
+    *,
+    profile: str | None = None,
+    doc_filter: Mapping[str, Collection[str]] | None = None,
+    **compare_options: Any,
+) -> ComparisonReport:
+    """Evaluate every run with :func:`nuggetbench.measures.evaluate` and :func:`compare` them.
+
+    Args:
+        qrels: the judgments (a :class:`~nuggetbench.data.Qrels`).
+        runs: ``{name: Run}`` or a sequence of runs (named by ``run.name``; duplicates get ``#2``...).
+        measures: measure strings.
+        profile: evaluation profile name (default: ``evaluate``'s default).
+        doc_filter: per-query candidate pools; each run is checked against them and the report's
+            notes say how many ranked documents lie outside (they are not removed).
+        **compare_options: passed to :func:`compare` (``baseline``, ``test``, ``correction``,
+            ``alpha``, ``ci``, ``n_resamples``, ``seed``).
+
+    Returns:
+        A :class:`ComparisonReport` (its ``notes`` also carry run-only / missing query counts).
+
+    Raises:
+        InputError: fewer than two runs, or from :func:`compare`.
+    """
+    from ..measures import evaluate, parse_measure
+
+    measures = [str(parse_measure(m)) for m in measures]
+    named = _named(runs)
+    notes: list[str] = []
+    results: dict[str, Any] = {}
+    kwargs = {"profile": profile} if profile else {}
+    for name, run in named.items():
+        if doc_filter is not None:
+            from ..data.rankfile import check_pools
+
+            check = check_pools(run, doc_filter, on_outside="report")
+            if not check.ok:
+                notes.append(f"{name}: {check.describe()}")
+        res = evaluate(qrels, run, measures, **kwargs)
+        missing = getattr(res, "missing_queries", None)
+        if missing:
+            notes.append(f"{name}: {len(missing)} judged queries are missing from the run")
+        results[name] = res
+    report = compare(results, measures=measures, **compare_options)
+    report.notes[:0] = notes
+    return report
+
+
+def _named(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
+    if isinstance(runs, Mapping):
+        return {str(k): v for k, v in runs.items()}
+    out: dict[str, Any] = {}
+    for i, run in enumerate(runs):
+        base = getattr(run, "name", None) or f"run{i + 1}"
+        name, k = base, 2
+        while name in out:
+            name = f"{base}#{k}"
+            k += 1
+        out[name] = run
+    return out
