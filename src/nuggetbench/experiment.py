@@ -61,6 +61,15 @@ class Experiment:
         """``{retriever spec: {measure: mean}}``."""
         return {name: {m: float(s.results.means[m]) for m in self.measures} for name, s in self.systems.items()}
 
+    def comparison(self, *, baseline: str | None = None, **options: Any):
+        """Paired comparison of the systems (first one is the baseline by default): bootstrap
+        CIs of every mean and difference, paired t-test, Holm correction with more than two
+        systems. Returns a :class:`nuggetbench.compare.ComparisonReport`."""
+        from .compare import compare
+
+        return compare({name: s.results for name, s in self.systems.items()},
+                       baseline=baseline or next(iter(self.systems)), measures=self.measures, **options)
+
     def to_dict(self, *, per_query: bool = True) -> dict:
         """A JSON-ready description: provenance, means and (optionally) per-query values."""
         systems = {}
@@ -78,6 +87,7 @@ class Experiment:
             "provenance": self.provenance,
             "notes": self.notes,
             "systems": systems,
+            "comparison": self.comparison().to_dict() if len(self.systems) > 1 else None,
         }
 
 

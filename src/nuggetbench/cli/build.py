@@ -39,6 +39,7 @@ def build_command(plan, stage, no_progress, top_tags):
 
 
 def _render(report, top_tags: int, out) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     q = report.questions
@@ -46,7 +47,7 @@ def _render(report, top_tags: int, out) -> None:
         out.print(f"questions: {q.get('questions', 0)} read, {q.get('with_accepted', 0)} with an accepted answer, "
                   f"{q.get('kept', 0)} kept ({len(q.get('malformed_rows', []))} malformed rows skipped)")
         for row in q.get("malformed_rows", [])[:5]:
-            out.print(f"  malformed row at line {row['line']}, column {row['column']}: {row['error']}")
+            out.print(f"  malformed row at line {row['line']}, column {row['column']}: {row['error']}", markup=False)
     if top_tags and report.top_tags:
         table = Table(title="co-occurring tags (repositories to index)")
         table.add_column("tag")
@@ -65,7 +66,7 @@ def _render(report, top_tags: int, out) -> None:
     for col in ("stage", "status", "details"):
         stages.add_column(col)
     for name, info in report.stages.items():
-        details = ", ".join(f"{k} {v}" for k, v in info.items() if k not in ("status",))
+        details = escape(", ".join(f"{k} {v}" for k, v in info.items() if k not in ("status",)))
         stages.add_row(name, info.get("status", ""), details)
     out.print(stages)
     if report.usage:

@@ -69,8 +69,14 @@ def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, c
     if fmt == "json":
         echo_json({"dataset": exp.dataset_id, "results": means})
         return
+    report = exp.comparison() if len(exp.systems) > 1 else None
     if fmt == "markdown":
-        click.echo(markdown_table(means, exp.measures))
+        click.echo(report.to_markdown() if report is not None else markdown_table(means, exp.measures))
+    elif report is not None:
+        from ._common import console
+
+        console().print(f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})")
+        console().print(report.to_rich())
     else:
         render_means_table(f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})",
                            means, exp.measures)
