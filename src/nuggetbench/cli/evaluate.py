@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import echo_json, fmt_value, load_qrels_arg, render_means_table, warn
+from ._common import echo_json, fmt_value, info, load_qrels_arg, render_means_table, warn
 
 
 @click.command("evaluate", context_settings={"help_option_names": ["-h", "--help"]})
@@ -42,11 +42,17 @@ def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpu
     profile = profile or (ds.default_profile if ds is not None else None)
     run_value = load_run(run, keep_rank=True)
     kwargs = {"profile": profile} if profile else {}
+    from ..measures.checks import check_run_against_qrels
+
+    for line in check_run_against_qrels(qrels_value, run_value, getattr(ds, "corpus", None),
+                                        metadata=getattr(ds, "metadata", None)):
+        (warn if line.startswith("[warning]") else info)(line.split("] ", 1)[-1])
     results = evaluate(qrels_value, run_value, measures, **kwargs)
     if results.run_only_queries:
         warn(f"{len(results.run_only_queries)} run queries have no judgments and were ignored")
     if results.missing_queries:
-        warn(f"{len(results.missing_queries)} judged queries are missing from the run and score 0 "
+        scored = "score 0" if _counts_missing(results.profile) else "are left out of the mean"
+        warn(f"{len(results.missing_queries)} judged queries are missing from the run and {scored} "
              f"under profile {results.profile!r}")
     if fmt == "json":
         out = {m: results.means[m] for m in measures}
@@ -89,3 +95,9 @@ def _span_judged_qrels(dataset_id: str, corpus_path: str):
     defaults = SimpleNamespace(default_measures=list(fastbook.DEFAULT_MEASURES),
                                default_profile=fastbook.DEFAULT_PROFILE)
     return qrels_value, defaults
+
+
+def _counts_missing(profile_name: str) -> bool:
+    from ..measures.profiles import get_profile
+
+    return getattr(get_profile(profile_name), "average_over", "qrels") != "run_and_qrels"

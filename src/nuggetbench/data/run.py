@@ -69,7 +69,7 @@ class Run(Mapping[str, list[tuple[str, float]]]):
             raise InputError(f"{source or 'run'}: score of query {q[i]!r}, doc {d[i]!r} is NaN")
         uq, qcodes = factorize_sorted(q) if len(q) else (np.array([], dtype=object), np.zeros(0, np.int64))
         order = rank_order(qcodes, s, d, tie_break=tie_break) if len(q) else np.zeros(0, np.int64)
-        self.input_sorted = bool(np.array_equal(order, np.arange(len(order))))
+        self.input_sorted = _arrived_sorted(qcodes, s)
         qcodes = qcodes[order]
         d = d[order]
         s = s[order]
@@ -288,6 +288,18 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         )
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _arrived_sorted(qcodes: np.ndarray, scores: np.ndarray) -> bool:
+    """True when each query's entries are contiguous with non-increasing scores (ties in any
+    order, queries in any order): what a retriever's output normally looks like."""
+    if len(scores) < 2:
+        return True
+    same = qcodes[1:] == qcodes[:-1]
+    if (same & (scores[1:] > scores[:-1])).any():
+        return False
+    n_groups = int((~same).sum()) + 1
+    return n_groups == len(np.unique(qcodes))
 
 
 def _as_str_array(values: Iterable[Any]) -> np.ndarray:

@@ -32,9 +32,22 @@ from .jsonl_index import write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 
-MIRRORED = ("msmarco", "trec-covid", "nfcorpus", "nq", "hotpotqa", "fiqa", "arguana",
-            "webis-touche2020", "quora", "dbpedia-entity", "scidocs", "fever", "climate-fever",
-            "scifact")
+MIRRORED = (
+    "msmarco",
+    "trec-covid",
+    "nfcorpus",
+    "nq",
+    "hotpotqa",
+    "fiqa",
+    "arguana",
+    "webis-touche2020",
+    "quora",
+    "dbpedia-entity",
+    "scidocs",
+    "fever",
+    "climate-fever",
+    "scifact",
+)
 
 
 def repos(name: str) -> tuple[str, str]:
@@ -50,13 +63,22 @@ def _qrels_files(folder: Path, split: str) -> Path | None:
 
 
 def _hub_shaped(folder: Path, split: str) -> tuple[list[Path], list[Path], Path | None]:
-    return (hub.find_record_files(folder, "corpus"), hub.find_record_files(folder, "queries"),
-            _qrels_files(folder, split))
+    return (
+        hub.find_record_files(folder, "corpus"),
+        hub.find_record_files(folder, "queries"),
+        _qrels_files(folder, split),
+    )
 
 
-def fetch_from_hub(name: str, *, split: str, revision: str | None = None,
-                   qrels_revision: str | None = None, show_progress: bool = False,
-                   download: bool = True) -> Path:
+def fetch_from_hub(
+    name: str,
+    *,
+    split: str,
+    revision: str | None = None,
+    qrels_revision: str | None = None,
+    show_progress: bool = False,
+    download: bool = True,
+) -> Path:
     """Write ``beir/<name>`` (one split's qrels) into the home in BEIR layout from hub files.
 
     Returns:
@@ -67,8 +89,9 @@ def fetch_from_hub(name: str, *, split: str, revision: str | None = None,
         DownloadError: absent and offline (the folder to fill is named), or the hub failed.
     """
     if name not in MIRRORED:
-        raise DatasetError(f"beir/{name} has no per-dataset hub mirror; use the BEIR server "
-                           "(source='server')")
+        raise DatasetError(
+            f"beir/{name} has no per-dataset hub mirror; use the BEIR server (source='server')"
+        )
     dataset_id = f"beir/{name}"
     target = _home.home() / "beir" / name
     corpus_files: list[Path] = []
@@ -78,21 +101,41 @@ def fetch_from_hub(name: str, *, split: str, revision: str | None = None,
         folder = root / "beir" / name
         if folder.is_dir():
             c, q, r = _hub_shaped(folder, split)
-            corpus_files, query_files, qrels_file = corpus_files or c, query_files or q, qrels_file or r
+            corpus_files, query_files, qrels_file = (
+                corpus_files or c,
+                query_files or q,
+                qrels_file or r,
+            )
     corpus_repo, qrels_repo = repos(name)
-    hint = (f"corpus.jsonl.gz and queries.jsonl.gz from {corpus_repo} and {split}.tsv from "
-            f"{qrels_repo} (or the BEIR layout)")
+    hint = (
+        f"corpus.jsonl.gz and queries.jsonl.gz from {corpus_repo} and {split}.tsv from "
+        f"{qrels_repo} (or the BEIR layout)"
+    )
     if not (corpus_files and query_files and qrels_file):
         if not download:
-            raise DatasetError(f"{dataset_id}: hub files absent and download=False; fill {target} with {hint}")
+            raise DatasetError(
+                f"{dataset_id}: hub files absent and download=False; fill {target} with {hint}"
+            )
         hub.ensure_online(dataset_id, target, hint=hint)
     if not (corpus_files and query_files):
-        snap = hub.download_files(corpus_repo, ["corpus*", "queries*"], revision=revision,
-                                  what=dataset_id, fill_folder=target, hint=hint)
+        snap = hub.download_files(
+            corpus_repo,
+            ["corpus*", "queries*"],
+            revision=revision,
+            what=dataset_id,
+            fill_folder=target,
+            hint=hint,
+        )
         corpus_files, query_files = _hub_shaped(snap, split)[:2]
     if qrels_file is None:
-        snap = hub.download_files(qrels_repo, [f"{split}.tsv"], revision=qrels_revision,
-                                  what=dataset_id, fill_folder=target, hint=hint)
+        snap = hub.download_files(
+            qrels_repo,
+            [f"{split}.tsv"],
+            revision=qrels_revision,
+            what=dataset_id,
+            fill_folder=target,
+            hint=hint,
+        )
         qrels_file = _qrels_files(snap, split)
     if not (corpus_files and query_files and qrels_file):
         raise DatasetError(f"{dataset_id}: the hub files lack the corpus, queries or {split} qrels")
@@ -100,19 +143,36 @@ def fetch_from_hub(name: str, *, split: str, revision: str | None = None,
     queries = queries_from_records(query_files)
     write_split(target, split, queries, qrels)
     if not (target / "corpus.jsonl").exists():
-        write_jsonl_corpus(documents_from_records(corpus_files), target / "corpus.jsonl",
-                           show_progress=show_progress, total=hub.count_records(corpus_files),
-                           desc=f"{dataset_id} corpus")
+        write_jsonl_corpus(
+            documents_from_records(corpus_files),
+            target / "corpus.jsonl",
+            show_progress=show_progress,
+            total=hub.count_records(corpus_files),
+            desc=f"{dataset_id} corpus",
+        )
     with atomic_write(target / "source.json") as fh:
-        json.dump({"source": "hub", "corpus": f"{corpus_repo}@{hub.revision_for(corpus_repo, revision)}",
-                   "qrels": f"{qrels_repo}@{hub.revision_for(qrels_repo, qrels_revision)}",
-                   "files": [str(p) for p in (*corpus_files, *query_files, qrels_file)]}, fh, indent=1)
+        json.dump(
+            {
+                "source": "hub",
+                "corpus": f"{corpus_repo}@{hub.revision_for(corpus_repo, revision)}",
+                "qrels": f"{qrels_repo}@{hub.revision_for(qrels_repo, qrels_revision)}",
+                "files": [str(p) for p in (*corpus_files, *query_files, qrels_file)],
+            },
+            fh,
+            indent=1,
+        )
     return target
 
 
-def load(dataset_id: str, *, split: str = "test", revision: str | None = None,
-         qrels_revision: str | None = None, download: bool = True,
-         show_progress: bool = False) -> Dataset:
+def load(
+    dataset_id: str,
+    *,
+    split: str = "test",
+    revision: str | None = None,
+    qrels_revision: str | None = None,
+    download: bool = True,
+    show_progress: bool = False,
+) -> Dataset:
     """``beir/<name>`` from the hub mirrors (see the module docstring).
 
     The BEIR loader calls this for ``source="hub"`` and then applies its own per-dataset
@@ -123,14 +183,34 @@ def load(dataset_id: str, *, split: str = "test", revision: str | None = None,
     """
     name = dataset_id.split("/", 1)[1]
     folder = _home.find_dataset_dir(dataset_id, marker=f"qrels/{split}.tsv")
-    if folder is None or not (folder / "corpus.jsonl").exists() or not (folder / "queries.jsonl").exists():
-        folder = fetch_from_hub(name, split=split, revision=revision, qrels_revision=qrels_revision,
-                                show_progress=show_progress, download=download)
+    if (
+        folder is None
+        or not (folder / "corpus.jsonl").exists()
+        or not (folder / "queries.jsonl").exists()
+    ):
+        folder = fetch_from_hub(
+            name,
+            split=split,
+            revision=revision,
+            qrels_revision=qrels_revision,
+            show_progress=show_progress,
+            download=download,
+        )
     corpus_repo, qrels_repo = repos(name)
-    return assemble(dataset_id, corpus_path=folder / "corpus.jsonl",
-                    queries_path=folder / "queries.jsonl",
-                    qrels_path=folder / "qrels" / f"{split}.tsv", split=split,
-                    default_measures=["nDCG@10", "R@100", "RR@10", "AP"],
-                    metadata={"source": str(folder), "family": "beir", "origin": "hub",
-                              "hub": {"corpus": f"{corpus_repo}@{hub.revision_for(corpus_repo, revision)}",
-                                      "qrels": f"{qrels_repo}@{hub.revision_for(qrels_repo, qrels_revision)}"}})
+    return assemble(
+        dataset_id,
+        corpus_path=folder / "corpus.jsonl",
+        queries_path=folder / "queries.jsonl",
+        qrels_path=folder / "qrels" / f"{split}.tsv",
+        split=split,
+        default_measures=["nDCG@10", "R@100", "RR@10", "AP"],
+        metadata={
+            "source": str(folder),
+            "family": "beir",
+            "origin": "hub",
+            "hub": {
+                "corpus": f"{corpus_repo}@{hub.revision_for(corpus_repo, revision)}",
+                "qrels": f"{qrels_repo}@{hub.revision_for(qrels_repo, qrels_revision)}",
+            },
+        },
+    )

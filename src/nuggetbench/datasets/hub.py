@@ -43,8 +43,17 @@ from ..errors import DatasetError, DownloadError, FormatError
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "PINNED_REVISIONS", "revision_for", "hf_cache_dir", "ensure_online", "download_files",
-    "load_hub_dataset", "find_record_files", "iter_records", "count_records", "natural_key", "read_tsv_pairs",
+    "PINNED_REVISIONS",
+    "revision_for",
+    "hf_cache_dir",
+    "ensure_online",
+    "download_files",
+    "load_hub_dataset",
+    "find_record_files",
+    "iter_records",
+    "count_records",
+    "natural_key",
+    "read_tsv_pairs",
 ]
 
 PINNED_REVISIONS: dict[str, str] = {
@@ -83,21 +92,36 @@ def ensure_online(what: str, folder: Path, *, hint: str = "") -> None:
         )
 
 
-def _hub_error(exc: Exception, repo_id: str, revision: str, what: str, folder: Path | None) -> DownloadError:
+def _hub_error(
+    exc: Exception, repo_id: str, revision: str, what: str, folder: Path | None
+) -> DownloadError:
     name = type(exc).__name__
     fill = f" Alternatively fill {folder} by hand." if folder else ""
     if "Gated" in name or "401" in str(exc) or "403" in str(exc):
-        return DownloadError(f"{what}: the hub repository {repo_id} is gated or private: accept its terms "
-                             f"on huggingface.co and set HF_TOKEN ({exc}).{fill}")
+        return DownloadError(
+            f"{what}: the hub repository {repo_id} is gated or private: accept its terms "
+            f"on huggingface.co and set HF_TOKEN ({exc}).{fill}"
+        )
     if "Revision" in name:
-        return DownloadError(f"{what}: revision {revision!r} of {repo_id} does not exist on the hub; pass "
-                             f"revision='main' (or another commit) to the loader.{fill}")
-    return DownloadError(f"{what}: downloading from the hub repository {repo_id}@{revision} failed: "
-                         f"{name}: {exc}.{fill}")
+        return DownloadError(
+            f"{what}: revision {revision!r} of {repo_id} does not exist on the hub; pass "
+            f"revision='main' (or another commit) to the loader.{fill}"
+        )
+    return DownloadError(
+        f"{what}: downloading from the hub repository {repo_id}@{revision} failed: "
+        f"{name}: {exc}.{fill}"
+    )
 
 
-def download_files(repo_id: str, patterns: Sequence[str], *, revision: str | None = None,
-                   what: str | None = None, fill_folder: Path | None = None, hint: str = "") -> Path:
+def download_files(
+    repo_id: str,
+    patterns: Sequence[str],
+    *,
+    revision: str | None = None,
+    what: str | None = None,
+    fill_folder: Path | None = None,
+    hint: str = "",
+) -> Path:
     """Fetch the files of a hub dataset repository matching *patterns*; return the snapshot folder.
 
     Args:
@@ -120,8 +144,15 @@ def download_files(repo_id: str, patterns: Sequence[str], *, revision: str | Non
     from huggingface_hub import snapshot_download
 
     try:
-        folder = Path(snapshot_download(repo_id, repo_type="dataset", revision=rev,
-                                        allow_patterns=list(patterns), cache_dir=str(hf_cache_dir())))
+        folder = Path(
+            snapshot_download(
+                repo_id,
+                repo_type="dataset",
+                revision=rev,
+                allow_patterns=list(patterns),
+                cache_dir=str(hf_cache_dir()),
+            )
+        )
     except Exception as exc:  # huggingface_hub raises many types; each becomes a DownloadError
         raise _hub_error(exc, repo_id, rev, label, fill_folder) from exc
     if not any(p.is_file() for p in folder.rglob("*")):
@@ -130,10 +161,17 @@ def download_files(repo_id: str, patterns: Sequence[str], *, revision: str | Non
     return folder
 
 
-def load_hub_dataset(path_or_repo: str | Path, config: str | None = None, *, split: str | None = None,
-                     revision: str | None = None, streaming: bool = False,
-                     data_files: Any = None, what: str | None = None,
-                     fill_folder: Path | None = None) -> Any:
+def load_hub_dataset(
+    path_or_repo: str | Path,
+    config: str | None = None,
+    *,
+    split: str | None = None,
+    revision: str | None = None,
+    streaming: bool = False,
+    data_files: Any = None,
+    what: str | None = None,
+    fill_folder: Path | None = None,
+) -> Any:
     """``datasets.load_dataset`` with a pinned revision, the home cache and offline handling.
 
     Args:
@@ -157,13 +195,19 @@ def load_hub_dataset(path_or_repo: str | Path, config: str | None = None, *, spl
 
     local = Path(str(path_or_repo)).expanduser()
     label = what or str(path_or_repo)
-    kwargs: dict[str, Any] = {"split": split, "streaming": streaming, "data_files": data_files,
-                              "cache_dir": str(hf_cache_dir() / "datasets")}
+    kwargs: dict[str, Any] = {
+        "split": split,
+        "streaming": streaming,
+        "data_files": data_files,
+        "cache_dir": str(hf_cache_dir() / "datasets"),
+    }
     if local.exists():
         try:
             return datasets.load_dataset(str(local), config, **kwargs)
         except Exception as exc:
-            raise DatasetError(f"{label}: datasets could not read the local files in {local}: {exc}") from exc
+            raise DatasetError(
+                f"{label}: datasets could not read the local files in {local}: {exc}"
+            ) from exc
     rev = revision_for(str(path_or_repo), revision)
     ensure_online(label, fill_folder or hf_cache_dir())
     try:
@@ -209,8 +253,10 @@ def find_record_files(folder: Path, stem: str, *, split: str | None = None) -> l
         if (base / "dataset_dict.json").exists():
             sub = base / split if split else None
             if sub is None or not sub.is_dir():
-                raise DatasetError(f"{base} is a DatasetDict folder; name its split "
-                                   f"({', '.join(sorted(p.name for p in base.iterdir() if p.is_dir()))})")
+                raise DatasetError(
+                    f"{base} is a DatasetDict folder; name its split "
+                    f"({', '.join(sorted(p.name for p in base.iterdir() if p.is_dir()))})"
+                )
             return _saved_arrow_files(sub) or []
         return sorted((p for p in base.rglob("*") if _has_suffix(p)), key=natural_key)
     for suffix in RECORD_SUFFIXES:
@@ -300,8 +346,11 @@ def _iter_json(path: Path) -> Iterator[dict]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise FormatError(path, lineno, f"not valid JSON ({exc.msg}); expected one JSON object "
-                                                "per line (JSON lines)") from None
+                raise FormatError(
+                    path,
+                    lineno,
+                    f"not valid JSON ({exc.msg}); expected one JSON object per line (JSON lines)",
+                ) from None
             if not isinstance(obj, dict):
                 raise FormatError(path, lineno, "expected a JSON object per line")
             yield obj

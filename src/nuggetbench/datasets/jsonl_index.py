@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 __all__ = ["IndexedJsonlCorpus", "write_jsonl_corpus", "INDEX_FORMAT"]
 
 INDEX_FORMAT = 1
-_CHUNK = 1 << 18  # ids buffered before they become one numpy chunk
+_CHUNK = 1 << 16  # ids buffered before they become one numpy chunk
 _ID_RE = re.compile(rb'^\{"_id": "((?:[^"\\]|\\.)*)"')
 
 
@@ -73,7 +73,11 @@ class _IndexBuilder:
         self._flush()
         folder.mkdir(parents=True, exist_ok=True)
         width = max((c.dtype.itemsize for c in self.id_chunks), default=1)
-        ids = np.concatenate(self.id_chunks).astype(f"S{width}") if self.id_chunks else np.zeros(0, "S1")
+        ids = (
+            np.concatenate(self.id_chunks).astype(f"S{width}")
+            if self.id_chunks
+            else np.zeros(0, "S1")
+        )
         self.id_chunks = []
         offsets = np.concatenate([*self.off_chunks, np.array([end], dtype=np.int64)])
         self.off_chunks = []
@@ -83,8 +87,10 @@ class _IndexBuilder:
             dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
             if len(dup):
                 rows = sorted((int(order[dup[0]]), int(order[dup[0] + 1])))
-                raise DuplicateError(f"{source}: document id {sorted_ids[dup[0]].decode()!r} occurs "
-                                     f"twice (documents {rows[0] + 1} and {rows[1] + 1}); ids must be unique")
+                raise DuplicateError(
+                    f"{source}: document id {sorted_ids[dup[0]].decode()!r} occurs "
+                    f"twice (documents {rows[0] + 1} and {rows[1] + 1}); ids must be unique"
+                )
         np.save(folder / "ids.npy", ids)
         np.save(folder / "offsets.npy", offsets)
         np.save(folder / "sorted_ids.npy", sorted_ids)
@@ -105,10 +111,14 @@ def _line_id(path: Path, lineno: int, raw: bytes) -> bytes:
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise FormatError(path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object") from None
+        raise FormatError(
+            path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object"
+        ) from None
     did = obj.get("_id", obj.get("doc_id", obj.get("id"))) if isinstance(obj, dict) else None
     if did is None:
-        raise FormatError(path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')")
+        raise FormatError(
+            path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')"
+        )
     return str(did).encode("utf-8")
 
 
@@ -127,7 +137,9 @@ class IndexedJsonlCorpus(Corpus):
         DuplicateError: an id occurs twice.
     """
 
-    def __init__(self, path: str | Path, *, name: str | None = None, index_dir: str | Path | None = None):
+    def __init__(
+        self, path: str | Path, *, name: str | None = None, index_dir: str | Path | None = None
+    ):
         self.path = Path(path)
         self.name = name
         self.index_dir = Path(index_dir) if index_dir else _default_index_dir(self.path)
@@ -138,13 +150,19 @@ class IndexedJsonlCorpus(Corpus):
     def _ensure(self) -> dict[str, np.ndarray]:
         if self._arrays is None:
             meta = _read_meta(self.index_dir)
-            if meta is None or meta.get("format") != INDEX_FORMAT or meta.get("source") != _stat(self.path):
+            if (
+                meta is None
+                or meta.get("format") != INDEX_FORMAT
+                or meta.get("source") != _stat(self.path)
+            ):
                 self._build()
                 meta = _read_meta(self.index_dir)
             assert meta is not None
             self._meta = meta
-            self._arrays = {k: np.load(self.index_dir / f"{k}.npy", mmap_mode="r")
-                            for k in ("ids", "offsets", "sorted_ids", "sorted_rows")}
+            self._arrays = {
+                k: np.load(self.index_dir / f"{k}.npy", mmap_mode="r")
+                for k in ("ids", "offsets", "sorted_ids", "sorted_rows")
+            }
         return self._arrays
 
     def _build(self) -> None:
@@ -158,13 +176,24 @@ class IndexedJsonlCorpus(Corpus):
                 if raw.strip():
                     builder.add(_line_id(self.path, lineno, raw.strip()), pos)
                 pos += len(raw)
-        _save_index(builder, self.index_dir, end=pos, source=self.path, stat=_stat(self.path),
-                    sha256=h.hexdigest())
+        _save_index(
+            builder,
+            self.index_dir,
+            end=pos,
+            source=self.path,
+            stat=_stat(self.path),
+            sha256=h.hexdigest(),
+        )
 
     def _row(self, doc_id: str) -> int | None:
         a = self._ensure()
         key = doc_id.encode("utf-8") if isinstance(doc_id, str) else None
-        if key is None or len(key) > a["sorted_ids"].dtype.itemsize or not key or key.endswith(b"\0"):
+        if (
+            key is None
+            or len(key) > a["sorted_ids"].dtype.itemsize
+            or not key
+            or key.endswith(b"\0")
+        ):
             return None
         i = int(np.searchsorted(a["sorted_ids"], key))
         if i < len(a["sorted_ids"]) and a["sorted_ids"][i] == key:
@@ -191,7 +220,7 @@ class IndexedJsonlCorpus(Corpus):
     def __iter__(self) -> Iterator[str]:
         ids = self._ensure()["ids"]
         for start in range(0, len(ids), 65536):
-            for raw in ids[start:start + 65536].tolist():
+            for raw in ids[start : start + 65536].tolist():
                 yield raw.decode("utf-8")
 
     def __len__(self) -> int:
@@ -237,7 +266,9 @@ def _default_index_dir(path: Path) -> Path:
     if (sidecar / "meta.json").exists():
         return sidecar
     resolved = path.resolve()
-    read_only = any(_is_within(resolved, d) for d in _home.data_dirs()) or not os.access(path.parent, os.W_OK)
+    read_only = any(_is_within(resolved, d) for d in _home.data_dirs()) or not os.access(
+        path.parent, os.W_OK
+    )
     if not read_only:
         return sidecar
     key = hashlib.sha256(str(resolved).encode()).hexdigest()[:16]
@@ -252,8 +283,16 @@ def _is_within(path: Path, folder: Path) -> bool:
         return False
 
 
-def _save_index(builder: _IndexBuilder, folder: Path, *, end: int, source: Path, stat: dict,
-                sha256: str, before_install=None) -> None:
+def _save_index(
+    builder: _IndexBuilder,
+    folder: Path,
+    *,
+    end: int,
+    source: Path,
+    stat: dict,
+    sha256: str,
+    before_install=None,
+) -> None:
     """Build the index in a temporary folder, run *before_install* (if any), then move it in."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
@@ -267,12 +306,18 @@ def _save_index(builder: _IndexBuilder, folder: Path, *, end: int, source: Path,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_jsonl_corpus(documents: Iterable[Document], path: str | Path, *, name: str | None = None,
-                       show_progress: bool = False, total: int | None = None,
-                       desc: str = "writing corpus") -> IndexedJsonlCorpus:
+def write_jsonl_corpus(
+    documents: Iterable[Document],
+    path: str | Path,
+    *,
+    name: str | None = None,
+    show_progress: bool = False,
+    total: int | None = None,
+    desc: str = "writing corpus",
+) -> IndexedJsonlCorpus:
     """Stream *documents* into a BEIR ``corpus.jsonl`` and its index, in one pass, atomically.
 
-    Only one document is held at a time (plus 2**18 ids in a numpy buffer); the file appears
+    Only one document is held at a time (plus a buffer of 65,536 ids); the file appears
     under its name only when complete.
 
     Args:
@@ -299,8 +344,12 @@ def write_jsonl_corpus(documents: Iterable[Document], path: str | Path, *, name:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as fh, tqdm(total=total, desc=desc, unit="doc", unit_scale=True,
-                                             disable=not show_progress) as bar:
+        with (
+            os.fdopen(fd, "wb") as fh,
+            tqdm(
+                total=total, desc=desc, unit="doc", unit_scale=True, disable=not show_progress
+            ) as bar,
+        ):
             for doc in documents:
                 obj = {"_id": doc.doc_id, "title": doc.title, "text": doc.text}
                 if doc.metadata:
@@ -316,8 +365,15 @@ def write_jsonl_corpus(documents: Iterable[Document], path: str | Path, *, name:
         index_dir = path.with_name(path.name + ".index")
         # the index is built (duplicates checked) before the file takes its name; a rename keeps
         # size and mtime, so the index's record of them stays valid
-        _save_index(builder, index_dir, end=pos, source=path, stat=_stat(tmp),
-                    sha256=h.hexdigest(), before_install=lambda: os.replace(tmp, path))
+        _save_index(
+            builder,
+            index_dir,
+            end=pos,
+            source=path,
+            stat=_stat(tmp),
+            sha256=h.hexdigest(),
+            before_install=lambda: os.replace(tmp, path),
+        )
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -35,7 +35,7 @@ import logging
 from pathlib import Path
 
 from .. import home as _home
-from ..data import Queries, Qrels, read_qrels
+from ..data import Qrels, Queries, read_qrels
 from ..errors import DatasetError, UnknownNameError, suggest
 from . import hub
 from ._materialize import assemble, documents_from_records, has_split, write_split
@@ -44,15 +44,35 @@ from .jsonl_index import write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 
-LANGUAGES = ("ar", "bn", "de", "en", "es", "fa", "fi", "fr", "hi", "id", "ja", "ko", "ru", "sw",
-             "te", "th", "yo", "zh")
+LANGUAGES = (
+    "ar",
+    "bn",
+    "de",
+    "en",
+    "es",
+    "fa",
+    "fi",
+    "fr",
+    "hi",
+    "id",
+    "ja",
+    "ko",
+    "ru",
+    "sw",
+    "te",
+    "th",
+    "yo",
+    "zh",
+)
 SURPRISE = frozenset({"de", "yo"})
 HIDDEN_SPLITS = ("testA", "testB", "test", "testa", "testb", "test-a", "test-b")
 TOPICS_REPO = "miracl/miracl"
 CORPUS_REPO = "miracl/miracl-corpus"
 DEFAULT_MEASURES = ("nDCG@10", "R@100")
-CITATION = ("Zhang et al., MIRACL: A Multilingual Retrieval Dataset Covering 18 Diverse "
-            "Languages, TACL 2023")
+CITATION = (
+    "Zhang et al., MIRACL: A Multilingual Retrieval Dataset Covering 18 Diverse "
+    "Languages, TACL 2023"
+)
 
 
 def dataset_ids() -> list[str]:
@@ -62,15 +82,19 @@ def dataset_ids() -> list[str]:
 
 def _parse(dataset_id: str) -> str:
     if dataset_id not in dataset_ids():
-        raise UnknownNameError(f"unknown MIRACL dataset {dataset_id!r}.{suggest(dataset_id, dataset_ids())} "
-                               f"Languages: {', '.join(LANGUAGES)}")
+        raise UnknownNameError(
+            f"unknown MIRACL dataset {dataset_id!r}.{suggest(dataset_id, dataset_ids())} "
+            f"Languages: {', '.join(LANGUAGES)}"
+        )
     return dataset_id.split("/")[1]
 
 
 def _check_split(lang: str, split: str) -> str:
     if split in HIDDEN_SPLITS:
-        raise DatasetError(f"MIRACL's test qrels ({split}) are hidden by the organisers; evaluate on "
-                           "split='dev' (the default), as the MIRACL leaderboard does")
+        raise DatasetError(
+            f"MIRACL's test qrels ({split}) are hidden by the organisers; evaluate on "
+            "split='dev' (the default), as the MIRACL leaderboard does"
+        )
     if split not in ("dev", "train"):
         raise DatasetError(f"miracl/{lang} has no split {split!r}; use 'dev' (default) or 'train'")
     if split == "train" and lang in SURPRISE:
@@ -83,14 +107,18 @@ def _target(lang: str) -> Path:
 
 
 def _candidate_folders(lang: str) -> list[Path]:
-    return [root / "miracl" / lang for root in _home.search_path() if (root / "miracl" / lang).is_dir()]
+    return [
+        root / "miracl" / lang for root in _home.search_path() if (root / "miracl" / lang).is_dir()
+    ]
 
 
 def _fill_hint(lang: str, split: str) -> str:
-    return (f"either the BEIR layout (corpus.jsonl, queries.jsonl, qrels/{split}.tsv) or the hub "
-            f"files: topics.miracl-v1.0-{lang}-{split}.tsv and qrels.miracl-v1.0-{lang}-{split}.tsv "
-            f"from {TOPICS_REPO} (or {split}.parquet records), and the docs-*.jsonl.gz shards of "
-            f"{CORPUS_REPO}/miracl-corpus-v1.0-{lang}/ (or corpus.parquet)")
+    return (
+        f"either the BEIR layout (corpus.jsonl, queries.jsonl, qrels/{split}.tsv) or the hub "
+        f"files: topics.miracl-v1.0-{lang}-{split}.tsv and qrels.miracl-v1.0-{lang}-{split}.tsv "
+        f"from {TOPICS_REPO} (or {split}.parquet records), and the docs-*.jsonl.gz shards of "
+        f"{CORPUS_REPO}/miracl-corpus-v1.0-{lang}/ (or corpus.parquet)"
+    )
 
 
 # --- topics and qrels ------------------------------------------------------------------------
@@ -111,8 +139,9 @@ def _topics_from_records(folder: Path, lang: str, split: str) -> tuple[Queries, 
     q: list[str] = []
     d: list[str] = []
     r: list[int] = []
-    for rec in hub.iter_records(paths, columns=("query_id", "query", "positive_passages",
-                                                 "negative_passages")):
+    for rec in hub.iter_records(
+        paths, columns=("query_id", "query", "positive_passages", "negative_passages")
+    ):
         qid = str(rec["query_id"]).strip()
         texts[qid] = rec["query"]
         for grade, key in ((1, "positive_passages"), (0, "negative_passages")):
@@ -137,7 +166,11 @@ def _corpus_files(folder: Path) -> list[Path]:
     found = hub.find_record_files(folder, "corpus")
     if found:
         return found
-    shards = [p for p in folder.rglob("docs-*") if p.is_file() and p.name.endswith((".jsonl", ".jsonl.gz"))]
+    shards = [
+        p
+        for p in folder.rglob("docs-*")
+        if p.is_file() and p.name.endswith((".jsonl", ".jsonl.gz"))
+    ]
     return sorted(shards, key=hub.natural_key)
 
 
@@ -146,8 +179,14 @@ def _existing_corpus(lang: str) -> Path | None:
     return folder / "corpus.jsonl" if folder else None
 
 
-def fetch(dataset_id: str, *, show_progress: bool = False, split: str = "dev",
-          revision: str | None = None, corpus_revision: str | None = None) -> Path:
+def fetch(
+    dataset_id: str,
+    *,
+    show_progress: bool = False,
+    split: str = "dev",
+    revision: str | None = None,
+    corpus_revision: str | None = None,
+) -> Path:
     """Make sure ``miracl/<lang>`` (the split's topics and qrels, and the corpus) is on disk.
 
     Returns:
@@ -166,8 +205,13 @@ def fetch(dataset_id: str, *, show_progress: bool = False, split: str = "dev",
         found = _find_topics(folders, lang, split)
         if found is None:
             hub.ensure_online(dataset_id, target, hint=_fill_hint(lang, split))
-            snap = hub.download_files(TOPICS_REPO, [f"miracl-v1.0-{lang}/*/*-{lang}-{split}.tsv"],
-                                      revision=revision, what=dataset_id, fill_folder=target)
+            snap = hub.download_files(
+                TOPICS_REPO,
+                [f"miracl-v1.0-{lang}/*/*-{lang}-{split}.tsv"],
+                revision=revision,
+                what=dataset_id,
+                fill_folder=target,
+            )
             found = _find_topics([snap], lang, split)
             if found is None:
                 raise DatasetError(f"{TOPICS_REPO} has no {split} topics/qrels for {lang}")
@@ -179,20 +223,36 @@ def fetch(dataset_id: str, *, show_progress: bool = False, split: str = "dev",
         files = next((f for f in map(_corpus_files, folders) if f), [])
         if not files:
             hub.ensure_online(dataset_id, target, hint=_fill_hint(lang, split))
-            snap = hub.download_files(CORPUS_REPO, [f"miracl-corpus-v1.0-{lang}/docs-*"],
-                                      revision=corpus_revision, what=dataset_id, fill_folder=target)
+            snap = hub.download_files(
+                CORPUS_REPO,
+                [f"miracl-corpus-v1.0-{lang}/docs-*"],
+                revision=corpus_revision,
+                what=dataset_id,
+                fill_folder=target,
+            )
             files = _corpus_files(snap)
         log.info("%s: streaming %d corpus file(s) into %s", dataset_id, len(files), target)
-        write_jsonl_corpus(documents_from_records(files), target / "corpus.jsonl", name=dataset_id,
-                           show_progress=show_progress, total=hub.count_records(files),
-                           desc=f"{dataset_id} corpus")
+        write_jsonl_corpus(
+            documents_from_records(files),
+            target / "corpus.jsonl",
+            name=dataset_id,
+            show_progress=show_progress,
+            total=hub.count_records(files),
+            desc=f"{dataset_id} corpus",
+        )
     assert ready is not None
     return ready
 
 
-def load(dataset_id: str, *, split: str = "dev", revision: str | None = None,
-         corpus_revision: str | None = None, download: bool = True,
-         show_progress: bool = False) -> Dataset:
+def load(
+    dataset_id: str,
+    *,
+    split: str = "dev",
+    revision: str | None = None,
+    corpus_revision: str | None = None,
+    download: bool = True,
+    show_progress: bool = False,
+) -> Dataset:
     """Load ``miracl/<lang>`` (see the module docstring for sources and judgments).
 
     Args:
@@ -219,22 +279,39 @@ def load(dataset_id: str, *, split: str = "dev", revision: str | None = None,
     corpus = _existing_corpus(lang)
     if not (has_split(ready, split) and corpus is not None):
         if not download:
-            raise DatasetError(f"{dataset_id} ({split}) is not on disk in BEIR layout (searched "
-                               f"{', '.join(str(p / 'miracl' / lang) for p in _home.search_path())}); "
-                               "load with download=True or fill " + str(_target(lang)))
-        ready = fetch(dataset_id, show_progress=show_progress, split=split, revision=revision,
-                      corpus_revision=corpus_revision)
+            raise DatasetError(
+                f"{dataset_id} ({split}) is not on disk in BEIR layout (searched "
+                f"{', '.join(str(p / 'miracl' / lang) for p in _home.search_path())}); "
+                "load with download=True or fill " + str(_target(lang))
+            )
+        ready = fetch(
+            dataset_id,
+            show_progress=show_progress,
+            split=split,
+            revision=revision,
+            corpus_revision=corpus_revision,
+        )
         corpus = _existing_corpus(lang)
     assert ready is not None and corpus is not None
     return assemble(
-        dataset_id, corpus_path=corpus, queries_path=ready / "queries.jsonl",
-        qrels_path=ready / "qrels" / f"{split}.tsv", split=split,
+        dataset_id,
+        corpus_path=corpus,
+        queries_path=ready / "queries.jsonl",
+        qrels_path=ready / "qrels" / f"{split}.tsv",
+        split=split,
         default_measures=list(DEFAULT_MEASURES),
-        metadata={"language": lang, "family": "miracl", "source": str(ready),
-                  "hub": {"topics": f"{TOPICS_REPO}@{hub.revision_for(TOPICS_REPO, revision)}",
-                          "corpus": f"{CORPUS_REPO}@{hub.revision_for(CORPUS_REPO, corpus_revision)}"},
-                  "relevance": "grade 1 = positive passage (relevant), 0 = judged negative",
-                  "test_qrels": "hidden (testA/testB); evaluate on dev", "citation": CITATION},
+        metadata={
+            "language": lang,
+            "family": "miracl",
+            "source": str(ready),
+            "hub": {
+                "topics": f"{TOPICS_REPO}@{hub.revision_for(TOPICS_REPO, revision)}",
+                "corpus": f"{CORPUS_REPO}@{hub.revision_for(CORPUS_REPO, corpus_revision)}",
+            },
+            "relevance": "grade 1 = positive passage (relevant), 0 = judged negative",
+            "test_qrels": "hidden (testA/testB); evaluate on dev",
+            "citation": CITATION,
+        },
     )
 
 
@@ -243,10 +320,18 @@ def info(dataset_id: str) -> dict:
     lang = _parse(dataset_id)
     folder = _home.find_dataset_dir(f"miracl/{lang}", marker="queries.jsonl")
     return {
-        "id": dataset_id, "family": "miracl", "language": lang,
-        "splits": ["dev"] + ([] if lang in SURPRISE else ["train"]), "default_split": "dev",
-        "test_qrels": "hidden (testA/testB)", "default_measures": list(DEFAULT_MEASURES),
-        "hub": {TOPICS_REPO: hub.revision_for(TOPICS_REPO), CORPUS_REPO: hub.revision_for(CORPUS_REPO)},
-        "folder": str(folder) if folder else None, "install_folder": str(_target(lang)),
+        "id": dataset_id,
+        "family": "miracl",
+        "language": lang,
+        "splits": ["dev"] + ([] if lang in SURPRISE else ["train"]),
+        "default_split": "dev",
+        "test_qrels": "hidden (testA/testB)",
+        "default_measures": list(DEFAULT_MEASURES),
+        "hub": {
+            TOPICS_REPO: hub.revision_for(TOPICS_REPO),
+            CORPUS_REPO: hub.revision_for(CORPUS_REPO),
+        },
+        "folder": str(folder) if folder else None,
+        "install_folder": str(_target(lang)),
         "citation": CITATION,
     }

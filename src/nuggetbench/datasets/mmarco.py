@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import home as _home
-from ..data import Document, Queries, read_qrels
+from ..data import Document, Queries, read_beir_qrels, read_qrels
 from ..errors import DatasetError, UnknownNameError, suggest
 from . import hub
 from ._materialize import (
@@ -42,25 +42,58 @@ from ._materialize import (
     documents_from_records,
     has_split,
     queries_from_records,
+    read_subset_info,
     write_split,
+    write_subset,
 )
 from .base import Dataset
 from .jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 
-LANGUAGES = ("arabic", "chinese", "dutch", "english", "french", "german", "hindi", "indonesian",
-             "italian", "japanese", "portuguese", "russian", "spanish", "vietnamese")
-CODES = {"arabic": "ar", "chinese": "zh", "dutch": "nl", "english": "en", "french": "fr",
-         "german": "de", "hindi": "hi", "indonesian": "id", "italian": "it", "japanese": "ja",
-         "portuguese": "pt", "russian": "ru", "spanish": "es", "vietnamese": "vi"}
+LANGUAGES = (
+    "arabic",
+    "chinese",
+    "dutch",
+    "english",
+    "french",
+    "german",
+    "hindi",
+    "indonesian",
+    "italian",
+    "japanese",
+    "portuguese",
+    "russian",
+    "spanish",
+    "vietnamese",
+)
+CODES = {
+    "arabic": "ar",
+    "chinese": "zh",
+    "dutch": "nl",
+    "english": "en",
+    "french": "fr",
+    "german": "de",
+    "hindi": "hi",
+    "indonesian": "id",
+    "italian": "it",
+    "japanese": "ja",
+    "portuguese": "pt",
+    "russian": "ru",
+    "spanish": "es",
+    "vietnamese": "vi",
+}
 REPO = "unicamp-dl/mmarco"
-SPLITS = {"dev": ("queries.dev.small.tsv", "qrels.dev.small.tsv"),
-          "dev-full": ("queries.dev.tsv", "qrels.dev.tsv")}
+SPLITS = {
+    "dev": ("queries.dev.small.tsv", "qrels.dev.small.tsv"),
+    "dev-full": ("queries.dev.tsv", "qrels.dev.tsv"),
+}
 FULL_SIZE = 8_841_823
 DEFAULT_MEASURES = ("RR@10", "R@1000", "nDCG@10")
-CITATION = ("Bonifacio et al., mMARCO: A Multilingual Version of the MS MARCO Passage Ranking "
-            "Dataset, arXiv:2108.13897")
+CITATION = (
+    "Bonifacio et al., mMARCO: A Multilingual Version of the MS MARCO Passage Ranking "
+    "Dataset, arXiv:2108.13897"
+)
 
 
 def dataset_ids() -> list[str]:
@@ -75,22 +108,28 @@ def _language(value: str, dataset_id: str) -> str:
         return key
     if key in by_code:
         return by_code[key]
-    raise UnknownNameError(f"unknown mMARCO language {value!r} in {dataset_id!r}.{suggest(key, LANGUAGES)} "
-                           f"Languages: {', '.join(LANGUAGES)}")
+    raise UnknownNameError(
+        f"unknown mMARCO language {value!r} in {dataset_id!r}.{suggest(key, LANGUAGES)} "
+        f"Languages: {', '.join(LANGUAGES)}"
+    )
 
 
 def _parse(dataset_id: str) -> tuple[str, str]:
     parts = dataset_id.split("/")
     if parts[0] != "mmarco" or len(parts) not in (2, 3):
-        raise UnknownNameError(f"unknown mMARCO id {dataset_id!r}: write mmarco/<doc_lang> or "
-                               "mmarco/<doc_lang>/<query_lang>, e.g. mmarco/english/german")
+        raise UnknownNameError(
+            f"unknown mMARCO id {dataset_id!r}: write mmarco/<doc_lang> or "
+            "mmarco/<doc_lang>/<query_lang>, e.g. mmarco/english/german"
+        )
     doc_lang = _language(parts[1], dataset_id)
     return doc_lang, _language(parts[2], dataset_id) if len(parts) == 3 else doc_lang
 
 
 def _split(split: str) -> str:
     if split not in SPLITS:
-        raise DatasetError(f"mMARCO has no split {split!r}; use 'dev' (dev/small, default) or 'dev-full'")
+        raise DatasetError(
+            f"mMARCO has no split {split!r}; use 'dev' (dev/small, default) or 'dev-full'"
+        )
     return split
 
 
@@ -112,20 +151,30 @@ def _first(folders: list[Path], pattern: str) -> Path | None:
 
 def _hint(lang: str, split: str) -> str:
     queries, qrels = SPLITS[split]
-    return (f"either the BEIR layout (corpus.jsonl, queries.jsonl, qrels/{split}.tsv) or the hub "
-            f"files {lang}_collection.tsv, {lang}_{queries} and {qrels} of {REPO}")
+    return (
+        f"either the BEIR layout (corpus.jsonl, queries.jsonl, qrels/{split}.tsv) or the hub "
+        f"files {lang}_collection.tsv, {lang}_{queries} and {qrels} of {REPO}"
+    )
 
 
 # --- the three parts ---------------------------------------------------------------------------
 def _may_download(download: bool, dataset_id: str, target: Path, hint: str) -> None:
     if not download:
-        raise DatasetError(f"{dataset_id} is not on disk (searched {', '.join(map(str, _roots())) or 'no mmarco folder'}) "
-                           f"and download=False; fill {target} with {hint}")
+        raise DatasetError(
+            f"{dataset_id} is not on disk (searched {', '.join(map(str, _roots())) or 'no mmarco folder'}) "
+            f"and download=False; fill {target} with {hint}"
+        )
     hub.ensure_online(dataset_id, target, hint=hint)
 
 
-def _qrels_path(doc_lang: str, query_lang: str, split: str, dataset_id: str, revision: str | None,
-                download: bool) -> Path:
+def _qrels_path(
+    doc_lang: str,
+    query_lang: str,
+    split: str,
+    dataset_id: str,
+    revision: str | None,
+    download: bool,
+) -> Path:
     for lang in dict.fromkeys((query_lang, doc_lang)):
         found = _home.find_dataset_dir(f"mmarco/{lang}", marker=f"qrels/{split}.tsv")
         if found:
@@ -133,16 +182,29 @@ def _qrels_path(doc_lang: str, query_lang: str, split: str, dataset_id: str, rev
     name = SPLITS[split][1]
     raw = _first(_roots(), name)
     if raw is None:
-        _may_download(download, dataset_id, _home.home() / "mmarco" / query_lang, _hint(query_lang, split))
-        snap = hub.download_files(REPO, [f"data/{name}"], revision=revision, what=dataset_id,
-                                  fill_folder=_home.home() / "mmarco" / query_lang)
+        _may_download(
+            download, dataset_id, _home.home() / "mmarco" / query_lang, _hint(query_lang, split)
+        )
+        snap = hub.download_files(
+            REPO,
+            [f"data/{name}"],
+            revision=revision,
+            what=dataset_id,
+            fill_folder=_home.home() / "mmarco" / query_lang,
+        )
         raw = _first([snap], name)
         assert raw is not None
     return raw
 
 
-def _queries_folder(query_lang: str, split: str, qrels_file: Path, dataset_id: str,
-                    revision: str | None, download: bool) -> Path:
+def _queries_folder(
+    query_lang: str,
+    split: str,
+    qrels_file: Path,
+    dataset_id: str,
+    revision: str | None,
+    download: bool,
+) -> Path:
     ready = _home.find_dataset_dir(f"mmarco/{query_lang}", marker=f"qrels/{split}.tsv")
     if has_split(ready, split):
         assert ready is not None
@@ -158,8 +220,13 @@ def _queries_folder(query_lang: str, split: str, qrels_file: Path, dataset_id: s
     else:
         target = _home.home() / "mmarco" / query_lang
         _may_download(download, dataset_id, target, _hint(query_lang, split))
-        snap = hub.download_files(REPO, [f"data/google/queries/dev/{name}"], revision=revision,
-                                  what=dataset_id, fill_folder=target)
+        snap = hub.download_files(
+            REPO,
+            [f"data/google/queries/dev/{name}"],
+            revision=revision,
+            what=dataset_id,
+            fill_folder=target,
+        )
         raw = _first([snap], name)
         assert raw is not None
         queries = Queries(dict(hub.read_tsv_pairs(raw)))
@@ -169,8 +236,9 @@ def _queries_folder(query_lang: str, split: str, qrels_file: Path, dataset_id: s
     return target
 
 
-def _collection(doc_lang: str, dataset_id: str, revision: str | None,
-                download: bool) -> tuple[Iterator[Document], int | None, str]:
+def _collection(
+    doc_lang: str, dataset_id: str, revision: str | None, download: bool
+) -> tuple[Iterator[Document], int | None, str]:
     """A stream of the passages, from the best source on disk (or the hub), and its size if known."""
     found = _home.find_dataset_dir(f"mmarco/{doc_lang}", marker="corpus.jsonl")
     if found:
@@ -185,62 +253,89 @@ def _collection(doc_lang: str, dataset_id: str, revision: str | None,
     if raw is None:
         target = _home.home() / "mmarco" / doc_lang
         _may_download(download, dataset_id, target, _hint(doc_lang, "dev"))
-        snap = hub.download_files(REPO, [f"data/google/collections/{name}"], revision=revision,
-                                  what=dataset_id, fill_folder=target)
+        snap = hub.download_files(
+            REPO,
+            [f"data/google/collections/{name}"],
+            revision=revision,
+            what=dataset_id,
+            fill_folder=target,
+        )
         raw = _first([snap], name)
         assert raw is not None
     return documents_from_pairs(hub.read_tsv_pairs(raw)), None, str(raw)
 
 
-def _full_corpus(doc_lang: str, dataset_id: str, revision: str | None, show_progress: bool,
-                 download: bool) -> Path:
+def _full_corpus(
+    doc_lang: str, dataset_id: str, revision: str | None, show_progress: bool, download: bool
+) -> Path:
     found = _home.find_dataset_dir(f"mmarco/{doc_lang}", marker="corpus.jsonl")
     if found:
         return found / "corpus.jsonl"
     stream, total, origin = _collection(doc_lang, dataset_id, revision, download)
     path = _home.home() / "mmarco" / doc_lang / "corpus.jsonl"
     log.info("%s: streaming %s into %s", dataset_id, origin, path)
-    write_jsonl_corpus(stream, path, show_progress=show_progress, total=total or FULL_SIZE,
-                       desc=f"mmarco/{doc_lang} corpus")
+    write_jsonl_corpus(
+        stream,
+        path,
+        show_progress=show_progress,
+        total=total or FULL_SIZE,
+        desc=f"mmarco/{doc_lang} corpus",
+    )
     return path
 
 
-def _subset_corpus(doc_lang: str, split: str, judged: set[str], max_docs: int, keep_judged: bool,
-                   dataset_id: str, revision: str | None, show_progress: bool,
-                   download: bool) -> tuple[Path, dict]:
-    stream, total, origin = _collection(doc_lang, dataset_id, revision, download)
+def _subset_corpus(
+    doc_lang: str,
+    split: str,
+    judged: set[str],
+    max_docs: int,
+    keep_judged: bool,
+    dataset_id: str,
+    revision: str | None,
+    show_progress: bool,
+    download: bool,
+) -> tuple[Path, dict]:
     tag = f"{split}-max{max_docs}" + ("-judged" if keep_judged else "")
     path = _home.home() / "mmarco" / doc_lang / "subsets" / f"{tag}.jsonl"
-    counts = {"seen": 0, "kept": 0, "judged_kept": 0}
-
-    def keep() -> Iterator[Document]:
-        for doc in stream:
-            counts["seen"] += 1
-            first = counts["seen"] <= max_docs
-            if first or (keep_judged and doc.doc_id in judged):
-                counts["kept"] += 1
-                counts["judged_kept"] += doc.doc_id in judged
-                yield doc
-            elif not keep_judged:
-                break
-
-    if not path.exists():
-        write_jsonl_corpus(keep(), path, show_progress=show_progress, desc=f"{dataset_id} subset")
-        full = counts["seen"] if keep_judged else None
-    else:
-        full = total
-    n_docs = len(IndexedJsonlCorpus(path))
-    subset = {"max_docs": max_docs, "keep_judged": keep_judged, "n_docs": n_docs,
-              "full_size": full or FULL_SIZE, "source": origin, "file": str(path),
-              "note": ("easier than the full task: fewer distractors (every judged passage kept)"
-                       if keep_judged else "judged passages beyond the first max_docs are missing: "
-                       "recall is capped and scores are not comparable")}
-    return path, subset
+    info = read_subset_info(path)
+    if info is None:
+        stream, _, origin = _collection(doc_lang, dataset_id, revision, download)
+        info = write_subset(
+            stream,
+            path,
+            judged=judged,
+            max_docs=max_docs,
+            keep_judged=keep_judged,
+            source=origin,
+            show_progress=show_progress,
+            desc=f"{dataset_id} subset",
+        )
+    return path, {**info, "full_size": info.get("full_size") or FULL_SIZE}
 
 
-def load(dataset_id: str, *, split: str = "dev", max_docs: int | None = None,
-         keep_judged: bool = True, revision: str | None = None, download: bool = True,
-         show_progress: bool = False) -> Dataset:
+def fetch(dataset_id: str, *, show_progress: bool = False) -> Path:
+    """Make sure ``mmarco/<doc_lang>[/<query_lang>]`` (dev split, full corpus) is on disk.
+
+    Returns:
+        The document language's folder (``corpus.jsonl``).
+
+    Raises:
+        DownloadError: absent and offline (the folder to fill is named), or the hub failed.
+    """
+    ds = load(dataset_id, show_progress=show_progress)
+    return Path(ds.metadata["corpus_file"]).parent
+
+
+def load(
+    dataset_id: str,
+    *,
+    split: str = "dev",
+    max_docs: int | None = None,
+    keep_judged: bool = True,
+    revision: str | None = None,
+    download: bool = True,
+    show_progress: bool = False,
+) -> Dataset:
     """Load ``mmarco/<doc_lang>[/<query_lang>]`` (see the module docstring).
 
     Args:
@@ -268,32 +363,68 @@ def load(dataset_id: str, *, split: str = "dev", max_docs: int | None = None,
         raise DatasetError(f"max_docs must be a positive integer, got {max_docs!r}")
     qrels_file = _qrels_path(doc_lang, query_lang, split, dataset_id, revision, download)
     queries_folder = _queries_folder(query_lang, split, qrels_file, dataset_id, revision, download)
-    meta: dict = {"language": CODES[doc_lang], "query_language": CODES[query_lang],
-                  "doc_language_name": doc_lang, "query_language_name": query_lang,
-                  "family": "mmarco", "hub": f"{REPO}@{hub.revision_for(REPO, revision)}",
-                  "split_note": "dev = MS MARCO dev/small (6,980 queries)" if split == "dev" else
-                  "dev-full = MS MARCO dev (all judged dev queries)", "citation": CITATION}
+    meta: dict = {
+        "language": CODES[doc_lang],
+        "query_language": CODES[query_lang],
+        "doc_language_name": doc_lang,
+        "query_language_name": query_lang,
+        "family": "mmarco",
+        "hub": f"{REPO}@{hub.revision_for(REPO, revision)}",
+        "split_note": "dev = MS MARCO dev/small (6,980 queries)"
+        if split == "dev"
+        else "dev-full = MS MARCO dev (all judged dev queries)",
+        "citation": CITATION,
+    }
     if max_docs is None:
         corpus_path = _full_corpus(doc_lang, dataset_id, revision, show_progress, download)
     else:
-        judged = set(read_qrels(queries_folder / "qrels" / f"{split}.tsv").arrays()[2].tolist())
-        corpus_path, subset = _subset_corpus(doc_lang, split, judged, int(max_docs), keep_judged,
-                                             dataset_id, revision, show_progress, download)
+        judged = set(
+            read_beir_qrels(queries_folder / "qrels" / f"{split}.tsv").arrays()[2].tolist()
+        )
+        corpus_path, subset = _subset_corpus(
+            doc_lang,
+            split,
+            judged,
+            int(max_docs),
+            keep_judged,
+            dataset_id,
+            revision,
+            show_progress,
+            download,
+        )
         meta["subset"] = subset
-        log.warning("%s: the corpus is a subset of %d of %d passages (%s); scores are not comparable "
-                    "with full-corpus results", dataset_id, subset["n_docs"], subset["full_size"],
-                    subset["note"])
-    return assemble(dataset_id, corpus_path=corpus_path,
-                    queries_path=queries_folder / "queries.jsonl",
-                    qrels_path=queries_folder / "qrels" / f"{split}.tsv", split=split,
-                    default_measures=list(DEFAULT_MEASURES), metadata=meta)
+        log.warning(
+            "%s: the corpus is a subset of %d of %d passages (%s); scores are not comparable "
+            "with full-corpus results",
+            dataset_id,
+            subset["n_docs"],
+            subset["full_size"],
+            subset["note"],
+        )
+    return assemble(
+        dataset_id,
+        corpus_path=corpus_path,
+        queries_path=queries_folder / "queries.jsonl",
+        qrels_path=queries_folder / "qrels" / f"{split}.tsv",
+        split=split,
+        default_measures=list(DEFAULT_MEASURES),
+        metadata=meta,
+    )
 
 
 def info(dataset_id: str) -> dict:
     """Facts about an mMARCO id without loading it."""
     doc_lang, query_lang = _parse(dataset_id)
-    return {"id": dataset_id, "family": "mmarco", "doc_language": doc_lang,
-            "query_language": query_lang, "splits": list(SPLITS), "default_split": "dev",
-            "default_measures": list(DEFAULT_MEASURES), "hub": f"{REPO}@{hub.revision_for(REPO)}",
-            "full_size": FULL_SIZE, "install_folder": str(_home.home() / "mmarco" / doc_lang),
-            "citation": CITATION}
+    return {
+        "id": dataset_id,
+        "family": "mmarco",
+        "doc_language": doc_lang,
+        "query_language": query_lang,
+        "splits": list(SPLITS),
+        "default_split": "dev",
+        "default_measures": list(DEFAULT_MEASURES),
+        "hub": f"{REPO}@{hub.revision_for(REPO)}",
+        "full_size": FULL_SIZE,
+        "install_folder": str(_home.home() / "mmarco" / doc_lang),
+        "citation": CITATION,
+    }

@@ -106,8 +106,8 @@ REGISTRY: list[Entry] = [
         ids=tuple(f"birco/{n}" for n in ("doris-mae", "arguana", "clinical-trial", "wtb", "relic")),
         description="BIRCO (Wang et al., 2024): complex-objective tasks, each query ranks its own candidate pool; with task objectives",
     ),
-    Entry("miracl/*", "nuggetbench.datasets.miracl:load", ids=tuple(f"miracl/{lang}" for lang in "ar bn de en es fa fi fr hi id ja ko ru sw te th yo zh".split()), description="MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia passages from the Hugging Face hub"),
-    Entry("mmarco/*", "nuggetbench.datasets.mmarco:load", ids=tuple(f"mmarco/{lang}" for lang in "arabic chinese dutch english french german hindi indonesian italian japanese portuguese russian spanish vietnamese".split()), description="mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"),
+    Entry("miracl/*", "nuggetbench.datasets.miracl:load", ids=tuple(f"miracl/{lang}" for lang in ("ar", "bn", "de", "en", "es", "fa", "fi", "fr", "hi", "id", "ja", "ko", "ru", "sw", "te", "th", "yo", "zh")), description="MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia passages from the Hugging Face hub"),
+    Entry("mmarco/*", "nuggetbench.datasets.mmarco:load", ids=tuple(f"mmarco/{lang}" for lang in ("arabic", "chinese", "dutch", "english", "french", "german", "hindi", "indonesian", "italian", "japanese", "portuguese", "russian", "spanish", "vietnamese")), description="mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"),
     Entry("mmarco/*/*", "nuggetbench.datasets.mmarco:load", description="mMARCO cross-lingual: mmarco/<doc_lang>/<query_lang>, e.g. mmarco/english/german"),
 ]
 # fmt: on

@@ -1,0 +1,358 @@
+"""Evaluation-time trap checks: the mistakes that silently give wrong scores.
+
+The sparse-retrieval evaluation recipe (BEIR, MIRACL, mMARCO) names these traps:
+
+* **wrong split / wrong queries**: few or none of the evaluated queries have judgments;
+* **ids that differ only by type or whitespace**: ``"1"`` vs ``"01"`` vs ``"1.0"``, ``" 3"``,
+  ``"Q1"`` vs ``"q1"``: the same item on both sides, never matched;
+* **a truncated corpus**: relevant judged documents are missing from the corpus (they can never
+  be retrieved), or a subset kept them all (the task became easier than the published one);
+* **unsorted results**: the run's entries did not arrive ranked; trec_eval (and nuggetbench)
+  re-rank by score, so a system whose order is not its score order is not evaluated on its order.
+
+Each check returns :class:`Finding` values and logs them (``logging``, warnings at WARNING);
+:func:`check_run_against_qrels` runs them all and returns printable lines. Nothing here changes a
+run or the scores.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "Finding",
+    "check_run_against_qrels",
+    "check_findings",
+    "check_query_overlap",
+    "check_id_formats",
+    "check_corpus_coverage",
+    "check_run_sorted",
+    "TINY_OVERLAP",
+]
+
+TINY_OVERLAP = 0.1
+"""Below this fraction of judged queries present in the run, the overlap is called tiny."""
+
+_NUMBER = re.compile(r"^[+-]?\d+(\.0*)?$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check result.
+
+    Attributes:
+        level: ``"info"`` or ``"warning"``.
+        code: a stable short name (``query_overlap``, ``no_overlap``, ``tiny_overlap``,
+            ``query_id_format``, ``doc_id_format``, ``id_whitespace``, ``judged_missing``,
+            ``subset_keeps_judged``, ``unsorted``, ``rank_disagrees``).
+        message: one line for people.
+    """
+
+    level: str
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.level}] {self.message}"
+
+
+def _emit(findings: list[Finding]) -> list[Finding]:
+    for f in findings:
+        log.log(logging.WARNING if f.level == "warning" else logging.INFO, "%s", f.message)
+    return findings
+
+
+def _normal_form(value: str) -> str:
+    """An id with whitespace, case, leading zeros and a ``.0`` suffix removed (for comparison)."""
+    text = value.strip().lower()
+    if _NUMBER.match(text):
+        sign = "-" if text.startswith("-") else ""
+        digits = text.lstrip("+-").split(".")[0].lstrip("0") or "0"
+        return sign + digits
+    return text
+
+
+def _qrels_ids(qrels: Any) -> list[str]:
+    return (
+        [str(q) for q in qrels.query_ids]
+        if hasattr(qrels, "query_ids")
+        else [str(q) for q in qrels]
+    )
+
+
+def _run_ids(run: Any) -> list[str]:
+    return [str(q) for q in run.query_ids] if hasattr(run, "query_ids") else [str(q) for q in run]
+
+
+def check_query_overlap(qrels: Any, run: Any, *, tiny: float = TINY_OVERLAP) -> list[Finding]:
+    """How many judged queries the run answers; loud when none or few do (a wrong split?).
+
+    Args:
+        qrels: :class:`~nuggetbench.data.Qrels` (or any mapping of query ids).
+        run: :class:`~nuggetbench.data.Run` (or any mapping of query ids).
+        tiny: fraction of judged queries below which the overlap is flagged.
+
+    Returns:
+        An ``info`` finding with the counts, plus a ``warning`` (``no_overlap`` or
+        ``tiny_overlap``) when fewer than ``tiny`` of the judged queries are in the run.
+    """
+    judged = set(_qrels_ids(qrels))
+    ran = set(_run_ids(run))
+    both = judged & ran
+    out = [
+        Finding(
+            "info",
+            "query_overlap",
+            f"{len(both)} of {len(judged)} judged queries are in the run; "
+            f"{len(ran - judged)} run queries have no judgments (ignored), "
+            f"{len(judged - ran)} judged queries are missing from the run",
+        )
+    ]
+    if judged and not both:
+        out.append(
+            Finding(
+                "warning",
+                "no_overlap",
+                f"NO evaluated query has judgments: the run's {len(ran)} queries and the "
+                f"{len(judged)} judged queries share no id. Wrong split (e.g. test qrels "
+                "for dev queries) or ids in another format? Every score would be 0",
+            )
+        )
+    elif judged and len(both) < tiny * len(judged):
+        out.append(
+            Finding(
+                "warning",
+                "tiny_overlap",
+                f"only {len(both)} of {len(judged)} judged queries ({len(both) / len(judged):.1%}) "
+                "are in the run: is it the right split? Under the default profile the "
+                "missing queries score 0",
+            )
+        )
+    return _emit(out)
+
+
+def _format_pairs(a: Iterable[str], b: Iterable[str]) -> list[tuple[str, str]]:
+    """Pairs ``(x, y)`` with x in *a*, y in *b*, x != y, same normal form (x absent from b)."""
+    b_set = set(b)
+    by_norm: dict[str, str] = {}
+    for y in b_set:
+        by_norm.setdefault(_normal_form(y), y)
+    pairs = []
+    for x in set(a) - b_set:
+        y = by_norm.get(_normal_form(x))
+        if y is not None and y != x:
+            pairs.append((x, y))
+    return sorted(pairs)
+
+
+def _examples(pairs: list[tuple[str, str]], left: str, right: str) -> str:
+    return ", ".join(f"{left} {x!r} vs {right} {y!r}" for x, y in pairs[:3])
+
+
+def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
+    """Query and document ids that differ between run and qrels only by format.
+
+    Format means white space around the id, letter case, leading zeros or a ``.0`` suffix
+    (an id written as a number somewhere: ``1`` vs ``"01"`` vs ``1.0``). Such ids never match.
+
+    Returns:
+        ``warning`` findings: ``query_id_format``, ``doc_id_format``, ``id_whitespace``.
+    """
+    out: list[Finding] = []
+    qpairs = _format_pairs(_run_ids(run), _qrels_ids(qrels))
+    if qpairs:
+        out.append(
+            Finding(
+                "warning",
+                "query_id_format",
+                f"{len(qpairs)} run query ids differ from judged query ids only by format "
+                f"({_examples(qpairs, 'run', 'qrels')}): they are not matched; rewrite one "
+                "side so the ids are identical strings",
+            )
+        )
+    run_docs = _run_doc_ids(run)
+    judged_docs = _judged_doc_ids(qrels)
+    if run_docs is not None and judged_docs is not None:
+        dpairs = _format_pairs(judged_docs, run_docs)
+        if dpairs:
+            out.append(
+                Finding(
+                    "warning",
+                    "doc_id_format",
+                    f"{len(dpairs)} judged document ids differ from retrieved ids only by "
+                    f"format ({_examples(dpairs, 'qrels', 'run')}): those documents count "
+                    "as not relevant; make the corpus and qrels ids identical strings",
+                )
+            )
+    spaced = sorted({x for x in (*_qrels_ids(qrels), *_run_ids(run)) if x != x.strip()})
+    if run_docs is not None:
+        spaced += sorted({x for x in run_docs if x != x.strip()})[:3]
+    if spaced:
+        out.append(
+            Finding(
+                "warning",
+                "id_whitespace",
+                f"ids with surrounding white space: {', '.join(repr(s) for s in spaced[:3])}; "
+                "strip them on both sides",
+            )
+        )
+    return _emit(out)
+
+
+def _run_doc_ids(run: Any) -> set[str] | None:
+    arrays = getattr(run, "arrays", None)
+    if arrays is None:
+        return None
+    return set(arrays()[2].tolist())
+
+
+def _judged_doc_ids(qrels: Any, *, relevant_only: bool = False) -> set[str] | None:
+    arrays = getattr(qrels, "arrays", None)
+    if arrays is None:
+        return None
+    _, _, docids, rels = arrays()
+    if relevant_only:
+        docids = docids[np.asarray(rels) > 0]
+    return set(docids.tolist())
+
+
+def check_corpus_coverage(
+    qrels: Any, corpus: Any, *, metadata: Mapping[str, Any] | None = None
+) -> list[Finding]:
+    """Relevant judged documents missing from *corpus*, and subsets that keep every judged one.
+
+    Args:
+        qrels: :class:`~nuggetbench.data.Qrels`.
+        corpus: a :class:`~nuggetbench.data.Corpus` (anything supporting ``doc_id in corpus``).
+        metadata: the dataset's metadata; a ``subset`` entry (``{"max_docs": ..., "keep_judged":
+            ..., "full_size": ...}``, see the mMARCO loader) adds a finding about comparability.
+
+    Returns:
+        ``judged_missing`` (warning) when relevant (grade > 0) judged documents are not in the
+        corpus; ``subset_keeps_judged`` (warning) when the corpus is a subset that kept them all.
+    """
+    out: list[Finding] = []
+    relevant = _judged_doc_ids(qrels, relevant_only=True) or set()
+    missing = sorted(d for d in relevant if d not in corpus)
+    subset = dict((metadata or {}).get("subset") or {})
+    if missing:
+        how = (
+            f"the corpus is a {subset.get('max_docs')}-document subset that did not keep the judged "
+            "documents"
+            if subset
+            else "was the corpus truncated?"
+        )
+        out.append(
+            Finding(
+                "warning",
+                "judged_missing",
+                f"{len(missing)} of {len(relevant)} relevant judged documents are not in the "
+                f"corpus ({how}; e.g. {', '.join(repr(m) for m in missing[:3])}): they can "
+                "never be retrieved, so recall and nDCG are capped below 1. Keep every "
+                "judged document when subsetting (keep_judged=True)",
+            )
+        )
+    elif subset:
+        out.append(
+            Finding(
+                "warning",
+                "subset_keeps_judged",
+                f"the corpus is a subset ({subset.get('n_docs', '?')} of "
+                f"{subset.get('full_size', '?')} documents) that keeps every judged "
+                "document: with fewer distractors the task is easier, and scores are "
+                "higher than on the full corpus; do not compare them with published numbers",
+            )
+        )
+    return _emit(out)
+
+
+def check_run_sorted(run: Any) -> list[Finding]:
+    """Whether the run's entries arrived ranked, and whether a rank column agrees with the scores.
+
+    ``Run.input_sorted`` is false when the input was not already in trec_eval order (queries
+    ascending as strings, scores descending, ties by doc id descending); the run was re-ranked by
+    score. When the input's rank column was kept (``read_run(..., keep_rank=True)``) the check
+    also counts queries whose rank order contradicts the scores (e.g. distances written as
+    scores): trec_eval ignores the rank column, so those queries are scored in reverse.
+
+    Returns:
+        ``unsorted`` and/or ``rank_disagrees`` warnings.
+    """
+    out: list[Finding] = []
+    if getattr(run, "input_sorted", True) is False:
+        out.append(
+            Finding(
+                "warning",
+                "unsorted",
+                "the run's results did not arrive sorted (by query, then score descending, "
+                "ties by doc id descending); they were re-ranked by score as trec_eval "
+                "does. If your system's order is not its score order (distances, ranks, "
+                "constant scores), the evaluation does not measure your order: write "
+                "scores where higher is better",
+            )
+        )
+    ranks = getattr(run, "input_ranks", None)
+    if ranks is not None and len(ranks):
+        qids, starts, _, _ = run.arrays()
+        bad = []
+        for i, q in enumerate(qids):
+            r = np.asarray(ranks[starts[i] : starts[i + 1]])
+            if len(r) > 1 and np.any(np.diff(r) < 0):
+                bad.append(str(q))
+        if bad:
+            out.append(
+                Finding(
+                    "warning",
+                    "rank_disagrees",
+                    f"in {len(bad)} queries (e.g. {', '.join(bad[:3])}) the rank column "
+                    "contradicts the scores; ranks are ignored (trec_eval), so these "
+                    "queries are scored in score order, not rank order",
+                )
+            )
+    return _emit(out)
+
+
+def check_findings(
+    qrels: Any,
+    run: Any,
+    corpus: Any = None,
+    *,
+    metadata: Mapping[str, Any] | None = None,
+    tiny: float = TINY_OVERLAP,
+) -> list[Finding]:
+    """Every check: query overlap, id formats, corpus coverage (when *corpus* is given), sortedness.
+
+    Args:
+        qrels: :class:`~nuggetbench.data.Qrels`.
+        run: :class:`~nuggetbench.data.Run`.
+        corpus: optional corpus the run was retrieved from.
+        metadata: optional dataset metadata (for subset information).
+        tiny: see :func:`check_query_overlap`.
+
+    Returns:
+        The findings, the overlap ``info`` first.
+    """
+    out = check_query_overlap(qrels, run, tiny=tiny)
+    out += check_id_formats(qrels, run)
+    if corpus is not None:
+        out += check_corpus_coverage(qrels, corpus, metadata=metadata)
+    out += check_run_sorted(run)
+    return out
+
+
+def check_run_against_qrels(
+    qrels: Any, run: Any, corpus: Any = None, *, metadata: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The trap checks as printable lines (``[info] ...``, ``[warning] ...``); see :func:`check_findings`.
+
+    The first line always gives the query overlap; the others are warnings. Each is also logged.
+    """
+    return [str(f) for f in check_findings(qrels, run, corpus, metadata=metadata)]
