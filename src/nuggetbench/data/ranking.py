@@ -42,10 +42,115 @@ def rank_order(
     Returns:
         int64 array of shape (n,): apply it to the three arrays to obtain the ranked order.
     """
-    _, doc_codes = factorize_sorted(doc_ids)
-    doc_key = -doc_codes if tie_break == "docid_desc" else doc_codes
-    # lexsort: last key is primary
-    return np.lexsort((doc_key, -np.asarray(scores, dtype=np.float64), np.asarray(query_codes)))
+    import pandas as pd
+
+    n = len(scores)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    codes, uniques = pd.factorize(np.asarray(doc_ids, dtype=object))
+    order = rank_codes(query_codes, scores, np.asarray(uniques, dtype=object), codes, tie_break=tie_break)
+    return np.arange(n, dtype=np.int64) if order is None else order
+
+
+def rank_codes(
+    query_codes: np.ndarray,
+    scores: np.ndarray,
+    doc_uniques: np.ndarray,
+    doc_codes: np.ndarray,
+    *,
+    tie_break: TieBreak = "docid_desc",
+) -> np.ndarray | None:
+    """:func:`rank_order` on factorised doc ids; ``None`` when the entries are already ranked.
+
+    The rule is the same (query code ascending, score descending, doc id descending or, with
+    ``tie_break="docid_asc"``, ascending; entries equal on all three keep their input order),
+    computed without sorting everything: when each query's entries are contiguous with
+    non-increasing scores (a retriever's usual output) only the groups of tied scores are
+    sorted by doc id.
+
+    Args:
+        query_codes: int array (n,).
+        scores: float array (n,), no NaN.
+        doc_uniques: object array (u,) of doc ids, in any order.
+        doc_codes: int array (n,), ``doc_uniques[doc_codes]`` = the doc id of each entry.
+        tie_break: as :func:`rank_order`.
+
+    Returns:
+        int64 permutation (n,), or ``None`` for the identity.
+    """
+    q = np.asarray(query_codes, dtype=np.int64)
+    s = np.asarray(scores, dtype=np.float64)
+    n = len(s)
+    if n < 2:
+        return None
+    same = q[1:] == q[:-1]
+    scores_ok = not (same & (s[1:] > s[:-1])).any()
+    order: np.ndarray | None = None
+    contiguous = int((~same).sum()) + 1 == _n_distinct(q)
+    if scores_ok and bool((q[1:] >= q[:-1]).all()):
+        pass
+    elif scores_ok and contiguous:
+        order = np.argsort(q, kind="stable")  # contiguous queries in another order
+    else:
+        order = _sort_blocks(q, s, same) if contiguous else None
+        if order is None:
+            order = np.lexsort((-s, q))
+    if order is not None:
+        q, s = q[order], s[order]
+        same = q[1:] == q[:-1]
+    tie = same & (s[1:] == s[:-1])
+    if not tie.any():
+        return order
+    member = np.zeros(n, dtype=bool)
+    member[:-1] |= tie
+    member[1:] |= tie
+    pos = np.flatnonzero(member)
+    continues = np.zeros(len(pos), dtype=bool)
+    continues[1:] = tie[pos[1:] - 1]
+    group = np.cumsum(~continues)
+    codes = np.asarray(doc_codes)[pos if order is None else order[pos]]
+    involved, inverse = np.unique(codes, return_inverse=True)
+    string_rank = np.empty(len(involved), dtype=np.int64)
+    string_rank[np.argsort(np.asarray(doc_uniques, dtype=object)[involved], kind="stable")] = np.arange(len(involved))
+    key = string_rank[inverse.reshape(-1)]
+    if tie_break == "docid_desc":
+        key = -key
+    original = pos if order is None else order[pos]  # equal keys keep their input order
+    within = np.lexsort((original, key, group))
+    perm = np.arange(n, dtype=np.int64)
+    perm[pos] = pos[within]
+    return perm if order is None else order[perm]
+
+
+def _sort_blocks(q: np.ndarray, s: np.ndarray, same: np.ndarray) -> np.ndarray | None:
+    """Order by (query, score descending) when each query's entries are contiguous.
+
+    Sorts each query's block as a row of a padded matrix (much faster than a global lexsort);
+    ``None`` when the blocks are too uneven for that. The order inside groups of equal scores
+    is arbitrary here; :func:`rank_codes` settles it afterwards.
+    """
+    n = len(s)
+    block_starts = np.flatnonzero(np.concatenate([[True], ~same]))
+    block_len = np.diff(np.append(block_starts, n))
+    width = int(block_len.max())
+    if len(block_len) * width > 2 * n + 4096:
+        return None
+    rows = np.repeat(np.arange(len(block_len)), block_len)
+    cols = np.arange(n, dtype=np.int64) - np.repeat(block_starts, block_len)
+    keys = np.full((len(block_len), width), np.inf)
+    keys[rows, cols] = -s
+    within = np.argsort(keys, axis=1)
+    row_order = np.argsort(q[block_starts], kind="stable")
+    within = within[row_order]
+    valid = within < block_len[row_order][:, None]
+    return (within + block_starts[row_order][:, None])[valid]
+
+
+def _n_distinct(values: np.ndarray) -> int:
+    low, high = int(values.min()), int(values.max())
+    if high - low <= 4 * len(values):
+        return int(np.count_nonzero(np.bincount(values - low)))
+    return len(np.unique(values))
 
 
 def is_ranked(query_codes: np.ndarray, scores: np.ndarray, doc_ids: np.ndarray) -> bool:

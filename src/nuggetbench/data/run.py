@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DuplicateError, InputError
-from .ranking import TieBreak, factorize_sorted, rank_order
+from .ranking import TieBreak, _n_distinct, factorize_sorted, rank_codes
 
 
 class Run(Mapping[str, list[tuple[str, float]]]):
@@ -29,7 +29,10 @@ class Run(Mapping[str, list[tuple[str, float]]]):
             (``read_run(path, keep_rank=True)``) for profiles that order by it (ndeval's default).
     """
 
-    __slots__ = ("_qids", "_starts", "_docids", "_scores", "name", "input_sorted", "metadata", "input_ranks")
+    __slots__ = (
+        "_qids", "_starts", "_docids_cache", "_scores", "name", "input_sorted", "metadata",
+        "input_ranks", "_doc_uniques", "_doc_codes",
+    )
 
     def __init__(
         self,
@@ -68,26 +71,69 @@ class Run(Mapping[str, list[tuple[str, float]]]):
             i = int(np.flatnonzero(np.isnan(s))[0])
             raise InputError(f"{source or 'run'}: score of query {q[i]!r}, doc {d[i]!r} is NaN")
         uq, qcodes = factorize_sorted(q) if len(q) else (np.array([], dtype=object), np.zeros(0, np.int64))
-        order = rank_order(qcodes, s, d, tie_break=tie_break) if len(q) else np.zeros(0, np.int64)
+        du, dcodes = _factorize(d)
+        self._init_ranked(uq, qcodes, du, dcodes, s, name=name, metadata=metadata, tie_break=tie_break,
+                          source=source, ranks=ranks)
+
+    def _init_ranked(
+        self, uq: np.ndarray, qcodes: np.ndarray, du: np.ndarray, dcodes: np.ndarray, s: np.ndarray, *,
+        name: str | None, metadata: dict | None, tie_break: TieBreak, source: str | None,
+        ranks: Iterable[int] | None,
+    ) -> None:
+        """Rank factorised columns (``uq`` sorted; ``du`` in any order) and fill the slots."""
+        order = rank_codes(qcodes, s, du, dcodes, tie_break=tie_break)
         self.input_sorted = _arrived_sorted(qcodes, s)
-        qcodes = qcodes[order]
-        d = d[order]
-        s = s[order]
+        if order is not None:
+            qcodes = qcodes[order]
+            dcodes = dcodes[order]
+            s = s[order]
         if ranks is not None:
             r = np.asarray(list(ranks) if not isinstance(ranks, np.ndarray) else ranks, dtype=np.int64)
-            if len(r) != len(order):
-                raise InputError(f"run columns differ in length: {len(order)} entries, {len(r)} ranks")
-            self.input_ranks = r[order]
+            if len(r) != len(s):
+                raise InputError(f"run columns differ in length: {len(s)} entries, {len(r)} ranks")
+            self.input_ranks = r if order is None else r[order]
         else:
             self.input_ranks = None
         starts = np.searchsorted(qcodes, np.arange(len(uq) + 1)).astype(np.int64)
-        _check_duplicates(qcodes, d, uq, source)
+        _check_duplicate_codes(qcodes, dcodes, uq, du, source)
         self._qids = uq
         self._starts = starts
-        self._docids = d
+        self._doc_uniques = du
+        self._doc_codes = dcodes
+        self._docids_cache = None  # materialised on first use (see _docids)
         self._scores = s
         self.name = name
         self.metadata = dict(metadata or {})
+
+    @classmethod
+    def _from_codes(
+        cls, query_uniques: np.ndarray, query_codes: np.ndarray, doc_uniques: np.ndarray,
+        doc_codes: np.ndarray, scores: np.ndarray, *, name: str | None = None,
+        metadata: dict | None = None, tie_break: TieBreak = "docid_desc", source: str | None = None,
+        ranks: np.ndarray | None = None,
+    ) -> Run:
+        """Build a run from factorised columns (a fast reader's output).
+
+        ``query_uniques`` / ``doc_uniques``: distinct ids (object arrays, any order);
+        ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``scores`` float64 (n,).
+        Same ranking, checks and errors as the constructor.
+        """
+        s = np.asarray(scores, dtype=np.float64)
+        qu = np.asarray(query_uniques, dtype=object)
+        if np.isnan(s).any():
+            i = int(np.flatnonzero(np.isnan(s))[0])
+            raise InputError(f"{source or 'run'}: score of query {qu[query_codes[i]]!r}, "
+                             f"doc {doc_uniques[doc_codes[i]]!r} is NaN")
+        perm = np.argsort(qu, kind="stable")
+        remap = np.empty(len(qu), dtype=np.int64)
+        remap[perm] = np.arange(len(qu), dtype=np.int64)
+        run = cls.__new__(cls)
+        run._init_ranked(
+            qu[perm], remap[np.asarray(query_codes, dtype=np.int64)], np.asarray(doc_uniques, dtype=object),
+            np.asarray(doc_codes, dtype=np.int64), s, name=name, metadata=metadata, tie_break=tie_break,
+            source=source, ranks=ranks,
+        )
+        return run
 
     # --- constructors -------------------------------------------------------------------
     @classmethod
@@ -123,12 +169,14 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         cls, qids: np.ndarray, starts: np.ndarray, docids: np.ndarray, scores: np.ndarray, *,
         name: str | None, metadata: dict | None, input_sorted: bool = True,
         input_ranks: np.ndarray | None = None,
+        doc_codes: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> Run:
         run = cls.__new__(cls)
         run.input_ranks = input_ranks
+        run._doc_uniques, run._doc_codes = doc_codes if doc_codes is not None else (None, None)
         run._qids = qids
         run._starts = starts
-        run._docids = docids
+        run._docids_cache = docids  # may be None when doc_codes is given
         run._scores = scores
         run.name = name
         run.metadata = dict(metadata or {})
@@ -188,6 +236,32 @@ class Run(Mapping[str, list[tuple[str, float]]]):
             return []
         return self._docids[self._starts[i] : self._starts[i + 1]].tolist()
 
+    def doc_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(uniques, codes)``: the doc id column factorised (computed once, then cached).
+
+        ``uniques`` is an object array of distinct doc ids in no particular order (after
+        filtering it may hold ids no longer present); ``codes`` int64 (n,) is aligned with
+        :meth:`arrays` and ``uniques[codes]`` equals its doc id column.
+        """
+        if self._doc_codes is None:
+            self._doc_uniques, self._doc_codes = _factorize(self._docids)
+        return self._doc_uniques, self._doc_codes
+
+    @property
+    def _docids(self) -> np.ndarray:
+        """The ranked doc id column (object (n,)), built from the codes when first needed."""
+        docids = self._docids_cache
+        if docids is None:
+            docids = self._doc_uniques[self._doc_codes]
+            self._docids_cache = docids
+        return docids
+
+    def _docids_subset(self, keep: np.ndarray) -> np.ndarray | None:
+        return None if self._docids_cache is None else self._docids_cache[keep]
+
+    def _codes_subset(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        return None if self._doc_codes is None else (self._doc_uniques, self._doc_codes[keep])
+
     def lengths(self) -> np.ndarray:
         """Number of entries per query, shape (q,)."""
         return np.diff(self._starts)
@@ -205,9 +279,10 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         new_lengths = np.minimum(lengths, k)
         starts = np.concatenate([[0], np.cumsum(new_lengths)]).astype(np.int64)
         return Run._from_ranked_arrays(
-            self._qids, starts, self._docids[keep], self._scores[keep],
+            self._qids, starts, self._docids_subset(keep), self._scores[keep],
             name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
             input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
+            doc_codes=self._codes_subset(keep),
         )
 
     def filter_queries(self, query_ids: Iterable[str]) -> Run:
@@ -218,9 +293,10 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         keep = np.repeat(keep_q, lengths)
         starts = np.concatenate([[0], np.cumsum(lengths[keep_q])]).astype(np.int64)
         return Run._from_ranked_arrays(
-            self._qids[keep_q], starts, self._docids[keep], self._scores[keep],
+            self._qids[keep_q], starts, self._docids_subset(keep), self._scores[keep],
             name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
             input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
+            doc_codes=self._codes_subset(keep),
         )
 
     def filter_entries(self, keep: np.ndarray) -> Run:
@@ -232,17 +308,19 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         qcodes = np.repeat(np.arange(len(self._qids)), self.lengths())[keep]
         starts = np.searchsorted(qcodes, np.arange(len(self._qids) + 1)).astype(np.int64)
         return Run._from_ranked_arrays(
-            self._qids, starts, self._docids[keep], self._scores[keep],
+            self._qids, starts, self._docids_subset(keep), self._scores[keep],
             name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
             input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
+            doc_codes=self._codes_subset(keep),
         )
 
     def with_name(self, name: str | None, metadata: dict | None = None) -> Run:
         """The same entries under another name (and optionally other metadata)."""
         return Run._from_ranked_arrays(
-            self._qids, self._starts, self._docids, self._scores,
+            self._qids, self._starts, self._docids_cache, self._scores,
             name=name, metadata=self.metadata if metadata is None else metadata,
             input_sorted=self.input_sorted, input_ranks=self.input_ranks,
+            doc_codes=None if self._doc_codes is None else (self._doc_uniques, self._doc_codes),
         )
 
     def to_dict(self) -> dict[str, dict[str, float]]:
@@ -270,10 +348,16 @@ class Run(Mapping[str, list[tuple[str, float]]]):
 
     def fingerprint(self) -> str:
         """SHA-256 (hex, 16 chars) of the ranked content."""
+        import pandas as pd
+
         h = hashlib.sha256()
         h.update("\x1f".join(self._qids.tolist()).encode())
         h.update(self._starts.tobytes())
-        h.update("\x1f".join(self._docids.tolist()).encode())
+        # the doc id column, canonically: distinct ids in order of first appearance, then codes
+        uniques, codes = self.doc_codes()
+        canonical, first = pd.factorize(codes)
+        h.update("\x1f".join(uniques[np.asarray(first, dtype=np.int64)].tolist()).encode())
+        h.update(np.asarray(canonical, dtype=np.int64).tobytes())
         h.update(self._scores.tobytes())
         return h.hexdigest()[:16]
 
@@ -299,7 +383,7 @@ def _arrived_sorted(qcodes: np.ndarray, scores: np.ndarray) -> bool:
     if (same & (scores[1:] > scores[:-1])).any():
         return False
     n_groups = int((~same).sum()) + 1
-    return n_groups == len(np.unique(qcodes))
+    return n_groups == _n_distinct(qcodes)
 
 
 def _as_str_array(values: Iterable[Any]) -> np.ndarray:
@@ -313,19 +397,40 @@ def _as_str_array(values: Iterable[Any]) -> np.ndarray:
     return np.array([v if isinstance(v, str) else str(v) for v in values], dtype=object)
 
 
-def _check_duplicates(qcodes: np.ndarray, docids: np.ndarray, uq: np.ndarray, source: str | None) -> None:
-    """Raise DuplicateError naming the first repeated (query, doc) pair (entries are ranked)."""
-    n = len(docids)
-    if n < 2:
-        return
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(uniques, codes)`` by hashing (uniques in order of first appearance)."""
+    if len(values) == 0:
+        return np.array([], dtype=object), np.zeros(0, dtype=np.int64)
     import pandas as pd
 
-    frame = pd.DataFrame({"q": qcodes, "d": docids})
-    dup = frame.duplicated(keep="first").to_numpy()
-    if dup.any():
+    codes, uniques = pd.factorize(values)
+    return np.asarray(uniques, dtype=object), codes.astype(np.int64, copy=False)
+
+
+def _check_duplicate_codes(
+    qcodes: np.ndarray, dcodes: np.ndarray, uq: np.ndarray, du: np.ndarray, source: str | None
+) -> None:
+    """Raise DuplicateError naming a repeated (query, doc) pair (entries are ranked)."""
+    n = len(dcodes)
+    if n < 2:
+        return
+    nd = max(len(du), 1)
+    if len(uq) * nd < 2**62:
+        keys = qcodes * np.int64(nd) + dcodes
+        ordered = np.sort(keys)
+        repeated = ordered[1:] == ordered[:-1]
+        if not repeated.any():
+            return
+        i = int(np.flatnonzero(keys == ordered[1:][repeated][0])[1])
+    else:  # pragma: no cover - astronomically many ids
+        import pandas as pd
+
+        dup = pd.DataFrame({"q": qcodes, "d": dcodes}).duplicated(keep="first").to_numpy()
+        if not dup.any():
+            return
         i = int(np.flatnonzero(dup)[0])
-        where = f"{source}: " if source else ""
-        raise DuplicateError(
-            f"{where}query {uq[qcodes[i]]!r} retrieves document {docids[i]!r} more than once; "
-            "a run may list each (query, doc) pair once: remove the duplicate or fuse the scores first"
-        )
+    where = f"{source}: " if source else ""
+    raise DuplicateError(
+        f"{where}query {uq[qcodes[i]]!r} retrieves document {du[dcodes[i]]!r} more than once; "
+        "a run may list each (query, doc) pair once: remove the duplicate or fuse the scores first"
+    )

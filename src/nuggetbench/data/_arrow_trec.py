@@ -1,0 +1,90 @@
+"""Fast path for large TREC files: pyarrow's multi-threaded CSV reader, when it is installed.
+
+Only regular files take this path: columns separated by single spaces, or by single tabs with no
+space anywhere (the usual output of retrievers and of :func:`~nuggetbench.data.trec.write_run`).
+Anything else (mixed whitespace, wrong column counts, bad numbers, invalid UTF-8) returns
+``None`` and the caller falls back to the careful pandas/line-by-line reader, which produces the
+error messages. Id columns come back factorised (dictionary encoded in C++), so no Python string
+is created per line except for the distinct ids.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+MIN_BYTES = 1 << 20  # below this the regular reader is as fast
+
+
+def _delimiter(data: bytes) -> str | None:
+    """``" "`` or ``"\\t"`` judging by the first line; ``None`` when whitespace is mixed."""
+    first = data[: data.find(b"\n")] if b"\n" in data else data
+    if b"\t" in first:
+        return "\t" if b" " not in data else None
+    return None if b"\t" in data else " "
+
+
+def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[int, object] | None:
+    """Parse whitespace-separated *data* (no comment lines) with pyarrow.
+
+    Args:
+        data: file content.
+        n_columns: columns every line must have.
+        wanted: ``{column index: kind}`` with kind ``"ids"`` (factorised strings), ``"float"``
+            or ``"int"``.
+
+    Returns:
+        ``{column: value}``: for ``"ids"`` a tuple ``(uniques object array, codes int64 array)``,
+        otherwise a numpy array; ``None`` when pyarrow is missing or the file is not regular.
+    """
+    if len(data) < MIN_BYTES:
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:
+        return None
+    delimiter = _delimiter(data)
+    if delimiter is None:
+        return None
+    names = [f"c{i}" for i in range(n_columns)]
+    types = {"ids": pa.string(), "float": pa.float64(), "int": pa.int64()}
+    try:
+        table = pcsv.read_csv(
+            pa.py_buffer(data),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pcsv.ParseOptions(
+                delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False,
+                newlines_in_values=False, ignore_empty_lines=True,
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types={names[i]: types[kind] for i, kind in wanted.items()},
+                include_columns=[names[i] for i in sorted(wanted)],
+                strings_can_be_null=False, quoted_strings_can_be_null=False, null_values=[],
+            ),
+        )
+        # every line has exactly n_columns - 1 delimiters: no double, leading or trailing ones
+        if data.count(delimiter.encode()) != (n_columns - 1) * table.num_rows:
+            return None
+        out: dict[int, object] = {}
+        for i, kind in wanted.items():
+            column = table.column(names[i]).combine_chunks()
+            if column.null_count:
+                return None
+            if kind == "ids":
+                if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
+                    return None  # an empty field: let the careful reader explain
+                encoded = pc.dictionary_encode(column)
+                uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
+                codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+                out[i] = (uniques, codes)
+            else:
+                out[i] = column.to_numpy(zero_copy_only=False)
+        return out
+    except (pa.ArrowException, ValueError, OverflowError) as exc:
+        logger.debug("pyarrow fast path declined: %s", exc)
+        return None

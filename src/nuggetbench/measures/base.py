@@ -1,0 +1,314 @@
+"""Measure values: parsed from strings, printed back in ir_measures' spelling.
+
+A :class:`Measure` is a frozen value ``(family, cutoff, params)``. ``str(measure)`` prints the
+ir_measures spelling: the family name, then the parameters in parentheses in the order they were
+given, then ``@cutoff`` (``nDCG@10``, ``P(rel=2)@5``, ``alpha_nDCG(alpha=0.5)@20``, ``Rprec``).
+:func:`parse_measure` reads that spelling back, so ``str(parse_measure(s)) == s`` for every
+canonical string. It also accepts a family's aliases (``map``, ``MRR``...), trec_eval's
+``name_k`` / ``name.k`` spellings of cut-off measures (``ndcg_cut_10``, ``P_5``, ``recall.100``),
+and a case-insensitive family name when it is unambiguous; those print back canonically.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import SpecError
+
+__all__ = ["Measure", "parse_measure", "parse_measures", "format_value"]
+
+# trec_eval's cut-off measures, spelled ``name_k`` (its output) or ``name.k`` (its -m option).
+TREC_CUT_NAMES = {
+    "ndcg_cut": "nDCG",
+    "map_cut": "AP",
+    "P": "P",
+    "recall": "R",
+    "success": "Success",
+}
+
+_MEASURE_RE = re.compile(
+    r"""^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-.]*?)\s*
+        (?:\((?P<params>[^()]*)\)\s*)?
+        (?:@\s*(?P<cutoff>[^\s@()]*)\s*)?$""",
+    re.VERBOSE,
+)
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_FLOAT_RE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$|^[+-]?(inf|nan)$")
+_PARAM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure: a family, an optional cutoff and named parameters.
+
+    Attributes:
+        family: canonical family name (``"nDCG"``, ``"AP"``, ``"P"``...), see
+            :func:`nuggetbench.measures.registry.all_family_names`.
+        cutoff: rank cutoff ``k`` (a positive int) or ``None``.
+        params: ``((name, value), ...)`` in the order given; values are ints, floats, bools or
+            strings. Parameters left out take the family's default (see :meth:`param`).
+
+    ``Measure("nDCG") @ 10`` and ``Measure("P")(rel=2) @ 5`` build values the ir_measures way.
+    """
+
+    family: str
+    cutoff: int | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def param(self, name: str) -> Any:
+        """The value of parameter *name*: as given, else the family's default.
+
+        Raises:
+            SpecError: *name* is not a parameter of the family.
+        """
+        for key, value in self.params:
+            if key == name:
+                return value
+        from .registry import get_family
+
+        family = get_family(self.family)
+        if name not in family.params:
+            raise SpecError(
+                f"measure {self}: family {self.family!r} has no parameter {name!r} "
+                f"(it takes: {', '.join(family.params) or 'none'})"
+            )
+        return family.params[name]
+
+    def __str__(self) -> str:
+        text = self.family
+        if self.params:
+            text += "(" + ",".join(f"{k}={format_value(v)}" for k, v in self.params) + ")"
+        if self.cutoff is not None:
+            text += f"@{self.cutoff}"
+        return text
+
+    def __matmul__(self, cutoff: int) -> Measure:
+        return replace(self, cutoff=cutoff)
+
+    def __call__(self, **params: Any) -> Measure:
+        merged = dict(self.params)
+        merged.update(params)
+        return replace(self, params=tuple(merged.items()))
+
+
+def format_value(value: Any) -> str:
+    """Print a parameter value the way :func:`parse_measure` reads it back."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        if _PARAM_NAME_RE.match(value) and value not in ("True", "False", "true", "false"):
+            return value
+        return repr(value)
+    return str(value)
+
+
+def _parse_value(text: str, where: str) -> Any:
+    text = text.strip()
+    if not text:
+        raise SpecError(f"{where}: empty parameter value")
+    if text in ("True", "true"):
+        return True
+    if text in ("False", "false"):
+        return False
+    if _INT_RE.match(text):
+        return int(text)
+    if _FLOAT_RE.match(text):
+        return float(text)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if re.match(r"^[A-Za-z0-9_\-.]+$", text):
+        return text
+    raise SpecError(f"{where}: cannot read parameter value {text!r} (use a number, True/False or a quoted string)")
+
+
+def _coerce(value: Any, default: Any, where: str, pname: str) -> Any:
+    """Check *value* against the type of the family default *default*."""
+    from .registry import REQUIRED
+
+    if default is None or default is REQUIRED:
+        return value
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise SpecError(f"{where}: parameter {pname!r} takes True or False, got {value!r}")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecError(f"{where}: parameter {pname!r} takes an integer, got {value!r}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(f"{where}: parameter {pname!r} takes a number, got {value!r}")
+        return float(value)
+    if isinstance(default, str) and not isinstance(value, str):
+        raise SpecError(f"{where}: parameter {pname!r} takes a string, got {value!r}")
+    return value
+
+
+def _split_params(text: str, where: str) -> list[tuple[str, str]]:
+    items: list[tuple[str, str]] = []
+    for part in _split_top_level(text, ","):
+        if not part.strip():
+            raise SpecError(f"{where}: empty parameter in ({text})")
+        if "=" not in part:
+            raise SpecError(f"{where}: parameter {part.strip()!r} must be written name=value")
+        key, value = part.split("=", 1)
+        key = key.strip()
+        if not _PARAM_NAME_RE.match(key):
+            raise SpecError(f"{where}: bad parameter name {key!r}")
+        items.append((key, value))
+    return items
+
+
+def _split_top_level(text: str, separators: str) -> list[str]:
+    """Split *text* on *separators* outside parentheses and quotes."""
+    parts, depth, quote, current = [], 0, "", []
+    for ch in text:
+        if quote:
+            current.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch in separators and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def _parse_cutoff(text: str, where: str) -> int:
+    if not _INT_RE.match(text):
+        raise SpecError(f"{where}: the cutoff after '@' must be a positive integer, got {text!r}")
+    value = int(text)
+    if value <= 0:
+        raise SpecError(f"{where}: the cutoff after '@' must be a positive integer, got {value}")
+    return value
+
+
+def _resolve_name(name: str, cutoff_text: str | None, where: str) -> tuple[str, str | None]:
+    """Family name (canonical) and cutoff text, understanding trec_eval's ``name_k`` forms."""
+    from .registry import find_family
+
+    family = find_family(name)
+    if family is not None:
+        return family.name, cutoff_text
+    m = re.match(r"^(.*?)[._](\d+)$", name)
+    if m and m.group(1) in TREC_CUT_NAMES:
+        if cutoff_text is not None:
+            raise SpecError(f"{where}: cutoff given twice ({name!r} and '@{cutoff_text}')")
+        return TREC_CUT_NAMES[m.group(1)], m.group(2)
+    from .registry import get_family
+
+    get_family(name)  # raises UnknownNameError with a suggestion
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def check_measure(measure: Measure, where: str | None = None) -> Measure:
+    """Validate *measure* against its family (names, parameter types, cutoff rule).
+
+    Returns the measure with canonical family name and coerced parameter values.
+
+    Raises:
+        UnknownNameError: unknown family (nearest name suggested).
+        SpecError: unknown or ill-typed parameter, missing required parameter, missing required
+            cutoff, cutoff where the family takes none, non-positive cutoff.
+    """
+    from .registry import REQUIRED, get_family
+
+    where = where or f"measure {str(measure)!r}"
+    family = get_family(measure.family)
+    params = []
+    seen = set()
+    for key, value in measure.params:
+        if key in seen:
+            raise SpecError(f"{where}: parameter {key!r} given twice")
+        seen.add(key)
+        if key not in family.params:
+            allowed = ", ".join(family.params) or "none"
+            raise SpecError(f"{where}: {family.name} has no parameter {key!r} (it takes: {allowed})")
+        params.append((key, _coerce(value, family.params[key], where, key)))
+    for key, default in family.params.items():
+        if default is REQUIRED and key not in seen:
+            raise SpecError(f"{where}: {family.name} needs the parameter {key!r}, e.g. {family.name}({key}=...)")
+    cutoff = measure.cutoff
+    if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff <= 0):
+        raise SpecError(f"{where}: the cutoff must be a positive integer, got {cutoff!r}")
+    if family.cutoff == "required" and cutoff is None:
+        raise SpecError(f"{where}: {family.name} needs a cutoff, e.g. {family.name}@10")
+    if family.cutoff == "forbidden" and cutoff is not None:
+        raise SpecError(f"{where}: {family.name} takes no cutoff; write {family.name} without '@{cutoff}'")
+    return Measure(family.name, cutoff, tuple(params))
+
+
+def parse_measure(text: str | Measure) -> Measure:
+    """Parse one measure string (``"nDCG@10"``, ``"P(rel=2)@5"``, ``"AP"``).
+
+    Args:
+        text: the measure in ir_measures spelling (or an alias / trec_eval name), or a
+            :class:`Measure` (validated and returned canonical).
+
+    Returns:
+        The :class:`Measure`; ``str()`` of it gives back a canonical *text* unchanged.
+
+    Raises:
+        UnknownNameError: the family is unknown (the nearest valid name is suggested).
+        SpecError: malformed text, unknown/ill-typed parameter, missing or forbidden cutoff,
+            non-integer cutoff (the message names the part at fault).
+    """
+    if isinstance(text, Measure):
+        return check_measure(text)
+    if not isinstance(text, str):
+        raise SpecError(f"a measure must be a string like 'nDCG@10', got {text!r}")
+    where = f"measure {text.strip()!r}"
+    m = _MEASURE_RE.match(text)
+    if not m:
+        raise SpecError(
+            f"{where}: cannot parse; write Family(param=value,...)@cutoff, e.g. 'nDCG@10' or 'P(rel=2)@5'"
+        )
+    name, params_text, cutoff_text = m.group("name"), m.group("params"), m.group("cutoff")
+    if cutoff_text is not None and cutoff_text == "":
+        raise SpecError(f"{where}: '@' must be followed by a positive integer cutoff")
+    family_name, cutoff_text = _resolve_name(name, cutoff_text, where)
+    params = []
+    if params_text is not None:
+        if not params_text.strip():
+            raise SpecError(f"{where}: empty parentheses; drop them or write (name=value)")
+        params = [(k, _parse_value(v, where)) for k, v in _split_params(params_text, where)]
+    cutoff = _parse_cutoff(cutoff_text, where) if cutoff_text is not None else None
+    return check_measure(Measure(family_name, cutoff, tuple(params)), where)
+
+
+def parse_measures(items: str | Measure | Iterable[str | Measure]) -> list[Measure]:
+    """Parse several measures.
+
+    Args:
+        items: a list of strings / :class:`Measure` values, or one string holding several
+            measures separated by spaces or commas outside parentheses
+            (``"nDCG@10 AP R@100"``).
+
+    Returns:
+        The measures in the order given (duplicates kept).
+
+    Raises:
+        UnknownNameError, SpecError: as :func:`parse_measure`; also when nothing is given.
+    """
+    if isinstance(items, Measure):
+        return [check_measure(items)]
+    if isinstance(items, str):
+        items = [p for p in _split_top_level(items, " ,\t\n") if p.strip()]
+    out = [parse_measure(item) for item in items]
+    if not out:
+        raise SpecError("no measures given; name at least one, e.g. 'nDCG@10'")
+    return out

@@ -1,0 +1,285 @@
+"""Diversity measure families (ndeval's measures at any cutoff) and the ndeval / FreshStack profiles.
+
+Families (computed by :mod:`nuggetbench.measures.diversity_core`, which documents the formulas;
+they read the nugget judgments ``ctx.qrels.nuggets``, nuggets playing ndeval's subtopics):
+
+=================  =====================  ==========================================
+family             parameters (default)   ndeval column
+=================  =====================  ==========================================
+``alpha_nDCG@k``   alpha=0.5, rel=1       ``alpha-nDCG@k``
+``alpha_DCG@k``    alpha=0.5, rel=1       ``alpha-DCG@k`` (ideal-ideal normalised)
+``ERR_IA@k``       alpha=0.5, rel=1       ``ERR-IA@k``
+``nERR_IA@k``      alpha=0.5, rel=1       ``nERR-IA@k``
+``P_IA@k``         rel=1                  ``P-IA@k``
+``StRecall@k``     rel=1                  ``strec@k``
+``NRBP``           alpha=0.5, beta=0.5    ``NRBP``
+``nNRBP``          alpha=0.5, beta=0.5    ``nNRBP``
+``AP_IA``          rel=1                  ``MAP-IA``
+=================  =====================  ==========================================
+
+Any cutoff is allowed (ndeval stops at 20). ndeval's spellings (``alpha-nDCG``, ``strec``,
+``MAP-IA``...) are accepted as aliases. ``ERR_IA`` takes ``alpha`` because ndeval's ``-alpha``
+changes it (it is the probability of stopping at a relevant document).
+
+``StRecall`` ignores subtopics that no document supports; ``Coverage`` (see
+:mod:`nuggetbench.measures.nuggets`) counts all of a query's nuggets.
+
+Profiles (ordering and averaging, read by these families from ``ctx.profile``):
+
+* ``ndeval``: each query ordered by the run file's rank column (read the run with
+  ``read_run(path, keep_rank=True)``); averaged over the run's queries that are judged.
+* ``ndeval -c``: the same order; every judged query averaged, a missing one scoring 0.
+* ``ndeval -traditional``: score descending, doc id descending (trec_eval's order).
+* ``freshstack``: score descending, doc id ascending (pyndeval's order, which FreshStack's
+  evaluation uses); every query that has nuggets averaged, a query missing from the run scoring 0.
+
+``ndeval_profile(complete=..., traditional=..., depth=...)`` builds the other combinations,
+``depth`` being ndeval's ``-M`` (cut each ranking before scoring).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InputError
+from .diversity_core import DiversityScorer, RankedEntries, SubtopicTable
+from .profiles import Profile, register_profile
+from .registry import MeasureFamily, register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .base import Measure
+    from .context import EvalContext
+
+__all__ = ["ndeval_profile", "diversity_scorer", "NDEVAL_PROFILES"]
+
+_STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _order(profile: Profile) -> tuple[str, int | None]:
+    options = profile.options or {}
+    order = options.get("diversity_order")
+    if order is None:
+        order = "docid_asc" if profile.tie_break == "docid_asc" else "trec"
+    depth = options.get("depth")
+    return order, (int(depth) if depth is not None else None)
+
+
+def diversity_scorer(
+    ctx: EvalContext, rel: int = 1, measure: Measure | None = None
+) -> DiversityScorer:
+    """The (cached) :class:`DiversityScorer` of *ctx* at relevance threshold *rel*.
+
+    The run is ordered as the profile says (``options["diversity_order"]``: ``"rank"``,
+    ``"trec"`` or ``"docid_asc"``; else from ``tie_break``) and cut at ``options["depth"]``.
+
+    Raises:
+        InputError: the qrels have no nugget judgments, or the profile orders by the rank column
+            and the run has none.
+    """
+    nuggets = getattr(ctx.qrels, "nuggets", None)
+    if nuggets is None:
+        name = f"{measure} needs" if measure is not None else "diversity measures need"
+        raise InputError(
+            f"{name} nugget-level judgments (qrels.nuggets): evaluate with diversity qrels "
+            "(topic subtopic docno judgment), a FreshStack queries file or a nugget dataset"
+        )
+    state = _STATE.setdefault(ctx, {})
+    key = ("scorer", int(rel))
+    if key not in state:
+        if "entries" not in state:
+            order, depth = _order(ctx.profile)
+            state["entries"] = RankedEntries.from_run(
+                ctx.run, ctx.query_ids, order=order, depth=depth
+            )
+        table = SubtopicTable.build(nuggets, ctx.query_ids, rel=int(rel))
+        state[key] = DiversityScorer(table, state["entries"])
+    return state[key]
+
+
+class _Diversity(MeasureFamily):
+    cutoff = "required"
+    params = {"alpha": 0.5, "rel": 1}
+
+    def scorer(self, ctx: EvalContext, measure: Measure) -> DiversityScorer:
+        return diversity_scorer(ctx, measure.param("rel"), measure)
+
+    @staticmethod
+    def alpha(measure: Measure) -> float:
+        value = float(measure.param("alpha"))
+        if not 0.0 <= value <= 1.0:
+            raise InputError(f"{measure}: alpha must be between 0 and 1, got {value}")
+        return value
+
+
+class AlphaNDCG(_Diversity):
+    name = "alpha_nDCG"
+    aliases = ("alpha-nDCG", "alpha_ndcg", "a_nDCG")
+    description = "alpha-nDCG@k (Clarke et al. 2008), ndeval's greedy ideal ranking, any k"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return self.scorer(ctx, measure).alpha_ndcg(measure.cutoff, self.alpha(measure))
+
+
+class AlphaDCG(_Diversity):
+    name = "alpha_DCG"
+    aliases = ("alpha-DCG",)
+    description = "alpha-DCG@k normalised by the ideal-ideal ranking (ndeval's alpha-DCG)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return self.scorer(ctx, measure).alpha_dcg(measure.cutoff, self.alpha(measure))
+
+
+class ERRIA(_Diversity):
+    name = "ERR_IA"
+    aliases = ("ERR-IA",)
+    description = "intent-aware ERR@k, ideal-ideal normalised (ndeval's ERR-IA)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return self.scorer(ctx, measure).alpha_dcg(measure.cutoff, self.alpha(measure), kind="err")
+
+
+class NERRIA(_Diversity):
+    name = "nERR_IA"
+    aliases = ("nERR-IA",)
+    description = "intent-aware ERR@k normalised by the greedy ideal ranking (ndeval's nERR-IA)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return self.scorer(ctx, measure).alpha_ndcg(measure.cutoff, self.alpha(measure), kind="err")
+
+
+class PIA(_Diversity):
+    name = "P_IA"
+    aliases = ("P-IA",)
+    params = {"rel": 1}
+    description = "intent-aware precision@k (Agrawal et al. 2009; ndeval's P-IA)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return self.scorer(ctx, measure).p_ia(measure.cutoff)
+
+
+class StRecall(_Diversity):
+    name = "StRecall"
+    aliases = ("strec", "S_Recall")
+    params = {"rel": 1}
+    description = (
+        "subtopic recall@k: subtopics covered in the top k over the subtopics some document "
+        "supports (ndeval's strec; Coverage counts every nugget instead)"
+    )
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return self.scorer(ctx, measure).strecall(measure.cutoff)
+
+
+class NRBP(_Diversity):
+    name = "NRBP"
+    cutoff = "forbidden"
+    params = {"alpha": 0.5, "beta": 0.5, "rel": 1}
+    description = "novelty- and rank-biased precision (Clarke et al. 2009), whole ranking"
+
+    @staticmethod
+    def beta(measure: Measure) -> float:
+        value = float(measure.param("beta"))
+        if not 0.0 <= value <= 1.0:
+            raise InputError(f"{measure}: beta must be between 0 and 1, got {value}")
+        return value
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return self.scorer(ctx, measure).nrbp(self.alpha(measure), self.beta(measure))
+
+
+class NNRBP(NRBP):
+    name = "nNRBP"
+    description = "NRBP normalised by the greedy ideal ranking's NRBP (ndeval's nNRBP)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return self.scorer(ctx, measure).nnrbp(self.alpha(measure), self.beta(measure))
+
+
+class APIA(_Diversity):
+    name = "AP_IA"
+    aliases = ("MAP-IA", "MAP_IA")
+    cutoff = "forbidden"
+    params = {"rel": 1}
+    description = "intent-aware average precision over the whole ranking (ndeval's MAP-IA)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return self.scorer(ctx, measure).ap_ia()
+
+
+for _family in (
+    AlphaNDCG(),
+    AlphaDCG(),
+    ERRIA(),
+    NERRIA(),
+    PIA(),
+    StRecall(),
+    NRBP(),
+    NNRBP(),
+    APIA(),
+):
+    register(_family)
+
+
+def _queries_with_nuggets(qrels, run) -> list[str]:
+    nuggets = getattr(qrels, "nuggets", None)
+    if nuggets is None:
+        return list(qrels.query_ids)
+    return list(nuggets.query_ids)
+
+
+def ndeval_profile(
+    *, complete: bool = False, traditional: bool = False, depth: int | None = None
+) -> Profile:
+    """An ndeval profile: ``ndeval [-c] [-traditional] [-M depth]``.
+
+    Args:
+        complete: ``-c``: average over every judged query (a missing one scores 0) instead of
+            the run's judged queries.
+        traditional: ``-traditional``: order by score, then doc id descending, instead of the
+            run file's rank column.
+        depth: ``-M depth``: keep the first *depth* documents of each ranking (diversity
+            families only).
+
+    Returns:
+        A :class:`Profile` named like the ndeval command line (``"ndeval -c -M 10"``); the
+        three named ones are registered.
+    """
+    if depth is not None and (isinstance(depth, bool) or int(depth) <= 0):
+        raise InputError(f"ndeval's -M depth must be a positive integer, got {depth!r}")
+    name = "ndeval" + (" -c" if complete else "") + (" -traditional" if traditional else "")
+    name += f" -M {int(depth)}" if depth is not None else ""
+    options: dict = {"diversity_order": "trec" if traditional else "rank"}
+    if depth is not None:
+        options["depth"] = int(depth)
+    order = "score desc, doc id desc" if traditional else "the run file's rank column"
+    averaged = (
+        "every judged query (a missing one scores 0)" if complete else "the run's judged queries"
+    )
+    return Profile(
+        name=name,
+        description=f"ndeval 4.5: order by {order}; average over {averaged}",
+        average_over="qrels" if complete else "run_and_qrels",
+        options=options,
+    )
+
+
+NDEVAL_PROFILES = [
+    ndeval_profile(),
+    ndeval_profile(complete=True),
+    ndeval_profile(traditional=True),
+]
+for _profile in NDEVAL_PROFILES:
+    register_profile(_profile, replace=True)
+register_profile(
+    Profile(
+        name="freshstack",
+        description="FreshStack: order by score desc, doc id asc (pyndeval); every query with nuggets "
+        "averaged, a query missing from the run scoring 0",
+        tie_break="docid_asc",
+        select_queries=_queries_with_nuggets,
+    ),
+    replace=True,
+)

@@ -1,0 +1,129 @@
+"""``evaluate(qrels, run, measures, *, profile)``: the one entry point of the measures layer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .base import Measure, parse_measure, parse_measures
+from .context import EvalContext
+from .profiles import DEFAULT_PROFILE, Profile, get_profile
+from .registry import get_family
+from .results import Results
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..data.qrels import Qrels
+    from ..data.run import Run
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["evaluate"]
+
+
+def _measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
+    if isinstance(measures, str):
+        parsed = parse_measures(measures)
+        from .base import _split_top_level
+
+        keys = [p.strip() for p in _split_top_level(measures, " ,\t\n") if p.strip()]
+        pairs = list(zip(keys, parsed))
+    elif isinstance(measures, Measure):
+        pairs = [(str(measures), parse_measure(measures))]
+    else:
+        items = list(measures)
+        pairs = [(item.strip() if isinstance(item, str) else str(item), parse_measure(item)) for item in items]
+        if not pairs:
+            parse_measures([])  # raises SpecError: no measures given
+    seen: dict[str, Measure] = {}
+    for key, measure in pairs:
+        seen.setdefault(key, measure)
+    return list(seen.items())
+
+
+def _provenance(qrels: Any, run: Any, profile: Profile) -> dict[str, Any]:
+    from .. import __version__
+
+    def describe(obj: Any) -> tuple[Any, Any]:
+        fingerprint = getattr(obj, "fingerprint", None)
+        return getattr(obj, "name", None), fingerprint() if callable(fingerprint) else None
+
+    run_name, run_fp = describe(run)
+    qrels_name, qrels_fp = describe(qrels)
+    return {
+        "run": run_name,
+        "run_fingerprint": run_fp,
+        "qrels": qrels_name,
+        "qrels_fingerprint": qrels_fp,
+        "profile": profile.name,
+        "profile_description": profile.description,
+        "nuggetbench_version": __version__,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def evaluate(
+    qrels: Qrels,
+    run: Run,
+    measures: str | Measure | Iterable[str | Measure],
+    *,
+    profile: str | Profile = DEFAULT_PROFILE,
+) -> Results:
+    """Score *run* against *qrels* on *measures*.
+
+    Args:
+        qrels: the judgments (:class:`~nuggetbench.data.Qrels`).
+        run: the run (:class:`~nuggetbench.data.Run`); it is not modified.
+        measures: measure strings (``"nDCG@10"``, ``"P(rel=2)@5"``) or :class:`Measure` values,
+            or one string with several separated by spaces/commas (``"nDCG@10 AP R@100"``).
+        profile: a profile name or :class:`Profile`: ``"trec_eval -c"`` (default: every judged
+            query counts, a query missing from the run scores 0) or ``"trec_eval"`` (only
+            queries in both), or one registered by another module.
+
+    Returns:
+        :class:`Results` with per-query values (rows = evaluated queries, sorted), the means
+        (sums for counts), the run-only queries ignored, the judged queries missing from the
+        run, and provenance.
+
+    Raises:
+        UnknownNameError: unknown measure family or profile (nearest name suggested).
+        SpecError: a malformed measure string or parameter.
+        IdMismatchError: run and qrels share no query id (with a hint when ids differ only by
+            format, e.g. ``"1"`` vs ``"01"``).
+    """
+    prof = get_profile(profile)
+    keyed = _measure_keys(measures)
+    ctx = EvalContext(qrels, run, prof)
+    n = len(ctx.query_ids)
+    per_query: dict[str, np.ndarray] = {}
+    means: dict[str, float] = {}
+    for key, measure in keyed:
+        family = get_family(measure.family)
+        values = np.asarray(family.compute(ctx, measure), dtype=np.float64)
+        if values.shape != (n,):
+            raise RuntimeError(
+                f"measure family {family.name} returned shape {values.shape} for {n} queries (a bug in the family)"
+            )
+        if prof.scale != 1.0 and family.scalable:
+            values = values * prof.scale
+        values.setflags(write=False)
+        per_query[key] = values
+        means[key] = float(values.sum()) if family.aggregate == "sum" else float(values.mean())
+    if ctx.run_only_queries:
+        logger.info("%d run queries have no judgments and were ignored", len(ctx.run_only_queries))
+    if ctx.missing_queries:
+        logger.info("%d judged queries are absent from the run (%s)", len(ctx.missing_queries),
+                    "scored on an empty ranking" if prof.average_over == "qrels" else "left out")
+    return Results(
+        query_ids=ctx.query_ids.tolist(),
+        measures=[k for k, _ in keyed],
+        per_query=per_query,
+        means=means,
+        profile=prof.name,
+        run_only_queries=list(ctx.run_only_queries),
+        missing_queries=list(ctx.missing_queries),
+        provenance=_provenance(ctx.qrels, ctx.run, prof),
+    )

@@ -1,0 +1,161 @@
+"""``Results``: per-query values and aggregates of one evaluation, with provenance."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._atomic import atomic_write
+from ..errors import InputError, NuggetbenchError, UnknownNameError, suggest
+
+__all__ = ["Results", "read_results"]
+
+
+@dataclass
+class Results:
+    """The outcome of :func:`~nuggetbench.measures.evaluate` (always this type).
+
+    Attributes:
+        query_ids: evaluated query ids, sorted (the rows).
+        measures: measure strings as given (the columns), duplicates removed.
+        per_query: ``{measure: float64 array (len(query_ids),)}`` aligned with *query_ids*.
+        means: ``{measure: aggregate}``: the mean over *query_ids*, or the sum for count
+            families (``NumRet``, ``NumRel``, ``NumRelRet``), as trec_eval's ``all`` line.
+        profile: name of the evaluation profile.
+        run_only_queries: run queries without judgments (ignored).
+        missing_queries: judged queries absent from the run (scored 0 under ``trec_eval -c``,
+            left out under ``trec_eval``).
+        provenance: run and qrels names and fingerprints, profile, nuggetbench version, time.
+    """
+
+    query_ids: list[str]
+    measures: list[str]
+    per_query: dict[str, np.ndarray]
+    means: dict[str, float]
+    profile: str
+    run_only_queries: list[str] = field(default_factory=list)
+    missing_queries: list[str] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{m}={self.means[m]:.4f}" for m in self.measures[:4])
+        more = ", ..." if len(self.measures) > 4 else ""
+        return f"<Results {self.profile!r}: {len(self.query_ids)} queries; {shown}{more}>"
+
+    def _key(self, measure: Any) -> str:
+        if isinstance(measure, str) and measure in self.per_query:
+            return measure
+        from .base import parse_measure
+
+        try:
+            wanted = parse_measure(measure)
+        except NuggetbenchError:
+            wanted = None
+        if wanted is not None:
+            for key in self.measures:
+                try:
+                    if parse_measure(key) == wanted:
+                        return key
+                except NuggetbenchError:
+                    continue
+        raise UnknownNameError(
+            f"measure {str(measure)!r} was not evaluated.{suggest(str(measure), self.measures)} "
+            f"Evaluated: {', '.join(self.measures)}"
+        )
+
+    def mean(self, measure: Any) -> float:
+        """The aggregate of *measure* (a string as given, or any spelling of the same measure).
+
+        Raises:
+            UnknownNameError: the measure was not evaluated.
+        """
+        return self.means[self._key(measure)]
+
+    def values(self, measure: Any) -> dict[str, float]:
+        """``{query_id: value}`` of *measure*.
+
+        Raises:
+            UnknownNameError: the measure was not evaluated.
+        """
+        return dict(zip(self.query_ids, self.per_query[self._key(measure)].tolist()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, per-query values included (NaN becomes ``None``)."""
+        return {
+            "profile": self.profile,
+            "measures": list(self.measures),
+            "means": {m: _clean(v) for m, v in self.means.items()},
+            "query_ids": list(self.query_ids),
+            "per_query": {m: [_clean(x) for x in self.per_query[m].tolist()] for m in self.measures},
+            "run_only_queries": list(self.run_only_queries),
+            "missing_queries": list(self.missing_queries),
+            "provenance": dict(self.provenance),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Results:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            InputError: a key is missing or per-query lists do not match ``query_ids``.
+        """
+        try:
+            qids = [str(q) for q in data["query_ids"]]
+            measures = [str(m) for m in data["measures"]]
+            per_query = {
+                m: np.array([np.nan if x is None else x for x in data["per_query"][m]], dtype=np.float64)
+                for m in measures
+            }
+            means = {m: (math.nan if data["means"][m] is None else float(data["means"][m])) for m in measures}
+            profile = str(data["profile"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"not a nuggetbench results dict: {type(exc).__name__}: {exc}") from exc
+        for m, values in per_query.items():
+            if len(values) != len(qids):
+                raise InputError(f"results: measure {m!r} has {len(values)} values for {len(qids)} queries")
+        return cls(
+            query_ids=qids, measures=measures, per_query=per_query, means=means, profile=profile,
+            run_only_queries=list(data.get("run_only_queries", [])),
+            missing_queries=list(data.get("missing_queries", [])),
+            provenance=dict(data.get("provenance", {})),
+        )
+
+    def to_json(self, path: str | Path) -> Path:
+        """Write :meth:`to_dict` as JSON, atomically; returns the path."""
+        path = Path(path)
+        with atomic_write(path) as fh:
+            json.dump(self.to_dict(), fh, indent=1, allow_nan=False)
+            fh.write("\n")
+        return path
+
+    def to_pandas(self):
+        """A DataFrame: one row per query (index ``query_id``), one column per measure."""
+        import pandas as pd
+
+        frame = pd.DataFrame({m: self.per_query[m] for m in self.measures}, index=pd.Index(self.query_ids, name="query_id"))
+        return frame
+
+
+def read_results(path: str | Path) -> Results:
+    """Read results written by :meth:`Results.to_json`.
+
+    Raises:
+        InputError: the file is missing, not JSON, or not a results dict.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError(f"{path}: no such results file") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON ({exc})") from exc
+    return Results.from_dict(data)
+
+
+def _clean(value: float) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
