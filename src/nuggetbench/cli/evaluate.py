@@ -19,7 +19,9 @@ from ._common import echo_json, fmt_value, info, load_qrels_arg, render_means_ta
 @click.option("--split", default=None, help="Split, when QRELS is a dataset id.")
 @click.option("--corpus", "corpus_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="fastbook: the BEIR corpus.jsonl the run's passages come from (span judging).")
-def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpus_path):
+@click.option("--ignore-trailing", is_flag=True,
+              help="Ignore fields after the 6th column of run lines, as trec_eval does (default: an error).")
+def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpus_path, ignore_trailing):
     """Score RUN (TREC run file, .gz, or JSON {query: {doc: score}}) against QRELS.
 
     QRELS is a qrels file (TREC 4 columns, BEIR tsv, JSON) or a dataset id. MEASURES default to
@@ -40,7 +42,7 @@ def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpu
         qrels_value, ds = load_qrels_arg(qrels, split=split)
     measures = list(measures) or (list(ds.default_measures) if ds is not None else ["nDCG@10", "R@100", "RR@10", "AP"])
     profile = profile or (ds.default_profile if ds is not None else None)
-    run_value = load_run(run, keep_rank=True)
+    run_value = load_run(run, keep_rank=True, trailing="ignore" if ignore_trailing else "error")
     kwargs = {"profile": profile} if profile else {}
     from ..measures.checks import check_run_against_qrels
 

@@ -58,13 +58,19 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
             pa.py_buffer(data),
             read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pcsv.ParseOptions(
-                delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False,
-                newlines_in_values=False, ignore_empty_lines=True,
+                delimiter=delimiter,
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=True,
             ),
             convert_options=pcsv.ConvertOptions(
                 column_types={names[i]: types[kind] for i, kind in wanted.items()},
                 include_columns=[names[i] for i in sorted(wanted)],
-                strings_can_be_null=False, quoted_strings_can_be_null=False, null_values=[],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=[],
             ),
         )
         # every line has exactly n_columns - 1 delimiters: no double, leading or trailing ones
@@ -79,7 +85,9 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
                 if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
                     return None  # an empty field: let the careful reader explain
                 encoded = pc.dictionary_encode(column)
-                uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
+                uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(
+                    object, copy=False
+                )
                 codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
                 out[i] = (uniques, codes)
             else:

@@ -22,7 +22,8 @@ def _first_data_line(path: Path) -> str:
     return ""
 
 
-def load_run(path: str | Path, *, name: str | None = None, keep_rank: bool = False) -> Run:
+def load_run(path: str | Path, *, name: str | None = None, keep_rank: bool = False,
+             trailing: str = "error") -> Run:
     """Read a run from a TREC run file (``.gz`` too), a JSON file (``{qid: {doc: score}}``) or a
     rank file (``{qid: [doc, ...]}`` best first, as a restricted pickle or JSON; see
     :mod:`.rankfile`).
@@ -39,7 +40,7 @@ def load_run(path: str | Path, *, name: str | None = None, keep_rank: bool = Fal
     first = _first_data_line(path).lstrip()
     if path.suffix == ".json" or first.startswith("{"):
         return read_json_run(path, name=name)
-    return read_run(path, name=name, keep_rank=keep_rank)
+    return read_run(path, name=name, keep_rank=keep_rank, trailing=trailing)
 
 
 def load_qrels(path: str | Path, *, name: str | None = None) -> Qrels:

@@ -48,13 +48,25 @@ def _fast_columns(data: bytes, ncols: int):
 
     if not data.strip():
         return [np.array([], dtype=object) for _ in range(ncols)]
+    import warnings
+
     try:
         # one spare column catches lines with too many fields; empty strings mark missing ones
-        frame = pd.read_csv(
-            io.BytesIO(data), sep=r"\s+", header=None, names=list(range(ncols + 1)), dtype=str,
-            engine="c", keep_default_na=False, na_values=[], quoting=3, skip_blank_lines=True,
-            index_col=False,
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            frame = pd.read_csv(
+                io.BytesIO(data),
+                sep=r"\s+",
+                header=None,
+                names=list(range(ncols + 1)),
+                dtype=object,
+                engine="c",
+                keep_default_na=False,
+                na_values=[],
+                quoting=3,
+                skip_blank_lines=True,
+                index_col=False,
+            )
     except Exception:
         return None
     if (frame[ncols] != "").any() or (frame[list(range(ncols))] == "").to_numpy().any():
@@ -62,26 +74,37 @@ def _fast_columns(data: bytes, ncols: int):
     return [frame[i].to_numpy(dtype=object) for i in range(ncols)]
 
 
-def _slow_lines(data: bytes, path: str, ncols: int, what: str):
-    """Line-by-line parse that names the file, line and fault."""
+def _slow_lines(data: bytes, path: str, ncols: int, what: str, *, trailing: str = "error"):
+    """Line-by-line parse that names the file, line and fault.
+
+    ``trailing="ignore"`` accepts extra fields after the last column (trec_eval ignores the rest
+    of a run line after the tag: its own ``results.trunc`` test file has such lines)."""
     cols: list[list[str]] = [[] for _ in range(ncols)]
     text = data.decode("utf-8", errors="replace")
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split()
-        if len(parts) != ncols:
+        if len(parts) != ncols and not (trailing == "ignore" and len(parts) > ncols):
             raise FormatError(
-                path, lineno,
+                path,
+                lineno,
                 f"expected {ncols} whitespace-separated columns in a {what} line, found {len(parts)}: {line.strip()!r}"
-                + (" (doc ids may not contain spaces)" if len(parts) > ncols else ""),
+                + (
+                    " (doc ids may not contain spaces; if the extra fields are trailing text after the tag, "
+                    "which trec_eval ignores, read with trailing='ignore' / --ignore-trailing)"
+                    if len(parts) > ncols
+                    else ""
+                ),
             )
         for c, part in zip(cols, parts):
             c.append(part)
     return [np.array(c, dtype=object) for c in cols]
 
 
-def _parse_scores(values: np.ndarray, path: str, data: bytes, column: int, what: str, kind: str) -> np.ndarray:
+def _parse_scores(
+    values: np.ndarray, path: str, data: bytes, column: int, what: str, kind: str
+) -> np.ndarray:
     import pandas as pd
 
     nums = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
@@ -89,7 +112,9 @@ def _parse_scores(values: np.ndarray, path: str, data: bytes, column: int, what:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         lineno = _line_of_entry(data, i)
-        raise FormatError(path, lineno, f"{kind} column {column} of a {what} line is not a number: {values[i]!r}")
+        raise FormatError(
+            path, lineno, f"{kind} column {column} of a {what} line is not a number: {values[i]!r}"
+        )
     return nums
 
 
@@ -105,7 +130,9 @@ def _line_of_entry(data: bytes, index: int) -> int:
     return 0
 
 
-def read_run(path: str | Path, *, name: str | None = None, keep_rank: bool = False) -> Run:
+def read_run(
+    path: str | Path, *, name: str | None = None, keep_rank: bool = False, trailing: str = "error"
+) -> Run:
     """Read a TREC run file (6 columns; ``.gz`` read transparently).
 
     Args:
@@ -113,6 +140,9 @@ def read_run(path: str | Path, *, name: str | None = None, keep_rank: bool = Fal
         name: the run's label (default: the tag of the first line, else the file name).
         keep_rank: also keep the rank column as ``run.input_ranks`` (integers; ndeval's default
             order sorts by it). It never changes the ranking of the run.
+        trailing: ``"error"`` (default: a line with more than 6 fields is an error, since it usually
+            means a doc id with a space) or ``"ignore"`` (trec_eval's behaviour: fields after the
+            tag are ignored).
 
     Returns:
         A :class:`Run`, ranked by trec_eval's rule (the rank column is ignored).
@@ -128,9 +158,11 @@ def read_run(path: str | Path, *, name: str | None = None, keep_rank: bool = Fal
     fast = _read_run_arrow(path, raw, data, name=name, keep_rank=keep_rank)
     if fast is not None:
         return fast
+    if trailing not in ("error", "ignore"):
+        raise InputError(f"trailing must be 'error' or 'ignore', got {trailing!r}")
     cols = _fast_columns(data, 6)
     if cols is None:
-        cols = _slow_lines(raw, str(path), 6, "run")
+        cols = _slow_lines(raw, str(path), 6, "run", trailing=trailing)
     q, _, d, rank_col, s, tag = cols
     scores = _parse_scores(s, str(path), raw, 5, "run", "score")
     if not np.all(np.isfinite(scores)):
@@ -142,13 +174,19 @@ def read_run(path: str | Path, *, name: str | None = None, keep_rank: bool = Fal
         bad = ranks_f != np.round(ranks_f)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise FormatError(path, _line_of_entry(raw, i), f"rank must be an integer, got {rank_col[i]!r}")
+            raise FormatError(
+                path, _line_of_entry(raw, i), f"rank must be an integer, got {rank_col[i]!r}"
+            )
         ranks = ranks_f.astype(np.int64)
     label = name or (str(tag[0]) if len(tag) else path.name)
-    return Run(q, d, scores, name=label, metadata={"source": str(path)}, source=str(path), ranks=ranks)
+    return Run(
+        q, d, scores, name=label, metadata={"source": str(path)}, source=str(path), ranks=ranks
+    )
 
 
-def _read_run_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None, keep_rank: bool) -> Run | None:
+def _read_run_arrow(
+    path: Path, raw: bytes, data: bytes, *, name: str | None, keep_rank: bool
+) -> Run | None:
     """The pyarrow fast path of :func:`read_run` (``None``: use the regular reader)."""
     from . import _arrow_trec
 
@@ -164,8 +202,17 @@ def _read_run_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None, ke
         raise FormatError(path, _line_of_entry(raw, i), f"score is not finite: {scores[i]!r}")
     first = next((line for line in data[:8192].split(b"\n") if line.strip()), b"").split()
     label = name or (first[5].decode("utf-8", "replace") if len(first) >= 6 else path.name)
-    return Run._from_codes(qu, qc, du, dc, scores, name=label, metadata={"source": str(path)},
-                           source=str(path), ranks=cols.get(3))
+    return Run._from_codes(
+        qu,
+        qc,
+        du,
+        dc,
+        scores,
+        name=label,
+        metadata={"source": str(path)},
+        source=str(path),
+        ranks=cols.get(3),
+    )
 
 
 def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
@@ -186,14 +233,24 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     rels = _parse_scores(r, str(path), raw, 4, "qrels", "relevance")
     if len(rels) and not np.array_equal(rels, np.round(rels)):
         i = int(np.flatnonzero(rels != np.round(rels))[0])
-        raise FormatError(path, _line_of_entry(raw, i), f"relevance must be an integer, got {r[i]!r}")
-    return Qrels(q, d, rels.astype(np.int64), name=name or path.name, metadata={"source": str(path)},
-                 source=str(path))
+        raise FormatError(
+            path, _line_of_entry(raw, i), f"relevance must be an integer, got {r[i]!r}"
+        )
+    return Qrels(
+        q,
+        d,
+        rels.astype(np.int64),
+        name=name or path.name,
+        metadata={"source": str(path)},
+        source=str(path),
+    )
 
 
 def _check_id(value: str, what: str) -> None:
     if not value or any(ch.isspace() for ch in value):
-        raise InputError(f"{what} {value!r} is empty or contains whitespace; a TREC file cannot hold it")
+        raise InputError(
+            f"{what} {value!r} is empty or contains whitespace; a TREC file cannot hold it"
+        )
 
 
 def format_score(score: float) -> str:
