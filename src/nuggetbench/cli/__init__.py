@@ -63,6 +63,8 @@ def cli(verbose: int) -> None:
 
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # some libraries set their own loggers to DEBUG
+        handler.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> None:
