@@ -40,12 +40,22 @@ def _write_table(path: Path, columns: dict[str, np.ndarray]) -> None:
         pd.DataFrame(columns).to_csv(path, sep=" ", header=False, index=False)
         return
     table = pa.table(columns)
-    pcsv.write_csv(table, path, write_options=pcsv.WriteOptions(
-        include_header=False, delimiter=" ", quoting_style="none"))
+    pcsv.write_csv(
+        table,
+        path,
+        write_options=pcsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"),
+    )
 
 
-def generate(folder: Path, *, n_queries: int = 10_000, depth: int = 1_000, n_docs: int = 1_000_000,
-             judged: int = 50, seed: int = 0) -> tuple[Path, Path]:
+def generate(
+    folder: Path,
+    *,
+    n_queries: int = 10_000,
+    depth: int = 1_000,
+    n_docs: int = 1_000_000,
+    judged: int = 50,
+    seed: int = 0,
+) -> tuple[Path, Path]:
     """Write ``qrels.txt`` and ``run.txt`` into *folder*; returns their paths.
 
     Each query retrieves *depth* distinct documents (of *n_docs*) with scores rounded to 4
@@ -62,15 +72,23 @@ def generate(folder: Path, *, n_queries: int = 10_000, depth: int = 1_000, n_doc
     steps = rng.integers(1, 7, (n_queries, depth)).cumsum(axis=1)
     docs = perm[(starts[:, None] + steps) % n_docs]
     scores = np.round(np.sort(rng.random((n_queries, depth)) * 30.0, axis=1)[:, ::-1], 4)
-    shuffle = rng.permuted(np.tile(np.arange(depth), (n_queries, 1)), axis=1)  # file order != rank order
+    shuffle = rng.permuted(
+        np.tile(np.arange(depth), (n_queries, 1)), axis=1
+    )  # file order != rank order
     docs = np.take_along_axis(docs, shuffle, axis=1)
     scores = np.take_along_axis(scores, shuffle, axis=1)
     ranks = np.tile(np.arange(1, depth + 1), n_queries)
-    _write_table(folder / "run.txt", {
-        "q": np.repeat(qids, depth), "q0": np.full(n_queries * depth, "Q0", dtype=object),
-        "d": doc_names[docs.ravel()], "r": ranks, "s": scores.ravel(),
-        "t": np.full(n_queries * depth, "bench", dtype=object),
-    })
+    _write_table(
+        folder / "run.txt",
+        {
+            "q": np.repeat(qids, depth),
+            "q0": np.full(n_queries * depth, "Q0", dtype=object),
+            "d": doc_names[docs.ravel()],
+            "r": ranks,
+            "s": scores.ravel(),
+            "t": np.full(n_queries * depth, "bench", dtype=object),
+        },
+    )
     top_k = min(100, depth)
     best = np.take_along_axis(docs, np.argsort(-scores, axis=1)[:, :top_k], axis=1)
     half = judged // 2
@@ -82,10 +100,15 @@ def generate(folder: Path, *, n_queries: int = 10_000, depth: int = 1_000, n_doc
     key = jq.astype(np.int64) * n_docs + jd
     _, first = np.unique(key, return_index=True)
     first.sort()
-    _write_table(folder / "qrels.txt", {
-        "q": qids[jq[first]], "it": np.zeros(len(first), dtype=np.int64),
-        "d": doc_names[jd[first]], "g": rng.integers(0, 4, len(first)),
-    })
+    _write_table(
+        folder / "qrels.txt",
+        {
+            "q": qids[jq[first]],
+            "it": np.zeros(len(first), dtype=np.int64),
+            "d": doc_names[jd[first]],
+            "g": rng.integers(0, 4, len(first)),
+        },
+    )
     return folder / "qrels.txt", folder / "run.txt"
 
 
@@ -109,10 +132,14 @@ def run_pytrec_eval(qrels_path: Path, run_path: Path) -> tuple[float, dict[str, 
         qrels = pytrec_eval.parse_qrel(fh)
     with open(run_path) as fh:
         run = pytrec_eval.parse_run(fh)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map", "recall.100", "recip_rank"})
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels, {"ndcg_cut.10", "map", "recall.100", "recip_rank"}
+    )
     per_query = evaluator.evaluate(run)
     seconds = time.perf_counter() - start
-    means = {m: float(np.mean([v[name] for v in per_query.values()])) for m, name in MEASURES.items()}
+    means = {
+        m: float(np.mean([v[name] for v in per_query.values()])) for m, name in MEASURES.items()
+    }
     return seconds, means
 
 
@@ -135,12 +162,18 @@ def main(argv: list[str] | None = None) -> int:
         folder = args.folder or Path(tmp)
         start = time.perf_counter()
         qrels_path, run_path = generate(folder, n_queries=args.queries, depth=args.depth)
-        print(f"generated {args.queries} queries x {args.depth} docs in {time.perf_counter() - start:.1f} s "
-              f"({run_path.stat().st_size / 1e6:.0f} MB run, {qrels_path.stat().st_size / 1e6:.1f} MB qrels)")
+        print(
+            f"generated {args.queries} queries x {args.depth} docs in {time.perf_counter() - start:.1f} s "
+            f"({run_path.stat().st_size / 1e6:.0f} MB run, {qrels_path.stat().st_size / 1e6:.1f} MB qrels)"
+        )
         _warm_up(folder)
-        ours = min((run_nuggetbench(qrels_path, run_path) for _ in range(args.repeat)), key=lambda r: r[0])
+        ours = min(
+            (run_nuggetbench(qrels_path, run_path) for _ in range(args.repeat)), key=lambda r: r[0]
+        )
         rss_ours = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        theirs = min((run_pytrec_eval(qrels_path, run_path) for _ in range(args.repeat)), key=lambda r: r[0])
+        theirs = min(
+            (run_pytrec_eval(qrels_path, run_path) for _ in range(args.repeat)), key=lambda r: r[0]
+        )
     print(f"nuggetbench  read + evaluate: {ours[0]:6.2f} s   (peak RSS so far {rss_ours:.0f} MB)")
     print(f"pytrec_eval  parse + evaluate: {theirs[0]:6.2f} s")
     print(f"ratio pytrec_eval / nuggetbench: {theirs[0] / ours[0]:.2f}x")
@@ -150,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if worst > 1e-9:
         print(f"MEANS DIFFER (max difference {worst:.3g})")
         return 1
-    print("means agree (max difference %.1e)" % worst)
+    print(f"means agree (max difference {worst:.1e})")
     return 0
 
 

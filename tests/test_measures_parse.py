@@ -23,10 +23,27 @@ from nuggetbench.measures import (
 from nuggetbench.measures import registry as registry_module
 
 CANONICAL = [
-    "nDCG@10", "nDCG", "AP", "AP@100", "RR", "RR@10", "P@5", "R@100", "Success@10", "Rprec",
-    "Bpref", "NumRet", "NumRel", "NumRelRet", "Judged@10", "P(rel=2)@5",
-    "nDCG(judged_only=True)@10", "AP(rel=2,judged_only=True)@20", "AP(judged_only=True,rel=2)",
-    "NumRelRet(rel=3)", "Bpref(rel=2)",
+    "nDCG@10",
+    "nDCG",
+    "AP",
+    "AP@100",
+    "RR",
+    "RR@10",
+    "P@5",
+    "R@100",
+    "Success@10",
+    "Rprec",
+    "Bpref",
+    "NumRet",
+    "NumRel",
+    "NumRelRet",
+    "Judged@10",
+    "P(rel=2)@5",
+    "nDCG(judged_only=True)@10",
+    "AP(rel=2,judged_only=True)@20",
+    "AP(judged_only=True,rel=2)",
+    "NumRelRet(rel=3)",
+    "Bpref(rel=2)",
 ]
 
 
@@ -63,11 +80,24 @@ def test_parsed_fields_and_operators():
 @pytest.mark.parametrize(
     ("text", "canonical"),
     [
-        ("map", "AP"), ("MAP@100", "AP@100"), ("recip_rank", "RR"), ("MRR@10", "RR@10"),
-        ("ndcg_cut_10", "nDCG@10"), ("ndcg_cut.20", "nDCG@20"), ("P_5", "P@5"), ("P.30", "P@30"),
-        ("recall_100", "R@100"), ("recall.1000", "R@1000"), ("success_5", "Success@5"),
-        ("map_cut_100", "AP@100"), ("ndcg", "nDCG"), ("bpref", "Bpref"), ("num_rel_ret", "NumRelRet"),
-        ("ndcg@10", "nDCG@10"), ("Recall@20", "R@20"), ("p(rel=2)@5", "P(rel=2)@5"),
+        ("map", "AP"),
+        ("MAP@100", "AP@100"),
+        ("recip_rank", "RR"),
+        ("MRR@10", "RR@10"),
+        ("ndcg_cut_10", "nDCG@10"),
+        ("ndcg_cut.20", "nDCG@20"),
+        ("P_5", "P@5"),
+        ("P.30", "P@30"),
+        ("recall_100", "R@100"),
+        ("recall.1000", "R@1000"),
+        ("success_5", "Success@5"),
+        ("map_cut_100", "AP@100"),
+        ("ndcg", "nDCG"),
+        ("bpref", "Bpref"),
+        ("num_rel_ret", "NumRelRet"),
+        ("ndcg@10", "nDCG@10"),
+        ("Recall@20", "R@20"),
+        ("p(rel=2)@5", "P(rel=2)@5"),
     ],
 )
 def test_aliases_and_trec_eval_names(text, canonical):
@@ -115,7 +145,10 @@ def test_spec_errors_name_the_part(text, fragment):
 
 def test_parse_measures_list_and_string():
     assert [str(m) for m in parse_measures("nDCG@10 AP, P(rel=2,judged_only=True)@5")] == [
-        "nDCG@10", "AP", "P(rel=2,judged_only=True)@5"]
+        "nDCG@10",
+        "AP",
+        "P(rel=2,judged_only=True)@5",
+    ]
     assert [str(m) for m in parse_measures(["RR", Measure("P", 5)])] == ["RR", "P@5"]
     with pytest.raises(SpecError):
         parse_measures([])
@@ -125,7 +158,20 @@ def test_parse_measures_list_and_string():
 
 def test_registry_lists_trec_families():
     names = all_family_names()
-    for name in ["nDCG", "AP", "RR", "P", "R", "Success", "Rprec", "Bpref", "NumRet", "NumRel", "NumRelRet", "Judged"]:
+    for name in [
+        "nDCG",
+        "AP",
+        "RR",
+        "P",
+        "R",
+        "Success",
+        "Rprec",
+        "Bpref",
+        "NumRet",
+        "NumRel",
+        "NumRelRet",
+        "Judged",
+    ]:
         assert name in names
     assert get_family("map") is get_family("AP")
 
@@ -144,7 +190,9 @@ def test_register_a_family_and_failing_module(caplog):
     try:
         assert str(parse_measure("TestConstant(value=2)")) == "TestConstant(value=2.0)"
         assert parse_measure("TestConstant(mode='two words')").param("mode") == "two words"
-        assert str(parse_measure("TestConstant(mode='two words')")) == "TestConstant(mode='two words')"
+        assert (
+            str(parse_measure("TestConstant(mode='two words')")) == "TestConstant(mode='two words')"
+        )
         with pytest.raises(ValueError):
             register(type("Clash", (_Constant,), {"name": "Clash2", "aliases": ("map",)})())
         registry_module.FAMILY_MODULES.append("nuggetbench.measures._no_such_module_for_tests")

@@ -73,23 +73,34 @@ CASES = [
     ("qrels.test", "results.trunc", "out.test.aqc", "trec_eval -c", 1, ()),
     ("qrels.rel_level", "results.test", "out.test.aql", "trec_eval", 2, ()),
     *[
-        (f"tiny_irmeasures/qrels.{q}.txt", "tiny_irmeasures/run.txt",
-         f"tiny_irmeasures/out.qrels.{q}.txt.l{lvl}.all_trec.q.txt", "trec_eval", lvl, ())
-        for q in ("graded", "infap_negative") for lvl in (1, 2)
+        (
+            f"tiny_irmeasures/qrels.{q}.txt",
+            "tiny_irmeasures/run.txt",
+            f"tiny_irmeasures/out.qrels.{q}.txt.l{lvl}.all_trec.q.txt",
+            "trec_eval",
+            lvl,
+            (),
+        )
+        for q in ("graded", "infap_negative")
+        for lvl in (1, 2)
     ],
 ]
 
 
 @pytest.mark.realdata
 @pytest.mark.parametrize(("qrels_name", "run_name", "out_name", "profile", "rel", "skip"), CASES)
-def test_trec_eval_reference_outputs(shared_data, qrels_name, run_name, out_name, profile, rel, skip):
+def test_trec_eval_reference_outputs(
+    shared_data, qrels_name, run_name, out_name, profile, rel, skip
+):
     folder = _trec_eval_dir(shared_data)
     ref = _read_output(folder / out_name)
     pairs = [(name, _ours(name, rel)) for name in ref if name not in skip]
     pairs = [(n, m) for n, m in pairs if m is not None]
     assert len(pairs) >= (8 if out_name.endswith("meas_params") or out_name == "out.test" else 40)
     qrels = read_qrels(folder / qrels_name)
-    run = _trunc_run(folder / run_name) if run_name.endswith("trunc") else read_run(folder / run_name)
+    run = (
+        _trunc_run(folder / run_name) if run_name.endswith("trunc") else read_run(folder / run_name)
+    )
     res = evaluate(qrels, run, [m for _, m in pairs], profile=profile)
     if "num_q" in ref:
         assert len(res.query_ids) == int(ref["num_q"]["all"])
@@ -104,15 +115,45 @@ def test_trec_eval_reference_outputs(shared_data, qrels_name, run_name, out_name
 
 
 PYTREC_MEASURES = {
-    "ndcg", "ndcg_cut.3,10,23", "map", "map_cut.5,100", "recip_rank", "P.1,5,7", "recall.5,20",
-    "success.1,5", "Rprec", "bpref", "num_ret", "num_rel", "num_rel_ret",
+    "ndcg",
+    "ndcg_cut.3,10,23",
+    "map",
+    "map_cut.5,100",
+    "recip_rank",
+    "P.1,5,7",
+    "recall.5,20",
+    "success.1,5",
+    "Rprec",
+    "bpref",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
 }
 
 
 def _pytrec_pairs(rel: int, judged_only: bool) -> list[tuple[str, object]]:
-    names = ["ndcg", "ndcg_cut_3", "ndcg_cut_10", "ndcg_cut_23", "map", "map_cut_5", "map_cut_100",
-             "recip_rank", "P_1", "P_5", "P_7", "recall_5", "recall_20", "success_1", "success_5",
-             "Rprec", "bpref", "num_ret", "num_rel", "num_rel_ret"]
+    names = [
+        "ndcg",
+        "ndcg_cut_3",
+        "ndcg_cut_10",
+        "ndcg_cut_23",
+        "map",
+        "map_cut_5",
+        "map_cut_100",
+        "recip_rank",
+        "P_1",
+        "P_5",
+        "P_7",
+        "recall_5",
+        "recall_20",
+        "success_1",
+        "success_5",
+        "Rprec",
+        "bpref",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+    ]
     pairs = []
     for name in names:
         measure = parse_measure(name)
@@ -140,15 +181,25 @@ def _compare_with_pytrec(qrels_dict, run_dict, rel, judged_only, qrels=None, run
         values = res.per_query[str(measure)]
         expected = np.array([ref[q][name] for q in res.query_ids])
         bad = np.flatnonzero(np.abs(values - expected) > 1e-9)
-        assert not len(bad), (name, str(measure), [res.query_ids[i] for i in bad[:5]], values[bad[:5]], expected[bad[:5]])
+        assert not len(bad), (
+            name,
+            str(measure),
+            [res.query_ids[i] for i in bad[:5]],
+            values[bad[:5]],
+            expected[bad[:5]],
+        )
     return res, ref
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize(("qrels_name", "run_name", "rel"), [
-    ("qrels.test", "results.test", 1), ("qrels.rel_level", "results.test", 2),
-    ("tiny_irmeasures/qrels.graded.txt", "tiny_irmeasures/run.txt", 2),
-])
+@pytest.mark.parametrize(
+    ("qrels_name", "run_name", "rel"),
+    [
+        ("qrels.test", "results.test", 1),
+        ("qrels.rel_level", "results.test", 2),
+        ("tiny_irmeasures/qrels.graded.txt", "tiny_irmeasures/run.txt", 2),
+    ],
+)
 def test_pytrec_eval_on_trec_eval_files(shared_data, qrels_name, run_name, rel):
     folder = _trec_eval_dir(shared_data)
     with open(folder / qrels_name) as fh:
@@ -156,8 +207,14 @@ def test_pytrec_eval_on_trec_eval_files(shared_data, qrels_name, run_name, rel):
     with open(folder / run_name) as fh:
         run_dict = pytrec_eval.parse_run(fh)
     for judged_only in (False, True):
-        _compare_with_pytrec(qrels_dict, run_dict, rel, judged_only,
-                             read_qrels(folder / qrels_name), read_run(folder / run_name))
+        _compare_with_pytrec(
+            qrels_dict,
+            run_dict,
+            rel,
+            judged_only,
+            read_qrels(folder / qrels_name),
+            read_run(folder / run_name),
+        )
 
 
 def _random_case(rng: np.random.Generator, n_queries: int):
@@ -178,7 +235,11 @@ def _random_case(rng: np.random.Generator, n_queries: int):
         if rng.random() < 0.9:
             retrieved = rng.choice(n_docs, int(rng.integers(1, n_docs + 1)), replace=False)
             tied = rng.random() < 0.5
-            scores = rng.choice([0.0, 0.5, 1.0, -2.0], len(retrieved)) if tied else rng.normal(size=len(retrieved))
+            scores = (
+                rng.choice([0.0, 0.5, 1.0, -2.0], len(retrieved))
+                if tied
+                else rng.normal(size=len(retrieved))
+            )
             run[qid] = {docs[j]: float(s) for j, s in zip(retrieved, scores)}
     return qrels, run
 
@@ -204,7 +265,8 @@ def test_random_cases_against_pytrec_eval(rel, judged_only):
             elif name != "num_rel":
                 assert values[qid] == 0.0
         agg = sum(ref[q][name] for q in ref) + (
-            sum(values[q] for q in full.missing_queries) if name == "num_rel" else 0.0)
+            sum(values[q] for q in full.missing_queries) if name == "num_rel" else 0.0
+        )
         if name not in ("num_ret", "num_rel", "num_rel_ret"):
             agg /= len(full.query_ids)
         assert full.mean(str(measure)) == pytest.approx(agg, abs=1e-9)
@@ -215,8 +277,13 @@ def test_judged_against_ir_measures():
     rng = np.random.default_rng(7)
     qrels_dict, run_dict = _random_case(rng, 300)
     # ir_measures breaks ties by doc id ascending, trec_eval descending: use distinct scores
-    run_dict = {q: {d: float(i) + rng.random() * 0.5 for i, d in enumerate(docs)} for q, docs in run_dict.items()}
-    measures = [ir_measures.parse_measure(m) for m in ("Judged@1", "Judged@5", "Judged@10", "Judged")]
+    run_dict = {
+        q: {d: float(i) + rng.random() * 0.5 for i, d in enumerate(docs)}
+        for q, docs in run_dict.items()
+    }
+    measures = [
+        ir_measures.parse_measure(m) for m in ("Judged@1", "Judged@5", "Judged@10", "Judged")
+    ]
     expected: dict[tuple[str, str], float] = {}
     for metric in ir_measures.iter_calc(measures, qrels_dict, run_dict):
         expected[(str(metric.measure), metric.query_id)] = metric.value

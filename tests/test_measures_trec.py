@@ -116,13 +116,17 @@ def test_ties_follow_trec_eval_doc_id_descending(data):
     ap = evaluate(qrels, run, ["AP"], profile="trec_eval").values("AP")["q1"]
     assert ap == pytest.approx((1 + 2 / 5) / 3, abs=1e-12)
     asc = Profile("test-asc", average_over="run_and_qrels", tie_break="docid_asc")
-    assert evaluate(qrels, run, ["AP"], profile=asc).values("AP")["q1"] == pytest.approx(0.5, abs=1e-12)
+    assert evaluate(qrels, run, ["AP"], profile=asc).values("AP")["q1"] == pytest.approx(
+        0.5, abs=1e-12
+    )
 
 
 def test_query_without_relevant_documents_scores_zero():
     qrels = Qrels(["a", "a", "b"], ["x", "y", "x"], [0, 0, 1])
     run = Run(["a", "a", "b"], ["x", "y", "x"], [2.0, 1.0, 1.0])
-    res = evaluate(qrels, run, ["nDCG@10", "AP", "RR", "R@5", "Bpref", "Rprec", "P@1"], profile="trec_eval")
+    res = evaluate(
+        qrels, run, ["nDCG@10", "AP", "RR", "R@5", "Bpref", "Rprec", "P@1"], profile="trec_eval"
+    )
     for m in res.measures:
         assert res.values(m)["a"] == 0.0
         assert res.values(m)["b"] == 1.0
@@ -131,7 +135,12 @@ def test_query_without_relevant_documents_scores_zero():
 def test_only_negative_judgments_and_empty_views():
     qrels = Qrels(["a", "b"], ["x", "x"], [-1, 1])
     run = Run(["a", "b", "b"], ["x", "y", "z"], [1.0, 3.0, 2.0])
-    res = evaluate(qrels, run, ["nDCG", "nDCG@2", "AP(judged_only=True)", "Bpref", "Judged@2"], profile="trec_eval")
+    res = evaluate(
+        qrels,
+        run,
+        ["nDCG", "nDCG@2", "AP(judged_only=True)", "Bpref", "Judged@2"],
+        profile="trec_eval",
+    )
     assert res.values("nDCG") == {"a": 0.0, "b": 0.0}
     assert res.values("Judged@2") == {"a": 1.0, "b": 0.0}
     assert res.values("AP(judged_only=True)") == {"a": 0.0, "b": 0.0}

@@ -13,7 +13,23 @@ from .registry import FAMILY_MODULES, MeasureFamily, all_family_names, get_famil
 from .results import Results, read_results
 
 __all__ = [
-    "Measure", "parse_measure", "parse_measures", "EvalContext", "Ranked", "UNJUDGED", "evaluate",
-    "Profile", "PROFILES", "DEFAULT_PROFILE", "get_profile", "register_profile", "MeasureFamily",
-    "FAMILY_MODULES", "register", "get_family", "all_family_names", "Results", "read_results",
+    "Measure",
+    "parse_measure",
+    "parse_measures",
+    "EvalContext",
+    "Ranked",
+    "UNJUDGED",
+    "evaluate",
+    "Profile",
+    "PROFILES",
+    "DEFAULT_PROFILE",
+    "get_profile",
+    "register_profile",
+    "MeasureFamily",
+    "FAMILY_MODULES",
+    "register",
+    "get_family",
+    "all_family_names",
+    "Results",
+    "read_results",
 ]

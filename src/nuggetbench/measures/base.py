@@ -123,7 +123,9 @@ def _parse_value(text: str, where: str) -> Any:
         return text[1:-1]
     if re.match(r"^[A-Za-z0-9_\-.]+$", text):
         return text
-    raise SpecError(f"{where}: cannot read parameter value {text!r} (use a number, True/False or a quoted string)")
+    raise SpecError(
+        f"{where}: cannot read parameter value {text!r} (use a number, True/False or a quoted string)"
+    )
 
 
 def _coerce(value: Any, default: Any, where: str, pname: str) -> Any:
@@ -237,18 +239,26 @@ def check_measure(measure: Measure, where: str | None = None) -> Measure:
         seen.add(key)
         if key not in family.params:
             allowed = ", ".join(family.params) or "none"
-            raise SpecError(f"{where}: {family.name} has no parameter {key!r} (it takes: {allowed})")
+            raise SpecError(
+                f"{where}: {family.name} has no parameter {key!r} (it takes: {allowed})"
+            )
         params.append((key, _coerce(value, family.params[key], where, key)))
     for key, default in family.params.items():
         if default is REQUIRED and key not in seen:
-            raise SpecError(f"{where}: {family.name} needs the parameter {key!r}, e.g. {family.name}({key}=...)")
+            raise SpecError(
+                f"{where}: {family.name} needs the parameter {key!r}, e.g. {family.name}({key}=...)"
+            )
     cutoff = measure.cutoff
-    if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff <= 0):
+    if cutoff is not None and (
+        isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff <= 0
+    ):
         raise SpecError(f"{where}: the cutoff must be a positive integer, got {cutoff!r}")
     if family.cutoff == "required" and cutoff is None:
         raise SpecError(f"{where}: {family.name} needs a cutoff, e.g. {family.name}@10")
     if family.cutoff == "forbidden" and cutoff is not None:
-        raise SpecError(f"{where}: {family.name} takes no cutoff; write {family.name} without '@{cutoff}'")
+        raise SpecError(
+            f"{where}: {family.name} takes no cutoff; write {family.name} without '@{cutoff}'"
+        )
     return Measure(family.name, cutoff, tuple(params))
 
 

@@ -220,7 +220,9 @@ class EvalContext:
             has = self._qpos >= 0
             safe = np.maximum(self._qpos, 0)
             lengths = np.where(has, np.diff(qstarts)[safe] if len(qq) else 0, 0).astype(np.int64)
-            index = _gather_ranges(qstarts[safe] if len(qq) else np.zeros(len(safe), np.int64), lengths)
+            index = _gather_ranges(
+                qstarts[safe] if len(qq) else np.zeros(len(safe), np.int64), lengths
+            )
             qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), lengths)
             self._cache["judgments"] = (qidx, qdocs[index], qgrades[index])
         return self._cache["judgments"]
@@ -267,14 +269,18 @@ class EvalContext:
         if n == int(rstarts[-1]) and np.array_equal(self._rpos[has], np.flatnonzero(rlen > 0)):
             run_index = np.arange(n, dtype=np.int64)
         else:
-            run_index = _gather_ranges(rstarts[safe] if len(rq) else np.zeros(nq, np.int64), lengths)
+            run_index = _gather_ranges(
+                rstarts[safe] if len(rq) else np.zeros(nq, np.int64), lengths
+            )
         qidx = np.repeat(np.arange(nq, dtype=np.int64), lengths)
         rank = np.arange(n, dtype=np.int64) - np.repeat(starts[:-1], lengths)
         if self.profile.tie_break != "docid_desc" and n:
             from ..data.ranking import rank_order
 
             _, _, rdocs, rscores = self.run.arrays()
-            perm = rank_order(qidx, rscores[run_index], rdocs[run_index], tie_break=self.profile.tie_break)
+            perm = rank_order(
+                qidx, rscores[run_index], rdocs[run_index], tie_break=self.profile.tie_break
+            )
             run_index = run_index[perm]
         grade = self._join(qidx, run_index)
         self._cache["base"] = (qidx, rank, grade, run_index, starts)
@@ -317,7 +323,9 @@ class EvalContext:
             grade[cand[found]] = multi_grades[pos[found]]
         return grade
 
-    def _entries(self, judged_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _entries(
+        self, judged_only: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         key = ("entries", bool(judged_only))
         if key in self._cache:
             return self._cache[key]

@@ -35,7 +35,10 @@ def _measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tup
         pairs = [(str(measures), parse_measure(measures))]
     else:
         items = list(measures)
-        pairs = [(item.strip() if isinstance(item, str) else str(item), parse_measure(item)) for item in items]
+        pairs = [
+            (item.strip() if isinstance(item, str) else str(item), parse_measure(item))
+            for item in items
+        ]
         if not pairs:
             parse_measures([])  # raises SpecError: no measures given
     seen: dict[str, Measure] = {}
@@ -115,8 +118,11 @@ def evaluate(
     if ctx.run_only_queries:
         logger.info("%d run queries have no judgments and were ignored", len(ctx.run_only_queries))
     if ctx.missing_queries:
-        logger.info("%d judged queries are absent from the run (%s)", len(ctx.missing_queries),
-                    "scored on an empty ranking" if prof.average_over == "qrels" else "left out")
+        logger.info(
+            "%d judged queries are absent from the run (%s)",
+            len(ctx.missing_queries),
+            "scored on an empty ranking" if prof.average_over == "qrels" else "left out",
+        )
     return Results(
         query_ids=ctx.query_ids.tolist(),
         measures=[k for k, _ in keyed],

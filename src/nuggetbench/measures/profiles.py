@@ -35,7 +35,12 @@ if TYPE_CHECKING:  # pragma: no cover
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "Profile", "register_profile", "get_profile", "PROFILES", "DEFAULT_PROFILE", "PROFILE_MODULES",
+    "Profile",
+    "register_profile",
+    "get_profile",
+    "PROFILES",
+    "DEFAULT_PROFILE",
+    "PROFILE_MODULES",
     "AVERAGE_OVER",
 ]
 
@@ -73,17 +78,25 @@ class Profile:
     average_over: str = "qrels"
     tie_break: str = "docid_desc"
     scale: float = 1.0
-    select_queries: Callable[[Qrels, Run], Iterable[str]] | None = field(default=None, compare=False)
+    select_queries: Callable[[Qrels, Run], Iterable[str]] | None = field(
+        default=None, compare=False
+    )
     transform: Callable[[Qrels, Run], tuple[Qrels, Run]] | None = field(default=None, compare=False)
     options: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.average_over not in AVERAGE_OVER:
-            raise ValueError(f"profile {self.name!r}: average_over must be one of {AVERAGE_OVER}, got {self.average_over!r}")
+            raise ValueError(
+                f"profile {self.name!r}: average_over must be one of {AVERAGE_OVER}, got {self.average_over!r}"
+            )
         if self.tie_break not in ("docid_desc", "docid_asc"):
-            raise ValueError(f"profile {self.name!r}: tie_break must be 'docid_desc' or 'docid_asc', got {self.tie_break!r}")
+            raise ValueError(
+                f"profile {self.name!r}: tie_break must be 'docid_desc' or 'docid_asc', got {self.tie_break!r}"
+            )
         if not (isinstance(self.scale, (int, float)) and self.scale > 0):
-            raise ValueError(f"profile {self.name!r}: scale must be a positive number, got {self.scale!r}")
+            raise ValueError(
+                f"profile {self.name!r}: scale must be a positive number, got {self.scale!r}"
+            )
 
     def __str__(self) -> str:
         return self.name
@@ -101,7 +114,9 @@ def register_profile(profile: Profile, *, replace: bool = False) -> Profile:
     """
     old = PROFILES.get(profile.name)
     if old is not None and old is not profile and not replace:
-        raise ValueError(f"profile {profile.name!r} is already registered (pass replace=True to override)")
+        raise ValueError(
+            f"profile {profile.name!r} is already registered (pass replace=True to override)"
+        )
     PROFILES[profile.name] = profile
     return profile
 
@@ -114,7 +129,9 @@ def _import_profile_modules() -> None:
         try:
             importlib.import_module(module)
         except Exception as exc:
-            logger.warning("profile module %s failed to import: %s: %s", module, type(exc).__name__, exc)
+            logger.warning(
+                "profile module %s failed to import: %s: %s", module, type(exc).__name__, exc
+            )
 
 
 def get_profile(profile: str | Profile | None = None) -> Profile:
@@ -138,15 +155,19 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
     return PROFILES[name]
 
 
-register_profile(Profile(
-    name="trec_eval -c",
-    description="every judged query counts; a judged query missing from the run scores 0 "
-    "(trec_eval -c); ties by doc id descending",
-    average_over="qrels",
-))
-register_profile(Profile(
-    name="trec_eval",
-    description="only queries in both the run and the qrels (trec_eval's and pytrec_eval's "
-    "default); ties by doc id descending",
-    average_over="run_and_qrels",
-))
+register_profile(
+    Profile(
+        name="trec_eval -c",
+        description="every judged query counts; a judged query missing from the run scores 0 "
+        "(trec_eval -c); ties by doc id descending",
+        average_over="qrels",
+    )
+)
+register_profile(
+    Profile(
+        name="trec_eval",
+        description="only queries in both the run and the qrels (trec_eval's and pytrec_eval's "
+        "default); ties by doc id descending",
+        average_over="run_and_qrels",
+    )
+)

@@ -25,12 +25,22 @@ if TYPE_CHECKING:  # pragma: no cover
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "REQUIRED", "MeasureFamily", "register", "get_family", "find_family", "all_family_names",
+    "REQUIRED",
+    "MeasureFamily",
+    "register",
+    "get_family",
+    "find_family",
+    "all_family_names",
     "FAMILY_MODULES",
 ]
 
 #: Modules that register families, imported on the first lookup (append yours).
-FAMILY_MODULES: list[str] = ["nuggetbench.measures.trec", "nuggetbench.measures.nuggets", "nuggetbench.measures.diversity", "nuggetbench.measures.birco"]
+FAMILY_MODULES: list[str] = [
+    "nuggetbench.measures.trec",
+    "nuggetbench.measures.nuggets",
+    "nuggetbench.measures.diversity",
+    "nuggetbench.measures.birco",
+]
 
 _FAMILIES: dict[str, MeasureFamily] = {}
 _ALIASES: dict[str, str] = {}
@@ -90,15 +100,25 @@ def register(family: MeasureFamily) -> MeasureFamily:
     if not family.name:
         raise ValueError(f"{family!r} has no name")
     if family.cutoff not in ("required", "optional", "forbidden"):
-        raise ValueError(f"family {family.name}: cutoff must be required/optional/forbidden, got {family.cutoff!r}")
+        raise ValueError(
+            f"family {family.name}: cutoff must be required/optional/forbidden, got {family.cutoff!r}"
+        )
     if family.aggregate not in ("mean", "sum"):
-        raise ValueError(f"family {family.name}: aggregate must be 'mean' or 'sum', got {family.aggregate!r}")
+        raise ValueError(
+            f"family {family.name}: aggregate must be 'mean' or 'sum', got {family.aggregate!r}"
+        )
     for alias in family.aliases:
         owner = _ALIASES.get(alias)
-        if (owner is not None and owner != family.name) or (alias in _FAMILIES and alias != family.name):
-            raise ValueError(f"family {family.name}: alias {alias!r} already names {owner or alias!r}")
+        if (owner is not None and owner != family.name) or (
+            alias in _FAMILIES and alias != family.name
+        ):
+            raise ValueError(
+                f"family {family.name}: alias {alias!r} already names {owner or alias!r}"
+            )
     if family.name in _ALIASES and _ALIASES[family.name] != family.name:
-        raise ValueError(f"family name {family.name!r} is already an alias of {_ALIASES[family.name]!r}")
+        raise ValueError(
+            f"family name {family.name!r} is already an alias of {_ALIASES[family.name]!r}"
+        )
     _FAMILIES[family.name] = family
     for alias in family.aliases:
         _ALIASES[alias] = family.name
@@ -144,7 +164,11 @@ def get_family(name: str) -> MeasureFamily:
     hint = suggest(name, [*_FAMILIES, *_ALIASES])
     broken = ""
     if _FAILED:
-        broken = " (some measure modules failed to import: " + "; ".join(f"{m}: {e}" for m, e in _FAILED.items()) + ")"
+        broken = (
+            " (some measure modules failed to import: "
+            + "; ".join(f"{m}: {e}" for m, e in _FAILED.items())
+            + ")"
+        )
     raise UnknownNameError(
         f"unknown measure {name!r}.{hint} Known families: {', '.join(sorted(_FAMILIES))}{broken}"
     )

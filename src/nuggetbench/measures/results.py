@@ -91,7 +91,9 @@ class Results:
             "measures": list(self.measures),
             "means": {m: _clean(v) for m, v in self.means.items()},
             "query_ids": list(self.query_ids),
-            "per_query": {m: [_clean(x) for x in self.per_query[m].tolist()] for m in self.measures},
+            "per_query": {
+                m: [_clean(x) for x in self.per_query[m].tolist()] for m in self.measures
+            },
             "run_only_queries": list(self.run_only_queries),
             "missing_queries": list(self.missing_queries),
             "provenance": dict(self.provenance),
@@ -108,18 +110,31 @@ class Results:
             qids = [str(q) for q in data["query_ids"]]
             measures = [str(m) for m in data["measures"]]
             per_query = {
-                m: np.array([np.nan if x is None else x for x in data["per_query"][m]], dtype=np.float64)
+                m: np.array(
+                    [np.nan if x is None else x for x in data["per_query"][m]], dtype=np.float64
+                )
                 for m in measures
             }
-            means = {m: (math.nan if data["means"][m] is None else float(data["means"][m])) for m in measures}
+            means = {
+                m: (math.nan if data["means"][m] is None else float(data["means"][m]))
+                for m in measures
+            }
             profile = str(data["profile"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"not a nuggetbench results dict: {type(exc).__name__}: {exc}") from exc
+            raise InputError(
+                f"not a nuggetbench results dict: {type(exc).__name__}: {exc}"
+            ) from exc
         for m, values in per_query.items():
             if len(values) != len(qids):
-                raise InputError(f"results: measure {m!r} has {len(values)} values for {len(qids)} queries")
+                raise InputError(
+                    f"results: measure {m!r} has {len(values)} values for {len(qids)} queries"
+                )
         return cls(
-            query_ids=qids, measures=measures, per_query=per_query, means=means, profile=profile,
+            query_ids=qids,
+            measures=measures,
+            per_query=per_query,
+            means=means,
+            profile=profile,
             run_only_queries=list(data.get("run_only_queries", [])),
             missing_queries=list(data.get("missing_queries", [])),
             provenance=dict(data.get("provenance", {})),
@@ -137,7 +152,10 @@ class Results:
         """A DataFrame: one row per query (index ``query_id``), one column per measure."""
         import pandas as pd
 
-        frame = pd.DataFrame({m: self.per_query[m] for m in self.measures}, index=pd.Index(self.query_ids, name="query_id"))
+        frame = pd.DataFrame(
+            {m: self.per_query[m] for m in self.measures},
+            index=pd.Index(self.query_ids, name="query_id"),
+        )
         return frame
 
 
@@ -158,4 +176,6 @@ def read_results(path: str | Path) -> Results:
 
 
 def _clean(value: float) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+    return (
+        None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+    )

@@ -56,7 +56,9 @@ def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def _view(ctx: EvalContext, measure: Measure, cutoff: int | None = None) -> Ranked:
-    return ctx.ranked(rel=measure.param("rel"), judged_only=measure.param("judged_only"), cutoff=cutoff)
+    return ctx.ranked(
+        rel=measure.param("rel"), judged_only=measure.param("judged_only"), cutoff=cutoff
+    )
 
 
 def _relevant_positions(view: Ranked) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -75,7 +77,9 @@ class NDCG(MeasureFamily):
     aliases = ("ndcg", "NDCG")
     params: ClassVar[dict[str, Any]] = {"judged_only": False}
     cutoff = "optional"
-    description = "normalised DCG, linear gain = grade, log2(rank+1) discount (trec_eval ndcg / ndcg_cut.k)"
+    description = (
+        "normalised DCG, linear gain = grade, log2(rank+1) discount (trec_eval ndcg / ndcg_cut.k)"
+    )
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         k = measure.cutoff
@@ -89,7 +93,9 @@ class NDCG(MeasureFamily):
         np.cumsum(counts, out=first[1:])
         irank = np.arange(len(iq), dtype=np.int64) - first[iq]
         keep = irank < k if k is not None else np.ones(len(iq), dtype=bool)
-        idcg = np.bincount(iq[keep], weights=ig[keep] / np.log2(irank[keep] + 2.0), minlength=len(ctx.query_ids))
+        idcg = np.bincount(
+            iq[keep], weights=ig[keep] / np.log2(irank[keep] + 2.0), minlength=len(ctx.query_ids)
+        )
         return _safe_div(dcg, idcg)
 
 
@@ -251,5 +257,18 @@ class Judged(MeasureFamily):
         return _safe_div(judged, view.num_ret.astype(np.float64))
 
 
-for _family in (NDCG(), AP(), RR(), P(), R(), Success(), Rprec(), Bpref(), NumRet(), NumRel(), NumRelRet(), Judged()):
+for _family in (
+    NDCG(),
+    AP(),
+    RR(),
+    P(),
+    R(),
+    Success(),
+    Rprec(),
+    Bpref(),
+    NumRet(),
+    NumRel(),
+    NumRelRet(),
+    Judged(),
+):
     register(_family)

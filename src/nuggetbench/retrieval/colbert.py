@@ -1,0 +1,414 @@
+"""Late interaction (ColBERT-style MaxSim), as a reranker or as full search over small corpora.
+
+``colbert:MODEL`` loads a checkpoint in one of its published formats through sentence-transformers'
+``MultiVectorEncoder`` (sentence-transformers >= 6.2; PyLate itself is not needed, it pins an old
+CUDA torch):
+
+* PyLate folders (``modules.json`` with a Transformer and a ``pylate.models.Dense.Dense``
+  projection, ``config_sentence_transformers.json`` with ``query_prefix`` ``[Q] ``,
+  ``document_prefix`` ``[D] ``, ``query_length``, ``document_length``, ``do_query_expansion``,
+  ``attend_to_expansion_tokens``, ``skiplist_words``);
+* Stanford ColBERT(v2) checkpoints (``config.json`` with ``architectures: ["HF_ColBERT"]``, the BERT
+  weights plus a ``linear.weight`` projection, and ``artifact.metadata`` with ``query_token_id``
+  ``[unused0]``, ``doc_token_id`` ``[unused1]``, ``query_maxlen``, ``doc_maxlen``,
+  ``attend_to_mask_tokens``);
+* native sentence-transformers ``MultiVectorEncoder`` folders.
+
+As those formats define: the query marker follows ``[CLS]``, queries are padded with ``[MASK]``
+expansion tokens to the query length (attended to or not as the checkpoint says) and every query
+position is scored; document punctuation (the skiplist) is excluded from scoring; token vectors are
+L2-normalised. A plain BERT / bi-encoder folder is refused (loading it would add a randomly
+initialised projection).
+
+Scoring is ``MaxSim(q, d) = sum_i max_j <q_i, d_j>`` (Khattab & Zaharia, SIGIR 2020).
+``rerank`` is index-free (it encodes only the candidates, as the fastbook author used ColBERT);
+``index``/``search`` encode the whole corpus (cached as ``tokens.npy`` + ``offsets.npy``) and score
+it exhaustively in blocks with a running top-k: meant for small corpora.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data import Corpus, Queries, Run
+from ..errors import InputError, ModelError
+from . import embcache
+from ._models import BatchBackoff, load_model, pick_device, resolve_model, spec_name, use_fp16
+from .pipeline import DEFAULT_DEPTH, Composable
+from .topk import TopKStats, search_topk, tie_keys
+
+log = logging.getLogger(__name__)
+
+
+def check_colbert_folder(folder: str | Path, name: str) -> str:
+    """The checkpoint format of a local folder: ``"sentence-transformers"`` or ``"stanford"``.
+
+    Raises:
+        ModelError: neither a sentence-transformers folder with a projection layer nor an
+            ``HF_ColBERT`` checkpoint.
+    """
+    folder = Path(folder)
+    modules = folder / "modules.json"
+    if modules.exists():
+        try:
+            entries = json.loads(modules.read_text())
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"{modules}: not valid JSON ({exc.msg})") from None
+        if any("Dense" in str(e.get("type", "")) for e in entries):
+            return "sentence-transformers"
+        raise ModelError(
+            f"colbert model {name!r} ({folder}) has no Dense projection in modules.json: it is a "
+            "single-vector model, not a ColBERT checkpoint; use dense:{name} instead"
+        )
+    config = folder / "config.json"
+    if config.exists():
+        try:
+            arch = json.loads(config.read_text()).get("architectures") or []
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"{config}: not valid JSON ({exc.msg})") from None
+        if "HF_ColBERT" in arch:
+            return "stanford"
+    raise ModelError(
+        f"colbert model {name!r} ({folder}) is not a ColBERT checkpoint (PyLate / "
+        "sentence-transformers folder with a Dense projection, or a Stanford HF_ColBERT "
+        "checkpoint); loading it would add a randomly initialised projection"
+    )
+
+
+def maxsim(query: np.ndarray, tokens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """MaxSim of one query against consecutive documents.
+
+    Args:
+        query: (Lq, dim) query token vectors.
+        tokens: (T, dim) document token vectors, documents one after another.
+        offsets: (n + 1,) start of each document in *tokens* (``offsets[0] == 0``,
+            ``offsets[-1] == T``); every document has at least one token.
+
+    Returns:
+        float32 scores, shape (n,).
+    """
+    sims = np.asarray(query, dtype=np.float32) @ np.asarray(tokens, dtype=np.float32).T
+    return np.maximum.reduceat(sims, offsets[:-1], axis=1).sum(axis=0)
+
+
+class ColBERTRetriever(Composable):
+    """ColBERT late interaction (spec ``colbert:MODEL[@depth][,option=value...]``).
+
+    Args:
+        model: hub id or local folder of a ColBERT checkpoint; ``MODEL@N`` sets *depth*.
+        depth: candidates re-scored per query when used as a reranker (``... >> colbert:MODEL@100``).
+        batch_size, device, fp16, with_title, cache, revision, trust_remote_code: as
+            :class:`~nuggetbench.retrieval.dense.DenseRetriever`.
+        query_block, doc_block: queries and documents scored together in full search.
+        chunk: documents encoded per call (and per reranking group).
+    """
+
+    PREFIX = "colbert"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        depth: int = DEFAULT_DEPTH,
+        batch_size: int = 32,
+        device: str = "auto",
+        fp16: bool | None = None,
+        with_title: bool = True,
+        query_block: int = 16,
+        doc_block: int = 1024,
+        chunk: int = 2048,
+        cache: bool = True,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+    ):
+        from .rerank import split_depth
+
+        model, at = split_depth(str(model))
+        depth = at if at is not None else depth
+        if depth < 1 or batch_size < 1 or query_block < 1 or doc_block < 1 or chunk < 1:
+            raise InputError("depth, batch_size, query_block, doc_block and chunk must be >= 1")
+        self.model_name = model
+        self.depth = int(depth)
+        self.ref = resolve_model(model, revision=revision, what="colbert model")
+        if self.ref.local:
+            self.format = check_colbert_folder(self.ref.location, model)
+        self.options: dict[str, Any] = dict(
+            depth=self.depth,
+            batch_size=batch_size,
+            device=device,
+            fp16=fp16,
+            with_title=with_title,
+            query_block=query_block,
+            doc_block=doc_block,
+            chunk=chunk,
+            cache=cache,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+        )
+        from .spec import spec_options
+
+        defaults = spec_options(type(self))
+        self.name = spec_name(
+            self.PREFIX,
+            model + (f"@{self.depth}" if self.depth != DEFAULT_DEPTH else ""),
+            {k: v for k, v in self.options.items() if k != "depth"},
+            defaults,
+        )
+        self.device = pick_device(device)
+        self.fp16 = use_fp16(fp16, self.device)
+        self.backoff = BatchBackoff(batch_size, what=f"encoding with {model}")
+        self._model = None
+        self.encode_calls = 0
+
+    @property
+    def model(self):
+        """The loaded ``MultiVectorEncoder`` (loaded on first use)."""
+        if self._model is None:
+            self._model = load_model(
+                "MultiVectorEncoder",
+                self.ref,
+                device=self.device,
+                fp16=self.fp16,
+                trust_remote_code=self.options["trust_remote_code"],
+                what="colbert model",
+            )
+            if not self.ref.local:
+                from ._models import _cached_snapshot
+
+                snap = _cached_snapshot(self.ref.name, self.ref.revision)
+                if snap:
+                    self.format = check_colbert_folder(snap, self.model_name)
+        return self._model
+
+    def identity(self) -> dict:
+        return {
+            "kind": self.PREFIX,
+            "model": self.model_name,
+            "model_fingerprint": self.ref.fingerprint,
+            "precision": "fp16" if self.fp16 else "fp32",
+            "with_title": self.options["with_title"],
+            "depth": self.depth,
+        }
+
+    # --- encoding -------------------------------------------------------------------------------
+    def _encode(self, texts: list[str], *, query: bool) -> list[np.ndarray]:
+        def enc(items: list[str], batch_size: int) -> list[np.ndarray]:
+            self.encode_calls += 1
+            fn = self.model.encode_query if query else self.model.encode_document
+            out = fn(items, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+            return [np.asarray(x, dtype=np.float32) for x in out]
+
+        return self.backoff(enc, texts) if texts else []
+
+    def encode_queries(self, texts: list[str]) -> list[np.ndarray]:
+        """Token vectors of each query: a list of (Lq, dim) float32 arrays."""
+        return self._encode(texts, query=True)
+
+    def encode_documents(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(tokens (T, dim), offsets (n + 1,))`` of the documents, in the given order."""
+        vecs = self._encode(texts, query=False)
+        lengths = np.array([len(v) for v in vecs], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        dim = vecs[0].shape[1] if vecs else 0
+        tokens = np.concatenate(vecs, axis=0) if vecs else np.zeros((0, dim), dtype=np.float32)
+        return tokens, offsets
+
+    # --- reranking (index-free) ----------------------------------------------------------------
+    def rerank(
+        self, queries: Queries, run: Run, corpus: Corpus, k: int, *, show_progress: bool = False
+    ) -> Run:
+        """Re-score the top *k* candidates of each query of *run* by MaxSim; returns those *k* only.
+
+        Queries absent from *run* get no entries. Candidates missing from *corpus* raise ``KeyError``.
+        """
+        from .base import check_k
+
+        k = check_k(k)
+        qids = [q for q in queries if q in run]
+        per_group = max(1, self.options["chunk"] // k)
+        q_col: list[str] = []
+        d_col: list[str] = []
+        s_col: list[float] = []
+        for g in range(0, len(qids), per_group):
+            group = qids[g : g + per_group]
+            cands = {q: run.doc_ids(q)[:k] for q in group}
+            unique = sorted({d for ds in cands.values() for d in ds})
+            tokens, offsets = self.encode_documents(
+                corpus.texts(unique, with_title=self.options["with_title"])
+            )
+            pos = {d: i for i, d in enumerate(unique)}
+            qvecs = self.encode_queries([queries[q] for q in group])
+            for q, qv in zip(group, qvecs):
+                rows = np.array([pos[d] for d in cands[q]], dtype=np.int64)
+                if not len(rows):
+                    continue
+                idx = np.concatenate([np.arange(offsets[r], offsets[r + 1]) for r in rows])
+                sub_off = np.concatenate([[0], np.cumsum(offsets[rows + 1] - offsets[rows])])
+                scores = maxsim(qv, tokens[idx], sub_off)
+                q_col += [q] * len(rows)
+                d_col += cands[q]
+                s_col += scores.astype(np.float64).tolist()
+        out = Run(
+            q_col,
+            d_col,
+            s_col,
+            name=f"{run.name} >> {self.name}" if run.name else self.name,
+            metadata={
+                "reranker": self.name,
+                "model_fingerprint": self.ref.fingerprint,
+                "depth": k,
+                "first_stage": run.name,
+            },
+        )
+        from .topk import _with_empty_queries
+
+        missing = sorted(set(queries) - set(out.query_ids))
+        return _with_empty_queries(out, missing) if missing else out
+
+    # --- full search ----------------------------------------------------------------------------
+    def index(self, corpus: Corpus, *, show_progress: bool = False) -> ColBERTIndex:
+        """Encode every document (or load the cached token vectors) for exhaustive MaxSim search."""
+        from ._models import progress_bar, text_lengths
+
+        doc_ids = corpus.doc_ids()
+        key = {
+            **self.identity(),
+            "corpus": corpus.fingerprint(),
+            "n_docs": len(doc_ids),
+            "doc_ids": embcache.doc_ids_digest(doc_ids),
+        }
+        key.pop("depth")
+        artifact = embcache.Artifact("embeddings/colbert", key, label=self.model_name)
+        cached = (
+            embcache.load_multivector(artifact, len(doc_ids)) if self.options["cache"] else None
+        )
+        if cached is not None:
+            return ColBERTIndex(self, doc_ids, cached[0], cached[1], cache_path=str(artifact.path))
+        with_title = self.options["with_title"]
+        order = np.argsort(
+            -text_lengths(corpus, len(doc_ids), with_title=with_title), kind="stable"
+        )
+        per_doc: list[np.ndarray | None] = [None] * len(doc_ids)
+        bar = progress_bar(show_progress, len(doc_ids), "encoding corpus (colbert)")
+        try:
+            for start in range(0, len(order), self.options["chunk"]):
+                rows = order[start : start + self.options["chunk"]].tolist()
+                vecs = self._encode(
+                    corpus.texts([doc_ids[i] for i in rows], with_title=with_title), query=False
+                )
+                for r, v in zip(rows, vecs):
+                    per_doc[r] = v
+                if bar is not None:
+                    bar.update(len(rows))
+        finally:
+            if bar is not None:
+                bar.close()
+        lengths = np.array([len(v) for v in per_doc], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        tokens = np.concatenate(per_doc, axis=0) if per_doc else np.zeros((0, 0), dtype=np.float32)
+        del per_doc
+        if self.options["cache"]:
+            embcache.save_multivector(artifact, tokens, offsets)
+        return ColBERTIndex(
+            self,
+            doc_ids,
+            tokens,
+            offsets,
+            cache_path=str(artifact.path) if self.options["cache"] else None,
+        )
+
+
+class ColBERTIndex:
+    """Token vectors of a corpus for exhaustive MaxSim search.
+
+    Attributes:
+        tokens: (T, dim) float32; offsets: (n_docs + 1,) int64; stats: of the last search.
+    """
+
+    def __init__(
+        self,
+        retriever: ColBERTRetriever,
+        doc_ids: list[str],
+        tokens: np.ndarray,
+        offsets: np.ndarray,
+        *,
+        cache_path: str | None = None,
+    ):
+        self.retriever = retriever
+        self.name = retriever.name
+        self.doc_ids = np.asarray(doc_ids, dtype=object)
+        self.tokens = tokens
+        self.offsets = offsets
+        self.cache_path = cache_path
+        self._ties = tie_keys(self.doc_ids)
+        self._lookup: dict[str, int] | None = None
+        self.stats = TopKStats()
+
+    def search(
+        self,
+        queries: Queries,
+        k: int,
+        *,
+        doc_filter: Mapping[str, Collection[str]] | None = None,
+        show_progress: bool = False,
+    ) -> Run:
+        """Top-*k* documents per query by MaxSim over the whole corpus (or the ``doc_filter`` candidates).
+
+        Raises:
+            CacheError: the model's token-vector size differs from the cached vectors'.
+        """
+        from .base import check_k
+
+        k = check_k(k)
+        qids = list(queries)
+        qvecs = self.retriever.encode_queries([queries[q] for q in qids])
+        if qvecs and qvecs[0].shape[1] != self.tokens.shape[1]:
+            embcache.check_dim(
+                self.tokens.shape[1],
+                qvecs[0].shape[1],
+                self.cache_path or "(memory)",
+                self.retriever.model_name,
+            )
+        if doc_filter and self._lookup is None:
+            self._lookup = {d: i for i, d in enumerate(self.doc_ids.tolist())}
+        tokens, offsets = self.tokens, self.offsets
+
+        def score(q_rows: np.ndarray, d_rows: np.ndarray) -> np.ndarray:
+            if int(d_rows[-1]) - int(d_rows[0]) + 1 == len(d_rows):
+                a, b = int(offsets[d_rows[0]]), int(offsets[d_rows[-1] + 1])
+                block, sub = tokens[a:b], offsets[d_rows[0] : d_rows[-1] + 2] - a
+            else:
+                idx = np.concatenate([np.arange(offsets[r], offsets[r + 1]) for r in d_rows])
+                block = tokens[idx]
+                sub = np.concatenate([[0], np.cumsum(offsets[d_rows + 1] - offsets[d_rows])])
+            block = np.asarray(block, dtype=np.float32)
+            return np.stack([maxsim(qvecs[i], block, sub) for i in q_rows.tolist()])
+
+        self.stats = TopKStats()
+        r = self.retriever
+        meta = {
+            "retriever": r.name,
+            "model": r.model_name,
+            "model_fingerprint": r.ref.fingerprint,
+            "k": k,
+        }
+        return search_topk(
+            score,
+            qids,
+            self.doc_ids,
+            k,
+            doc_filter=doc_filter,
+            doc_lookup=self._lookup,
+            tie_key=self._ties,
+            query_block=r.options["query_block"],
+            doc_block=r.options["doc_block"],
+            stats=self.stats,
+            name=r.name,
+            metadata=meta,
+        )

@@ -1,0 +1,351 @@
+"""Dense retrieval with sentence-transformers bi-encoders (``dense:MODEL``).
+
+The corpus is encoded once (documents sorted by length, longest first, so batches carry little
+padding; out-of-memory errors halve the batch size) into a memory-mapped cache keyed by the model
+fingerprint, the encoding parameters and the corpus fingerprint (:mod:`.embcache`). Search is exact
+inner product in blocks with a running top-k (:mod:`.topk`), so memory is bounded by the block
+size, never by queries x corpus; ``faiss=Flat`` (exact) or any other faiss factory string
+(approximate, e.g. ``HNSW32``) uses faiss instead.
+
+Prompts (prefixes) are chosen, in order: ``query_prompt`` / ``document_prompt`` when given; else the
+``prompts`` preset (``e5``: ``query: `` / ``passage: ``; ``bge``: BGE's English query instruction;
+``instruct``: ``Instruct: {objective}\\nQuery: `` as e5-mistral / gte-Qwen); with ``prompts=auto``
+(default) the model's own configured ``query``/``document`` prompts, else a preset guessed from
+the model name (e5 and bge families), else none. The preset used is logged and recorded in the
+run's metadata.
+
+Task objectives (BIRCO-style instructions): ``search(..., objective=...)`` or the ``objective``
+option. A query prompt containing ``{objective}`` gets it substituted; otherwise the objective is
+prepended to each query text, followed by a newline.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import numpy as np
+
+from ..data import Corpus
+from ..errors import InputError
+from . import embcache
+from ._models import (
+    BatchBackoff,
+    load_model,
+    pick_device,
+    progress_bar,
+    resolve_model,
+    spec_name,
+    text_lengths,
+    use_fp16,
+)
+from .dense_index import DenseIndex
+from .pipeline import Composable
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OBJECTIVE = "Given a web search query, retrieve relevant passages that answer the query"
+
+PROMPT_PRESETS: dict[str, tuple[str, str]] = {
+    "none": ("", ""),
+    "e5": ("query: ", "passage: "),
+    "bge": ("Represent this sentence for searching relevant passages: ", ""),
+    "instruct": ("Instruct: {objective}\nQuery: ", ""),
+}
+"""``preset -> (query prompt, document prompt)``."""
+
+
+def guess_preset(model_name: str) -> str | None:
+    """The prompt preset of well-known model families, from the model name (``None``: unknown)."""
+    name = model_name.lower().rstrip("/").split("/")[-1]
+    if "e5" in name and ("instruct" in name or "mistral" in name):
+        return "instruct"
+    if re.search(r"(^|[-_])e5([-_]|$)", name):
+        return "e5"
+    if name.startswith("bge-") and "-en" in name and "m3" not in name:
+        return "bge"
+    return None
+
+
+def encode_sorted(
+    encode,
+    texts_of,
+    doc_ids: list[str],
+    lengths: np.ndarray,
+    out: np.ndarray,
+    *,
+    backoff: BatchBackoff,
+    chunk: int,
+    progress=None,
+) -> None:
+    """Encode documents longest first, in chunks, writing row *i* of *out* for ``doc_ids[i]``.
+
+    Args:
+        encode: ``encode(texts, batch_size) -> np.ndarray (len(texts), dim)``.
+        texts_of: ``texts_of(ids) -> list[str]``.
+        doc_ids: all ids, in index order.
+        lengths: text length (characters) of each document, shape (n,).
+        out: (n, dim) array (memory-mapped) to fill.
+        backoff: batch-size controller (halves on out-of-memory).
+        chunk: documents per encode call.
+        progress: optional callable receiving the number of documents done after each chunk.
+    """
+    order = np.argsort(-lengths, kind="stable")
+    for start in range(0, len(order), chunk):
+        rows = order[start : start + chunk]
+        texts = texts_of([doc_ids[i] for i in rows.tolist()])
+        vectors = backoff(encode, texts)
+        out[rows] = np.asarray(vectors, dtype=out.dtype)
+        if progress is not None:
+            progress(len(rows))
+
+
+class DenseRetriever(Composable):
+    """A sentence-transformers bi-encoder retriever (spec ``dense:MODEL[,option=value...]``).
+
+    Args:
+        model: hub id or local folder (checked at construction: :class:`~nuggetbench.errors.ModelError`
+            for an unknown id, a missing folder, or offline without a cached copy).
+        prompts: ``auto`` | ``none`` | ``e5`` | ``bge`` | ``instruct`` (see the module docstring).
+        query_prompt, document_prompt: literal prefixes overriding the preset (Python API; spec values
+            lose surrounding spaces).
+        objective: default task objective (see the module docstring).
+        batch_size: encoding batch size (halved automatically on out-of-memory).
+        max_length: maximum tokens per text (default: the model's).
+        normalize: L2-normalise embeddings (default: when the model's similarity is cosine).
+        device: ``auto`` (cuda, mps, else cpu) or a torch device string.
+        fp16: half precision (default: on for CUDA).
+        with_title: encode ``title + " " + text`` (BEIR's convention) rather than the text alone.
+        faiss: empty for exact numpy search; else a faiss factory string (``Flat`` exact, ``HNSW32``...).
+        query_block, doc_block: block shape of exact search (memory ~ 4 bytes x their product).
+        chunk: documents per encode call (bounded memory for large corpora).
+        cache: store/reuse corpus embeddings under ``<home>/cache/embeddings/dense``.
+        revision: hub revision (branch, tag or commit).
+        trust_remote_code: allow model code from the Hub.
+    """
+
+    PREFIX = "dense"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        prompts: str = "auto",
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
+        objective: str | None = None,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        normalize: bool | None = None,
+        device: str = "auto",
+        fp16: bool | None = None,
+        with_title: bool = True,
+        faiss: str = "",
+        query_block: int = 1024,
+        doc_block: int = 16384,
+        chunk: int = 8192,
+        cache: bool = True,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+    ):
+        if prompts not in PROMPT_PRESETS and prompts != "auto":
+            raise InputError(
+                f"unknown prompts preset {prompts!r}; use one of auto, {', '.join(PROMPT_PRESETS)}"
+            )
+        if batch_size < 1 or query_block < 1 or doc_block < 1 or chunk < 1:
+            raise InputError("batch_size, query_block, doc_block and chunk must be >= 1")
+        self.model_name = str(model)
+        self.ref = resolve_model(self.model_name, revision=revision, what="dense model")
+        self.options: dict[str, Any] = dict(
+            prompts=prompts,
+            query_prompt=query_prompt,
+            document_prompt=document_prompt,
+            objective=objective,
+            batch_size=batch_size,
+            max_length=max_length,
+            normalize=normalize,
+            device=device,
+            fp16=fp16,
+            with_title=with_title,
+            faiss=faiss,
+            query_block=query_block,
+            doc_block=doc_block,
+            chunk=chunk,
+            cache=cache,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+        )
+        from .spec import spec_options
+
+        self.name = spec_name(self.PREFIX, self.model_name, self.options, spec_options(type(self)))
+        self._model = None
+        self.device = pick_device(device)
+        self.fp16 = use_fp16(fp16, self.device)
+        self.backoff = BatchBackoff(batch_size, what=f"encoding with {self.model_name}")
+        self.encode_calls = 0
+
+    # --- model and prompts ----------------------------------------------------------------------
+    @property
+    def model(self):
+        """The loaded ``SentenceTransformer`` (loaded on first use)."""
+        if self._model is None:
+            self._model = load_model(
+                "SentenceTransformer",
+                self.ref,
+                device=self.device,
+                fp16=self.fp16,
+                max_length=self.options["max_length"],
+                trust_remote_code=self.options["trust_remote_code"],
+                what="dense model",
+            )
+        return self._model
+
+    def _preset(self) -> str | None:
+        preset = self.options["prompts"]
+        if preset != "auto":
+            return preset
+        return guess_preset(self.model_name) if not self._model_has_prompts() else None
+
+    def _model_has_prompts(self) -> bool:
+        return bool({"query", "document", "passage"} & set((self.model.prompts or {}).keys()))
+
+    def prompts_used(self) -> tuple[str | None, str | None]:
+        """``(query prompt, document prompt)``; ``None`` means the model's configured prompt."""
+        preset = self._preset()
+        q, d = PROMPT_PRESETS[preset] if preset else (None, None)
+        if self.options["query_prompt"] is not None:
+            q = self.options["query_prompt"]
+        if self.options["document_prompt"] is not None:
+            d = self.options["document_prompt"]
+        return q, d
+
+    def _normalize(self) -> bool:
+        if self.options["normalize"] is not None:
+            return bool(self.options["normalize"])
+        return (getattr(self.model, "similarity_fn_name", None) or "cosine") == "cosine"
+
+    def identity(self) -> dict:
+        """What determines the corpus embeddings and the search results of this retriever."""
+        keep = (
+            "prompts",
+            "query_prompt",
+            "document_prompt",
+            "objective",
+            "max_length",
+            "normalize",
+            "with_title",
+            "faiss",
+        )
+        return {
+            "kind": self.PREFIX,
+            "model": self.model_name,
+            "model_fingerprint": self.ref.fingerprint,
+            "precision": "fp16" if self.fp16 else "fp32",
+            **{k: self.options[k] for k in keep},
+        }
+
+    def _doc_key(self, corpus: Corpus) -> dict:
+        key = self.identity()
+        for k in ("query_prompt", "objective", "faiss"):
+            key.pop(k)
+        return {**key, "corpus": corpus.fingerprint(), "n_docs": len(corpus)}
+
+    # --- encoding -----------------------------------------------------------------------------
+    def _encode_docs(self, texts: list[str], batch_size: int) -> np.ndarray:
+        self.encode_calls += 1
+        _, doc_prompt = self.prompts_used()
+        return self.model.encode_document(
+            texts,
+            prompt=doc_prompt,
+            batch_size=batch_size,
+            normalize_embeddings=self._normalize(),
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
+    def encode_queries(
+        self, texts: list[str], *, objective: str | None = None, show_progress: bool = False
+    ) -> np.ndarray:
+        """Query embeddings ``(len(texts), dim)`` float32, with the query prompt and objective applied."""
+        q_prompt, _ = self.prompts_used()
+        objective = objective or self.options["objective"]
+        if q_prompt and "{objective}" in q_prompt:
+            q_prompt = q_prompt.replace("{objective}", objective or DEFAULT_OBJECTIVE)
+        elif objective:
+            texts = [f"{objective}\n{t}" for t in texts]
+
+        def enc(items: list[str], batch_size: int) -> np.ndarray:
+            return self.model.encode_query(
+                items,
+                prompt=q_prompt,
+                batch_size=batch_size,
+                normalize_embeddings=self._normalize(),
+                convert_to_numpy=True,
+                show_progress_bar=show_progress,
+            )
+
+        return np.asarray(self.backoff(enc, texts), dtype=np.float32)
+
+    def index(self, corpus: Corpus, *, show_progress: bool = False) -> DenseIndex:
+        """Encode *corpus* (or load its cached embeddings) and return a :class:`DenseIndex`."""
+        doc_ids = corpus.doc_ids()
+        with_title = self.options["with_title"]
+
+        def texts_of(ids: list[str]) -> list[str]:
+            return corpus.texts(ids, with_title=with_title)
+
+        artifact = embcache.Artifact(
+            "embeddings/dense",
+            {**self._doc_key(corpus), "doc_ids": embcache.doc_ids_digest(doc_ids)},
+            label=self.model_name,
+        )
+        cached = embcache.load_dense(artifact, len(doc_ids)) if self.options["cache"] else None
+        if cached is not None:
+            log.info("loaded cached embeddings %s", artifact.path)
+            return DenseIndex(self, doc_ids, cached[0], cache_path=str(artifact.path))
+        dim = int(
+            self.model.get_embedding_dimension()
+            if hasattr(self.model, "get_embedding_dimension")
+            else self.model.get_sentence_embedding_dimension()
+        )
+        log.info(
+            "encoding %d documents with %s on %s (prompts %s)",
+            len(doc_ids),
+            self.model_name,
+            self.device,
+            self.prompts_used(),
+        )
+        lengths = text_lengths(corpus, len(doc_ids), with_title=with_title)
+        bar = progress_bar(show_progress, len(doc_ids), "encoding corpus")
+        update = bar.update if bar is not None else None
+        try:
+            if self.options["cache"]:
+                with embcache.write_dense(artifact, len(doc_ids), dim) as out:
+                    encode_sorted(
+                        self._encode_docs,
+                        texts_of,
+                        doc_ids,
+                        lengths,
+                        out,
+                        backoff=self.backoff,
+                        chunk=self.options["chunk"],
+                        progress=update,
+                    )
+                emb = embcache.load_dense(artifact, len(doc_ids))[0]
+                return DenseIndex(self, doc_ids, emb, cache_path=str(artifact.path))
+            out = np.empty((len(doc_ids), dim), dtype=np.float32)
+            encode_sorted(
+                self._encode_docs,
+                texts_of,
+                doc_ids,
+                lengths,
+                out,
+                backoff=self.backoff,
+                chunk=self.options["chunk"],
+                progress=update,
+            )
+            return DenseIndex(self, doc_ids, out)
+        finally:
+            if bar is not None:
+                bar.close()

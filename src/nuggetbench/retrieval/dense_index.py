@@ -1,0 +1,162 @@
+"""The index side of dense retrieval: corpus embeddings searched exactly in blocks (or with faiss).
+
+See :mod:`nuggetbench.retrieval.dense` for the retriever, prompts and caching.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..data import Queries, Run
+from ..errors import InputError
+from . import embcache
+from .topk import TopKStats, search_topk, tie_keys
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .dense import DenseRetriever
+
+
+class DenseIndex:
+    """Corpus embeddings plus the retriever that encodes queries (see :class:`DenseRetriever`).
+
+    Attributes:
+        embeddings: (n_docs, dim) float32 array (memory-mapped when cached).
+        doc_ids: ids of the rows.
+        stats: :class:`~nuggetbench.retrieval.topk.TopKStats` of the last exact search.
+    """
+
+    def __init__(
+        self,
+        retriever: DenseRetriever,
+        doc_ids: list[str],
+        embeddings: np.ndarray,
+        *,
+        cache_path: str | None = None,
+    ):
+        self.retriever = retriever
+        self.name = retriever.name
+        self.doc_ids = np.asarray(doc_ids, dtype=object)
+        self.embeddings = embeddings
+        self.cache_path = cache_path
+        self._lookup: dict[str, int] | None = None
+        self._ties = tie_keys(self.doc_ids)
+        self._faiss = None
+        self.stats = TopKStats()
+
+    def _check_dim(self, q: np.ndarray) -> None:
+        if q.shape[1] != self.embeddings.shape[1]:
+            embcache.check_dim(
+                self.embeddings.shape[1],
+                q.shape[1],
+                self.cache_path or "(memory)",
+                self.retriever.model_name,
+            )
+
+    def search(
+        self,
+        queries: Queries,
+        k: int,
+        *,
+        doc_filter: Mapping[str, Collection[str]] | None = None,
+        show_progress: bool = False,
+        objective: str | None = None,
+    ) -> Run:
+        """Top-*k* documents per query by inner product (cosine when normalised).
+
+        Args:
+            queries: ``query_id -> text``.
+            k: depth (>= 1).
+            doc_filter: ``{query_id: candidate doc ids}``; listed queries score only their candidates.
+            show_progress: progress bar for query encoding.
+            objective: task objective for this search (overrides the retriever's).
+
+        Returns:
+            A :class:`Run` named after the retriever; metadata records model, prompts and normalisation.
+
+        Raises:
+            CacheError: the model's embedding size differs from the cached corpus embeddings'.
+        """
+        from .base import check_k
+
+        k = check_k(k)
+        qids = list(queries)
+        q = self.retriever.encode_queries(
+            [queries[x] for x in qids], objective=objective, show_progress=show_progress
+        )
+        if len(qids):
+            self._check_dim(q)
+        r = self.retriever
+        meta = {
+            "retriever": r.name,
+            "model": r.model_name,
+            "model_fingerprint": r.ref.fingerprint,
+            "prompts": list(r.prompts_used()),
+            "normalize": r._normalize(),
+            "k": k,
+            "objective": objective or r.options["objective"],
+        }
+        if doc_filter and self._lookup is None:
+            self._lookup = {d: i for i, d in enumerate(self.doc_ids.tolist())}
+        if r.options["faiss"] and not doc_filter:
+            return self._faiss_search(qids, q, k, meta)
+        self.stats = TopKStats()
+        emb = self.embeddings
+
+        def score(q_rows: np.ndarray, d_rows: np.ndarray) -> np.ndarray:
+            docs = emb[d_rows[0] : d_rows[-1] + 1] if _contiguous(d_rows) else emb[d_rows]
+            return q[q_rows] @ np.asarray(docs, dtype=np.float32).T
+
+        return search_topk(
+            score,
+            qids,
+            self.doc_ids,
+            k,
+            doc_filter=doc_filter,
+            doc_lookup=self._lookup,
+            tie_key=self._ties,
+            query_block=r.options["query_block"],
+            doc_block=r.options["doc_block"],
+            stats=self.stats,
+            name=r.name,
+            metadata=meta,
+        )
+
+    def _faiss_search(self, qids: list[str], q: np.ndarray, k: int, meta: dict) -> Run:
+        try:
+            import faiss
+        except ImportError as exc:
+            raise InputError("faiss=... needs faiss: pip install 'nuggetbench[faiss]'") from exc
+        if self._faiss is None:
+            index = faiss.index_factory(
+                self.embeddings.shape[1],
+                self.retriever.options["faiss"],
+                faiss.METRIC_INNER_PRODUCT,
+            )
+            data = np.ascontiguousarray(self.embeddings, dtype=np.float32)
+            if not index.is_trained:
+                index.train(data)
+            index.add(data)
+            self._faiss = index
+        scores, ids = self._faiss.search(
+            np.ascontiguousarray(q, dtype=np.float32), min(k, len(self.doc_ids))
+        )
+        keep = ids >= 0
+        qcol = np.repeat(np.asarray(qids, dtype=object), ids.shape[1]).reshape(ids.shape)[keep]
+        from .topk import make_run
+
+        return make_run(
+            np.asarray(qids, dtype=object),
+            [qcol],
+            [ids[keep]],
+            [scores[keep]],
+            self.doc_ids,
+            name=self.retriever.name,
+            metadata={**meta, "faiss": self.retriever.options["faiss"]},
+        )
+
+
+def _contiguous(rows: np.ndarray) -> bool:
+    return len(rows) > 0 and int(rows[-1]) - int(rows[0]) + 1 == len(rows)

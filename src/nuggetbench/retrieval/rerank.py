@@ -1,0 +1,199 @@
+"""Cross-encoder reranking (``... >> rerank:MODEL@depth``) with sentence-transformers ``CrossEncoder``.
+
+For each query, the top ``depth`` documents of the incoming run are paired with the query
+(``(query, title + " " + text)``) and scored in batches (all pairs of a group of queries at once,
+batch halved on out-of-memory). The reranked run holds those ``depth`` documents only, scored by the
+model's raw logit (no sigmoid, so saturated probabilities cannot create ties); for a model with
+several labels the last label's logit is used (the "relevant" class of two-class rerankers).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import numpy as np
+
+from ..data import Corpus, Queries, Run
+from ..errors import InputError
+from ._models import BatchBackoff, load_model, pick_device, resolve_model, spec_name, use_fp16
+from .pipeline import DEFAULT_DEPTH, Composable
+
+log = logging.getLogger(__name__)
+
+
+def split_depth(model: str) -> tuple[str, int | None]:
+    """``"org/model@100"`` -> ``("org/model", 100)``; no ``@N`` suffix -> ``(model, None)``."""
+    m = re.fullmatch(r"(.+?)@(\d+)", model.strip())
+    if m is None:
+        return model.strip(), None
+    return m.group(1), int(m.group(2))
+
+
+class CrossEncoderReranker(Composable):
+    """Rerank with a cross-encoder (spec ``rerank:MODEL[@depth][,option=value...]``).
+
+    Args:
+        model: hub id or local folder of a sentence-transformers CrossEncoder (checked at construction);
+            ``MODEL@N`` sets *depth*.
+        depth: candidates re-scored per query (default 100).
+        batch_size: pairs per forward pass (halved automatically on out-of-memory).
+        max_length: maximum tokens of a (query, document) pair (default: the model's).
+        device, fp16, with_title, revision, trust_remote_code: as
+            :class:`~nuggetbench.retrieval.dense.DenseRetriever`.
+        group: pairs scored per ``predict`` call (bounds memory of the pair texts).
+    """
+
+    PREFIX = "rerank"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        depth: int = DEFAULT_DEPTH,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        device: str = "auto",
+        fp16: bool | None = None,
+        with_title: bool = True,
+        group: int = 4096,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+    ):
+        model, at = split_depth(str(model))
+        depth = at if at is not None else depth
+        if depth < 1 or batch_size < 1 or group < 1:
+            raise InputError("depth, batch_size and group must be >= 1")
+        self.model_name = model
+        self.depth = int(depth)
+        self.ref = resolve_model(model, revision=revision, what="cross-encoder")
+        self.options: dict[str, Any] = dict(
+            batch_size=batch_size,
+            max_length=max_length,
+            device=device,
+            fp16=fp16,
+            with_title=with_title,
+            group=group,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+        )
+        from .spec import spec_options
+
+        self.name = spec_name(
+            self.PREFIX, f"{model}@{self.depth}", self.options, spec_options(type(self))
+        )
+        self.device = pick_device(device)
+        self.fp16 = use_fp16(fp16, self.device)
+        self.backoff = BatchBackoff(batch_size, what=f"scoring with {model}")
+        self._model = None
+        self.predict_calls = 0
+
+    @property
+    def model(self):
+        """The loaded ``CrossEncoder`` (loaded on first use)."""
+        if self._model is None:
+            kwargs = (
+                {"max_length": self.options["max_length"]} if self.options["max_length"] else {}
+            )
+            self._model = load_model(
+                "CrossEncoder",
+                self.ref,
+                device=self.device,
+                fp16=self.fp16,
+                trust_remote_code=self.options["trust_remote_code"],
+                what="cross-encoder",
+                **kwargs,
+            )
+        return self._model
+
+    def identity(self) -> dict:
+        return {
+            "kind": self.PREFIX,
+            "model": self.model_name,
+            "model_fingerprint": self.ref.fingerprint,
+            "depth": self.depth,
+            "precision": "fp16" if self.fp16 else "fp32",
+            "max_length": self.options["max_length"],
+            "with_title": self.options["with_title"],
+        }
+
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """Raw relevance logits of ``(query, document)`` pairs, shape (len(pairs),) float64."""
+        if not pairs:
+            return np.zeros(0)
+
+        def predict(items: list[tuple[str, str]], batch_size: int) -> np.ndarray:
+            import torch
+
+            self.predict_calls += 1
+            out = self.model.predict(
+                items,
+                batch_size=batch_size,
+                activation_fn=torch.nn.Identity(),
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            out = np.asarray(out, dtype=np.float64)
+            return out[:, -1] if out.ndim == 2 else out
+
+        return self.backoff(predict, pairs)
+
+    def rerank(
+        self, queries: Queries, run: Run, corpus: Corpus, k: int, *, show_progress: bool = False
+    ) -> Run:
+        """Re-score the top *k* candidates of each query of *run*; the result holds those only.
+
+        Args:
+            queries: ``query_id -> text`` (queries absent from *run* get no entries).
+            run: first-stage run.
+            corpus: documents of the run.
+            k: candidates per query to re-score.
+
+        Returns:
+            A :class:`Run` named ``<first stage> >> <reranker>``.
+
+        Raises:
+            KeyError: a candidate document is not in *corpus*.
+        """
+        from .base import check_k
+        from .topk import _with_empty_queries
+
+        k = check_k(k)
+        with_title = self.options["with_title"]
+        qids = [q for q in queries if q in run]
+        entries = [(q, d) for q in qids for d in run.doc_ids(q)[:k]]
+        scores = np.empty(len(entries), dtype=np.float64)
+        bar = None
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(entries), desc="reranking", unit="pair")
+        step = self.options["group"]
+        try:
+            for start in range(0, len(entries), step):
+                part = entries[start : start + step]
+                docs = corpus.texts([d for _, d in part], with_title=with_title)
+                scores[start : start + len(part)] = self.score_pairs(
+                    [(queries[q], t) for (q, _), t in zip(part, docs)]
+                )
+                if bar is not None:
+                    bar.update(len(part))
+        finally:
+            if bar is not None:
+                bar.close()
+        name = f"{run.name} >> {self.name}" if run.name else self.name
+        out = Run(
+            [q for q, _ in entries],
+            [d for _, d in entries],
+            scores,
+            name=name,
+            metadata={
+                "reranker": self.name,
+                "model_fingerprint": self.ref.fingerprint,
+                "depth": k,
+                "first_stage": run.name,
+            },
+        )
+        missing = sorted(set(queries) - set(out.query_ids))
+        return _with_empty_queries(out, missing) if missing else out

@@ -1,0 +1,124 @@
+"""Cross-encoder reranking (rerank:MODEL@k) and `>>` pipelines, in Python and in spec strings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nuggetbench.data import InMemoryCorpus, Queries, Run
+from nuggetbench.errors import ModelError, SpecError
+from nuggetbench.retrieval import parse_retriever
+from nuggetbench.retrieval.dense import DenseRetriever
+from nuggetbench.retrieval.pipeline import IndexReranker, Pipeline, split_top
+from nuggetbench.retrieval.rerank import CrossEncoderReranker, split_depth
+from retrieval_tiny_models import texts, tiny_models
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    return tiny_models()
+
+
+@pytest.fixture(scope="session")
+def ce_model(tiny):
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(str(tiny.cross_encoder), device="cpu")
+
+
+def _corpus(n=15, seed=21):
+    docs = texts(n, seed=seed)
+    return InMemoryCorpus.from_dict({f"d{i:02d}": t for i, t in enumerate(docs)}), docs
+
+
+def test_split_depth():
+    assert split_depth("cross-encoder/ms-marco-MiniLM-L-6-v2@100") == (
+        "cross-encoder/ms-marco-MiniLM-L-6-v2",
+        100,
+    )
+    assert split_depth("org/model") == ("org/model", None)
+    assert split_depth("/path/with@sign/model@20") == ("/path/with@sign/model", 20)
+
+
+def test_scores_are_cross_encoder_logits_of_the_top_k(tiny, ce_model):
+    import torch
+
+    corpus, docs = _corpus()
+    queries = Queries({"q1": "cat and dog", "q2": "coffee at night", "q3": "not in the run"})
+    first = Run.from_ranked_lists({"q1": ["d00", "d01", "d02", "d03", "d04"], "q2": ["d09", "d08"]})
+    rr = CrossEncoderReranker(str(tiny.cross_encoder) + "@3", device="cpu", batch_size=2, group=3)
+    out = rr.rerank(queries, first, corpus, 3)
+    assert sorted(out.doc_ids("q1")) == ["d00", "d01", "d02"]  # only the top 3 are kept
+    assert sorted(out.doc_ids("q2")) == ["d08", "d09"] and out["q3"] == []
+    expect = ce_model.predict(
+        [("cat and dog", docs[i]) for i in range(3)], activation_fn=torch.nn.Identity()
+    )
+    got = dict(out["q1"])
+    np.testing.assert_allclose([got[f"d0{i}"] for i in range(3)], expect, rtol=1e-5, atol=1e-6)
+    assert out.name == f"{first.name} >> {rr.name}" if first.name else out.name == rr.name
+    assert out.metadata["depth"] == 3
+
+
+def test_oom_on_predict_halves_the_batch(tiny, monkeypatch):
+    import torch
+
+    corpus, _ = _corpus()
+    rr = CrossEncoderReranker(str(tiny.cross_encoder), device="cpu", batch_size=16)
+    original = rr.model.predict
+
+    def flaky(items, batch_size, **kw):
+        if batch_size > 4:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        return original(items, batch_size=batch_size, **kw)
+
+    monkeypatch.setattr(rr.model, "predict", flaky)
+    out = rr.rerank(Queries({"q": "cat"}), Run.from_ranked_lists({"q": ["d01", "d02"]}), corpus, 2)
+    assert len(out["q"]) == 2 and rr.backoff.batch_size == 4
+
+
+def test_python_rshift_with_any_retriever(tiny):
+    from nuggetbench.retrieval.bm25 import BM25
+
+    corpus, docs = _corpus()
+    rr = CrossEncoderReranker(str(tiny.cross_encoder), depth=4, device="cpu")
+    pipe = (
+        BM25(cache=False) >> rr
+    )  # BM25 does not know about pipelines: rerankers compose from the right
+    assert isinstance(pipe, Pipeline) and pipe.name == f"bm25 >> {rr.name}"
+    queries = Queries({"q": docs[3], "r": docs[7]})
+    run = pipe.index(corpus).search(queries, 3)
+    first = BM25(cache=False).index(corpus).search(queries, 4)
+    for q in queries:
+        assert len(run.doc_ids(q)) == min(3, len(first.doc_ids(q)))
+        assert set(run.doc_ids(q)) <= set(first.doc_ids(q))
+    dense = DenseRetriever(str(tiny.bi_encoder), device="cpu")
+    chained = dense >> rr >> CrossEncoderReranker(str(tiny.cross_encoder), depth=2, device="cpu")
+    assert len(chained.stages) == 2
+    run2 = chained.index(corpus).search(queries, 10)
+    assert all(len(run2.doc_ids(q)) == 2 for q in queries)
+
+
+def test_retriever_after_rshift_reranks_through_its_index(tiny):
+    corpus, docs = _corpus()
+    queries = Queries({"q": docs[5]})
+    pipe = parse_retriever(f"bm25 >> dense:{tiny.bi_encoder}")
+    assert isinstance(pipe.stages[0], IndexReranker)
+    run = pipe.index(corpus).search(queries, 5)
+    first = parse_retriever("bm25").index(corpus).search(queries, 100)
+    assert set(run.doc_ids("q")) <= set(first.doc_ids("q"))
+    assert "d05" in first.doc_ids("q")
+    assert run.doc_ids("q")[0] == "d05"  # the identical document wins the dense re-scoring
+
+
+def test_spec_pipeline_parsing(tiny):
+    pipe = parse_retriever(f" bm25:k1=0.9,b=0.4 >> rerank:{tiny.cross_encoder}@7 ")
+    assert isinstance(pipe, Pipeline) and pipe.stages[0].depth == 7
+    assert pipe.name == f"bm25:k1=0.9,b=0.4 >> rerank:{tiny.cross_encoder}@7"
+    assert parse_retriever(pipe.name).name == pipe.name
+    with pytest.raises(SpecError, match="empty stage"):
+        parse_retriever("bm25 >> ")
+    with pytest.raises(ModelError, match="does not exist"):
+        parse_retriever("bm25 >> rerank:./missing/cross-encoder@10")
+    assert split_top("fuse(a, b >> c) >> d", ">>") == ["fuse(a, b >> c) ", " d"]
+    with pytest.raises(SpecError, match="unbalanced"):
+        split_top("fuse(a, b", ",")
