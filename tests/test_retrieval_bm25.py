@@ -238,3 +238,16 @@ def test_numba_backend_gives_the_same_run():
     a = plain(backend="numpy", cache=False).index(corpus()).search(queries, 3)
     b = plain(backend="numba", threads=1, cache=False).index(corpus()).search(queries, 3)
     assert a == b
+
+
+def test_objective_is_prepended_to_queries():
+    from nuggetbench.data import InMemoryCorpus, Queries
+    from nuggetbench.retrieval.bm25 import BM25
+
+    corpus = InMemoryCorpus.from_dict({"a": "apples and pears", "b": "zebra stripes", "c": "unrelated words"})
+    index = BM25(cache=False).index(corpus)
+    plain = index.search(Queries({"q": "apples"}), 3)
+    assert plain.doc_ids("q") == ["a"]
+    with_obj = index.search(Queries({"q": "apples"}), 3, objective="zebra")
+    assert set(with_obj.doc_ids("q")) == {"a", "b"}
+    assert with_obj.metadata["objective"] is True

@@ -63,6 +63,7 @@ class BM25Index:
         *,
         doc_filter: DocFilter | None = None,
         show_progress: bool = False,
+        objective: str | None = None,
     ) -> Run:
         """Top *k* documents per query (see the module docstring for which documents are returned).
 
@@ -72,6 +73,9 @@ class BM25Index:
             doc_filter: optional ``{query_id: candidate doc ids}``: those queries are scored only
                 against their candidates (ids absent from the corpus are ignored, with a warning).
             show_progress: progress bars for tokenization and retrieval.
+            objective: a task objective (BIRCO's "+O"): BM25 has no instruction channel, so the
+                objective text is prepended to every query (query expansion by the objective's
+                terms), as the dense retriever does for models without an instruction prompt.
 
         Returns:
             A run named after :attr:`name`, whose metadata holds the parameters, the bm25s
@@ -82,9 +86,10 @@ class BM25Index:
 
         k = check_k(k)
         qids = list(queries)
-        tokens = self.retriever._tokenize(
-            [queries[q] for q in qids], return_ids=False, show_progress=show_progress
-        )
+        texts = [queries[q] for q in qids]
+        if objective:
+            texts = [f"{objective}\n{t}" for t in texts]
+        tokens = self.retriever._tokenize(texts, return_ids=False, show_progress=show_progress)
         vocab = self.bm25.vocab_dict
         token_ids = [[vocab[t] for t in toks if t in vocab and t != ""] for toks in tokens]
         filtered = doc_filter or {}
@@ -164,6 +169,7 @@ class BM25Index:
                 "index_from_cache": self.from_cache,
                 "backend": self._backend(len(batch)),
                 "queries_without_known_terms": len(empty),
+                "objective": bool(objective),
             },
         )
         return run
