@@ -107,3 +107,21 @@ def test_scifact_bm25_published_figures(shared_data, monkeypatch, tmp_path):
     res = json.loads(r.stdout)["results"]
     assert abs(res["bm25:k1=0.9,b=0.4"]["nDCG@10"] - 0.676) < 0.005
     assert abs(res["bm25:k1=1.5,b=0.75"]["nDCG@10"] - 0.686) < 0.005
+
+
+def test_second_experiment_is_served_from_the_run_cache(beir_folder, monkeypatch):
+    from nuggetbench.datasets import load_dataset
+    from nuggetbench.experiment import run_experiment
+    from nuggetbench.retrieval import bm25
+
+    ds = load_dataset(str(beir_folder))
+    first = run_experiment(ds, ["bm25"], measures=["RR"])
+
+    def boom(*args, **kwargs):
+        raise AssertionError("indexed again")
+
+    monkeypatch.setattr(bm25.BM25, "index", boom)
+    second = run_experiment(ds, ["bm25"], measures=["RR"])
+    assert second.systems["bm25"].run == first.systems["bm25"].run
+    with pytest.raises(AssertionError, match="indexed again"):
+        run_experiment(ds, ["bm25"], measures=["RR"], cache_runs=False)

@@ -115,6 +115,7 @@ def run_experiment(
     outdir: str | Path | None = None,
     with_objective: bool = False,
     show_progress: bool = False,
+    cache_runs: bool = True,
 ) -> Experiment:
     """Retrieve with each retriever spec, apply the dataset's policies, save and score the runs.
 
@@ -129,6 +130,9 @@ def run_experiment(
         with_objective: pass the dataset's task objective to retrievers that accept instructions
             (BIRCO's "+O" setting).
         show_progress: progress bars on indexing and search.
+        cache_runs: serve each retriever's run from the run cache under the home folder when
+            the same retriever, corpus, queries, filter and objective were searched before at the
+            same or a greater depth (so several specs sharing a first stage reuse it).
 
     Returns:
         An :class:`Experiment` with a :class:`SystemOutcome` per retriever.
@@ -156,6 +160,10 @@ def run_experiment(
         from .retrieval.analyzers import adapt_to_language
 
         parsed = [(spec, adapt_to_language(r, language)) for spec, r in parsed]
+    if cache_runs:
+        from .retrieval.embcache import CachedRetriever
+
+        parsed = [(spec, CachedRetriever(r)) for spec, r in parsed]
 
     exp = Experiment(dataset_id=dataset.id, measures=measures, profile=profile, k=k,
                      outdir=Path(outdir) if outdir else None)

@@ -28,8 +28,9 @@ from ._common import echo_json, info, markdown_table, render_means_table, warn
               help="FreshStack: retrieve with the question (default), the answer (oracle) or the nuggets (oracle).")
 @click.option("--with-objective", is_flag=True, help="Give the dataset's task objective to retrievers that accept instructions.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
+@click.option("--no-run-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache.")
 def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, chunker, query_field,
-                with_objective, no_progress):
+                with_objective, no_progress, no_run_cache):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
 
     DATASET is a dataset id (beir/scifact, fastbook, ...) or a local BEIR-format folder.
@@ -59,7 +60,8 @@ def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, c
         outdir = home() / "outputs" / slug(ds.id) / stamp
     show_progress = not no_progress and fmt == "table"
     exp = run_experiment(ds, list(retrievers), measures=list(measures) or None, k=k, profile=profile,
-                         outdir=Path(outdir), with_objective=with_objective, show_progress=show_progress)
+                         outdir=Path(outdir), with_objective=with_objective, show_progress=show_progress,
+                         cache_runs=not no_run_cache)
     means = exp.means()
     for note in exp.notes:
         warn(note)
