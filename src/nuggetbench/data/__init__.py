@@ -13,8 +13,8 @@ from .beir import (
     write_queries_jsonl,
 )
 from .corpus import Corpus, Document, InMemoryCorpus, JsonlCorpus, Queries
-from .nuggets import Nugget, NuggetQrels
 from .io import load_qrels, load_run
+from .nuggets import Nugget, NuggetQrels
 from .qrels import Qrels
 from .ranking import rank_order
 from .run import Run
