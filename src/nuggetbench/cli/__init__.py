@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "measures": ("nuggetbench.cli.measures:measures_command", "List the measures and profiles nuggetbench knows."),
     "chunk": ("nuggetbench.cli.chunk:chunk_command", "Cut notebooks into passages and write a BEIR corpus."),
     "compare": ("nuggetbench.cli.compare:compare_command", "Compare runs: CIs, paired tests, multiple-testing correction."),
+    "build": ("nuggetbench.cli.build:build_command", "Build a FreshStack-style benchmark from Q&A and repositories."),
 }
 
 

@@ -9,11 +9,20 @@ STAGE_NAMES = ("questions", "corpus", "nuggets", "pool", "judge", "export", "cal
 
 @click.command("build", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("plan", type=click.Path(exists=True, dir_okay=False))
-@click.option("--stage", type=click.Choice(STAGE_NAMES), default=None,
-              help="Run only this stage (its inputs must have been built with the same plan).")
+@click.option(
+    "--stage",
+    type=click.Choice(STAGE_NAMES),
+    default=None,
+    help="Run only this stage (its inputs must have been built with the same plan).",
+)
 @click.option("--no-progress", is_flag=True, help="No progress bars.")
-@click.option("--top-tags", type=int, default=15, show_default=True,
-              help="Rows of the co-occurring tag table (0: none).")
+@click.option(
+    "--top-tags",
+    type=int,
+    default=15,
+    show_default=True,
+    help="Rows of the co-occurring tag table (0: none).",
+)
 def build_command(plan, stage, no_progress, top_tags):
     """Build a benchmark from Q&A and repositories, as PLAN.toml describes.
 
@@ -44,10 +53,15 @@ def _render(report, top_tags: int, out) -> None:
 
     q = report.questions
     if q:
-        out.print(f"questions: {q.get('questions', 0)} read, {q.get('with_accepted', 0)} with an accepted answer, "
-                  f"{q.get('kept', 0)} kept ({len(q.get('malformed_rows', []))} malformed rows skipped)")
+        out.print(
+            f"questions: {q.get('questions', 0)} read, {q.get('with_accepted', 0)} with an accepted answer, "
+            f"{q.get('kept', 0)} kept ({len(q.get('malformed_rows', []))} malformed rows skipped)"
+        )
         for row in q.get("malformed_rows", [])[:5]:
-            out.print(f"  malformed row at line {row['line']}, column {row['column']}: {row['error']}", markup=False)
+            out.print(
+                f"  malformed row at line {row['line']}, column {row['column']}: {row['error']}",
+                markup=False,
+            )
     if top_tags and report.top_tags:
         table = Table(title="co-occurring tags (repositories to index)")
         table.add_column("tag")
@@ -59,9 +73,11 @@ def _render(report, top_tags: int, out) -> None:
     if c:
         tok = c.get("tokens_per_chunk", {})
         skipped = ", ".join(f"{k} {v}" for k, v in c.get("skipped", {}).items()) or "none"
-        out.print(f"corpus: {c['files_seen']} files seen, {c['files_chunked']} chunked, {c['files_skipped']} "
-                  f"skipped ({skipped}); {c['chunks']} chunks, tokens per chunk min {tok.get('min')} / median "
-                  f"{tok.get('p50')} / mean {tok.get('mean')} / max {tok.get('max')}")
+        out.print(
+            f"corpus: {c['files_seen']} files seen, {c['files_chunked']} chunked, {c['files_skipped']} "
+            f"skipped ({skipped}); {c['chunks']} chunks, tokens per chunk min {tok.get('min')} / median "
+            f"{tok.get('p50')} / mean {tok.get('mean')} / max {tok.get('max')}"
+        )
     stages = Table(title="stages")
     for col in ("stage", "status", "details"):
         stages.add_column(col)
@@ -71,23 +87,41 @@ def _render(report, top_tags: int, out) -> None:
     out.print(stages)
     if report.usage:
         usage = Table(title="LLM usage (this run)")
-        for col in ("stage", "paid calls", "cached calls", "retries", "prompt tok", "completion tok", "paid $"):
+        for col in (
+            "stage",
+            "paid calls",
+            "cached calls",
+            "retries",
+            "prompt tok",
+            "completion tok",
+            "paid $",
+        ):
             usage.add_column(col, justify="right" if col != "stage" else "left")
         for name, u in report.usage.items():
             cost = u.get("paid_cost_usd")
-            usage.add_row(name, str(u["paid_calls"]), str(u["cached_calls"]), str(u["retries"]),
-                          str(u["paid_prompt_tokens"]), str(u["paid_completion_tokens"]),
-                          "n/a" if cost is None else f"{cost:.4f}")
+            usage.add_row(
+                name,
+                str(u["paid_calls"]),
+                str(u["cached_calls"]),
+                str(u["retries"]),
+                str(u["paid_prompt_tokens"]),
+                str(u["paid_completion_tokens"]),
+                "n/a" if cost is None else f"{cost:.4f}",
+            )
         out.print(usage)
     if report.filter:
         f = report.filter
-        out.print(f"filter: {f['questions']} questions; {f['no_nuggets']} without nuggets, "
-                  f"{f['no_supported_nugget']} with no supported nugget ({f['share_no_supported']:.1%}), "
-                  f"{f['any_unsupported_nugget']} with an unsupported nugget ({f['share_any_unsupported']:.1%}); "
-                  f"{f['kept']} kept")
+        out.print(
+            f"filter: {f['questions']} questions; {f['no_nuggets']} without nuggets, "
+            f"{f['no_supported_nugget']} with no supported nugget ({f['share_no_supported']:.1%}), "
+            f"{f['any_unsupported_nugget']} with an unsupported nugget ({f['share_any_unsupported']:.1%}); "
+            f"{f['kept']} kept"
+        )
     if report.cost:
         total = report.cost.get("cost_usd")
-        out.print(f"benchmark cost: {report.cost.get('requests', 0)} requests, {report.cost.get('prompt_tokens', 0)} "
-                  f"prompt + {report.cost.get('completion_tokens', 0)} completion tokens"
-                  + (f", ${total:.4f}" if total is not None else " (no price for the model in [prices])"))
+        out.print(
+            f"benchmark cost: {report.cost.get('requests', 0)} requests, {report.cost.get('prompt_tokens', 0)} "
+            f"prompt + {report.cost.get('completion_tokens', 0)} completion tokens"
+            + (f", ${total:.4f}" if total is not None else " (no price for the model in [prices])")
+        )
     out.print(f"output: {report.output}")

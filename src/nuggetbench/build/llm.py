@@ -1,0 +1,434 @@
+"""One chat-completions client for every OpenAI-compatible endpoint, with a persistent cache.
+
+Works with OpenAI, Azure OpenAI, vLLM, Ollama, llama.cpp or any server speaking the
+chat-completions protocol, through the ``openai`` package (imported on first use).
+
+* **Settings** come from the plan and the environment: ``NUGGETBENCH_LLM_BASE_URL`` (or
+  ``OPENAI_BASE_URL``), ``NUGGETBENCH_LLM_MODEL``, and the key from the variable named by
+  ``api_key_env`` (default ``OPENAI_API_KEY``; ``NUGGETBENCH_LLM_API_KEY`` is tried first). The key
+  is read when the client is built, passed to ``openai`` only, and never stored: the cache holds
+  request bodies, which carry no credentials.
+* **Retries** with exponential backoff (``backoff * 2**attempt`` seconds, capped at
+  ``backoff_max``; a ``Retry-After`` header is honoured within the cap) on rate limits (429),
+  timeouts, connection errors, 5xx answers and bodies that are not a chat completion. After
+  ``max_retries`` retries the call fails with :class:`~nuggetbench.errors.LLMError` naming the
+  endpoint and what to do. Authentication, unknown model and bad-request answers are not retried.
+* **Cache**: every answer is committed to SQLite (:mod:`.llmcache`) as it arrives, keyed by
+  (model, prompt version, messages, parameters); a repeated request costs nothing.
+* **Concurrency**: :meth:`LLMClient.complete_many` runs up to ``concurrency`` requests at once in
+  threads.
+* **Budgets**: ``max_calls`` / ``max_cost_usd`` bound what one process may pay for; reaching one
+  raises :class:`~nuggetbench.errors.BudgetError` (everything answered so far is cached).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import BudgetError, InputError, LLMError
+from .llmcache import LLMCache, UsageLedger, request_key
+
+log = logging.getLogger(__name__)
+
+ENV_BASE_URL = "NUGGETBENCH_LLM_BASE_URL"
+ENV_MODEL = "NUGGETBENCH_LLM_MODEL"
+ENV_API_KEY = "NUGGETBENCH_LLM_API_KEY"
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """Where and how to call the model.
+
+    Attributes:
+        model: model (or Azure deployment) name.
+        base_url: endpoint ending in ``/v1`` for OpenAI-compatible servers; ``None``: the
+            ``openai`` default (api.openai.com). For Azure, the resource endpoint.
+        provider: ``"openai"`` (any compatible server) or ``"azure"``.
+        api_version: Azure API version.
+        api_key_env: environment variable holding the key (never the key itself).
+        timeout: seconds to wait for one answer.
+        max_retries: retries after the first attempt on retryable failures.
+        backoff, backoff_max: first retry delay and cap, seconds.
+        concurrency: requests in flight at once.
+        max_calls, max_cost_usd: budgets for the calls one process pays for (``None``: none).
+        price: USD per million ``(input, output)`` tokens, ``None`` when unknown.
+    """
+
+    model: str
+    base_url: str | None = None
+    provider: str = "openai"
+    api_version: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 120.0
+    max_retries: int = 6
+    backoff: float = 1.0
+    backoff_max: float = 60.0
+    concurrency: int = 4
+    max_calls: int | None = None
+    max_cost_usd: float | None = None
+    price: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise InputError(f"no LLM model given: set [llm] model in the plan or {ENV_MODEL}")
+        if self.provider not in ("openai", "azure"):
+            raise InputError(f"[llm] provider must be 'openai' or 'azure', got {self.provider!r}")
+        if self.concurrency < 1 or self.max_retries < 0 or self.timeout <= 0:
+            raise InputError("[llm] concurrency must be >= 1, max_retries >= 0 and timeout > 0")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> LLMSettings:
+        """Settings from ``NUGGETBENCH_LLM_BASE_URL`` / ``OPENAI_BASE_URL`` and
+        ``NUGGETBENCH_LLM_MODEL``; explicit *overrides* (not ``None``) win."""
+        values: dict[str, Any] = {
+            "base_url": os.environ.get(ENV_BASE_URL) or os.environ.get("OPENAI_BASE_URL") or None,
+            "model": os.environ.get(ENV_MODEL, ""),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def api_key(self) -> str | None:
+        """The key from the environment (``NUGGETBENCH_LLM_API_KEY`` first, then ``api_key_env``)."""
+        return os.environ.get(ENV_API_KEY) or os.environ.get(self.api_key_env) or None
+
+    def describe(self) -> dict[str, Any]:
+        """What may be written to a manifest: everything but credentials."""
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "provider": self.provider,
+            "api_version": self.api_version,
+            "api_key_env": self.api_key_env,
+        }
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat-completions request.
+
+    Attributes:
+        messages: ``[{"role": ..., "content": ...}, ...]``.
+        stage: the build stage it belongs to (usage is recorded per stage).
+        prompt_version: the prompt file's version (part of the cache key).
+        params: sampling parameters sent as they are (``temperature``, ``max_tokens``, ``seed``,
+            ``response_format``...).
+    """
+
+    messages: tuple[dict, ...]
+    stage: str
+    prompt_version: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """An answer: text, token usage, whether it came from the cache, and its cache key."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+    key: str
+
+
+class _Retryable(Exception):
+    def __init__(self, what: str, retry_after: float | None = None):
+        super().__init__(what)
+        self.what = what
+        self.retry_after = retry_after
+
+
+class LLMClient:
+    """A cached, retrying, concurrent chat-completions client.
+
+    Args:
+        settings: :class:`LLMSettings`.
+        cache: an :class:`~.llmcache.LLMCache` or the path of its database.
+        ledger: where usage is recorded (a new one by default).
+        transport: for tests, a callable ``(body: dict) -> (text, prompt_tokens,
+            completion_tokens)`` used instead of the ``openai`` package.
+
+    Raises:
+        LLMError: the ``openai`` package is missing.
+    """
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        cache: LLMCache | str | Path,
+        *,
+        ledger: UsageLedger | None = None,
+        transport: Callable[[dict], tuple[str, int, int]] | None = None,
+    ):
+        self.settings = settings
+        self.cache = cache if isinstance(cache, LLMCache) else LLMCache(cache)
+        self.ledger = ledger or UsageLedger(settings.price)
+        self._transport = transport
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        self._budget_lock = threading.Lock()
+        self._reserved = 0
+
+    # --- the openai client ------------------------------------------------------------
+    def _openai(self) -> Any:
+        with self._client_lock:
+            if self._client is None:
+                try:
+                    import openai
+                except ImportError as exc:  # pragma: no cover - depends on the installation
+                    raise LLMError(
+                        "the LLM stages need the 'openai' package: pip install 'nuggetbench[llm]'"
+                    ) from exc
+                s = self.settings
+                key = s.api_key()
+                if key is None and (s.base_url is None or s.provider == "azure"):
+                    raise LLMError(
+                        f"no API key: set {s.api_key_env} (or {ENV_API_KEY}) in the environment; "
+                        "keys are never read from the plan"
+                    )
+                key = key or "not-needed"  # local servers (vLLM, Ollama) accept any key
+                if s.provider == "azure":
+                    self._client = openai.AzureOpenAI(
+                        azure_endpoint=s.base_url,
+                        api_version=s.api_version,
+                        api_key=key,
+                        timeout=s.timeout,
+                        max_retries=0,
+                    )
+                else:
+                    self._client = openai.OpenAI(
+                        base_url=s.base_url, api_key=key, timeout=s.timeout, max_retries=0
+                    )
+            return self._client
+
+    def _where(self) -> str:
+        return self.settings.base_url or "the OpenAI API"
+
+    def _send(self, body: dict) -> tuple[str, int, int]:
+        if self._transport is not None:
+            return self._transport(body)
+        import openai
+
+        try:
+            response = self._openai().chat.completions.create(**body)
+        except openai.RateLimitError as exc:
+            raise _Retryable("rate limited (429)", _retry_after(exc)) from exc
+        except openai.APITimeoutError as exc:
+            raise _Retryable(f"no answer within {self.settings.timeout:g} s (timeout)") from exc
+        except openai.APIConnectionError as exc:
+            raise _Retryable(f"connection failed ({exc})") from exc
+        except openai.InternalServerError as exc:
+            raise _Retryable(f"server error {exc.status_code}") from exc
+        except openai.AuthenticationError as exc:
+            raise LLMError(
+                f"{self._where()} refused the API key (401): set {ENV_API_KEY} or "
+                f"{self.settings.api_key_env} to a valid key"
+            ) from exc
+        except openai.NotFoundError as exc:
+            raise LLMError(
+                f"{self._where()} answered 404 for model {self.settings.model!r}: check "
+                "[llm] model and base_url (it usually ends in /v1)"
+            ) from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500:
+                raise _Retryable(f"server error {exc.status_code}") from exc
+            raise LLMError(
+                f"{self._where()} rejected the request ({exc.status_code}: {exc.message})"
+            ) from exc
+        except (openai.APIResponseValidationError, ValueError) as exc:
+            raise _Retryable(f"the answer is not a chat completion ({type(exc).__name__})") from exc
+        if isinstance(response, str) or not getattr(response, "choices", None):
+            raise _Retryable("the answer is not a chat completion (no choices)")
+        text = response.choices[0].message.content or ""
+        usage = getattr(response, "usage", None)
+        p = int(getattr(usage, "prompt_tokens", 0) or 0)
+        c = int(getattr(usage, "completion_tokens", 0) or 0)
+        return text, p, c
+
+    # --- one request ------------------------------------------------------------------
+    def body(self, request: ChatRequest) -> dict:
+        """The JSON body sent for *request* (model, messages, parameters; no credentials)."""
+        return {
+            "model": self.settings.model,
+            "messages": [dict(m) for m in request.messages],
+            **request.params,
+        }
+
+    def key(self, request: ChatRequest) -> str:
+        """The cache key of *request* (:func:`~.llmcache.request_key`)."""
+        return request_key(
+            self.settings.model,
+            request.prompt_version,
+            [dict(m) for m in request.messages],
+            dict(request.params),
+        )
+
+    def _reserve(self, stage: str) -> None:
+        s = self.settings
+        with self._budget_lock:
+            calls, cost = self.ledger.paid()
+            if s.max_calls is not None and calls + self._reserved >= s.max_calls:
+                raise BudgetError(
+                    f"stage {stage!r}: the budget of {s.max_calls} paid LLM calls is spent; "
+                    "raise [budget] max_calls in the plan and run again (answers so far "
+                    "are cached and will not be paid twice)"
+                )
+            if s.max_cost_usd is not None and cost >= s.max_cost_usd:
+                raise BudgetError(
+                    f"stage {stage!r}: the budget of ${s.max_cost_usd:g} is spent "
+                    f"(${cost:.4f}); raise [budget] max_cost_usd and run again (answers "
+                    "so far are cached)"
+                )
+            self._reserved += 1
+
+    def complete(self, request: ChatRequest) -> ChatResult:
+        """Answer one request from the cache, or from the endpoint (then cache it).
+
+        Raises:
+            LLMError: the endpoint keeps failing after the retries, or refuses the request.
+            BudgetError: a budget is spent.
+        """
+        key = self.key(request)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.ledger.record(
+                request.stage, key, hit.prompt_tokens, hit.completion_tokens, cached=True
+            )
+            return ChatResult(hit.text, hit.prompt_tokens, hit.completion_tokens, True, key)
+        self._reserve(request.stage)
+        body = self.body(request)
+        s = self.settings
+        usage = self.ledger.stage(request.stage)
+        try:
+            attempt = 0
+            while True:
+                try:
+                    text, p, c = self._send(body)
+                    break
+                except _Retryable as exc:
+                    if attempt >= s.max_retries:
+                        usage.failed_calls += 1
+                        raise LLMError(
+                            f"stage {request.stage!r}: {self._where()} failed {attempt + 1} times, last: "
+                            f"{exc.what}. Check that the server is up and the model {s.model!r} is served; "
+                            "raise [llm] timeout or max_retries for a slow or busy endpoint, or lower "
+                            "concurrency when rate limited. Answers so far are cached."
+                        ) from exc
+                    delay = min(s.backoff_max, s.backoff * (2**attempt))
+                    if exc.retry_after is not None:
+                        delay = min(s.backoff_max, max(delay, exc.retry_after))
+                    log.info(
+                        "%s: %s; retry %d/%d in %.2f s",
+                        request.stage,
+                        exc.what,
+                        attempt + 1,
+                        s.max_retries,
+                        delay,
+                    )
+                    usage.retries += 1
+                    attempt += 1
+                    time.sleep(delay)
+        finally:
+            with self._budget_lock:
+                self._reserved -= 1
+        self.cache.put(
+            key,
+            model=s.model,
+            stage=request.stage,
+            prompt_version=request.prompt_version,
+            request=body,
+            response=text,
+            prompt_tokens=p,
+            completion_tokens=c,
+        )
+        self.ledger.record(request.stage, key, p, c, cached=False)
+        return ChatResult(text, p, c, False, key)
+
+    def complete_many(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        on_result: Callable[[int, ChatResult], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[ChatResult]:
+        """Answer many requests with up to ``concurrency`` in flight; results in request order.
+
+        Cached answers are served first without threads. *on_result(i, result)* is called as each
+        answer arrives (already committed to the cache); *progress(n)* advances a bar.
+
+        Raises:
+            LLMError / BudgetError: the first failure; requests not yet sent are cancelled (those
+                already answered stay cached).
+        """
+        results: list[ChatResult | None] = [None] * len(requests)
+        todo = []
+        for i, req in enumerate(requests):
+            key = self.key(req)
+            hit = self.cache.get(key)
+            if hit is None:
+                todo.append(i)
+                continue
+            self.ledger.record(
+                req.stage, key, hit.prompt_tokens, hit.completion_tokens, cached=True
+            )
+            results[i] = ChatResult(hit.text, hit.prompt_tokens, hit.completion_tokens, True, key)
+            if on_result:
+                on_result(i, results[i])
+            if progress:
+                progress(1)
+        if todo and self.settings.concurrency == 1:
+            for i in todo:
+                results[i] = self.complete(requests[i])
+                if on_result:
+                    on_result(i, results[i])
+                if progress:
+                    progress(1)
+        elif todo:
+            with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+                futures = {pool.submit(self.complete, requests[i]): i for i in todo}
+                pending = set(futures)
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                    for fut in done:
+                        exc = fut.exception()
+                        if exc is not None:
+                            for other in pending:
+                                other.cancel()
+                            raise exc
+                        i = futures[fut]
+                        results[i] = fut.result()
+                        if on_result:
+                            on_result(i, results[i])
+                        if progress:
+                            progress(1)
+        return [r for r in results if r is not None]
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+def _retry_after(exc: Any) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+__all__ = [
+    "LLMSettings",
+    "LLMClient",
+    "ChatRequest",
+    "ChatResult",
+    "ENV_BASE_URL",
+    "ENV_MODEL",
+    "ENV_API_KEY",
+]

@@ -1,0 +1,230 @@
+"""The SQLite cache of LLM requests and responses, and the per-stage usage ledger.
+
+Every answered request is stored under a key made of the model, the prompt version, the messages
+and the sampling parameters (never the endpoint's address or credentials), and committed as soon as
+it arrives (WAL journal), so a build killed at any point resumes without losing or repeating an
+answered call. The request stored is the JSON body sent to the endpoint: it holds no API key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import CacheError
+
+SCHEMA_VERSION = 1
+
+
+def request_key(
+    model: str, prompt_version: str, messages: list[dict], params: dict[str, Any]
+) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``(model, prompt_version, messages, params)``."""
+    payload = {
+        "model": model,
+        "prompt_version": prompt_version,
+        "messages": messages,
+        "params": params,
+        "v": SCHEMA_VERSION,
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """A stored answer: its text and token usage."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class LLMCache:
+    """A thread-safe SQLite table ``key -> response`` in WAL mode, one commit per response.
+
+    Args:
+        path: the database file (created with its folder).
+
+    Raises:
+        CacheError: the file exists but is not a cache database nuggetbench can read.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+                "stage TEXT NOT NULL, prompt_version TEXT NOT NULL, request TEXT NOT NULL, "
+                "response TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, "
+                "completion_tokens INTEGER NOT NULL, created REAL NOT NULL)"
+            )
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise CacheError(
+                f"{self.path}: not a readable LLM cache database ({exc}); move it away "
+                "or point the plan's [llm] cache at another file"
+            ) from exc
+
+    def get(self, key: str) -> CachedResponse | None:
+        """The stored answer under *key*, or ``None``."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT response, prompt_tokens, completion_tokens FROM responses WHERE key = ?",
+                (key,),
+            ).fetchone()
+        return CachedResponse(row[0], int(row[1]), int(row[2])) if row else None
+
+    def put(
+        self,
+        key: str,
+        *,
+        model: str,
+        stage: str,
+        prompt_version: str,
+        request: dict,
+        response: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+    ) -> None:
+        """Store one answer and commit at once (a later identical key keeps the first answer)."""
+        blob = json.dumps(request, sort_keys=True, ensure_ascii=False)
+        with self._lock:
+            self._db.execute(
+                "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    model,
+                    stage,
+                    prompt_version,
+                    blob,
+                    response,
+                    int(prompt_tokens),
+                    int(completion_tokens),
+                    time.time(),
+                ),
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __repr__(self) -> str:
+        return f"<LLMCache {self.path}>"
+
+
+@dataclass
+class StageUsage:
+    """Calls and tokens of one stage: paid now (sent to the endpoint) and served from the cache."""
+
+    paid_calls: int = 0
+    cached_calls: int = 0
+    paid_prompt_tokens: int = 0
+    paid_completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
+    failed_calls: int = 0
+    retries: int = 0
+    keys: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def as_dict(self, price: tuple[float, float] | None) -> dict[str, Any]:
+        def cost(p: int, c: int) -> float | None:
+            if price is None:
+                return None
+            return round((p * price[0] + c * price[1]) / 1e6, 6)
+
+        total_p = sum(v[0] for v in self.keys.values())
+        total_c = sum(v[1] for v in self.keys.values())
+        return {
+            "requests": len(self.keys),
+            "paid_calls": self.paid_calls,
+            "cached_calls": self.cached_calls,
+            "failed_calls": self.failed_calls,
+            "retries": self.retries,
+            "prompt_tokens": total_p,
+            "completion_tokens": total_c,
+            "paid_prompt_tokens": self.paid_prompt_tokens,
+            "paid_completion_tokens": self.paid_completion_tokens,
+            "cost_usd": cost(total_p, total_c),
+            "paid_cost_usd": cost(self.paid_prompt_tokens, self.paid_completion_tokens),
+        }
+
+
+class UsageLedger:
+    """Token usage and cost per stage.
+
+    ``cost_usd`` is the cost of every distinct request the stage used (paid now or earlier: the
+    cost of building the benchmark, the same after an interrupted and resumed build);
+    ``paid_cost_usd`` is what this process sent. Prices are USD per million tokens,
+    ``(input, output)``; ``None`` when the plan has no price for the model.
+    """
+
+    def __init__(self, price: tuple[float, float] | None = None):
+        self.price = price
+        self._stages: dict[str, StageUsage] = {}
+        self._lock = threading.Lock()
+
+    def stage(self, name: str) -> StageUsage:
+        with self._lock:
+            return self._stages.setdefault(name, StageUsage())
+
+    def record(
+        self, stage: str, key: str, prompt_tokens: int, completion_tokens: int, *, cached: bool
+    ) -> None:
+        with self._lock:
+            usage = self._stages.setdefault(stage, StageUsage())
+            usage.keys[key] = (prompt_tokens, completion_tokens)
+            if cached:
+                usage.cached_calls += 1
+                usage.cached_prompt_tokens += prompt_tokens
+                usage.cached_completion_tokens += completion_tokens
+            else:
+                usage.paid_calls += 1
+                usage.paid_prompt_tokens += prompt_tokens
+                usage.paid_completion_tokens += completion_tokens
+
+    def paid(self) -> tuple[int, float]:
+        """``(paid calls, paid cost in USD)`` of this process so far (cost 0 without a price)."""
+        with self._lock:
+            calls = sum(u.paid_calls for u in self._stages.values())
+            p = sum(u.paid_prompt_tokens for u in self._stages.values())
+            c = sum(u.paid_completion_tokens for u in self._stages.values())
+        cost = (p * self.price[0] + c * self.price[1]) / 1e6 if self.price else 0.0
+        return calls, cost
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """``{stage: {requests, paid_calls, cached_calls, tokens..., cost_usd, paid_cost_usd}}``."""
+        with self._lock:
+            return {name: u.as_dict(self.price) for name, u in sorted(self._stages.items())}
+
+    def totals(self) -> dict[str, Any]:
+        """The summary summed over stages."""
+        out: dict[str, Any] = {}
+        for row in self.summary().values():
+            for k, v in row.items():
+                if v is None:
+                    out.setdefault(k, None)
+                elif out.get(k, 0) is not None:
+                    out[k] = (
+                        round(out.get(k, 0) + v, 6) if isinstance(v, float) else out.get(k, 0) + v
+                    )
+        return out
+
+
+__all__ = ["LLMCache", "CachedResponse", "UsageLedger", "StageUsage", "request_key"]

@@ -1,0 +1,201 @@
+"""Run a build plan stage by stage, resumably: questions, corpus, nuggets, pool, judge, export, calibrate.
+
+Each stage writes its rows and a meta file under ``<output>/_build/`` (:mod:`.store`); a stage whose
+key (its parameters and its inputs' keys) is unchanged is skipped on a re-run. Every LLM answer is
+in ``<output>/_build/llm_cache.sqlite`` as soon as it arrives, so a build killed inside a stage
+re-sends only the requests that never got an answer. ``run(stage=...)`` runs one stage, reading its
+inputs from earlier runs (an input that is missing or stale is an error naming the stage to run).
+
+The benchmark (:mod:`.export`) is written to ``<output>/``; its ``manifest.json`` is deterministic
+(no timestamps; usage counts every distinct request of the build, paid now or earlier), so an
+interrupted and resumed build writes the same files as an uninterrupted one. What this process paid
+is in :attr:`BuildReport.usage` and ``<output>/_build/last_run.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, UnknownNameError, suggest
+from .llm import LLMClient
+from .llmcache import UsageLedger
+from .manifest import fill_report, write_run_log
+from .plan import Plan
+from .stages import StageMixin
+from .store import StageStore
+
+log = logging.getLogger(__name__)
+
+STAGES = ("questions", "corpus", "nuggets", "pool", "judge", "export", "calibrate")
+NEEDS = {
+    "questions": (),
+    "corpus": (),
+    "nuggets": ("questions",),
+    "pool": ("questions", "corpus", "nuggets"),
+    "judge": ("pool",),
+    "export": ("judge",),
+    "calibrate": ("judge",),
+}
+_DETERMINISTIC = ("requests", "prompt_tokens", "completion_tokens", "cost_usd")
+
+
+@dataclass
+class BuildReport:
+    """What a build did: per stage ``{"status": "ran" | "cached" | "skipped", ...figures}``, this
+    process's LLM usage per stage (paid and cached calls), and the output folder."""
+
+    output: Path
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    top_tags: list[tuple[str, int]] = field(default_factory=list)
+    questions: dict[str, Any] = field(default_factory=dict)
+    corpus_stats: dict[str, Any] = field(default_factory=dict)
+    filter: dict[str, Any] = field(default_factory=dict)
+    cost: dict[str, Any] = field(default_factory=dict)
+
+
+class Builder(StageMixin):
+    """Runs the stages of a :class:`~.plan.Plan`.
+
+    Args:
+        plan: the plan.
+        show_progress: progress bars (tqdm).
+        transport: for tests, passed to :class:`~.llm.LLMClient`.
+    """
+
+    def __init__(self, plan: Plan, *, show_progress: bool = False, transport=None):
+        self.plan = plan
+        self.show_progress = show_progress
+        self.store = StageStore(plan.workdir)
+        self.ledger = UsageLedger(plan.llm.price)
+        self._transport = transport
+        self._client: LLMClient | None = None
+        self.keys: dict[str, str] = {}
+        self.report = BuildReport(plan.output)
+        self._values: dict[str, Any] = {}
+
+    # --- plumbing ---------------------------------------------------------------------
+    def client(self) -> LLMClient:
+        """The LLM client (built on first use; cache ``<output>/_build/llm_cache.sqlite``)."""
+        if self._client is None:
+            self._client = LLMClient(
+                self.plan.llm,
+                self.plan.workdir / "llm_cache.sqlite",
+                ledger=self.ledger,
+                transport=self._transport,
+            )
+        return self._client
+
+    @contextmanager
+    def _bar(self, total: int, desc: str):
+        from tqdm.auto import tqdm
+
+        with tqdm(total=total, desc=desc, disable=not self.show_progress, unit=" q") as bar:
+            yield bar.update
+
+    def _usage(self, *names: str) -> dict[str, Any]:
+        summary = self.ledger.summary()
+        return {n: {k: summary[n][k] for k in _DETERMINISTIC} for n in names if n in summary}
+
+    def _stage(
+        self, stage: str, key: str, compute, load, *, target: str | None, force: bool = False
+    ) -> Any:
+        """Load a stage when its output has *key* (and it is not the target), else compute it.
+
+        *compute* returns ``(value, rows, info)``; *info* may be a callable evaluated after the rows
+        are written (a streamed stage knows its figures only then)."""
+        self.keys[stage] = key
+        if target is not None and stage != target:
+            if not self.store.done(stage, key):
+                state = (
+                    "is missing"
+                    if self.store.meta(stage) is None
+                    else "is stale (the plan or its inputs changed)"
+                )
+                raise InputError(
+                    f"stage {target!r} needs the output of stage {stage!r}, which {state}: run "
+                    f"`nuggetbench build PLAN --stage {stage}` first, or the whole build"
+                )
+            self.report.stages.setdefault(stage, {"status": "cached"})
+            return load()
+        if target is None and not force and self.store.done(stage, key):
+            self.report.stages[stage] = {
+                "status": "cached",
+                **(self.store.meta(stage) or {}).get("summary", {}),
+            }
+            return load()
+        started = time.time()
+        value, rows, info = compute()
+        meta = self.store.write(stage, key, rows, info)
+        self.report.stages[stage] = {
+            "status": "ran",
+            "seconds": round(time.time() - started, 2),
+            **meta.get("summary", {}),
+        }
+        return value
+
+    # --- driver -----------------------------------------------------------------------
+    def run(self, stage: str | None = None) -> BuildReport:
+        """Run every stage (``stage=None``) or one stage; see the module docstring.
+
+        Raises:
+            UnknownNameError: an unknown stage name.
+            InputError: a missing or stale input of the stage asked for, bad plan values.
+            LLMError / BudgetError: the endpoint failed or a budget is spent (answers so far are
+                cached: run again to resume).
+        """
+        if stage is not None and stage not in STAGES:
+            raise UnknownNameError(
+                f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
+            )
+        wanted = set(STAGES) if stage is None else _closure(stage)
+        try:
+            if "questions" in wanted:
+                questions = self.questions(stage)
+            if "corpus" in wanted:
+                corpus = self.corpus(stage)
+            if "nuggets" in wanted:
+                nuggets = self.nuggets(questions, stage)
+            if "pool" in wanted:
+                pool = self.pool(questions, nuggets, corpus, stage)
+            if "judge" in wanted:
+                judgments = self.judge(questions, nuggets, pool, corpus, stage)
+            if "export" in wanted:
+                self.export(questions, nuggets, judgments, corpus, stage)
+            if "calibrate" in wanted:
+                self.calibrate(judgments, stage)
+        finally:
+            self.report.usage = self.ledger.summary()
+            fill_report(self.report, self.plan, self.store)
+            write_run_log(
+                self.plan.workdir / "last_run.json", stage, self.report, self.ledger.totals()
+            )
+            if self._client is not None:
+                self._client.close()
+        return self.report
+
+
+def _closure(stage: str) -> set[str]:
+    """*stage* and every stage it reads, directly or not."""
+    out, todo = set(), [stage]
+    while todo:
+        s = todo.pop()
+        if s not in out:
+            out.add(s)
+            todo.extend(NEEDS[s])
+    return out
+
+
+def run_build(
+    plan: Plan, *, stage: str | None = None, show_progress: bool = False, transport=None
+) -> BuildReport:
+    """Run a plan (all stages, or one); see :class:`Builder`."""
+    return Builder(plan, show_progress=show_progress, transport=transport).run(stage)
+
+
+__all__ = ["Builder", "BuildReport", "run_build", "STAGES"]

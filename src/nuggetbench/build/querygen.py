@@ -1,0 +1,283 @@
+"""LLM query rewriting: sub-questions and HyDE, as build stages and as retrievers.
+
+FreshStack's two *inference* retrieval settings (Thakur et al., 2025):
+
+* **sub-questions**: the model breaks the question into sub-questions; their concatenation is
+  the query (``prompts/subq.v1.txt``, JSON ``{"subquestions": [...]}``, re-asked when invalid);
+* **HyDE** (Gao et al., 2023, "Precise Zero-Shot Dense Retrieval without Relevance Labels"): the
+  model's closed-book answer is the query (``prompts/hyde.v1.txt``).
+
+:class:`SubQ` and :class:`HyDE` wrap any retriever so the settings can be evaluated with
+``nuggetbench run`` (specs ``subq(dense:MODEL)``, ``hyde(bm25)``, options after ``;``: ``model``,
+``base_url``, ``temperature``, ``max_subquestions`` / ``max_words``). Their endpoint comes from
+``NUGGETBENCH_LLM_BASE_URL``, ``NUGGETBENCH_LLM_MODEL`` and the key from ``OPENAI_API_KEY`` (or
+``NUGGETBENCH_LLM_API_KEY``); answers are cached in ``<home>/cache/llm/cache.sqlite``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from ..data import Corpus, Queries, Run
+from .asking import ask_validated
+from .jsonout import validate_subquestions
+from .llm import ChatRequest, LLMClient, LLMSettings
+from .prompts import load_prompt
+
+
+@dataclass(frozen=True)
+class RewriteOptions:
+    """Sampling and size of the rewrites (temperature 0 by default: reproducible queries)."""
+
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    max_subquestions: int = 5
+    max_words: int = 300
+    subq_version: str = "v1"
+    hyde_version: str = "v1"
+    max_repairs: int = 2
+
+
+def subq_request(text: str, options: RewriteOptions) -> ChatRequest:
+    """The request asking for the sub-questions of one query text."""
+    prompt = load_prompt("subq", options.subq_version)
+    messages = prompt.render(question=text, max_subquestions=str(options.max_subquestions))
+    return ChatRequest(
+        tuple(messages),
+        "subq",
+        prompt.version,
+        {"temperature": options.temperature, "max_tokens": options.max_tokens},
+    )
+
+
+def hyde_request(text: str, options: RewriteOptions) -> ChatRequest:
+    """The request asking for a closed-book answer to one query text."""
+    prompt = load_prompt("hyde", options.hyde_version)
+    messages = prompt.render(question=text, max_words=str(options.max_words))
+    return ChatRequest(
+        tuple(messages),
+        "hyde",
+        prompt.version,
+        {"temperature": options.temperature, "max_tokens": options.max_tokens},
+    )
+
+
+def generate_subquestions(
+    client: LLMClient,
+    texts: Mapping[str, str],
+    options: RewriteOptions = RewriteOptions(),
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Sub-questions per query id: ``({qid: [sub-question, ...]}, {qid: error of a failed one})``.
+
+    Raises:
+        LLMError / BudgetError: from the client.
+    """
+    ids = list(texts)
+    values, errors = ask_validated(
+        client,
+        [subq_request(texts[q], options) for q in ids],
+        partial(validate_subquestions, max_items=options.max_subquestions),
+        max_repairs=options.max_repairs,
+        expected='{"subquestions": ["...", ...]}',
+        progress=progress,
+    )
+    good = {q: v for q, v in zip(ids, values) if v is not None}
+    bad = {q: e or "no answer" for q, v, e in zip(ids, values, errors) if v is None}
+    return good, bad
+
+
+def generate_hyde(
+    client: LLMClient,
+    texts: Mapping[str, str],
+    options: RewriteOptions = RewriteOptions(),
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, str]:
+    """The closed-book answer per query id (an empty answer stays empty: the query then matches
+    nothing lexically, which the pool tolerates)."""
+    ids = list(texts)
+    results = client.complete_many(
+        [hyde_request(texts[q], options) for q in ids], progress=progress
+    )
+    return {q: r.text.strip() for q, r in zip(ids, results)}
+
+
+# --- retrievers -------------------------------------------------------------------------------
+def _env_client(model: str, base_url: str) -> LLMClient:
+    from .. import home as _home
+
+    settings = LLMSettings.from_env(model=model or None, base_url=base_url or None)
+    return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite")
+
+
+class _Rewriter:
+    kind = ""
+
+    def __init__(
+        self,
+        retriever: Any,
+        *,
+        model: str = "",
+        base_url: str = "",
+        temperature: float = 0.0,
+        **extra: Any,
+    ):
+        if isinstance(retriever, str):
+            from ..retrieval.spec import parse_retriever
+
+            retriever = parse_retriever(retriever)
+        self.retriever = retriever
+        self.model = model
+        self.base_url = base_url
+        self.temperature = float(temperature)
+        self.params = {"model": model, "temperature": self.temperature, **extra}
+        defaults = {"model": "", "temperature": 0.0, "max_subquestions": 5, "max_words": 300}
+        opts = [f"{k}={v}" for k, v in self.params.items() if defaults.get(k) != v]
+        self.name = f"{self.kind}({retriever.name}" + ("; " + ",".join(opts) if opts else "") + ")"
+
+    def identity(self) -> dict[str, Any]:
+        """What the runs depend on: the inner retriever, the model in effect, options and prompt."""
+        import os
+
+        from ..retrieval.embcache import retriever_identity
+        from .llm import ENV_MODEL
+
+        model = self.model or os.environ.get(ENV_MODEL, "")
+        version = (
+            RewriteOptions().subq_version if self.kind == "subq" else RewriteOptions().hyde_version
+        )
+        prompt = load_prompt(self.kind, version)
+        return {
+            "rewriter": self.kind,
+            "model": model,
+            "params": self.params,
+            "prompt": prompt.sha256,
+            "inner": retriever_identity(self.retriever),
+        }
+
+    def options(self) -> RewriteOptions:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def rewrite(self, client: LLMClient, queries: Queries, show_progress: bool) -> dict[str, str]:
+        raise NotImplementedError  # pragma: no cover
+
+    def index(self, corpus: Corpus, *, show_progress: bool = False) -> RewriteIndex:
+        """Index *corpus* with the inner retriever (after checking a model is named).
+
+        Raises:
+            InputError: no model: neither ``model=`` in the spec nor ``NUGGETBENCH_LLM_MODEL``.
+        """
+        import os
+
+        from ..errors import InputError
+        from .llm import ENV_MODEL
+
+        if not (self.model or os.environ.get(ENV_MODEL)):
+            raise InputError(
+                f"{self.name} needs an LLM: set {ENV_MODEL} (and NUGGETBENCH_LLM_BASE_URL for a "
+                f"local server) or write {self.kind}({self.retriever.name}; model=NAME)"
+            )
+        return RewriteIndex(self, self.retriever.index(corpus, show_progress=show_progress))
+
+
+class RewriteIndex:
+    """Index side of :class:`SubQ` / :class:`HyDE`: rewrites the queries, then searches."""
+
+    def __init__(self, rewriter: _Rewriter, inner: Any):
+        self.rewriter = rewriter
+        self.inner = inner
+        self.name = rewriter.name
+
+    def search(
+        self, queries: Queries, k: int, *, doc_filter=None, show_progress: bool = False
+    ) -> Run:
+        """Rewrite *queries* with the LLM (cached), then search the inner index (Index protocol)."""
+        from tqdm.auto import tqdm
+
+        client = _env_client(self.rewriter.model, self.rewriter.base_url)
+        try:
+            with tqdm(
+                total=len(queries), desc=self.rewriter.kind, disable=not show_progress
+            ) as bar:
+                texts = self.rewriter.rewrite(client, queries, bar.update)
+        finally:
+            client.close()
+        rewritten = Queries({q: texts.get(q) or queries[q] for q in queries}, name=queries.name)
+        run = self.inner.search(rewritten, k, doc_filter=doc_filter, show_progress=show_progress)
+        return run.with_name(self.name, {**run.metadata, "rewriter": self.rewriter.kind})
+
+
+class SubQ(_Rewriter):
+    """Retrieve with the concatenated LLM sub-questions of each query (spec ``subq(RETRIEVER)``)."""
+
+    kind = "subq"
+
+    def __init__(
+        self,
+        retriever: Any,
+        *,
+        model: str = "",
+        base_url: str = "",
+        temperature: float = 0.0,
+        max_subquestions: int = 5,
+    ):
+        self.max_subquestions = int(max_subquestions)
+        super().__init__(
+            retriever,
+            model=model,
+            base_url=base_url,
+            temperature=temperature,
+            max_subquestions=self.max_subquestions,
+        )
+
+    def rewrite(self, client: LLMClient, queries: Queries, progress) -> dict[str, str]:
+        opts = RewriteOptions(temperature=self.temperature, max_subquestions=self.max_subquestions)
+        good, _ = generate_subquestions(
+            client, {q: queries[q] for q in queries}, opts, progress=progress
+        )
+        return {q: "\n".join(v) for q, v in good.items()}
+
+
+class HyDE(_Rewriter):
+    """Retrieve with an LLM's closed-book answer to each query (spec ``hyde(RETRIEVER)``)."""
+
+    kind = "hyde"
+
+    def __init__(
+        self,
+        retriever: Any,
+        *,
+        model: str = "",
+        base_url: str = "",
+        temperature: float = 0.0,
+        max_words: int = 300,
+    ):
+        self.max_words = int(max_words)
+        super().__init__(
+            retriever,
+            model=model,
+            base_url=base_url,
+            temperature=temperature,
+            max_words=self.max_words,
+        )
+
+    def rewrite(self, client: LLMClient, queries: Queries, progress) -> dict[str, str]:
+        opts = RewriteOptions(temperature=self.temperature, max_words=self.max_words)
+        return generate_hyde(client, {q: queries[q] for q in queries}, opts, progress=progress)
+
+
+__all__ = [
+    "RewriteOptions",
+    "generate_subquestions",
+    "generate_hyde",
+    "subq_request",
+    "hyde_request",
+    "SubQ",
+    "HyDE",
+    "RewriteIndex",
+]

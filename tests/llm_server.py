@@ -1,0 +1,312 @@
+"""A local OpenAI-compatible chat-completions server for tests (stdlib only, loopback, port 0).
+
+It answers deterministically from the prompt's content, so a build against it is reproducible:
+
+* nugget prompts (``<answer>...</answer>``): the answer's first sentences as ``{"nuggets": [...]}``;
+* judge prompts (``<nugget id=..>`` and ``<chunk id=..>`` blocks): a chunk supports a nugget when
+  at least 60% of the nugget's content words (4+ letters) occur in the chunk; when the prompt lists
+  ``<pairs>n1:c2 ...</pairs>`` only those pairs are judged;
+* sub-question prompts (``<question>`` and the word "sub-questions"): two sub-questions;
+* HyDE prompts (``<question>`` otherwise): a short passage made of the question's words;
+* anything else: ``"OK"``.
+
+Every request is logged (:attr:`LLMServer.log`: path, task, body, status, whether it was answered).
+Faults are queued with :meth:`LLMServer.inject` and consumed by the next matching requests:
+``"429"`` (rate limited, ``Retry-After: 0``), ``"500"``, ``"garbage"`` (HTTP 200 with a body that
+is not JSON), ``"not_json"`` (a well-formed completion whose *content* is not JSON), ``"partial"``
+(a judge answer covering only half the pairs) and ``"hang"`` (no answer until the server stops or
+``hang_seconds`` pass: the client times out). :attr:`LLMServer.on_request` is called with each log
+entry before it is answered; when it returns true the request is dropped unanswered (tests use it
+to kill a build in flight).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+_SENT = re.compile(r"(?<=[.!?])\s+")
+
+
+def content_words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text) if len(w) >= 4}
+
+
+def _blocks(tag: str, text: str) -> list[tuple[str, str]]:
+    pattern = re.compile(rf'<{tag} id="([^"]+)">\n?(.*?)\n?</{tag}>', re.S)
+    return [(m.group(1), m.group(2)) for m in pattern.finditer(text)]
+
+
+def _one(tag: str, text: str) -> str | None:
+    m = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
+    return m.group(1) if m else None
+
+
+def task_of(prompt: str) -> str:
+    if "<chunk id=" in prompt and "<nugget id=" in prompt:
+        return "judge"
+    if "<answer>" in prompt:
+        return "nuggets"
+    if "<question>" in prompt and "sub-question" in prompt.lower():
+        return "subq"
+    if "<question>" in prompt:
+        return "hyde"
+    return "other"
+
+
+def answer_nuggets(prompt: str) -> str:
+    answer = _one("answer", prompt) or ""
+    answer = re.sub(r"```.*?```", " ", answer, flags=re.S)
+    sentences = [s.strip() for s in _SENT.split(answer) if len(s.split()) >= 3]
+    return json.dumps({"nuggets": sentences[:4] or [answer.strip()[:200] or "No fact."]})
+
+
+def supports(nugget: str, chunk: str) -> bool:
+    words = content_words(nugget)
+    if not words:
+        return False
+    return len(words & content_words(chunk)) / len(words) >= 0.6
+
+
+def answer_judge(prompt: str, *, partial: bool = False) -> str:
+    nuggets = _blocks("nugget", prompt)
+    chunks = _blocks("chunk", prompt)
+    m = re.search(r"<pairs>\n(.*?)\n</pairs>", prompt, re.S)
+    pairs_text = m.group(1) if m else None
+    if pairs_text:
+        wanted = [tuple(p.split(":", 1)) for p in pairs_text.split()]
+    else:
+        wanted = [(n, c) for n, _ in nuggets for c, _ in chunks]
+    ntext, ctext = dict(nuggets), dict(chunks)
+    verdicts = []
+    for n, c in wanted:
+        ok = supports(ntext.get(n, ""), ctext.get(c, ""))
+        verdicts.append(
+            {
+                "nugget": n,
+                "chunk": c,
+                "reasoning": f"{'shares' if ok else 'lacks'} the nugget's key terms",
+                "supported": ok,
+            }
+        )
+    if partial:
+        verdicts = verdicts[: max(1, len(verdicts) // 2)]
+    return "Let me check each pair.\n```json\n" + json.dumps({"judgments": verdicts}) + "\n```"
+
+
+def answer_subq(prompt: str) -> str:
+    q = (_one("question", prompt) or "").split("\n")[0].strip()
+    words = [w for w in _WORD.findall(q) if len(w) >= 4][:6]
+    return json.dumps(
+        {
+            "subquestions": [
+                f"What is {' '.join(words[:3])}?",
+                f"How does {' '.join(words[3:6] or words[:2])} work?",
+            ]
+        }
+    )
+
+
+def answer_hyde(prompt: str) -> str:
+    q = _one("question", prompt) or ""
+    words = [w for w in _WORD.findall(q) if len(w) >= 4][:30]
+    return "A likely answer mentions " + " ".join(words) + "."
+
+
+@dataclass
+class Entry:
+    """One logged request."""
+
+    path: str
+    task: str
+    body: dict
+    key: str
+    status: int = 0
+    answered: bool = False
+    fault: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class LLMServer:
+    """Start with ``with LLMServer() as server:``; ``server.base_url`` ends in ``/v1``."""
+
+    def __init__(self, *, hang_seconds: float = 30.0):
+        self.log: list[Entry] = []
+        self.faults: list[tuple[str, str | None]] = []
+        self.on_request: Callable[[Entry], bool | None] | None = None
+        self.hang_seconds = hang_seconds
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- control ----------------------------------------------------------------------
+    def inject(self, kind: str, *, times: int = 1, task: str | None = None) -> None:
+        """Queue *times* faults of *kind* for the next requests (of *task* when given)."""
+        assert kind in {"429", "500", "garbage", "not_json", "partial", "hang"}, kind
+        with self._lock:
+            self.faults.extend([(kind, task)] * times)
+
+    def _take_fault(self, task: str) -> str | None:
+        with self._lock:
+            for i, (kind, want) in enumerate(self.faults):
+                if want is None or want == task:
+                    del self.faults[i]
+                    return kind
+        return None
+
+    def answered(self, task: str | None = None) -> list[Entry]:
+        return [e for e in self.log if e.answered and (task is None or e.task == task)]
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> LLMServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                server._handle(self)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    def __enter__(self) -> LLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # --- protocol ---------------------------------------------------------------------
+    def _send(
+        self,
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        payload: bytes,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        for k, v in (headers or {}).items():
+            handler.send_header(k, v)
+        handler.end_headers()
+        handler.wfile.write(payload)
+        handler.wfile.flush()
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            self._send(handler, 400, b'{"error": {"message": "body is not JSON"}}')
+            return
+        if not handler.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
+            self._send(handler, 404, b'{"error": {"message": "unknown path"}}')
+            return
+        messages = body.get("messages") or []
+        prompt = "\n".join(str(m.get("content", "")) for m in messages)
+        last_user = next(
+            (str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), ""
+        )
+        task = task_of(last_user) if len(messages) <= 2 else task_of(messages[1].get("content", ""))
+        key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        entry = Entry(
+            handler.path, task, body, key, extra={"auth": handler.headers.get("Authorization")}
+        )
+        with self._lock:
+            self.log.append(entry)
+        if self.on_request is not None and self.on_request(entry):
+            entry.status = 0
+            handler.close_connection = True
+            return
+        fault = self._take_fault(task)
+        entry.fault = fault
+        if fault == "hang":
+            self._stop.wait(self.hang_seconds)
+            entry.status = 0
+            return
+        if fault == "429":
+            entry.status = 429
+            self._send(
+                handler,
+                429,
+                b'{"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}',
+                {"Retry-After": "0"},
+            )
+            return
+        if fault == "500":
+            entry.status = 500
+            self._send(
+                handler, 500, b'{"error": {"message": "internal error", "type": "server_error"}}'
+            )
+            return
+        if fault == "garbage":
+            entry.status = 200
+            self._send(handler, 200, b"<html>upstream proxy error</html>")
+            return
+        if fault == "not_json":
+            content = "Sure! Here are the facts you asked for, in prose rather than JSON."
+        elif len(messages) > 2 and task in ("nuggets", "subq"):
+            # a repair turn: answer the original task again, correctly this time
+            content = answer_nuggets(prompt) if task == "nuggets" else answer_subq(prompt)
+        elif task == "judge":
+            content = answer_judge(last_user, partial=fault == "partial")
+        elif task == "nuggets":
+            content = answer_nuggets(last_user)
+        elif task == "subq":
+            content = answer_subq(last_user)
+        elif task == "hyde":
+            content = answer_hyde(last_user)
+        else:
+            content = "OK"
+        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(content.split())}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        payload = {
+            "id": "chatcmpl-" + key[:12],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "test-model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": usage,
+        }
+        entry.status = 200
+        self._send(handler, 200, json.dumps(payload).encode())
+        entry.answered = True
+
+
+__all__ = ["LLMServer", "Entry", "supports", "content_words", "task_of"]
