@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .. import home as _home
 from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
+from ._ids import BEIR_NAMES, CQADUPSTACK_FORUMS
 from .base import Dataset
 
 log = logging.getLogger(__name__)
@@ -27,37 +28,6 @@ log = logging.getLogger(__name__)
 BASE_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets"
 """Where ``<name>.zip`` is downloaded from (tests point it at a local server)."""
 
-BEIR_NAMES = (
-    "msmarco",
-    "trec-covid",
-    "nfcorpus",
-    "nq",
-    "hotpotqa",
-    "fiqa",
-    "arguana",
-    "webis-touche2020",
-    "cqadupstack",
-    "quora",
-    "dbpedia-entity",
-    "scidocs",
-    "fever",
-    "climate-fever",
-    "scifact",
-)
-CQADUPSTACK_FORUMS = (
-    "android",
-    "english",
-    "gaming",
-    "gis",
-    "mathematica",
-    "physics",
-    "programmers",
-    "stats",
-    "tex",
-    "unix",
-    "webmasters",
-    "wordpress",
-)
 
 #: Published MD5 of each official zip (BEIR's README table).
 MD5 = {
@@ -204,8 +174,12 @@ def load(
         from .beir_hub import load as load_from_hub
 
         policy = name in SELF_HIT_DATASETS if remove_self_hits is None else bool(remove_self_hits)
-        dataset = load_from_hub(dataset_id, split=split or DEFAULT_SPLIT.get(name, "test"),
-                                download=download, show_progress=show_progress)
+        dataset = load_from_hub(
+            dataset_id,
+            split=split or DEFAULT_SPLIT.get(name, "test"),
+            download=download,
+            show_progress=show_progress,
+        )
         dataset.remove_self_hits = policy
         dataset.metadata["self_hit_policy"] = _self_hit_policy(name, policy)
         return dataset

@@ -26,28 +26,15 @@ from .._atomic import atomic_write
 from ..data import read_beir_qrels
 from ..errors import DatasetError
 from . import hub
+from ._ids import BEIR_NAMES
 from ._materialize import assemble, documents_from_records, queries_from_records, write_split
 from .base import Dataset
 from .jsonl_index import write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 
-MIRRORED = (
-    "msmarco",
-    "trec-covid",
-    "nfcorpus",
-    "nq",
-    "hotpotqa",
-    "fiqa",
-    "arguana",
-    "webis-touche2020",
-    "quora",
-    "dbpedia-entity",
-    "scidocs",
-    "fever",
-    "climate-fever",
-    "scifact",
-)
+#: Every BEIR dataset but CQADupStack (not mirrored per forum), in BEIR's order.
+MIRRORED = tuple(n for n in BEIR_NAMES if n != "cqadupstack")
 
 
 def repos(name: str) -> tuple[str, str]:

@@ -27,11 +27,11 @@ from typing import Any
 
 from .. import home as _home
 from ..errors import DownloadError, FormatError, UnknownNameError, suggest
+from ._ids import BIRCO_NAMES as NAMES
 from .base import Dataset
 
 log = logging.getLogger(__name__)
 
-NAMES = ("doris-mae", "arguana", "clinical-trial", "wtb", "relic")
 SPLITS = ("test", "dev")
 DEFAULT_MEASURES = (
     "nDCG@10",

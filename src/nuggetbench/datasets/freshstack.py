@@ -31,11 +31,11 @@ from pathlib import Path
 from .. import home as _home
 from .._atomic import atomic_write
 from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
+from ._ids import FRESHSTACK_TOPICS as TOPICS
 from .base import Dataset
 
 log = logging.getLogger(__name__)
 
-TOPICS = ("langchain", "yolo", "laravel", "angular", "godot")
 QUERIES_REPO = "freshstack/queries-oct-2024"
 CORPUS_REPO = "freshstack/corpus-oct-2024"
 #: Pinned hub revisions (dataset commits of the Oct 2024 release). Not verifiable offline: they

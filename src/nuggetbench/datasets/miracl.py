@@ -38,32 +38,13 @@ from .. import home as _home
 from ..data import Qrels, Queries, read_qrels
 from ..errors import DatasetError, UnknownNameError, suggest
 from . import hub
+from ._ids import MIRACL_LANGUAGES as LANGUAGES
 from ._materialize import assemble, documents_from_records, has_split, write_split
 from .base import Dataset
 from .jsonl_index import write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 
-LANGUAGES = (
-    "ar",
-    "bn",
-    "de",
-    "en",
-    "es",
-    "fa",
-    "fi",
-    "fr",
-    "hi",
-    "id",
-    "ja",
-    "ko",
-    "ru",
-    "sw",
-    "te",
-    "th",
-    "yo",
-    "zh",
-)
 SURPRISE = frozenset({"de", "yo"})
 HIDDEN_SPLITS = ("testA", "testB", "test", "testa", "testb", "test-a", "test-b")
 TOPICS_REPO = "miracl/miracl"

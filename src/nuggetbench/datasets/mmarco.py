@@ -36,6 +36,7 @@ from .. import home as _home
 from ..data import Document, Queries, read_beir_qrels, read_qrels
 from ..errors import DatasetError, UnknownNameError, suggest
 from . import hub
+from ._ids import MMARCO_LANGUAGES as LANGUAGES
 from ._materialize import (
     assemble,
     documents_from_pairs,
@@ -51,22 +52,6 @@ from .jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 
-LANGUAGES = (
-    "arabic",
-    "chinese",
-    "dutch",
-    "english",
-    "french",
-    "german",
-    "hindi",
-    "indonesian",
-    "italian",
-    "japanese",
-    "portuguese",
-    "russian",
-    "spanish",
-    "vietnamese",
-)
 CODES = {
     "arabic": "ar",
     "chinese": "zh",
@@ -167,6 +152,21 @@ def _may_download(download: bool, dataset_id: str, target: Path, hint: str) -> N
     hub.ensure_online(dataset_id, target, hint=hint)
 
 
+def _download(
+    lang: str, split: str, repo_path: str, dataset_id: str, revision: str | None, download: bool
+) -> Path:
+    """Fetch one file of :data:`REPO` into ``<home>/mmarco/<lang>`` (refused when not *download*
+    or offline) and return its local path."""
+    target = _home.home() / "mmarco" / lang
+    _may_download(download, dataset_id, target, _hint(lang, split))
+    snap = hub.download_files(
+        REPO, [repo_path], revision=revision, what=dataset_id, fill_folder=target
+    )
+    raw = _first([snap], repo_path.rsplit("/", 1)[-1])
+    assert raw is not None
+    return raw
+
+
 def _qrels_path(
     doc_lang: str,
     query_lang: str,
@@ -182,18 +182,7 @@ def _qrels_path(
     name = SPLITS[split][1]
     raw = _first(_roots(), name)
     if raw is None:
-        _may_download(
-            download, dataset_id, _home.home() / "mmarco" / query_lang, _hint(query_lang, split)
-        )
-        snap = hub.download_files(
-            REPO,
-            [f"data/{name}"],
-            revision=revision,
-            what=dataset_id,
-            fill_folder=_home.home() / "mmarco" / query_lang,
-        )
-        raw = _first([snap], name)
-        assert raw is not None
+        raw = _download(query_lang, split, f"data/{name}", dataset_id, revision, download)
     return raw
 
 
@@ -218,17 +207,8 @@ def _queries_folder(
     elif records and split == "dev":
         queries = queries_from_records(records)
     else:
-        target = _home.home() / "mmarco" / query_lang
-        _may_download(download, dataset_id, target, _hint(query_lang, split))
-        snap = hub.download_files(
-            REPO,
-            [f"data/google/queries/dev/{name}"],
-            revision=revision,
-            what=dataset_id,
-            fill_folder=target,
-        )
-        raw = _first([snap], name)
-        assert raw is not None
+        path = f"data/google/queries/dev/{name}"
+        raw = _download(query_lang, split, path, dataset_id, revision, download)
         queries = Queries(dict(hub.read_tsv_pairs(raw)))
     qrels = read_qrels(qrels_file, name=dataset_id)
     target = _home.home() / "mmarco" / query_lang
@@ -251,17 +231,8 @@ def _collection(
     if raw is None and records:
         return documents_from_records(records), hub.count_records(records), str(records[0])
     if raw is None:
-        target = _home.home() / "mmarco" / doc_lang
-        _may_download(download, dataset_id, target, _hint(doc_lang, "dev"))
-        snap = hub.download_files(
-            REPO,
-            [f"data/google/collections/{name}"],
-            revision=revision,
-            what=dataset_id,
-            fill_folder=target,
-        )
-        raw = _first([snap], name)
-        assert raw is not None
+        path = f"data/google/collections/{name}"
+        raw = _download(doc_lang, "dev", path, dataset_id, revision, download)
     return documents_from_pairs(hub.read_tsv_pairs(raw)), None, str(raw)
 
 

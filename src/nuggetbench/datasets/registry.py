@@ -20,39 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, UnknownNameError, suggest
+from ._ids import (
+    BEIR_NAMES,
+    BIRCO_NAMES,
+    CQADUPSTACK_FORUMS,
+    FRESHSTACK_TOPICS,
+    MIRACL_LANGUAGES,
+    MMARCO_LANGUAGES,
+    family_ids,
+)
 from .base import Dataset
-
-_BEIR = (
-    "msmarco",
-    "trec-covid",
-    "nfcorpus",
-    "nq",
-    "hotpotqa",
-    "fiqa",
-    "arguana",
-    "webis-touche2020",
-    "cqadupstack",
-    "quora",
-    "dbpedia-entity",
-    "scidocs",
-    "fever",
-    "climate-fever",
-    "scifact",
-)
-_CQA = (
-    "android",
-    "english",
-    "gaming",
-    "gis",
-    "mathematica",
-    "physics",
-    "programmers",
-    "stats",
-    "tex",
-    "unix",
-    "webmasters",
-    "wordpress",
-)
 
 
 @dataclass(frozen=True)
@@ -81,18 +58,19 @@ class Entry:
         return self.ids or (self.pattern,)
 
 
-# fmt: off  (one entry per line: adding a dataset family is a one-line change)
+# One entry per line: adding a dataset family is a one-line change.
+# fmt: off
 REGISTRY: list[Entry] = [
     Entry(
         "beir/*",
         "nuggetbench.datasets.beir:load",
-        ids=tuple(f"beir/{n}" for n in _BEIR) + tuple(f"beir/cqadupstack/{f}" for f in _CQA),
+        ids=family_ids("beir", BEIR_NAMES) + family_ids("beir/cqadupstack", CQADUPSTACK_FORUMS),
         description="BEIR (Thakur et al., 2021), downloaded from the BEIR server and MD5-verified",
     ),
     Entry(
         "freshstack/*",
         "nuggetbench.datasets.freshstack:load",
-        ids=tuple(f"freshstack/{t}" for t in ("langchain", "yolo", "laravel", "angular", "godot")),
+        ids=family_ids("freshstack", FRESHSTACK_TOPICS),
         description="FreshStack Oct 2024 (Thakur et al., 2025): nugget-judged Stack Overflow questions over GitHub chunks",
     ),
     Entry(
@@ -103,11 +81,11 @@ REGISTRY: list[Entry] = [
     Entry(
         "birco/*",
         "nuggetbench.datasets.birco:load",
-        ids=tuple(f"birco/{n}" for n in ("doris-mae", "arguana", "clinical-trial", "wtb", "relic")),
+        ids=family_ids("birco", BIRCO_NAMES),
         description="BIRCO (Wang et al., 2024): complex-objective tasks, each query ranks its own candidate pool; with task objectives",
     ),
-    Entry("miracl/*", "nuggetbench.datasets.miracl:load", ids=tuple(f"miracl/{lang}" for lang in ("ar", "bn", "de", "en", "es", "fa", "fi", "fr", "hi", "id", "ja", "ko", "ru", "sw", "te", "th", "yo", "zh")), description="MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia passages from the Hugging Face hub"),
-    Entry("mmarco/*", "nuggetbench.datasets.mmarco:load", ids=tuple(f"mmarco/{lang}" for lang in ("arabic", "chinese", "dutch", "english", "french", "german", "hindi", "indonesian", "italian", "japanese", "portuguese", "russian", "spanish", "vietnamese")), description="mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"),
+    Entry("miracl/*", "nuggetbench.datasets.miracl:load", ids=family_ids("miracl", MIRACL_LANGUAGES), description="MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia passages from the Hugging Face hub"),
+    Entry("mmarco/*", "nuggetbench.datasets.mmarco:load", ids=family_ids("mmarco", MMARCO_LANGUAGES), description="mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"),
     Entry("mmarco/*/*", "nuggetbench.datasets.mmarco:load", description="mMARCO cross-lingual: mmarco/<doc_lang>/<query_lang>, e.g. mmarco/english/german"),
 ]
 # fmt: on
@@ -214,6 +192,16 @@ def _load_folder(folder: Path, options: dict) -> Dataset:
         raise DatasetError(
             f"{folder} is not a folder; give a registered dataset id or a BEIR-format folder"
         )
+    if _is_freshstack_folder(folder):  # e.g. written by `nuggetbench build`
+        from .freshstack import load_folder as load_freshstack
+
+        unknown = sorted(set(options) - {"query_field"})
+        if unknown:
+            raise UnknownNameError(
+                f"unknown option(s) {', '.join(unknown)} for a FreshStack-format folder; "
+                "valid: query_field"
+            )
+        return load_freshstack(folder, query_field=options.get("query_field") or "question")
     allowed = {"split", "remove_self_hits"}
     unknown = sorted(set(options) - allowed)
     if unknown:
@@ -264,3 +252,25 @@ def fetch(dataset_id: str, *, show_progress: bool = False) -> Path | None:
     if fetcher is None:
         return None
     return fetcher(dataset_id, show_progress=show_progress)
+
+
+def _is_freshstack_folder(folder: Path) -> bool:
+    """A folder without ``qrels/`` whose ``queries.jsonl`` rows carry ``nuggets`` (FreshStack layout)."""
+    import json
+
+    queries = folder / "queries.jsonl"
+    if (
+        (folder / "qrels").is_dir()
+        or not queries.is_file()
+        or not (folder / "corpus.jsonl").is_file()
+    ):
+        return False
+    with open(queries, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    return False
+                return isinstance(row, dict) and "nuggets" in row
+    return False

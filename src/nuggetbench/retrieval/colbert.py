@@ -39,9 +39,9 @@ import numpy as np
 from ..data import Corpus, Queries, Run
 from ..errors import InputError, ModelError
 from . import embcache
-from ._models import BatchBackoff, load_model, pick_device, resolve_model, spec_name, use_fp16
+from ._common import BlockIndex, ModelBacked, contiguous, encode_by_length
+from ._models import resolve_model
 from .pipeline import DEFAULT_DEPTH, Composable
-from .topk import TopKStats, search_topk, tie_keys
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,25 @@ def maxsim(query: np.ndarray, tokens: np.ndarray, offsets: np.ndarray) -> np.nda
     return np.maximum.reduceat(sims, offsets[:-1], axis=1).sum(axis=0)
 
 
-class ColBERTRetriever(Composable):
+def _pack(vecs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-document (L_i, dim) token vectors -> ``(tokens (T, dim), offsets (n + 1,))``."""
+    lengths = np.array([len(v) for v in vecs], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    dim = vecs[0].shape[1] if vecs else 0
+    tokens = np.concatenate(vecs, axis=0) if vecs else np.zeros((0, dim), dtype=np.float32)
+    return tokens, offsets
+
+
+def _gather(
+    tokens: np.ndarray, offsets: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The token vectors of documents *rows* (any order), one after another, and their offsets."""
+    idx = np.concatenate([np.arange(offsets[r], offsets[r + 1]) for r in rows])
+    sub = np.concatenate([[0], np.cumsum(offsets[rows + 1] - offsets[rows])])
+    return tokens[idx], sub
+
+
+class ColBERTRetriever(ModelBacked, Composable):
     """ColBERT late interaction (spec ``colbert:MODEL[@depth][,option=value...]``).
 
     Args:
@@ -110,6 +128,8 @@ class ColBERTRetriever(Composable):
     """
 
     PREFIX = "colbert"
+    LOADER = "MultiVectorEncoder"
+    WHAT = "colbert model"
 
     def __init__(
         self,
@@ -151,47 +171,29 @@ class ColBERTRetriever(Composable):
             revision=revision,
             trust_remote_code=trust_remote_code,
         )
-        from .spec import spec_options
-
-        defaults = spec_options(type(self))
-        self.name = spec_name(
-            self.PREFIX,
+        self.name = self._spec_name(
             model + (f"@{self.depth}" if self.depth != DEFAULT_DEPTH else ""),
             {k: v for k, v in self.options.items() if k != "depth"},
-            defaults,
         )
-        self.device = pick_device(device)
-        self.fp16 = use_fp16(fp16, self.device)
-        self.backoff = BatchBackoff(batch_size, what=f"encoding with {model}")
-        self._model = None
+        self._setup_model(device=device, fp16=fp16, batch_size=batch_size)
         self.encode_calls = 0
 
     @property
     def model(self):
         """The loaded ``MultiVectorEncoder`` (loaded on first use)."""
-        if self._model is None:
-            self._model = load_model(
-                "MultiVectorEncoder",
-                self.ref,
-                device=self.device,
-                fp16=self.fp16,
-                trust_remote_code=self.options["trust_remote_code"],
-                what="colbert model",
-            )
-            if not self.ref.local:
-                from ._models import _cached_snapshot
+        return self._loaded_model()
 
-                snap = _cached_snapshot(self.ref.name, self.ref.revision)
-                if snap:
-                    self.format = check_colbert_folder(snap, self.model_name)
-        return self._model
+    def _on_load(self) -> None:
+        if not self.ref.local:
+            from ._models import _cached_snapshot
+
+            snap = _cached_snapshot(self.ref.name, self.ref.revision)
+            if snap:
+                self.format = check_colbert_folder(snap, self.model_name)
 
     def identity(self) -> dict:
         return {
-            "kind": self.PREFIX,
-            "model": self.model_name,
-            "model_fingerprint": self.ref.fingerprint,
-            "precision": "fp16" if self.fp16 else "fp32",
+            **self._model_identity(),
             "with_title": self.options["with_title"],
             "depth": self.depth,
         }
@@ -212,12 +214,7 @@ class ColBERTRetriever(Composable):
 
     def encode_documents(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(tokens (T, dim), offsets (n + 1,))`` of the documents, in the given order."""
-        vecs = self._encode(texts, query=False)
-        lengths = np.array([len(v) for v in vecs], dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        dim = vecs[0].shape[1] if vecs else 0
-        tokens = np.concatenate(vecs, axis=0) if vecs else np.zeros((0, dim), dtype=np.float32)
-        return tokens, offsets
+        return _pack(self._encode(texts, query=False))
 
     # --- reranking (index-free) ----------------------------------------------------------------
     def rerank(
@@ -248,71 +245,41 @@ class ColBERTRetriever(Composable):
                 rows = np.array([pos[d] for d in cands[q]], dtype=np.int64)
                 if not len(rows):
                     continue
-                idx = np.concatenate([np.arange(offsets[r], offsets[r + 1]) for r in rows])
-                sub_off = np.concatenate([[0], np.cumsum(offsets[rows + 1] - offsets[rows])])
-                scores = maxsim(qv, tokens[idx], sub_off)
+                scores = maxsim(qv, *_gather(tokens, offsets, rows))
                 q_col += [q] * len(rows)
                 d_col += cands[q]
                 s_col += scores.astype(np.float64).tolist()
-        out = Run(
-            q_col,
-            d_col,
-            s_col,
-            name=f"{run.name} >> {self.name}" if run.name else self.name,
-            metadata={
-                "reranker": self.name,
-                "model_fingerprint": self.ref.fingerprint,
-                "depth": k,
-                "first_stage": run.name,
-            },
-        )
-        from .topk import _with_empty_queries
-
-        missing = sorted(set(queries) - set(out.query_ids))
-        return _with_empty_queries(out, missing) if missing else out
+        return self._reranked_run(queries, run, k, q_col, d_col, s_col)
 
     # --- full search ----------------------------------------------------------------------------
     def index(self, corpus: Corpus, *, show_progress: bool = False) -> ColBERTIndex:
         """Encode every document (or load the cached token vectors) for exhaustive MaxSim search."""
-        from ._models import progress_bar, text_lengths
-
         doc_ids = corpus.doc_ids()
-        key = {
-            **self.identity(),
-            "corpus": corpus.fingerprint(),
-            "n_docs": len(doc_ids),
-            "doc_ids": embcache.doc_ids_digest(doc_ids),
-        }
-        key.pop("depth")
+        key = self._corpus_key(corpus, doc_ids, drop=("depth",))
         artifact = embcache.Artifact("embeddings/colbert", key, label=self.model_name)
         cached = (
             embcache.load_multivector(artifact, len(doc_ids)) if self.options["cache"] else None
         )
         if cached is not None:
             return ColBERTIndex(self, doc_ids, cached[0], cached[1], cache_path=str(artifact.path))
-        with_title = self.options["with_title"]
-        order = np.argsort(
-            -text_lengths(corpus, len(doc_ids), with_title=with_title), kind="stable"
+        per_doc: list[Any] = [None] * len(doc_ids)
+
+        def store(rows: np.ndarray, vecs: list[np.ndarray]) -> None:
+            for r, v in zip(rows.tolist(), vecs):
+                per_doc[r] = v
+
+        encode_by_length(
+            corpus,
+            doc_ids,
+            with_title=self.options["with_title"],
+            chunk=self.options["chunk"],
+            encode=lambda texts: self._encode(texts, query=False),
+            store=store,
+            show_progress=show_progress,
+            desc="encoding corpus (colbert)",
         )
-        per_doc: list[np.ndarray | None] = [None] * len(doc_ids)
-        bar = progress_bar(show_progress, len(doc_ids), "encoding corpus (colbert)")
-        try:
-            for start in range(0, len(order), self.options["chunk"]):
-                rows = order[start : start + self.options["chunk"]].tolist()
-                vecs = self._encode(
-                    corpus.texts([doc_ids[i] for i in rows], with_title=with_title), query=False
-                )
-                for r, v in zip(rows, vecs):
-                    per_doc[r] = v
-                if bar is not None:
-                    bar.update(len(rows))
-        finally:
-            if bar is not None:
-                bar.close()
-        lengths = np.array([len(v) for v in per_doc], dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        tokens = np.concatenate(per_doc, axis=0) if per_doc else np.zeros((0, 0), dtype=np.float32)
-        del per_doc
+        tokens, offsets = _pack(per_doc)
+        per_doc.clear()  # free the per-document arrays before saving
         if self.options["cache"]:
             embcache.save_multivector(artifact, tokens, offsets)
         return ColBERTIndex(
@@ -324,7 +291,7 @@ class ColBERTRetriever(Composable):
         )
 
 
-class ColBERTIndex:
+class ColBERTIndex(BlockIndex):
     """Token vectors of a corpus for exhaustive MaxSim search.
 
     Attributes:
@@ -340,15 +307,9 @@ class ColBERTIndex:
         *,
         cache_path: str | None = None,
     ):
-        self.retriever = retriever
-        self.name = retriever.name
-        self.doc_ids = np.asarray(doc_ids, dtype=object)
+        super().__init__(retriever, doc_ids, cache_path=cache_path)
         self.tokens = tokens
         self.offsets = offsets
-        self.cache_path = cache_path
-        self._ties = tie_keys(self.doc_ids)
-        self._lookup: dict[str, int] | None = None
-        self.stats = TopKStats()
 
     def search(
         self,
@@ -368,47 +329,17 @@ class ColBERTIndex:
         k = check_k(k)
         qids = list(queries)
         qvecs = self.retriever.encode_queries([queries[q] for q in qids])
-        if qvecs and qvecs[0].shape[1] != self.tokens.shape[1]:
-            embcache.check_dim(
-                self.tokens.shape[1],
-                qvecs[0].shape[1],
-                self.cache_path or "(memory)",
-                self.retriever.model_name,
-            )
-        if doc_filter and self._lookup is None:
-            self._lookup = {d: i for i, d in enumerate(self.doc_ids.tolist())}
+        if qvecs:
+            self._check_dim(self.tokens.shape[1], qvecs[0].shape[1])
         tokens, offsets = self.tokens, self.offsets
 
         def score(q_rows: np.ndarray, d_rows: np.ndarray) -> np.ndarray:
-            if int(d_rows[-1]) - int(d_rows[0]) + 1 == len(d_rows):
+            if contiguous(d_rows):
                 a, b = int(offsets[d_rows[0]]), int(offsets[d_rows[-1] + 1])
                 block, sub = tokens[a:b], offsets[d_rows[0] : d_rows[-1] + 2] - a
             else:
-                idx = np.concatenate([np.arange(offsets[r], offsets[r + 1]) for r in d_rows])
-                block = tokens[idx]
-                sub = np.concatenate([[0], np.cumsum(offsets[d_rows + 1] - offsets[d_rows])])
+                block, sub = _gather(tokens, offsets, d_rows)
             block = np.asarray(block, dtype=np.float32)
             return np.stack([maxsim(qvecs[i], block, sub) for i in q_rows.tolist()])
 
-        self.stats = TopKStats()
-        r = self.retriever
-        meta = {
-            "retriever": r.name,
-            "model": r.model_name,
-            "model_fingerprint": r.ref.fingerprint,
-            "k": k,
-        }
-        return search_topk(
-            score,
-            qids,
-            self.doc_ids,
-            k,
-            doc_filter=doc_filter,
-            doc_lookup=self._lookup,
-            tie_key=self._ties,
-            query_block=r.options["query_block"],
-            doc_block=r.options["doc_block"],
-            stats=self.stats,
-            name=r.name,
-            metadata=meta,
-        )
+        return self._search_blocks(score, qids, k, doc_filter, self._meta(k=k))

@@ -30,16 +30,8 @@ import numpy as np
 from ..data import Corpus
 from ..errors import InputError
 from . import embcache
-from ._models import (
-    BatchBackoff,
-    load_model,
-    pick_device,
-    progress_bar,
-    resolve_model,
-    spec_name,
-    text_lengths,
-    use_fp16,
-)
+from ._common import ModelBacked, encode_by_length, encode_in_length_order
+from ._models import BatchBackoff, resolve_model
 from .dense_index import DenseIndex
 from .pipeline import Composable
 
@@ -91,17 +83,27 @@ def encode_sorted(
         chunk: documents per encode call.
         progress: optional callable receiving the number of documents done after each chunk.
     """
-    order = np.argsort(-lengths, kind="stable")
-    for start in range(0, len(order), chunk):
-        rows = order[start : start + chunk]
-        texts = texts_of([doc_ids[i] for i in rows.tolist()])
-        vectors = backoff(encode, texts)
+    encode_in_length_order(
+        texts_of,
+        doc_ids,
+        lengths,
+        lambda texts: backoff(encode, texts),
+        _row_writer(out),
+        chunk=chunk,
+        progress=progress,
+    )
+
+
+def _row_writer(out: np.ndarray):
+    """``store(rows, vectors)`` writing *vectors* into rows *rows* of *out* (in its dtype)."""
+
+    def store(rows: np.ndarray, vectors: Any) -> None:
         out[rows] = np.asarray(vectors, dtype=out.dtype)
-        if progress is not None:
-            progress(len(rows))
+
+    return store
 
 
-class DenseRetriever(Composable):
+class DenseRetriever(ModelBacked, Composable):
     """A sentence-transformers bi-encoder retriever (spec ``dense:MODEL[,option=value...]``).
 
     Args:
@@ -126,6 +128,8 @@ class DenseRetriever(Composable):
     """
 
     PREFIX = "dense"
+    LOADER = "SentenceTransformer"
+    WHAT = "dense model"
 
     def __init__(
         self,
@@ -176,30 +180,15 @@ class DenseRetriever(Composable):
             revision=revision,
             trust_remote_code=trust_remote_code,
         )
-        from .spec import spec_options
-
-        self.name = spec_name(self.PREFIX, self.model_name, self.options, spec_options(type(self)))
-        self._model = None
-        self.device = pick_device(device)
-        self.fp16 = use_fp16(fp16, self.device)
-        self.backoff = BatchBackoff(batch_size, what=f"encoding with {self.model_name}")
+        self.name = self._spec_name(self.model_name, self.options)
+        self._setup_model(device=device, fp16=fp16, batch_size=batch_size)
         self.encode_calls = 0
 
     # --- model and prompts ----------------------------------------------------------------------
     @property
     def model(self):
         """The loaded ``SentenceTransformer`` (loaded on first use)."""
-        if self._model is None:
-            self._model = load_model(
-                "SentenceTransformer",
-                self.ref,
-                device=self.device,
-                fp16=self.fp16,
-                max_length=self.options["max_length"],
-                trust_remote_code=self.options["trust_remote_code"],
-                what="dense model",
-            )
-        return self._model
+        return self._loaded_model(max_length=self.options["max_length"])
 
     def _preset(self) -> str | None:
         preset = self.options["prompts"]
@@ -237,19 +226,7 @@ class DenseRetriever(Composable):
             "with_title",
             "faiss",
         )
-        return {
-            "kind": self.PREFIX,
-            "model": self.model_name,
-            "model_fingerprint": self.ref.fingerprint,
-            "precision": "fp16" if self.fp16 else "fp32",
-            **{k: self.options[k] for k in keep},
-        }
-
-    def _doc_key(self, corpus: Corpus) -> dict:
-        key = self.identity()
-        for k in ("query_prompt", "objective", "faiss"):
-            key.pop(k)
-        return {**key, "corpus": corpus.fingerprint(), "n_docs": len(corpus)}
+        return {**self._model_identity(), **{k: self.options[k] for k in keep}}
 
     # --- encoding -----------------------------------------------------------------------------
     def _encode_docs(self, texts: list[str], batch_size: int) -> np.ndarray:
@@ -290,16 +267,8 @@ class DenseRetriever(Composable):
     def index(self, corpus: Corpus, *, show_progress: bool = False) -> DenseIndex:
         """Encode *corpus* (or load its cached embeddings) and return a :class:`DenseIndex`."""
         doc_ids = corpus.doc_ids()
-        with_title = self.options["with_title"]
-
-        def texts_of(ids: list[str]) -> list[str]:
-            return corpus.texts(ids, with_title=with_title)
-
-        artifact = embcache.Artifact(
-            "embeddings/dense",
-            {**self._doc_key(corpus), "doc_ids": embcache.doc_ids_digest(doc_ids)},
-            label=self.model_name,
-        )
+        key = self._corpus_key(corpus, doc_ids, drop=("query_prompt", "objective", "faiss"))
+        artifact = embcache.Artifact("embeddings/dense", key, label=self.model_name)
         cached = embcache.load_dense(artifact, len(doc_ids)) if self.options["cache"] else None
         if cached is not None:
             log.info("loaded cached embeddings %s", artifact.path)
@@ -316,36 +285,24 @@ class DenseRetriever(Composable):
             self.device,
             self.prompts_used(),
         )
-        lengths = text_lengths(corpus, len(doc_ids), with_title=with_title)
-        bar = progress_bar(show_progress, len(doc_ids), "encoding corpus")
-        update = bar.update if bar is not None else None
-        try:
-            if self.options["cache"]:
-                with embcache.write_dense(artifact, len(doc_ids), dim) as out:
-                    encode_sorted(
-                        self._encode_docs,
-                        texts_of,
-                        doc_ids,
-                        lengths,
-                        out,
-                        backoff=self.backoff,
-                        chunk=self.options["chunk"],
-                        progress=update,
-                    )
-                emb = embcache.load_dense(artifact, len(doc_ids))[0]
-                return DenseIndex(self, doc_ids, emb, cache_path=str(artifact.path))
-            out = np.empty((len(doc_ids), dim), dtype=np.float32)
-            encode_sorted(
-                self._encode_docs,
-                texts_of,
+
+        def fill(out: np.ndarray) -> None:
+            encode_by_length(
+                corpus,
                 doc_ids,
-                lengths,
-                out,
-                backoff=self.backoff,
+                with_title=self.options["with_title"],
                 chunk=self.options["chunk"],
-                progress=update,
+                encode=lambda texts: self.backoff(self._encode_docs, texts),
+                store=_row_writer(out),
+                show_progress=show_progress,
+                desc="encoding corpus",
             )
-            return DenseIndex(self, doc_ids, out)
-        finally:
-            if bar is not None:
-                bar.close()
+
+        if self.options["cache"]:
+            with embcache.write_dense(artifact, len(doc_ids), dim) as out:
+                fill(out)
+            emb = embcache.load_dense(artifact, len(doc_ids))[0]
+            return DenseIndex(self, doc_ids, emb, cache_path=str(artifact.path))
+        out = np.empty((len(doc_ids), dim), dtype=np.float32)
+        fill(out)
+        return DenseIndex(self, doc_ids, out)

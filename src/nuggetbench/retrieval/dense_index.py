@@ -12,14 +12,13 @@ import numpy as np
 
 from ..data import Queries, Run
 from ..errors import InputError
-from . import embcache
-from .topk import TopKStats, search_topk, tie_keys
+from ._common import BlockIndex, contiguous
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dense import DenseRetriever
 
 
-class DenseIndex:
+class DenseIndex(BlockIndex):
     """Corpus embeddings plus the retriever that encodes queries (see :class:`DenseRetriever`).
 
     Attributes:
@@ -36,24 +35,9 @@ class DenseIndex:
         *,
         cache_path: str | None = None,
     ):
-        self.retriever = retriever
-        self.name = retriever.name
-        self.doc_ids = np.asarray(doc_ids, dtype=object)
+        super().__init__(retriever, doc_ids, cache_path=cache_path)
         self.embeddings = embeddings
-        self.cache_path = cache_path
-        self._lookup: dict[str, int] | None = None
-        self._ties = tie_keys(self.doc_ids)
         self._faiss = None
-        self.stats = TopKStats()
-
-    def _check_dim(self, q: np.ndarray) -> None:
-        if q.shape[1] != self.embeddings.shape[1]:
-            embcache.check_dim(
-                self.embeddings.shape[1],
-                q.shape[1],
-                self.cache_path or "(memory)",
-                self.retriever.model_name,
-            )
 
     def search(
         self,
@@ -87,42 +71,23 @@ class DenseIndex:
             [queries[x] for x in qids], objective=objective, show_progress=show_progress
         )
         if len(qids):
-            self._check_dim(q)
+            self._check_dim(self.embeddings.shape[1], q.shape[1])
         r = self.retriever
-        meta = {
-            "retriever": r.name,
-            "model": r.model_name,
-            "model_fingerprint": r.ref.fingerprint,
-            "prompts": list(r.prompts_used()),
-            "normalize": r._normalize(),
-            "k": k,
-            "objective": objective or r.options["objective"],
-        }
-        if doc_filter and self._lookup is None:
-            self._lookup = {d: i for i, d in enumerate(self.doc_ids.tolist())}
+        meta = self._meta(
+            prompts=list(r.prompts_used()),
+            normalize=r._normalize(),
+            k=k,
+            objective=objective or r.options["objective"],
+        )
         if r.options["faiss"] and not doc_filter:
             return self._faiss_search(qids, q, k, meta)
-        self.stats = TopKStats()
         emb = self.embeddings
 
         def score(q_rows: np.ndarray, d_rows: np.ndarray) -> np.ndarray:
-            docs = emb[d_rows[0] : d_rows[-1] + 1] if _contiguous(d_rows) else emb[d_rows]
+            docs = emb[d_rows[0] : d_rows[-1] + 1] if contiguous(d_rows) else emb[d_rows]
             return q[q_rows] @ np.asarray(docs, dtype=np.float32).T
 
-        return search_topk(
-            score,
-            qids,
-            self.doc_ids,
-            k,
-            doc_filter=doc_filter,
-            doc_lookup=self._lookup,
-            tie_key=self._ties,
-            query_block=r.options["query_block"],
-            doc_block=r.options["doc_block"],
-            stats=self.stats,
-            name=r.name,
-            metadata=meta,
-        )
+        return self._search_blocks(score, qids, k, doc_filter, meta)
 
     def _faiss_search(self, qids: list[str], q: np.ndarray, k: int, meta: dict) -> Run:
         try:
@@ -156,7 +121,3 @@ class DenseIndex:
             name=self.retriever.name,
             metadata={**meta, "faiss": self.retriever.options["faiss"]},
         )
-
-
-def _contiguous(rows: np.ndarray) -> bool:
-    return len(rows) > 0 and int(rows[-1]) - int(rows[0]) + 1 == len(rows)

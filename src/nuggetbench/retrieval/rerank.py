@@ -17,7 +17,8 @@ import numpy as np
 
 from ..data import Corpus, Queries, Run
 from ..errors import InputError
-from ._models import BatchBackoff, load_model, pick_device, resolve_model, spec_name, use_fp16
+from ._common import ModelBacked
+from ._models import resolve_model
 from .pipeline import DEFAULT_DEPTH, Composable
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ def split_depth(model: str) -> tuple[str, int | None]:
     return m.group(1), int(m.group(2))
 
 
-class CrossEncoderReranker(Composable):
+class CrossEncoderReranker(ModelBacked, Composable):
     """Rerank with a cross-encoder (spec ``rerank:MODEL[@depth][,option=value...]``).
 
     Args:
@@ -46,6 +47,8 @@ class CrossEncoderReranker(Composable):
     """
 
     PREFIX = "rerank"
+    LOADER = "CrossEncoder"
+    WHAT = "cross-encoder"
 
     def __init__(
         self,
@@ -78,42 +81,20 @@ class CrossEncoderReranker(Composable):
             revision=revision,
             trust_remote_code=trust_remote_code,
         )
-        from .spec import spec_options
-
-        self.name = spec_name(
-            self.PREFIX, f"{model}@{self.depth}", self.options, spec_options(type(self))
-        )
-        self.device = pick_device(device)
-        self.fp16 = use_fp16(fp16, self.device)
-        self.backoff = BatchBackoff(batch_size, what=f"scoring with {model}")
-        self._model = None
+        self.name = self._spec_name(f"{model}@{self.depth}", self.options)
+        self._setup_model(device=device, fp16=fp16, batch_size=batch_size, action="scoring")
         self.predict_calls = 0
 
     @property
     def model(self):
         """The loaded ``CrossEncoder`` (loaded on first use)."""
-        if self._model is None:
-            kwargs = (
-                {"max_length": self.options["max_length"]} if self.options["max_length"] else {}
-            )
-            self._model = load_model(
-                "CrossEncoder",
-                self.ref,
-                device=self.device,
-                fp16=self.fp16,
-                trust_remote_code=self.options["trust_remote_code"],
-                what="cross-encoder",
-                **kwargs,
-            )
-        return self._model
+        max_length = self.options["max_length"]
+        return self._loaded_model(**({"max_length": max_length} if max_length else {}))
 
     def identity(self) -> dict:
         return {
-            "kind": self.PREFIX,
-            "model": self.model_name,
-            "model_fingerprint": self.ref.fingerprint,
+            **self._model_identity(),
             "depth": self.depth,
-            "precision": "fp16" if self.fp16 else "fp32",
             "max_length": self.options["max_length"],
             "with_title": self.options["with_title"],
         }
@@ -157,7 +138,6 @@ class CrossEncoderReranker(Composable):
             KeyError: a candidate document is not in *corpus*.
         """
         from .base import check_k
-        from .topk import _with_empty_queries
 
         k = check_k(k)
         with_title = self.options["with_title"]
@@ -182,18 +162,6 @@ class CrossEncoderReranker(Composable):
         finally:
             if bar is not None:
                 bar.close()
-        name = f"{run.name} >> {self.name}" if run.name else self.name
-        out = Run(
-            [q for q, _ in entries],
-            [d for _, d in entries],
-            scores,
-            name=name,
-            metadata={
-                "reranker": self.name,
-                "model_fingerprint": self.ref.fingerprint,
-                "depth": k,
-                "first_stage": run.name,
-            },
+        return self._reranked_run(
+            queries, run, k, [q for q, _ in entries], [d for _, d in entries], scores
         )
-        missing = sorted(set(queries) - set(out.query_ids))
-        return _with_empty_queries(out, missing) if missing else out

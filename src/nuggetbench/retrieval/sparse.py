@@ -22,9 +22,9 @@ import numpy as np
 from ..data import Corpus, Queries, Run
 from ..errors import InputError
 from . import embcache
-from ._models import BatchBackoff, load_model, pick_device, resolve_model, spec_name, use_fp16
+from ._common import BlockIndex, ModelBacked, contiguous, encode_by_length
+from ._models import resolve_model
 from .pipeline import Composable
-from .topk import TopKStats, search_topk, tie_keys
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def idf_weights(doc_matrix) -> np.ndarray:
     return np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
 
 
-class SparseRetriever(Composable):
+class SparseRetriever(ModelBacked, Composable):
     """A SparseEncoder (SPLADE-style) retriever (spec ``sparse:MODEL[,option=value...]``).
 
     Args:
@@ -75,6 +75,8 @@ class SparseRetriever(Composable):
     """
 
     PREFIX = "sparse"
+    LOADER = "SparseEncoder"
+    WHAT = "sparse model"
 
     def __init__(
         self,
@@ -111,36 +113,18 @@ class SparseRetriever(Composable):
             revision=revision,
             trust_remote_code=trust_remote_code,
         )
-        from .spec import spec_options
-
-        self.name = spec_name(self.PREFIX, self.model_name, self.options, spec_options(type(self)))
-        self.device = pick_device(device)
-        self.fp16 = use_fp16(fp16, self.device)
-        self.backoff = BatchBackoff(batch_size, what=f"encoding with {self.model_name}")
-        self._model = None
+        self.name = self._spec_name(self.model_name, self.options)
+        self._setup_model(device=device, fp16=fp16, batch_size=batch_size)
         self.encode_calls = 0
 
     @property
     def model(self):
         """The loaded ``SparseEncoder`` (loaded on first use)."""
-        if self._model is None:
-            self._model = load_model(
-                "SparseEncoder",
-                self.ref,
-                device=self.device,
-                fp16=self.fp16,
-                max_length=self.options["max_length"],
-                trust_remote_code=self.options["trust_remote_code"],
-                what="sparse model",
-            )
-        return self._model
+        return self._loaded_model(max_length=self.options["max_length"])
 
     def identity(self) -> dict:
         return {
-            "kind": self.PREFIX,
-            "model": self.model_name,
-            "model_fingerprint": self.ref.fingerprint,
-            "precision": "fp16" if self.fp16 else "fp32",
+            **self._model_identity(),
             "idf": self.options["idf"],
             "max_length": self.options["max_length"],
             "with_title": self.options["with_title"],
@@ -166,39 +150,29 @@ class SparseRetriever(Composable):
         """Encode *corpus* (or load its cached CSR matrix) and return a :class:`SparseIndex`."""
         import scipy.sparse as sp
 
-        from ._models import progress_bar, text_lengths
-
         doc_ids = corpus.doc_ids()
-        key = {
-            **self.identity(),
-            "corpus": corpus.fingerprint(),
-            "n_docs": len(doc_ids),
-            "doc_ids": embcache.doc_ids_digest(doc_ids),
-        }
-        key.pop("idf")
+        key = self._corpus_key(corpus, doc_ids, drop=("idf",))
         artifact = embcache.Artifact("embeddings/sparse", key, label=self.model_name)
         cached = embcache.load_sparse(artifact, len(doc_ids)) if self.options["cache"] else None
         if cached is not None:
             log.info("loaded cached sparse vectors %s", artifact.path)
             return SparseIndex(self, doc_ids, cached[0], cache_path=str(artifact.path))
-        with_title = self.options["with_title"]
-        lengths = text_lengths(corpus, len(doc_ids), with_title=with_title)
-        order = np.argsort(-lengths, kind="stable")
-        bar = progress_bar(show_progress, len(doc_ids), "encoding corpus (sparse)")
         parts = []
-        try:
-            for start in range(0, len(order), self.options["chunk"]):
-                rows = order[start : start + self.options["chunk"]]
-                texts = corpus.texts([doc_ids[i] for i in rows.tolist()], with_title=with_title)
-                self.encode_calls += 1
-                parts.append(
-                    self.backoff(lambda items, bs: self._encode(items, bs, query=False), texts)
-                )
-                if bar is not None:
-                    bar.update(len(rows))
-        finally:
-            if bar is not None:
-                bar.close()
+
+        def encode(texts: list[str]) -> Any:
+            self.encode_calls += 1
+            return self.backoff(lambda items, bs: self._encode(items, bs, query=False), texts)
+
+        order = encode_by_length(
+            corpus,
+            doc_ids,
+            with_title=self.options["with_title"],
+            chunk=self.options["chunk"],
+            encode=encode,
+            store=lambda rows, matrix: parts.append(matrix),
+            show_progress=show_progress,
+            desc="encoding corpus (sparse)",
+        )
         vocab = parts[0].shape[1] if parts else 0
         stacked = sp.vstack(parts).tocsr() if parts else sp.csr_matrix((0, vocab), dtype=np.float32)
         matrix = stacked[np.argsort(order)] if len(order) else stacked
@@ -211,7 +185,7 @@ class SparseRetriever(Composable):
         )
 
 
-class SparseIndex:
+class SparseIndex(BlockIndex):
     """Document CSR matrix plus the retriever that encodes queries.
 
     Attributes:
@@ -228,15 +202,9 @@ class SparseIndex:
         *,
         cache_path: str | None = None,
     ):
-        self.retriever = retriever
-        self.name = retriever.name
-        self.doc_ids = np.asarray(doc_ids, dtype=object)
+        super().__init__(retriever, doc_ids, cache_path=cache_path)
         self.matrix = matrix
-        self.cache_path = cache_path
         self.idf = idf_weights(matrix) if retriever.options["idf"] else None
-        self._ties = tie_keys(self.doc_ids)
-        self._lookup: dict[str, int] | None = None
-        self.stats = TopKStats()
 
     def search(
         self,
@@ -262,17 +230,10 @@ class SparseIndex:
             if qids
             else sp.csr_matrix((0, self.matrix.shape[1]), dtype=np.float32)
         )
-        if qids and q.shape[1] != self.matrix.shape[1]:
-            embcache.check_dim(
-                self.matrix.shape[1],
-                q.shape[1],
-                self.cache_path or "(memory)",
-                self.retriever.model_name,
-            )
+        if qids:
+            self._check_dim(self.matrix.shape[1], q.shape[1])
         if self.idf is not None:
             q = sp.csr_matrix(q.multiply(self.idf[None, :]), dtype=np.float32)
-        if doc_filter and self._lookup is None:
-            self._lookup = {d: i for i, d in enumerate(self.doc_ids.tolist())}
         matrix = self.matrix
         dense_cache: dict[bytes, np.ndarray] = {}
 
@@ -282,33 +243,8 @@ class SparseIndex:
             if qd is None:
                 dense_cache.clear()
                 qd = dense_cache[key] = q[q_rows].toarray()
-            docs = (
-                matrix[d_rows[0] : d_rows[-1] + 1]
-                if int(d_rows[-1]) - int(d_rows[0]) + 1 == len(d_rows)
-                else matrix[d_rows]
-            )
+            docs = matrix[d_rows[0] : d_rows[-1] + 1] if contiguous(d_rows) else matrix[d_rows]
             return np.asarray(docs @ qd.T).T
 
-        self.stats = TopKStats()
-        r = self.retriever
-        meta = {
-            "retriever": r.name,
-            "model": r.model_name,
-            "model_fingerprint": r.ref.fingerprint,
-            "idf": bool(r.options["idf"]),
-            "k": k,
-        }
-        return search_topk(
-            score,
-            qids,
-            self.doc_ids,
-            k,
-            doc_filter=doc_filter,
-            doc_lookup=self._lookup,
-            tie_key=self._ties,
-            query_block=r.options["query_block"],
-            doc_block=r.options["doc_block"],
-            stats=self.stats,
-            name=r.name,
-            metadata=meta,
-        )
+        meta = self._meta(idf=bool(self.retriever.options["idf"]), k=k)
+        return self._search_blocks(score, qids, k, doc_filter, meta)
