@@ -44,8 +44,11 @@ def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpu
     profile = profile or (ds.default_profile if ds is not None else None)
     run_value = load_run(run, keep_rank=True, trailing="ignore" if ignore_trailing else "error")
     kwargs = {"profile": profile} if profile else {}
+    import logging
+
     from ..measures.checks import check_run_against_qrels
 
+    logging.getLogger("nuggetbench.measures.checks").setLevel(logging.ERROR)  # printed below instead
     for line in check_run_against_qrels(qrels_value, run_value, getattr(ds, "corpus", None),
                                         metadata=getattr(ds, "metadata", None)):
         (warn if line.startswith("[warning]") else info)(line.split("] ", 1)[-1])

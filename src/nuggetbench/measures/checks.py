@@ -301,11 +301,15 @@ def check_run_sorted(run: Any) -> list[Finding]:
         )
     ranks = getattr(run, "input_ranks", None)
     if ranks is not None and len(ranks):
-        qids, starts, _, _ = run.arrays()
+        qids, starts, _, scores = run.arrays()
         bad = []
         for i, q in enumerate(qids):
             r = np.asarray(ranks[starts[i] : starts[i + 1]])
-            if len(r) > 1 and np.any(np.diff(r) < 0):
+            if len(r) < 2:
+                continue
+            # read in rank order, the scores must not go up (tied scores may be in any order)
+            by_rank = np.asarray(scores[starts[i] : starts[i + 1]])[np.argsort(r, kind="stable")]
+            if np.any(np.diff(by_rank) > 0):
                 bad.append(str(q))
         if bad:
             out.append(
@@ -314,7 +318,8 @@ def check_run_sorted(run: Any) -> list[Finding]:
                     "rank_disagrees",
                     f"in {len(bad)} queries (e.g. {', '.join(bad[:3])}) the rank column "
                     "contradicts the scores; ranks are ignored (trec_eval), so these "
-                    "queries are scored in score order, not rank order",
+                    "queries are scored in score order, not rank order (only the ndeval "
+                    "profile's diversity measures follow the rank column)",
                 )
             )
     return _emit(out)
