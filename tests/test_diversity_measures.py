@@ -209,3 +209,15 @@ def test_freshstack_round_trip_of_trec_web_qrels(shared_data, tmp_path):
             top = run.doc_ids(q)[:20]
             covered = [s for s, docs in judged[q].items() if any(docs.get(d, 0) > 0 for d in top)]
             assert cov[q] == pytest.approx(len(covered) / len(judged[q])), (run_name, q)
+
+
+def test_ndeval_command_line_profiles():
+    from nuggetbench.errors import UnknownNameError
+    from nuggetbench.measures.profiles import get_profile
+
+    prof = get_profile("ndeval -M 10 -c")
+    assert prof.name == "ndeval -c -M 10"
+    assert prof.options["depth"] == 10
+    assert get_profile("ndeval -traditional -c").name == "ndeval -c -traditional"
+    with pytest.raises(UnknownNameError, match="-alpha"):
+        get_profile("ndeval -alpha 0.8")

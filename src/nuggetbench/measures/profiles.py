@@ -147,12 +147,40 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
     name = DEFAULT_PROFILE if profile is None else profile
     if name not in PROFILES:
         _import_profile_modules()
+    if name not in PROFILES and name.split()[:1] == ["ndeval"]:
+        return _ndeval_command_line(name)
     if name not in PROFILES:
         raise UnknownNameError(
             f"unknown evaluation profile {name!r}.{suggest(name, list(PROFILES))} "
             f"Known profiles: {', '.join(sorted(PROFILES))}"
         )
     return PROFILES[name]
+
+
+def _ndeval_command_line(name: str) -> Profile:
+    """``ndeval [-c] [-traditional] [-M N]`` spelled as on ndeval's command line, in any order."""
+    from .diversity import ndeval_profile
+
+    words = name.split()[1:]
+    options: dict = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "-c":
+            options["complete"] = True
+        elif word == "-traditional":
+            options["traditional"] = True
+        elif word == "-M" and i + 1 < len(words) and words[i + 1].isdigit():
+            options["depth"] = int(words[i + 1])
+            i += 1
+        else:
+            raise UnknownNameError(
+                f"unknown ndeval option {word!r} in profile {name!r}: the profile takes -c, "
+                "-traditional and -M N (-alpha and -beta are measure parameters: "
+                "alpha_nDCG(alpha=0.8)@20, NRBP(alpha=0.8,beta=0.7))"
+            )
+        i += 1
+    return ndeval_profile(**options)
 
 
 register_profile(
