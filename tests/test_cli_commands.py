@@ -125,3 +125,14 @@ def test_second_experiment_is_served_from_the_run_cache(beir_folder, monkeypatch
     assert second.systems["bm25"].run == first.systems["bm25"].run
     with pytest.raises(AssertionError, match="indexed again"):
         run_experiment(ds, ["bm25"], measures=["RR"], cache_runs=False)
+
+
+def test_dataset_options_are_passed_and_checked(beir_folder):
+    ok = CliRunner().invoke(cli, ["run", str(beir_folder), "-r", "bm25", "-m", "RR", "-O", "split=test",
+                                  "--format", "json"])
+    assert ok.exit_code == 0, ok.output
+    bad = CliRunner().invoke(cli, ["run", str(beir_folder), "-r", "bm25", "-O", "max_dcos=10"])
+    assert bad.exit_code != 0
+    assert "max_dcos" in str(bad.exception)
+    malformed = CliRunner().invoke(cli, ["run", str(beir_folder), "-r", "bm25", "-O", "novalue"])
+    assert malformed.exit_code != 0 and "KEY=VALUE" in malformed.output

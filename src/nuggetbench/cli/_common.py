@@ -68,6 +68,37 @@ def _load_qrels_file(path: Path):
     return load_qrels(path)
 
 
+def parse_dataset_options(items) -> dict:
+    """``-O key=value`` pairs -> typed loader options (ints, floats, true/false, strings).
+
+    Raises:
+        click.BadParameter: an item without ``=``.
+    """
+    out: dict = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r}: expected KEY=VALUE (e.g. max_docs=100000)", param_hint="-O")
+        out[key.strip()] = _typed(value.strip())
+    return out
+
+
+def _typed(value: str):
+    low = value.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
 def fmt_value(value: float, digits: int = 4) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "nan"

@@ -26,11 +26,14 @@ from ._common import echo_json, info, markdown_table, render_means_table, warn
               help="Chunker for datasets built from notebooks (fastbook), e.g. paragraphs:group=3,headers=true.")
 @click.option("--query-field", type=click.Choice(["question", "answer", "nuggets"]), default=None,
               help="FreshStack: retrieve with the question (default), the answer (oracle) or the nuggets (oracle).")
+@click.option("-O", "--dataset-option", "dataset_options", multiple=True, metavar="KEY=VALUE",
+              help="Extra dataset loader option, repeatable (e.g. -O max_docs=100000 -O source=hub; "
+                   "`nuggetbench datasets info ID` lists them).")
 @click.option("--with-objective", is_flag=True, help="Give the dataset's task objective to retrievers that accept instructions.")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.option("--no-run-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache.")
 def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, chunker, query_field,
-                with_objective, no_progress, no_run_cache):
+                dataset_options, with_objective, no_progress, no_run_cache):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
 
     DATASET is a dataset id (beir/scifact, fastbook, ...) or a local BEIR-format folder.
@@ -47,7 +50,9 @@ def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, c
     from ..experiment import run_experiment, slug
     from ..home import home
 
-    options = {}
+    from ._common import parse_dataset_options
+
+    options = parse_dataset_options(dataset_options)
     if split:
         options["split"] = split
     if chunker:
