@@ -122,13 +122,17 @@ def test_doc_filter_restricts_listed_queries_only():
     queries = Queries({"q1": "banana cherry", "q2": "banana cherry"})
     full = index.search(queries, 10)
     filtered = index.search(queries, 10, doc_filter={"q1": ["d2", "d4", "missing-doc"]})
-    assert filtered.doc_ids("q1") == ["d2"]  # d4 is a candidate but matches nothing
+    # the whole pool is ranked: d4 matches nothing and comes last, at the no-match score
+    assert filtered.doc_ids("q1") == ["d2", "d4"]
+    assert dict(filtered["q1"])["d4"] < dict(filtered["q1"])["d2"]
     assert dict(filtered["q1"])["d2"] == dict(full["q1"])["d2"]  # same scores as unfiltered
     assert filtered["q2"] == full["q2"]  # not listed: unrestricted
     top1 = index.search(queries, 1, doc_filter={"q1": ["d1", "d2", "d3"]})
     assert top1.doc_ids("q1") == full.doc_ids("q1")[:1]
     empty = index.search(queries, 10, doc_filter={"q1": []})
     assert "q1" not in empty and "q2" in empty
+    unknown_terms = index.search(Queries({"q1": "zzzz"}), 10, doc_filter={"q1": ["d2", "d1"]})
+    assert unknown_terms.doc_ids("q1") == ["d2", "d1"]  # every candidate, ties by doc id desc
 
 
 @pytest.mark.parametrize("method", ["bm25l", "bm25+", "robertson", "atire", "lucene"])
@@ -141,7 +145,9 @@ def test_methods_return_only_matching_documents(method):
         .index(corpus())
         .search(Queries({"q": "cherry"}), 10, doc_filter={"q": ["d1", "d2"]})
     )
-    assert filt.doc_ids("q") == ["d2"]
+    assert filt.doc_ids("q") == ["d2", "d1"]  # a pool is ranked whole; d1 matches nothing
+    scores = dict(filt["q"])
+    assert scores["d2"] > scores["d1"]
 
 
 def test_run_metadata_and_name():

@@ -2,7 +2,10 @@
 
 Which documents a search returns: only those that score above a document containing none of
 the query terms (as Lucene returns only matching documents), so a query may get fewer than
-*k* results, and a query with no term in the index vocabulary gets none.
+*k* results, and a query with no term in the index vocabulary gets none. A query restricted to a
+candidate pool (``doc_filter``, the rerank setting of BIRCO or fastbook's chapters) is different:
+every candidate is ranked, those without a query term at the no-match score (ties broken by doc
+id as everywhere), because a pool's ranking must cover the pool.
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ class BM25Index:
         token_ids = [[vocab[t] for t in toks if t in vocab and t != ""] for toks in tokens]
         filtered = doc_filter or {}
         batch = [i for i, q in enumerate(qids) if token_ids[i] and q not in filtered]
-        single = [i for i, q in enumerate(qids) if token_ids[i] and q in filtered]
+        single = [i for i, q in enumerate(qids) if q in filtered]
 
         out_q: list[np.ndarray] = []
         out_d: list[np.ndarray] = []
@@ -133,10 +136,10 @@ class BM25Index:
                 missing += n_missing
                 if not len(cand):
                     continue
-                all_scores = self.bm25.get_scores(token_ids[i])
-                sub = all_scores[cand]
-                keep = sub > self._no_match_score(token_ids[i])
-                cand, sub = cand[keep], sub[keep]
+                if token_ids[i]:
+                    sub = np.asarray(self.bm25.get_scores(token_ids[i]))[cand]
+                else:
+                    sub = np.zeros(len(cand))
                 if len(cand) > k:
                     top = np.argpartition(-sub, k - 1)[:k]
                     cand, sub = cand[top], sub[top]
