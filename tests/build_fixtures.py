@@ -71,44 +71,48 @@ REPO_B = {
     "  return config.spin_rate || 10;\n}\n\nmodule.exports = { spinRate };\n",
 }
 
+
+def qa_rows(
+    qid: int, day: str, *, answer: str, answer_score: int, answer_time: str = "12:00", **question
+) -> list[str]:
+    """Question *qid* (asked on *day* at 10:00; its ``Score``, ``Title``, ``Body`` and ``Tags`` in
+    *question*) and its accepted answer *answer*, id *qid* + 1."""
+    asked, answered = f"{day}T10:00:00.000", f"{day}T{answer_time}:00.000"
+    head = row(Id=qid, PostTypeId=1, AcceptedAnswerId=qid + 1, CreationDate=asked, **question)
+    reply = row(
+        Id=qid + 1,
+        PostTypeId=2,
+        ParentId=qid,
+        CreationDate=answered,
+        Score=answer_score,
+        Body=answer,
+    )
+    return [head, reply]
+
+
 POSTS = [
-    row(
-        Id=1,
-        PostTypeId=1,
-        AcceptedAnswerId=2,
-        CreationDate="2023-03-01T10:00:00.000",
+    *qa_rows(
+        1,
+        "2023-03-01",
         Score=5,
         Title="How do I frobnicate a widget?",
         Body="<p>I need to frobnicate my widget with more intensity.</p>",
         Tags="<widgets><python>",
-    ),
-    row(
-        Id=2,
-        PostTypeId=2,
-        ParentId=1,
-        CreationDate="2023-03-01T11:00:00.000",
-        Score=3,
-        Body="<p>Call the frobnicate function with the level parameter controlling intensity.</p>"
+        answer="<p>Call the frobnicate function with the level parameter controlling intensity.</p>"
         "<pre><code>frobnicate(w, level=5)\n</code></pre><p>Install widgets with pip install widgets first.</p>",
+        answer_score=3,
+        answer_time="11:00",
     ),
-    row(
-        Id=3,
-        PostTypeId=1,
-        AcceptedAnswerId=4,
-        CreationDate="2023-04-01T10:00:00.000",
+    *qa_rows(
+        3,
+        "2023-04-01",
         Score=2,
         Title="Turbine spin rate?",
         Body="<p>How do I change how fast the turbine spins?</p>",
         Tags="|turbine|config|",
-    ),
-    row(
-        Id=4,
-        PostTypeId=2,
-        ParentId=3,
-        CreationDate="2023-04-01T12:00:00.000",
-        Score=1,
-        Body="<p>Configure the turbine with the spin_rate option in config.toml file.</p>"
+        answer="<p>Configure the turbine with the spin_rate option in config.toml file.</p>"
         "<p>The gizmo spins clockwise by default.</p>",
+        answer_score=1,
     ),
     row(
         Id=5,
@@ -120,42 +124,26 @@ POSTS = [
         Tags="<widgets>",
     ),
     '  <row Id="6" PostTypeId="1" Title="broken & row" />',
-    row(
-        Id=7,
-        PostTypeId=1,
-        AcceptedAnswerId=8,
-        CreationDate="2023-06-01T10:00:00.000",
+    *qa_rows(
+        7,
+        "2023-06-01",
         Score=1,
         Title="Quantum pancakes?",
         Body="<p>Do pancakes tunnel?</p>",
         Tags="<cooking>",
+        answer="<p>Pancakes exhibit marvellous quantum tunnelling behaviour sometimes.</p>",
+        answer_score=1,
     ),
-    row(
-        Id=8,
-        PostTypeId=2,
-        ParentId=7,
-        CreationDate="2023-06-01T12:00:00.000",
-        Score=1,
-        Body="<p>Pancakes exhibit marvellous quantum tunnelling behaviour sometimes.</p>",
-    ),
-    row(
-        Id=9,
-        PostTypeId=1,
-        AcceptedAnswerId=10,
-        CreationDate="2023-07-01T10:00:00.000",
+    *qa_rows(
+        9,
+        "2023-07-01",
         Score=4,
         Title="Frobnicate and spin together?",
         Body="<p>Can a widget frobnicate while the gizmo spins?</p>",
         Tags="<widgets><turbine>",
-    ),
-    row(
-        Id=10,
-        PostTypeId=2,
-        ParentId=9,
-        CreationDate="2023-07-01T12:00:00.000",
-        Score=2,
-        Body="<p>The frobnicate function accepts a level parameter controlling intensity.</p>"
+        answer="<p>The frobnicate function accepts a level parameter controlling intensity.</p>"
         "<p>The gizmo spins clockwise by default.</p><p>Pancakes are unrelated to turbines entirely.</p>",
+        answer_score=2,
     ),
 ]
 

@@ -26,14 +26,33 @@ def beir_folder(tmp_path):
     with open(folder / "queries.jsonl", "w") as fh:
         fh.write(json.dumps({"_id": "q1", "text": "why do cats purr"}) + "\n")
         fh.write(json.dumps({"_id": "q2", "text": "birds singing"}) + "\n")
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\r\nq1\td1\t1\r\nq2\td3\t2\r\n")
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\r\nq1\td1\t1\r\nq2\td3\t2\r\n"
+    )
     return folder
 
 
 def test_run_json_output_is_one_object(beir_folder, tmp_path):
     out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["run", str(beir_folder), "-r", "bm25", "-r", "bm25:k1=0.9,b=0.4",
-                                      "-m", "nDCG@10", "-m", "RR", "-o", str(out), "--format", "json"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(beir_folder),
+            "-r",
+            "bm25",
+            "-r",
+            "bm25:k1=0.9,b=0.4",
+            "-m",
+            "nDCG@10",
+            "-m",
+            "RR",
+            "-o",
+            str(out),
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     obj = json.loads(result.stdout)
     assert set(obj) == {"dataset", "results"}
@@ -46,8 +65,18 @@ def test_run_json_output_is_one_object(beir_folder, tmp_path):
     assert runs == ["bm25.trec", "bm25_k1=0.9,b=0.4.trec"]
 
     # the saved run scores the same through `evaluate`
-    ev = CliRunner().invoke(cli, ["evaluate", str(beir_folder / "qrels" / "test.tsv"), str(out / "runs" / "bm25.trec"),
-                                  "nDCG@10", "RR", "--format", "json"])
+    ev = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            str(beir_folder / "qrels" / "test.tsv"),
+            str(out / "runs" / "bm25.trec"),
+            "nDCG@10",
+            "RR",
+            "--format",
+            "json",
+        ],
+    )
     assert ev.exit_code == 0, ev.output
     assert json.loads(ev.stdout) == pytest.approx(obj["results"]["bm25"])
 
@@ -57,12 +86,16 @@ def test_evaluate_per_query_tsv_and_profiles(tmp_path):
     qrels.write_text("1 0 a 1\n1 0 b 0\n2 0 c 1\n")
     run = tmp_path / "run.txt"
     run.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n9 Q0 z 1 1.0 t\n")
-    r = CliRunner().invoke(cli, ["evaluate", str(qrels), str(run), "P@1", "--per-query", "--format", "tsv"])
+    r = CliRunner().invoke(
+        cli, ["evaluate", str(qrels), str(run), "P@1", "--per-query", "--format", "tsv"]
+    )
     assert r.exit_code == 0, r.output
     lines = [line.split("\t") for line in r.stdout.strip().splitlines()]
     assert ["P@1", "1", "1"] in [[a, b, c] for a, b, c in lines]
     assert ["P@1", "all", "0.5000"] in lines  # trec_eval -c: query 2 missing from the run scores 0
-    r2 = CliRunner().invoke(cli, ["evaluate", str(qrels), str(run), "P@1", "--profile", "trec_eval", "--format", "json"])
+    r2 = CliRunner().invoke(
+        cli, ["evaluate", str(qrels), str(run), "P@1", "--profile", "trec_eval", "--format", "json"]
+    )
     assert json.loads(r2.stdout) == {"P@1": 1.0}
 
 
@@ -101,8 +134,23 @@ def test_offline_missing_dataset_names_the_folder(monkeypatch, tmp_path):
 @pytest.mark.realdata
 def test_scifact_bm25_published_figures(shared_data, monkeypatch, tmp_path):
     monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
-    r = CliRunner().invoke(cli, ["run", "beir/scifact", "-r", "bm25:k1=0.9,b=0.4", "-r", "bm25:k1=1.5,b=0.75",
-                                 "-m", "nDCG@10", "-o", str(tmp_path / "o"), "--format", "json"])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "beir/scifact",
+            "-r",
+            "bm25:k1=0.9,b=0.4",
+            "-r",
+            "bm25:k1=1.5,b=0.75",
+            "-m",
+            "nDCG@10",
+            "-o",
+            str(tmp_path / "o"),
+            "--format",
+            "json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)["results"]
     assert abs(res["bm25:k1=0.9,b=0.4"]["nDCG@10"] - 0.676) < 0.005
@@ -128,11 +176,73 @@ def test_second_experiment_is_served_from_the_run_cache(beir_folder, monkeypatch
 
 
 def test_dataset_options_are_passed_and_checked(beir_folder):
-    ok = CliRunner().invoke(cli, ["run", str(beir_folder), "-r", "bm25", "-m", "RR", "-O", "split=test",
-                                  "--format", "json"])
+    ok = CliRunner().invoke(
+        cli,
+        ["run", str(beir_folder), "-r", "bm25", "-m", "RR", "-O", "split=test", "--format", "json"],
+    )
     assert ok.exit_code == 0, ok.output
     bad = CliRunner().invoke(cli, ["run", str(beir_folder), "-r", "bm25", "-O", "max_dcos=10"])
     assert bad.exit_code != 0
     assert "max_dcos" in str(bad.exception)
     malformed = CliRunner().invoke(cli, ["run", str(beir_folder), "-r", "bm25", "-O", "novalue"])
     assert malformed.exit_code != 0 and "KEY=VALUE" in malformed.output
+
+
+def test_freshstack_queries_file_as_qrels_uses_freshstack_defaults(tmp_path):
+    rows = [
+        {
+            "query_id": "1",
+            "query_title": "t",
+            "query_text": "x",
+            "answer_text": "a",
+            "nuggets": [
+                {
+                    "_id": "1_n1",
+                    "text": "n1",
+                    "relevant_corpus_ids": ["d1"],
+                    "non_relevant_corpus_ids": ["d2"],
+                },
+                {
+                    "_id": "1_n2",
+                    "text": "n2",
+                    "relevant_corpus_ids": [],
+                    "non_relevant_corpus_ids": [],
+                },
+            ],
+        },
+        {
+            "query_id": "2",
+            "query_title": "t",
+            "query_text": "y",
+            "answer_text": "b",
+            "nuggets": [
+                {
+                    "_id": "2_n1",
+                    "text": "n",
+                    "relevant_corpus_ids": [],
+                    "non_relevant_corpus_ids": ["d3"],
+                }
+            ],
+        },
+    ]
+    qfile = tmp_path / "queries.jsonl"
+    qfile.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 d1 1 2.0 t\n1 Q0 d2 2 1.0 t\n2 Q0 d3 1 1.0 t\n")
+    r = CliRunner().invoke(cli, ["evaluate", str(qfile), str(run), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert set(out) == {"alpha_nDCG@10", "Coverage@20", "R@50"}
+    # freshstack profile: query 2 (no supported nugget) still counts, scoring 0
+    assert out["Coverage@20"] == pytest.approx((1 / 2 + 0) / 2)
+
+
+def test_profile_that_selects_no_query_is_an_error(tmp_path):
+    from nuggetbench.data import Qrels, Run
+    from nuggetbench.errors import InputError
+    from nuggetbench.measures import evaluate
+
+    qrels = Qrels.from_dict({"q": {"a": 0, "b": 0}})
+    run = Run.from_dict({"q": {"a": 1.0}})
+    with pytest.raises(InputError, match="selects no query"):
+        evaluate(qrels, run, ["nDCG@10"], profile="birco")

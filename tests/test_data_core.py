@@ -137,7 +137,11 @@ def test_qrels_trec_and_conflicts(tmp_path):
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 def test_beir_qrels_header_and_line_endings(tmp_path, newline):
     p = tmp_path / "test.tsv"
-    p.write_bytes(newline.join(["query-id\tcorpus-id\tscore", "1\t10\t1", "1\t11\t2", "2\t12\t1", ""]).encode())
+    p.write_bytes(
+        newline.join(
+            ["query-id\tcorpus-id\tscore", "1\t10\t1", "1\t11\t2", "2\t12\t1", ""]
+        ).encode()
+    )
     qrels = read_beir_qrels(p)
     assert qrels.to_dict() == {"1": {"10": 1, "11": 2}, "2": {"12": 1}}
     assert load_qrels(p) == qrels
@@ -146,10 +150,17 @@ def test_beir_qrels_header_and_line_endings(tmp_path, newline):
 def test_beir_folder(tmp_path):
     (tmp_path / "qrels").mkdir()
     (tmp_path / "corpus.jsonl").write_text(
-        json.dumps({"_id": "d1", "title": "T", "text": "alpha"}) + "\n"
-        + json.dumps({"_id": "d2", "title": "", "text": "beta"}) + "\n")
+        json.dumps({"_id": "d1", "title": "T", "text": "alpha"})
+        + "\n"
+        + json.dumps({"_id": "d2", "title": "", "text": "beta"})
+        + "\n"
+    )
     (tmp_path / "queries.jsonl").write_text(
-        json.dumps({"_id": "q1", "text": "alpha?"}) + "\n" + json.dumps({"_id": "q9", "text": "other split"}) + "\n")
+        json.dumps({"_id": "q1", "text": "alpha?"})
+        + "\n"
+        + json.dumps({"_id": "q9", "text": "other split"})
+        + "\n"
+    )
     (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\r\nq1\td1\t1\r\n")
     corpus, queries, qrels = read_beir_folder(tmp_path)
     assert list(queries) == ["q1"]
@@ -157,7 +168,9 @@ def test_beir_folder(tmp_path):
     assert len(corpus) == 2 and "d2" in corpus
     assert corpus.texts(["d2", "d1"]) == ["beta", "T alpha"]
     fp = corpus.fingerprint()
-    (tmp_path / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "title": "T", "text": "changed"}) + "\n")
+    (tmp_path / "corpus.jsonl").write_text(
+        json.dumps({"_id": "d1", "title": "T", "text": "changed"}) + "\n"
+    )
     assert JsonlCorpus(tmp_path / "corpus.jsonl").fingerprint() != fp
     with pytest.raises(InputError, match="splits available.*test"):
         read_beir_folder(tmp_path, split="dev")

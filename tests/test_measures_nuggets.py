@@ -228,3 +228,24 @@ def test_fastbook_profile_found_in_a_fresh_process():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["fastbook", "Coverage@5"]
+
+
+@pytest.mark.parametrize("profile", ["fastbook", "freshstack"])
+def test_selected_query_without_document_judgments_is_not_reported_as_ignored(profile):
+    """A query the profile averages (it has nuggets) but that has no document-level judgment is
+    scored, so it must not be listed among the run-only queries "ignored"; and a selected query
+    absent from the run is scored 0, so it must be listed among the missing ones."""
+    from nuggetbench.data import NuggetQrels
+    from nuggetbench.measures import evaluate
+
+    nuggets = NuggetQrels.from_dict(
+        {"a": ["a.1"], "z": ["z.1"], "m": ["m.1"], "u": ["u.1"]},
+        {"a": {"a.1": {"d1": 1}}, "m": {"m.1": {"d9": 1}}},
+    )  # z and u: nuggets without any judgment; m and u: absent from the run
+    qrels = nuggets.document_qrels()
+    run = Run.from_dict({"a": {"d1": 1.0}, "z": {"d2": 1.0}, "extra": {"d3": 1.0}})
+    res = evaluate(qrels, run, ["Coverage@5"], profile=profile)
+    assert res.query_ids == ["a", "m", "u", "z"]
+    assert res.values("Coverage@5") == {"a": 1.0, "m": 0.0, "u": 0.0, "z": 0.0}
+    assert res.run_only_queries == ["extra"]  # z was evaluated, not ignored
+    assert res.missing_queries == ["m", "u"]  # both scored on an empty ranking

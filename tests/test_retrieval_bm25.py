@@ -250,7 +250,9 @@ def test_objective_is_prepended_to_queries():
     from nuggetbench.data import InMemoryCorpus, Queries
     from nuggetbench.retrieval.bm25 import BM25
 
-    corpus = InMemoryCorpus.from_dict({"a": "apples and pears", "b": "zebra stripes", "c": "unrelated words"})
+    corpus = InMemoryCorpus.from_dict(
+        {"a": "apples and pears", "b": "zebra stripes", "c": "unrelated words"}
+    )
     index = BM25(cache=False).index(corpus)
     plain = index.search(Queries({"q": "apples"}), 3)
     assert plain.doc_ids("q") == ["a"]

@@ -42,21 +42,21 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from .datasets import load_dataset  # noqa: F401
     from .measures import Results, evaluate, parse_measure  # noqa: F401
-  # noqa: F401
-  # noqa: F401
-def __getattr__(name: str) -> Any:  # noqa: F401
-    module = _LAZY.get(name)  # noqa: F401
-    if module is None:  # noqa: F401
-        raise AttributeError(f"module 'nuggetbench' has no attribute {name!r}")  # noqa: F401
-    import importlib  # noqa: F401
-  # noqa: F401
-    value = getattr(importlib.import_module(module), name)  # noqa: F401
-    globals()[name] = value  # noqa: F401
-    return value  # noqa: F401
-  # noqa: F401
-  # noqa: F401
-def __dir__() -> list[str]:  # noqa: F401
-    return sorted([*globals(), *_LAZY])  # noqa: F401
-  # noqa: F401
-  # noqa: F401
-__all__ = ["__version__", *_LAZY]  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nuggetbench' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+__all__ = ["__version__", *_LAZY]

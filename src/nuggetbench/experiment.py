@@ -59,7 +59,10 @@ class Experiment:
 
     def means(self) -> dict[str, dict[str, float]]:
         """``{retriever spec: {measure: mean}}``."""
-        return {name: {m: float(s.results.means[m]) for m in self.measures} for name, s in self.systems.items()}
+        return {
+            name: {m: float(s.results.means[m]) for m in self.measures}
+            for name, s in self.systems.items()
+        }
 
     def comparison(self, *, baseline: str | None = None, **options: Any):
         """Paired comparison of the systems (first one is the baseline by default): bootstrap
@@ -67,8 +70,12 @@ class Experiment:
         systems. Returns a :class:`nuggetbench.compare.ComparisonReport`."""
         from .compare import compare
 
-        return compare({name: s.results for name, s in self.systems.items()},
-                       baseline=baseline or next(iter(self.systems)), measures=self.measures, **options)
+        return compare(
+            {name: s.results for name, s in self.systems.items()},
+            baseline=baseline or next(iter(self.systems)),
+            measures=self.measures,
+            **options,
+        )
 
     def to_dict(self, *, per_query: bool = True) -> dict:
         """A JSON-ready description: provenance, means and (optionally) per-query values."""
@@ -165,8 +172,13 @@ def run_experiment(
 
         parsed = [(spec, CachedRetriever(r)) for spec, r in parsed]
 
-    exp = Experiment(dataset_id=dataset.id, measures=measures, profile=profile, k=k,
-                     outdir=Path(outdir) if outdir else None)
+    exp = Experiment(
+        dataset_id=dataset.id,
+        measures=measures,
+        profile=profile,
+        k=k,
+        outdir=Path(outdir) if outdir else None,
+    )
     exp.provenance = {
         "dataset": dataset.id,
         "dataset_fingerprint": dataset.fingerprint(),
@@ -197,7 +209,9 @@ def run_experiment(
             if _accepts(index.search, "objective"):
                 search_kwargs["objective"] = objective
             else:
-                exp.notes.append(f"{spec} does not take instructions; the task objective was not used")
+                exp.notes.append(
+                    f"{spec} does not take instructions; the task objective was not used"
+                )
         run = index.search(dataset.queries, k, **search_kwargs)
         t2 = time.perf_counter()
         postprocess = getattr(dataset, "postprocess_run", None)
@@ -208,8 +222,9 @@ def run_experiment(
         if exp.outdir:
             run_path = write_run(run, exp.outdir / "runs" / f"{slug(spec)}.trec", tag=slug(spec))
         results = evaluate(dataset.qrels, run, measures, profile=profile)
-        exp.systems[spec] = SystemOutcome(spec, run, results, run_path,
-                                          {"index": round(t1 - t0, 3), "search": round(t2 - t1, 3)})
+        exp.systems[spec] = SystemOutcome(
+            spec, run, results, run_path, {"index": round(t1 - t0, 3), "search": round(t2 - t1, 3)}
+        )
         if exp.outdir:
             save_experiment(exp)
     exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -19,7 +19,7 @@ from typing import Any
 from ..data import Corpus
 from .jsonout import InvalidAnswer, parse_judgments
 from .llm import ChatRequest, LLMClient
-from .prompts import load_prompt
+from .prompts import chat_request, load_prompt
 
 STAGE = "judge"
 
@@ -110,7 +110,7 @@ def _render(
     pairs: list[tuple[str, str]] | None,
     round_no: int,
 ) -> ChatRequest:
-    prompt = load_prompt("judge", options.prompt_version)
+    prompt = load_prompt(STAGE, options.prompt_version)
     item = batch.item
     n_local = {nid: f"n{i + 1}" for i, (nid, _) in enumerate(item.nuggets)}
     c_local = {did: f"c{i + 1}" for i, did in enumerate(batch.chunks)}
@@ -138,18 +138,14 @@ def _render(
         note = " listed under <pairs>"
     else:
         pairs_block, note = "", ""
-    messages = prompt.render(
+    return chat_request(
+        prompt,
+        options,
         question=item.question,
         nuggets=nug_text,
         chunks="\n\n".join(chunk_parts),
         pairs=pairs_block,
         pairs_note=note,
-    )
-    return ChatRequest(
-        tuple(messages),
-        STAGE,
-        prompt.version,
-        {"temperature": options.temperature, "max_tokens": options.max_tokens},
     )
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from .asking import ask_validated
 from .jsonout import validate_nuggets
 from .llm import ChatRequest, LLMClient
-from .prompts import load_prompt
+from .prompts import chat_request, load_prompt
 from .questions import Question
 
 STAGE = "nuggets"
@@ -67,18 +67,13 @@ class NuggetResult:
 
 def nugget_request(question: Question, options: NuggetOptions) -> ChatRequest:
     """The chat request asking for one question's nuggets."""
-    prompt = load_prompt("nuggets", options.prompt_version)
-    messages = prompt.render(
+    return chat_request(
+        load_prompt(STAGE, options.prompt_version),
+        options,
         question_title=question.title,
         question_body=question.body,
         answer=question.answer,
         max_nuggets=str(options.max_nuggets),
-    )
-    return ChatRequest(
-        tuple(messages),
-        STAGE,
-        prompt.version,
-        {"temperature": options.temperature, "max_tokens": options.max_tokens},
     )
 
 

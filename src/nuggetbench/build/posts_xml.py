@@ -19,7 +19,16 @@ from typing import Any
 
 from ..errors import FormatError, InputError
 from .htmltext import html_to_text
-from .questions import Question, QuestionFilter, QuestionReport, _int, _malformed, _text, parse_tags
+from .questions import (
+    Question,
+    QuestionFilter,
+    QuestionReport,
+    _int,
+    _malformed,
+    _screen,
+    _text,
+    parse_tags,
+)
 
 log = logging.getLogger(__name__)
 
@@ -131,25 +140,11 @@ def read_posts_xml(
             continue
         if kind != "1":
             continue
-        report.questions += 1
         tags = parse_tags(row.get("Tags"))
         date = row.get("CreationDate", "")
-        in_scope = filt.tag_ok(tags) and filt.date_ok(date)
-        if in_scope:
-            cooc.update(t for t in tags if t.lower() not in {x.lower() for x in filt.tags})
-        accepted = row.get("AcceptedAnswerId")
-        if not accepted:
-            continue
-        report.with_accepted += 1
-        if not filt.tag_ok(tags):
-            report.dropped_by_tags += 1
-            continue
-        if not filt.date_ok(date):
-            report.dropped_by_date += 1
-            continue
         score = _int(row.get("Score"))
-        if filt.min_score is not None and score < filt.min_score:
-            report.dropped_by_score += 1
+        accepted = row.get("AcceptedAnswerId")
+        if not _screen(filt, report, cooc, tags, date, score, bool(accepted)):
             continue
         qid = row["Id"]
         pending[qid] = {

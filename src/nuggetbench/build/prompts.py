@@ -12,8 +12,10 @@ import hashlib
 import re
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from ..errors import InputError, UnknownNameError, suggest
+from .llm import ChatRequest
 
 DEFAULT_VERSIONS = {"nuggets": "v1", "judge": "v1", "subq": "v1", "hyde": "v1"}
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
@@ -85,4 +87,19 @@ def load_prompt(name: str, version: str | None = None) -> Prompt:
     return Prompt(name, full, system, user, hashlib.sha256(text.encode()).hexdigest()[:16])
 
 
-__all__ = ["Prompt", "load_prompt", "available", "DEFAULT_VERSIONS"]
+def chat_request(prompt: Prompt, options: Any, **values: str) -> ChatRequest:
+    """The request for stage ``prompt.name``: *prompt* rendered with *values* (see
+    :meth:`Prompt.render`), sampled with ``options.temperature`` and ``options.max_tokens``.
+
+    Raises:
+        InputError: a placeholder has no value, or a value names no placeholder.
+    """
+    return ChatRequest(
+        tuple(prompt.render(**values)),
+        prompt.name,
+        prompt.version,
+        {"temperature": options.temperature, "max_tokens": options.max_tokens},
+    )
+
+
+__all__ = ["Prompt", "load_prompt", "chat_request", "available", "DEFAULT_VERSIONS"]

@@ -25,7 +25,7 @@ from ..data import Corpus, Queries, Run
 from .asking import ask_validated
 from .jsonout import validate_subquestions
 from .llm import ChatRequest, LLMClient, LLMSettings
-from .prompts import load_prompt
+from .prompts import chat_request, load_prompt
 
 
 @dataclass(frozen=True)
@@ -44,25 +44,15 @@ class RewriteOptions:
 def subq_request(text: str, options: RewriteOptions) -> ChatRequest:
     """The request asking for the sub-questions of one query text."""
     prompt = load_prompt("subq", options.subq_version)
-    messages = prompt.render(question=text, max_subquestions=str(options.max_subquestions))
-    return ChatRequest(
-        tuple(messages),
-        "subq",
-        prompt.version,
-        {"temperature": options.temperature, "max_tokens": options.max_tokens},
+    return chat_request(
+        prompt, options, question=text, max_subquestions=str(options.max_subquestions)
     )
 
 
 def hyde_request(text: str, options: RewriteOptions) -> ChatRequest:
     """The request asking for a closed-book answer to one query text."""
     prompt = load_prompt("hyde", options.hyde_version)
-    messages = prompt.render(question=text, max_words=str(options.max_words))
-    return ChatRequest(
-        tuple(messages),
-        "hyde",
-        prompt.version,
-        {"temperature": options.temperature, "max_tokens": options.max_tokens},
-    )
+    return chat_request(prompt, options, question=text, max_words=str(options.max_words))
 
 
 def generate_subquestions(
@@ -135,6 +125,7 @@ class _Rewriter:
         self.model = model
         self.base_url = base_url
         self.temperature = float(temperature)
+        self._extra = extra
         self.params = {"model": model, "temperature": self.temperature, **extra}
         defaults = {"model": "", "temperature": 0.0, "max_subquestions": 5, "max_words": 300}
         opts = [f"{k}={v}" for k, v in self.params.items() if defaults.get(k) != v]
@@ -148,10 +139,7 @@ class _Rewriter:
         from .llm import ENV_MODEL
 
         model = self.model or os.environ.get(ENV_MODEL, "")
-        version = (
-            RewriteOptions().subq_version if self.kind == "subq" else RewriteOptions().hyde_version
-        )
-        prompt = load_prompt(self.kind, version)
+        prompt = load_prompt(self.kind, getattr(RewriteOptions(), f"{self.kind}_version"))
         return {
             "rewriter": self.kind,
             "model": model,
@@ -160,8 +148,9 @@ class _Rewriter:
             "inner": retriever_identity(self.retriever),
         }
 
-    def options(self) -> RewriteOptions:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def options(self) -> RewriteOptions:
+        """The rewrite options of this retriever's temperature and size option."""
+        return RewriteOptions(temperature=self.temperature, **self._extra)
 
     def rewrite(self, client: LLMClient, queries: Queries, show_progress: bool) -> dict[str, str]:
         raise NotImplementedError  # pragma: no cover
@@ -236,10 +225,8 @@ class SubQ(_Rewriter):
         )
 
     def rewrite(self, client: LLMClient, queries: Queries, progress) -> dict[str, str]:
-        opts = RewriteOptions(temperature=self.temperature, max_subquestions=self.max_subquestions)
-        good, _ = generate_subquestions(
-            client, {q: queries[q] for q in queries}, opts, progress=progress
-        )
+        texts = {q: queries[q] for q in queries}
+        good, _ = generate_subquestions(client, texts, self.options(), progress=progress)
         return {q: "\n".join(v) for q, v in good.items()}
 
 
@@ -267,8 +254,8 @@ class HyDE(_Rewriter):
         )
 
     def rewrite(self, client: LLMClient, queries: Queries, progress) -> dict[str, str]:
-        opts = RewriteOptions(temperature=self.temperature, max_words=self.max_words)
-        return generate_hyde(client, {q: queries[q] for q in queries}, opts, progress=progress)
+        texts = {q: queries[q] for q in queries}
+        return generate_hyde(client, texts, self.options(), progress=progress)
 
 
 __all__ = [

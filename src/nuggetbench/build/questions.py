@@ -198,6 +198,35 @@ def _text(value: Any) -> str:
     return html_to_text(value) if looks_like_html(value) else value.strip()
 
 
+def _screen(
+    filt: QuestionFilter,
+    report: QuestionReport,
+    cooc: Counter[str],
+    tags: tuple[str, ...],
+    date: str,
+    score: int,
+    accepted: bool,
+) -> bool:
+    """Count one question in *report* (its tags in *cooc* when in the tag and date scope); True
+    when it has an accepted answer and passes the tag, date and score filters."""
+    report.questions += 1
+    if filt.tag_ok(tags) and filt.date_ok(date):
+        cooc.update(t for t in tags if t.lower() not in {x.lower() for x in filt.tags})
+    if not accepted:
+        return False
+    report.with_accepted += 1
+    if not filt.tag_ok(tags):
+        report.dropped_by_tags += 1
+        return False
+    if not filt.date_ok(date):
+        report.dropped_by_date += 1
+        return False
+    if filt.min_score is not None and score < filt.min_score:
+        report.dropped_by_score += 1
+        return False
+    return True
+
+
 def read_questions_jsonl(
     path: str | Path,
     filt: QuestionFilter = QuestionFilter(),
@@ -237,25 +266,12 @@ def read_questions_jsonl(
                 _malformed(path, report, on_error, lineno, 1, f"question id {qid!r} occurs twice")
                 continue
             seen.add(qid)
-            report.questions += 1
             tags = parse_tags(obj.get("tags"))
             date = str(obj.get("date") or "")
-            if filt.tag_ok(tags) and filt.date_ok(date):
-                cooc.update(t for t in tags if t.lower() not in {x.lower() for x in filt.tags})
-            answer = obj.get("answer")
-            if not answer:
-                continue
-            report.answers += 1
-            report.with_accepted += 1
-            if not filt.tag_ok(tags):
-                report.dropped_by_tags += 1
-                continue
-            if not filt.date_ok(date):
-                report.dropped_by_date += 1
-                continue
             score = _int(obj.get("score"))
-            if filt.min_score is not None and score < filt.min_score:
-                report.dropped_by_score += 1
+            answer = obj.get("answer")
+            report.answers += bool(answer)
+            if not _screen(filt, report, cooc, tags, date, score, bool(answer)):
                 continue
             if filt.limit is not None and len(out) >= filt.limit:
                 continue

@@ -15,13 +15,34 @@ from .. import __version__
 
 # name -> (module:attribute, one-line help shown by `nuggetbench --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("nuggetbench.cli.run:run_command", "Retrieve on a dataset with one or more retrievers and score the runs."),
-    "evaluate": ("nuggetbench.cli.evaluate:evaluate_command", "Score an existing run file against qrels or a dataset."),
-    "datasets": ("nuggetbench.cli.datasets:datasets_group", "List, describe and download datasets."),
-    "measures": ("nuggetbench.cli.measures:measures_command", "List the measures and profiles nuggetbench knows."),
-    "chunk": ("nuggetbench.cli.chunk:chunk_command", "Cut notebooks into passages and write a BEIR corpus."),
-    "compare": ("nuggetbench.cli.compare:compare_command", "Compare runs: CIs, paired tests, multiple-testing correction."),
-    "build": ("nuggetbench.cli.build:build_command", "Build a FreshStack-style benchmark from Q&A and repositories."),
+    "run": (
+        "nuggetbench.cli.run:run_command",
+        "Retrieve on a dataset with one or more retrievers and score the runs.",
+    ),
+    "evaluate": (
+        "nuggetbench.cli.evaluate:evaluate_command",
+        "Score an existing run file against qrels or a dataset.",
+    ),
+    "datasets": (
+        "nuggetbench.cli.datasets:datasets_group",
+        "List, describe and download datasets.",
+    ),
+    "measures": (
+        "nuggetbench.cli.measures:measures_command",
+        "List the measures and profiles nuggetbench knows.",
+    ),
+    "chunk": (
+        "nuggetbench.cli.chunk:chunk_command",
+        "Cut notebooks into passages and write a BEIR corpus.",
+    ),
+    "compare": (
+        "nuggetbench.cli.compare:compare_command",
+        "Compare runs: CIs, paired tests, multiple-testing correction.",
+    ),
+    "build": (
+        "nuggetbench.cli.build:build_command",
+        "Build a FreshStack-style benchmark from Q&A and repositories.",
+    ),
 }
 
 
@@ -44,7 +65,10 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="nuggetbench")
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
 def cli(verbose: int) -> None:

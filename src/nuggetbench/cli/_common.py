@@ -29,43 +29,56 @@ def info(message: str) -> None:
 
 
 def looks_like_path(text: str) -> bool:
-    return Path(text).exists() or "/" in text and Path(text).suffix != "" and not text.startswith(("beir/", "birco/", "freshstack/", "miracl/", "mmarco/"))
+    return (
+        Path(text).exists()
+        or "/" in text
+        and Path(text).suffix != ""
+        and not text.startswith(("beir/", "birco/", "freshstack/", "miracl/", "mmarco/"))
+    )
 
 
 def load_qrels_arg(text: str, *, split: str | None = None, **dataset_options: Any):
     """QRELS argument: a file (TREC qrels, BEIR tsv, JSON, diversity qrels, FreshStack queries
-    file) or a dataset id. Returns ``(qrels, dataset_or_None)``."""
+    file) or a dataset id.
+
+    Returns:
+        ``(qrels, defaults)``: *defaults* is the dataset (for an id or folder), a namespace with
+        ``default_measures`` / ``default_profile`` for a FreshStack queries file (FreshStack's
+        measures and profile), or ``None`` for plain qrels files.
+    """
     path = Path(text)
     if path.is_file():
-        return _load_qrels_file(path), None
-    if path.is_dir():
-        from ..datasets import load_dataset
-
-        options = dict(dataset_options)
-        if split:
-            options["split"] = split
-        ds = load_dataset(str(path), **options)
-        return ds.qrels, ds
+        return _load_qrels_file(path)
     from ..datasets import load_dataset
 
     options = dict(dataset_options)
     if split:
         options["split"] = split
-    ds = load_dataset(text, **options)
+    ds = load_dataset(str(path) if path.is_dir() else text, **options)
     return ds.qrels, ds
 
 
 def _load_qrels_file(path: Path):
-    """Sniff nugget-level formats first (when that reader exists), then document qrels."""
-    from ..data import load_qrels
+    """Sniff nugget-level formats first, then document qrels; ``(qrels, defaults_or_None)``."""
+    from types import SimpleNamespace
 
-    try:
-        from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels  # type: ignore[attr-defined]
-    except ImportError:
-        return load_qrels(path)
-    if sniff_nugget_qrels(path):
-        return load_nugget_qrels_file(path)
-    return load_qrels(path)
+    from ..data import load_qrels
+    from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels
+
+    kind = sniff_nugget_qrels(path)
+    if kind == "freshstack":
+        from ..datasets.freshstack import DEFAULT_MEASURES, DEFAULT_PROFILE
+
+        defaults = SimpleNamespace(
+            default_measures=list(DEFAULT_MEASURES),
+            default_profile=DEFAULT_PROFILE,
+            corpus=None,
+            metadata=None,
+        )
+        return load_nugget_qrels_file(path), defaults
+    if kind:
+        return load_nugget_qrels_file(path), None
+    return load_qrels(path), None
 
 
 def parse_dataset_options(items) -> dict:
@@ -78,7 +91,9 @@ def parse_dataset_options(items) -> dict:
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise click.BadParameter(f"{item!r}: expected KEY=VALUE (e.g. max_docs=100000)", param_hint="-O")
+            raise click.BadParameter(
+                f"{item!r}: expected KEY=VALUE (e.g. max_docs=100000)", param_hint="-O"
+            )
         out[key.strip()] = _typed(value.strip())
     return out
 
@@ -107,8 +122,14 @@ def fmt_value(value: float, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
-def render_means_table(title: str, rows: Mapping[str, Mapping[str, float]], measures: Sequence[str],
-                       *, digits: int = 4, extra_columns: Mapping[str, Mapping[str, str]] | None = None) -> None:
+def render_means_table(
+    title: str,
+    rows: Mapping[str, Mapping[str, float]],
+    measures: Sequence[str],
+    *,
+    digits: int = 4,
+    extra_columns: Mapping[str, Mapping[str, str]] | None = None,
+) -> None:
     """Print a rich table: one row per system, one column per measure."""
     from rich.table import Table
 
@@ -132,11 +153,20 @@ def render_means_table(title: str, rows: Mapping[str, Mapping[str, float]], meas
     console().print(table)
 
 
-def markdown_table(rows: Mapping[str, Mapping[str, float]], measures: Sequence[str], *, digits: int = 4,
-                   first: str = "system") -> str:
+def markdown_table(
+    rows: Mapping[str, Mapping[str, float]],
+    measures: Sequence[str],
+    *,
+    digits: int = 4,
+    first: str = "system",
+) -> str:
     lines = ["| " + " | ".join([first, *measures]) + " |", "|" + "---|" * (len(measures) + 1)]
     for name, means in rows.items():
-        lines.append("| " + " | ".join([name, *(fmt_value(means.get(m, float("nan")), digits) for m in measures)]) + " |")
+        lines.append(
+            "| "
+            + " | ".join([name, *(fmt_value(means.get(m, float("nan")), digits) for m in measures)])
+            + " |"
+        )
     return "\n".join(lines)
 
 

@@ -13,7 +13,9 @@ def datasets_group():
 
 
 @datasets_group.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 def list_command(fmt):
     """List dataset ids (and whether each is available locally)."""
     from rich.table import Table

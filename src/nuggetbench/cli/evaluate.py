@@ -12,16 +12,36 @@ from ._common import echo_json, fmt_value, info, load_qrels_arg, render_means_ta
 @click.argument("run", type=click.Path(exists=True, dir_okay=False))
 @click.argument("measures", nargs=-1)
 @click.option("-q", "--per-query", is_flag=True, help="Also print each query's values.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "tsv"]), default="table", show_default=True,
-              help="json: exactly one JSON object {measure: mean} on stdout (with --per-query: {measure: {query: value}} under 'per_query').")
-@click.option("--profile", default=None, metavar="NAME",
-              help="Semantics profile (default 'trec_eval -c': every judged query counts, a missing one scores 0).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "tsv"]),
+    default="table",
+    show_default=True,
+    help="json: exactly one JSON object {measure: mean} on stdout (with --per-query: {measure: {query: value}} under 'per_query').",
+)
+@click.option(
+    "--profile",
+    default=None,
+    metavar="NAME",
+    help="Semantics profile (default 'trec_eval -c': every judged query counts, a missing one scores 0).",
+)
 @click.option("--split", default=None, help="Split, when QRELS is a dataset id.")
-@click.option("--corpus", "corpus_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="fastbook: the BEIR corpus.jsonl the run's passages come from (span judging).")
-@click.option("--ignore-trailing", is_flag=True,
-              help="Ignore fields after the 6th column of run lines, as trec_eval does (default: an error).")
-def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpus_path, ignore_trailing):
+@click.option(
+    "--corpus",
+    "corpus_path",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="fastbook: the BEIR corpus.jsonl the run's passages come from (span judging).",
+)
+@click.option(
+    "--ignore-trailing",
+    is_flag=True,
+    help="Ignore fields after the 6th column of run lines, as trec_eval does (default: an error).",
+)
+def evaluate_command(
+    qrels, run, measures, per_query, fmt, profile, split, corpus_path, ignore_trailing
+):
     """Score RUN (TREC run file, .gz, or JSON {query: {doc: score}}) against QRELS.
 
     QRELS is a qrels file (TREC 4 columns, BEIR tsv, JSON) or a dataset id. MEASURES default to
@@ -40,7 +60,9 @@ def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpu
         qrels_value, ds = _span_judged_qrels(qrels, corpus_path)
     else:
         qrels_value, ds = load_qrels_arg(qrels, split=split)
-    measures = list(measures) or (list(ds.default_measures) if ds is not None else ["nDCG@10", "R@100", "RR@10", "AP"])
+    measures = list(measures) or (
+        list(ds.default_measures) if ds is not None else ["nDCG@10", "R@100", "RR@10", "AP"]
+    )
     profile = profile or (ds.default_profile if ds is not None else None)
     run_value = load_run(run, keep_rank=True, trailing="ignore" if ignore_trailing else "error")
     kwargs = {"profile": profile} if profile else {}
@@ -48,17 +70,22 @@ def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpu
 
     from ..measures.checks import check_run_against_qrels
 
-    logging.getLogger("nuggetbench.measures.checks").setLevel(logging.ERROR)  # printed below instead
-    for line in check_run_against_qrels(qrels_value, run_value, getattr(ds, "corpus", None),
-                                        metadata=getattr(ds, "metadata", None)):
+    logging.getLogger("nuggetbench.measures.checks").setLevel(
+        logging.ERROR
+    )  # printed below instead
+    for line in check_run_against_qrels(
+        qrels_value, run_value, getattr(ds, "corpus", None), metadata=getattr(ds, "metadata", None)
+    ):
         (warn if line.startswith("[warning]") else info)(line.split("] ", 1)[-1])
     results = evaluate(qrels_value, run_value, measures, **kwargs)
     if results.run_only_queries:
         warn(f"{len(results.run_only_queries)} run queries have no judgments and were ignored")
     if results.missing_queries:
         scored = "score 0" if _counts_missing(results.profile) else "are left out of the mean"
-        warn(f"{len(results.missing_queries)} judged queries are missing from the run and {scored} "
-             f"under profile {results.profile!r}")
+        warn(
+            f"{len(results.missing_queries)} judged queries are missing from the run and {scored} "
+            f"under profile {results.profile!r}"
+        )
     if fmt == "json":
         out = {m: results.means[m] for m in measures}
         if per_query:
@@ -76,8 +103,25 @@ def evaluate_command(qrels, run, measures, per_query, fmt, profile, split, corpu
     if per_query:
         rows = {qid: {m: results.values(m)[qid] for m in measures} for qid in results.query_ids}
         render_means_table("per query", rows, measures)
-    render_means_table(f"{run_value.name or run} ({len(results.query_ids)} queries, profile {results.profile!r})",
-                       {"mean": results.means}, measures)
+    render_means_table(
+        f"{run_value.name or run} ({len(results.query_ids)} queries, profile {results.profile!r})",
+        {"mean": results.means},
+        measures,
+    )
+    if results.profile == "birco":
+        from ..measures.birco import birco_summary
+
+        order = list(ds.queries) if getattr(ds, "queries", None) is not None else None
+        boot = birco_summary(results, order=order)
+        render_means_table(
+            "BIRCO bootstrap (rank2metric.py: 1000 resamples, seed 42)",
+            {
+                "bootstrap mean": {m: v[0] for m, v in boot.items()},
+                "bootstrap std": {m: v[1] for m, v in boot.items()},
+            },
+            measures,
+            digits=3,
+        )
 
 
 def _span_judged_qrels(dataset_id: str, corpus_path: str):
@@ -97,8 +141,9 @@ def _span_judged_qrels(dataset_id: str, corpus_path: str):
 
     qrels_value, ceiling = fastbook.nugget_qrels(JsonlCorpus(corpus_path), restrict_to_chapter=True)
     info(str(ceiling))
-    defaults = SimpleNamespace(default_measures=list(fastbook.DEFAULT_MEASURES),
-                               default_profile=fastbook.DEFAULT_PROFILE)
+    defaults = SimpleNamespace(
+        default_measures=list(fastbook.DEFAULT_MEASURES), default_profile=fastbook.DEFAULT_PROFILE
+    )
     return qrels_value, defaults
 
 

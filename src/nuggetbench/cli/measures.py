@@ -23,7 +23,9 @@ def measures_command():
         fam = registry.get_family(name)
         params = ", ".join(f"{k}={v}" for k, v in fam.params.items())
         doc = (fam.__doc__ or "").strip().splitlines()[0] if fam.__doc__ else ""
-        table.add_row(name + (f" ({', '.join(fam.aliases)})" if fam.aliases else ""), fam.cutoff, params, doc)
+        table.add_row(
+            name + (f" ({', '.join(fam.aliases)})" if fam.aliases else ""), fam.cutoff, params, doc
+        )
     console().print(table)
     ptable = Table(title="profiles (--profile NAME)", title_justify="left")
     ptable.add_column("name")

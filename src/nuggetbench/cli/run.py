@@ -9,31 +9,102 @@ from ._common import echo_json, info, markdown_table, render_means_table, warn
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("dataset")
-@click.option("-r", "--retriever", "retrievers", multiple=True, required=True, metavar="SPEC",
-              help="Retriever spec, repeatable: bm25, 'bm25:k1=0.9,b=0.4', bm25:preset=pyserini, ...")
-@click.option("-m", "--measure", "measures", multiple=True, metavar="MEASURE",
-              help="Measure, repeatable (default: the dataset's, e.g. nDCG@10 R@100 RR@10 AP for BEIR).")
-@click.option("-k", "--depth", "k", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Documents retrieved per query.")
-@click.option("-o", "--outdir", type=click.Path(file_okay=False), default=None,
-              help="Folder for runs/*.trec and results.json (default: $NUGGETBENCH_HOME/outputs/<dataset>/<time>).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table",
-              show_default=True, help="How to print the scores (json: exactly one JSON object on stdout).")
-@click.option("--profile", default=None, metavar="NAME",
-              help="Semantics profile (default: the dataset's; 'trec_eval -c' for BEIR). See `nuggetbench measures`.")
-@click.option("--split", default=None, help="Dataset split (default: the dataset's, test for BEIR).")
-@click.option("--chunker", default=None, metavar="SPEC",
-              help="Chunker for datasets built from notebooks (fastbook), e.g. paragraphs:group=3,headers=true.")
-@click.option("--query-field", type=click.Choice(["question", "answer", "nuggets"]), default=None,
-              help="FreshStack: retrieve with the question (default), the answer (oracle) or the nuggets (oracle).")
-@click.option("-O", "--dataset-option", "dataset_options", multiple=True, metavar="KEY=VALUE",
-              help="Extra dataset loader option, repeatable (e.g. -O max_docs=100000 -O source=hub; "
-                   "`nuggetbench datasets info ID` lists them).")
-@click.option("--with-objective", is_flag=True, help="Give the dataset's task objective to retrievers that accept instructions.")
+@click.option(
+    "-r",
+    "--retriever",
+    "retrievers",
+    multiple=True,
+    required=True,
+    metavar="SPEC",
+    help="Retriever spec, repeatable: bm25, 'bm25:k1=0.9,b=0.4', bm25:preset=pyserini, ...",
+)
+@click.option(
+    "-m",
+    "--measure",
+    "measures",
+    multiple=True,
+    metavar="MEASURE",
+    help="Measure, repeatable (default: the dataset's, e.g. nDCG@10 R@100 RR@10 AP for BEIR).",
+)
+@click.option(
+    "-k",
+    "--depth",
+    "k",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Documents retrieved per query.",
+)
+@click.option(
+    "-o",
+    "--outdir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder for runs/*.trec and results.json (default: $NUGGETBENCH_HOME/outputs/<dataset>/<time>).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "markdown"]),
+    default="table",
+    show_default=True,
+    help="How to print the scores (json: exactly one JSON object on stdout).",
+)
+@click.option(
+    "--profile",
+    default=None,
+    metavar="NAME",
+    help="Semantics profile (default: the dataset's; 'trec_eval -c' for BEIR). See `nuggetbench measures`.",
+)
+@click.option(
+    "--split", default=None, help="Dataset split (default: the dataset's, test for BEIR)."
+)
+@click.option(
+    "--chunker",
+    default=None,
+    metavar="SPEC",
+    help="Chunker for datasets built from notebooks (fastbook), e.g. paragraphs:group=3,headers=true.",
+)
+@click.option(
+    "--query-field",
+    type=click.Choice(["question", "answer", "nuggets"]),
+    default=None,
+    help="FreshStack: retrieve with the question (default), the answer (oracle) or the nuggets (oracle).",
+)
+@click.option(
+    "-O",
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Extra dataset loader option, repeatable (e.g. -O max_docs=100000 -O source=hub; "
+    "`nuggetbench datasets info ID` lists them).",
+)
+@click.option(
+    "--with-objective",
+    is_flag=True,
+    help="Give the dataset's task objective to retrievers that accept instructions.",
+)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
-@click.option("--no-run-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache.")
-def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, chunker, query_field,
-                dataset_options, with_objective, no_progress, no_run_cache):
+@click.option(
+    "--no-run-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache."
+)
+def run_command(
+    dataset,
+    retrievers,
+    measures,
+    k,
+    outdir,
+    fmt,
+    profile,
+    split,
+    chunker,
+    query_field,
+    dataset_options,
+    with_objective,
+    no_progress,
+    no_run_cache,
+):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
 
     DATASET is a dataset id (beir/scifact, fastbook, ...) or a local BEIR-format folder.
@@ -49,7 +120,6 @@ def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, c
     from ..datasets import load_dataset
     from ..experiment import run_experiment, slug
     from ..home import home
-
     from ._common import parse_dataset_options
 
     options = parse_dataset_options(dataset_options)
@@ -64,9 +134,17 @@ def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, c
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         outdir = home() / "outputs" / slug(ds.id) / stamp
     show_progress = not no_progress and fmt == "table"
-    exp = run_experiment(ds, list(retrievers), measures=list(measures) or None, k=k, profile=profile,
-                         outdir=Path(outdir), with_objective=with_objective, show_progress=show_progress,
-                         cache_runs=not no_run_cache)
+    exp = run_experiment(
+        ds,
+        list(retrievers),
+        measures=list(measures) or None,
+        k=k,
+        profile=profile,
+        outdir=Path(outdir),
+        with_objective=with_objective,
+        show_progress=show_progress,
+        cache_runs=not no_run_cache,
+    )
     means = exp.means()
     for note in exp.notes:
         warn(note)
@@ -78,15 +156,22 @@ def run_command(dataset, retrievers, measures, k, outdir, fmt, profile, split, c
         return
     report = exp.comparison() if len(exp.systems) > 1 else None
     if fmt == "markdown":
-        click.echo(report.to_markdown() if report is not None else markdown_table(means, exp.measures))
+        click.echo(
+            report.to_markdown() if report is not None else markdown_table(means, exp.measures)
+        )
     elif report is not None:
         from ._common import console
 
-        console().print(f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})")
+        console().print(
+            f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})"
+        )
         console().print(report.to_rich())
     else:
-        render_means_table(f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})",
-                           means, exp.measures)
+        render_means_table(
+            f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})",
+            means,
+            exp.measures,
+        )
     ceiling = ds.metadata.get("chunking_ceiling_text") if isinstance(ds.metadata, dict) else None
     if ceiling:
         info(ceiling)

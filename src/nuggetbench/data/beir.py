@@ -34,7 +34,11 @@ def read_beir_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
             if lineno == 1 and not _is_int(parts[-1]):
                 continue  # header row
             if len(parts) != 3:
-                raise FormatError(path, lineno, f"expected 3 tab-separated fields (query-id, corpus-id, score), found {len(parts)}: {line!r}")
+                raise FormatError(
+                    path,
+                    lineno,
+                    f"expected 3 tab-separated fields (query-id, corpus-id, score), found {len(parts)}: {line!r}",
+                )
             if not _is_int(parts[2]):
                 raise FormatError(path, lineno, f"score must be an integer, got {parts[2]!r}")
             q.append(parts[0].strip())
@@ -80,8 +84,9 @@ def read_queries_jsonl(path: str | Path, *, name: str | None = None) -> Queries:
     return Queries(texts, metadata=meta, name=name)
 
 
-def read_beir_folder(folder: str | Path, *, split: str = "test", name: str | None = None
-                     ) -> tuple[Corpus, Queries, Qrels]:
+def read_beir_folder(
+    folder: str | Path, *, split: str = "test", name: str | None = None
+) -> tuple[Corpus, Queries, Qrels]:
     """Load a BEIR folder: ``(corpus, queries, qrels)``; queries are restricted to the split's qrels.
 
     Raises:
@@ -95,8 +100,14 @@ def read_beir_folder(folder: str | Path, *, split: str = "test", name: str | Non
         if not p.exists():
             raise InputError(f"{folder} is not a BEIR folder: {p.name} is missing")
     if not qrels_path.exists():
-        splits = sorted(x.stem for x in (folder / "qrels").glob("*.tsv")) if (folder / "qrels").is_dir() else []
-        raise InputError(f"{qrels_path} is missing; splits available in {folder}: {', '.join(splits) or 'none'}")
+        splits = (
+            sorted(x.stem for x in (folder / "qrels").glob("*.tsv"))
+            if (folder / "qrels").is_dir()
+            else []
+        )
+        raise InputError(
+            f"{qrels_path} is missing; splits available in {folder}: {', '.join(splits) or 'none'}"
+        )
     qrels = read_beir_qrels(qrels_path, name=name)
     queries = read_queries_jsonl(queries_path, name=name)
     queries = queries.subset(qrels.query_ids)
@@ -154,7 +165,11 @@ def read_json_run(path: str | Path, *, name: str | None = None) -> Run:
 def run_from_json_object(obj, *, path: str | Path | None = None, name: str | None = None) -> Run:
     """A run from a decoded JSON object: ``{qid: {doc: score}}`` or ``{qid: [doc, ...]}``."""
     if not isinstance(obj, Mapping):
-        raise FormatError(path, None, "a JSON run must be an object {query_id: {doc_id: score}} or {query_id: [doc_id, ...]}")
+        raise FormatError(
+            path,
+            None,
+            "a JSON run must be an object {query_id: {doc_id: score}} or {query_id: [doc_id, ...]}",
+        )
     q: list[str] = []
     d: list[str] = []
     s: list[float] = []
@@ -162,7 +177,9 @@ def run_from_json_object(obj, *, path: str | Path | None = None, name: str | Non
         if isinstance(value, Mapping):
             for did, score in value.items():
                 if not isinstance(score, (int, float)) or isinstance(score, bool):
-                    raise FormatError(path, None, f"query {qid!r}, doc {did!r}: score {score!r} is not a number")
+                    raise FormatError(
+                        path, None, f"query {qid!r}, doc {did!r}: score {score!r} is not a number"
+                    )
                 q.append(str(qid))
                 d.append(str(did))
                 s.append(float(score))
@@ -173,9 +190,19 @@ def run_from_json_object(obj, *, path: str | Path | None = None, name: str | Non
                 d.append(str(did))
                 s.append(float(n - i))
         else:
-            raise FormatError(path, None, f"query {qid!r}: expected an object of scores or a list of doc ids, got {type(value).__name__}")
-    return Run(q, d, s, name=name or (Path(path).name if path else None),
-               metadata={"source": str(path)} if path else {}, source=str(path) if path else None)
+            raise FormatError(
+                path,
+                None,
+                f"query {qid!r}: expected an object of scores or a list of doc ids, got {type(value).__name__}",
+            )
+    return Run(
+        q,
+        d,
+        s,
+        name=name or (Path(path).name if path else None),
+        metadata={"source": str(path)} if path else {},
+        source=str(path) if path else None,
+    )
 
 
 def write_json_run(run: Run, path: str | Path) -> Path:
@@ -193,11 +220,15 @@ def read_json_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     except json.JSONDecodeError as exc:
         raise FormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
     if not isinstance(obj, Mapping):
-        raise FormatError(path, None, "JSON qrels must be an object {query_id: {doc_id: relevance}}")
+        raise FormatError(
+            path, None, "JSON qrels must be an object {query_id: {doc_id: relevance}}"
+        )
     q, d, r = [], [], []
     for qid, docs in obj.items():
         if not isinstance(docs, Mapping):
-            raise FormatError(path, None, f"query {qid!r}: expected an object {{doc_id: relevance}}")
+            raise FormatError(
+                path, None, f"query {qid!r}: expected an object {{doc_id: relevance}}"
+            )
         for did, rel in docs.items():
             q.append(str(qid))
             d.append(str(did))

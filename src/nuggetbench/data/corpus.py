@@ -58,13 +58,20 @@ class Corpus(Mapping[str, Document]):
 class InMemoryCorpus(Corpus):
     """A corpus held in a dict; fine for up to a few hundred thousand passages."""
 
-    def __init__(self, documents: Iterable[Document] | Mapping[str, Document], *, name: str | None = None,
-                 source: str | None = None):
+    def __init__(
+        self,
+        documents: Iterable[Document] | Mapping[str, Document],
+        *,
+        name: str | None = None,
+        source: str | None = None,
+    ):
         docs: dict[str, Document] = {}
         items = documents.values() if isinstance(documents, Mapping) else documents
         for doc in items:
             if doc.doc_id in docs:
-                raise DuplicateError(f"{source or 'corpus'}: document id {doc.doc_id!r} occurs twice")
+                raise DuplicateError(
+                    f"{source or 'corpus'}: document id {doc.doc_id!r} occurs twice"
+                )
             docs[doc.doc_id] = doc
         self._docs = docs
         self.name = name
@@ -79,7 +86,9 @@ class InMemoryCorpus(Corpus):
                 docs.append(Document(str(did), value))
             else:
                 extra = {k: v for k, v in value.items() if k not in ("title", "text")}
-                docs.append(Document(str(did), value.get("text", ""), value.get("title", "") or "", extra))
+                docs.append(
+                    Document(str(did), value.get("text", ""), value.get("title", "") or "", extra)
+                )
         return cls(docs, **kwargs)
 
     def __getitem__(self, doc_id: str) -> Document:
@@ -115,19 +124,27 @@ def _parse_corpus_line(path: Path, lineno: int, raw: bytes) -> Document:
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise FormatError(path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object") from None
+        raise FormatError(
+            path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object"
+        ) from None
     if not isinstance(obj, dict):
         raise FormatError(path, lineno, "expected a JSON object with '_id' and 'text'")
     did = obj.get("_id", obj.get("doc_id", obj.get("id")))
     if did is None:
-        raise FormatError(path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')")
+        raise FormatError(
+            path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')"
+        )
     text = obj.get("text")
     if text is None:
         text = obj.get("contents", "")
     if not isinstance(text, str):
         raise FormatError(path, lineno, f"'text' of document {did!r} is not a string")
     title = obj.get("title") or ""
-    extra = {k: v for k, v in obj.items() if k not in ("_id", "doc_id", "id", "title", "text", "contents")}
+    extra = {
+        k: v
+        for k, v in obj.items()
+        if k not in ("_id", "doc_id", "id", "title", "text", "contents")
+    }
     return Document(str(did), text, str(title), extra)
 
 
@@ -166,7 +183,9 @@ class JsonlCorpus(Corpus):
         lookup: dict[str, int] = {}
         for i, did in enumerate(ids):
             if did in lookup:
-                raise DuplicateError(f"{self.path}: document id {did!r} occurs twice (line order {lookup[did] + 1} and {i + 1})")
+                raise DuplicateError(
+                    f"{self.path}: document id {did!r} occurs twice (line order {lookup[did] + 1} and {i + 1})"
+                )
             lookup[did] = i
         self._ids = ids
         self._offsets = np.asarray(offsets, dtype=np.int64)
@@ -227,20 +246,29 @@ def _fast_id(path: Path, lineno: int, raw: bytes) -> str:
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise FormatError(path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object") from None
+        raise FormatError(
+            path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object"
+        ) from None
     if not isinstance(obj, dict):
         raise FormatError(path, lineno, "expected a JSON object with '_id' and 'text'")
     did = obj.get("_id", obj.get("doc_id", obj.get("id")))
     if did is None:
-        raise FormatError(path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')")
+        raise FormatError(
+            path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')"
+        )
     return str(did)
 
 
 class Queries(Mapping[str, str]):
     """``query_id -> text``, with optional per-query metadata (``queries.meta(qid)``)."""
 
-    def __init__(self, texts: Mapping[str, str] | Iterable[tuple[str, str]], *,
-                 metadata: Mapping[str, dict] | None = None, name: str | None = None):
+    def __init__(
+        self,
+        texts: Mapping[str, str] | Iterable[tuple[str, str]],
+        *,
+        metadata: Mapping[str, dict] | None = None,
+        name: str | None = None,
+    ):
         items = texts.items() if isinstance(texts, Mapping) else texts
         self._texts: dict[str, str] = {}
         for qid, text in items:
@@ -267,13 +295,17 @@ class Queries(Mapping[str, str]):
     def subset(self, query_ids: Iterable[str]) -> Queries:
         """The given queries, in the given order (unknown ids are skipped)."""
         ids = [q for q in query_ids if q in self._texts]
-        return Queries({q: self._texts[q] for q in ids},
-                       metadata={q: self._meta[q] for q in ids if q in self._meta}, name=self.name)
+        return Queries(
+            {q: self._texts[q] for q in ids},
+            metadata={q: self._meta[q] for q in ids if q in self._meta},
+            name=self.name,
+        )
 
     def with_texts(self, texts: Mapping[str, str]) -> Queries:
         """Same ids and metadata, other texts (e.g. oracle query fields)."""
-        return Queries({q: texts[q] for q in self._texts if q in texts},
-                       metadata=self._meta, name=self.name)
+        return Queries(
+            {q: texts[q] for q in self._texts if q in texts}, metadata=self._meta, name=self.name
+        )
 
     def fingerprint(self) -> str:
         h = hashlib.sha256()

@@ -22,8 +22,9 @@ def _first_data_line(path: Path) -> str:
     return ""
 
 
-def load_run(path: str | Path, *, name: str | None = None, keep_rank: bool = False,
-             trailing: str = "error") -> Run:
+def load_run(
+    path: str | Path, *, name: str | None = None, keep_rank: bool = False, trailing: str = "error"
+) -> Run:
     """Read a run from a TREC run file (``.gz`` too), a JSON file (``{qid: {doc: score}}``) or a
     rank file (``{qid: [doc, ...]}`` best first, as a restricted pickle or JSON; see
     :mod:`.rankfile`).

@@ -73,36 +73,53 @@ class NuggetQrels:
         per_query: dict[str, list[Nugget]] = {}
         for nug in nuggets:
             if nug.nugget_id in by_id:
-                raise DuplicateError(f"{where}nugget id {nug.nugget_id!r} is declared twice "
-                                     f"(queries {by_id[nug.nugget_id].query_id!r} and {nug.query_id!r})")
+                raise DuplicateError(
+                    f"{where}nugget id {nug.nugget_id!r} is declared twice "
+                    f"(queries {by_id[nug.nugget_id].query_id!r} and {nug.query_id!r})"
+                )
             by_id[nug.nugget_id] = nug
             per_query.setdefault(nug.query_id, []).append(nug)
         q = _as_str_array(query_ids)
         n = _as_str_array(nugget_ids)
         d = _as_str_array(doc_ids)
-        s = np.asarray(list(support) if not isinstance(support, np.ndarray) else support, dtype=np.int64)
+        s = np.asarray(
+            list(support) if not isinstance(support, np.ndarray) else support, dtype=np.int64
+        )
         if not (len(q) == len(n) == len(d) == len(s)):
             raise InputError("nugget judgment columns differ in length")
         for qi, ni in zip(q.tolist(), n.tolist()):
             nug = by_id.get(ni)
             if nug is None:
-                raise InputError(f"{where}judgment for nugget {ni!r} (query {qi!r}) names a nugget with no "
-                                 "declared query; declare every nugget with its query first")
+                raise InputError(
+                    f"{where}judgment for nugget {ni!r} (query {qi!r}) names a nugget with no "
+                    "declared query; declare every nugget with its query first"
+                )
             if nug.query_id != qi:
-                raise InputError(f"{where}nugget {ni!r} belongs to query {nug.query_id!r} but is judged under "
-                                 f"query {qi!r}")
+                raise InputError(
+                    f"{where}nugget {ni!r} belongs to query {nug.query_id!r} but is judged under "
+                    f"query {qi!r}"
+                )
         if len(n):
             _, ncodes = factorize_sorted(n)
             _, dcodes = factorize_sorted(d)
             order = np.lexsort((dcodes, ncodes))
-            q, n, d, s, ncodes, dcodes = q[order], n[order], d[order], s[order], ncodes[order], dcodes[order]
+            q, n, d, s, ncodes, dcodes = (
+                q[order],
+                n[order],
+                d[order],
+                s[order],
+                ncodes[order],
+                dcodes[order],
+            )
             same = (ncodes[1:] == ncodes[:-1]) & (dcodes[1:] == dcodes[:-1])
             if same.any():
                 conflict = same & (s[1:] != s[:-1])
                 if conflict.any():
                     i = int(np.flatnonzero(conflict)[0])
-                    raise DuplicateError(f"{where}document {d[i]!r} is judged twice for nugget {n[i]!r} "
-                                         f"(query {q[i]!r}) with different values ({s[i]} and {s[i + 1]})")
+                    raise DuplicateError(
+                        f"{where}document {d[i]!r} is judged twice for nugget {n[i]!r} "
+                        f"(query {q[i]!r}) with different values ({s[i]} and {s[i + 1]})"
+                    )
                 keep = np.concatenate([[True], ~same])
                 q, n, d, s = q[keep], n[keep], d[keep], s[keep]
         self._nuggets = by_id
@@ -167,20 +184,33 @@ class NuggetQrels:
         rel = grouped["s"].to_numpy()
         if mode == "binary":
             rel = (rel > 0).astype(np.int64)
-        return Qrels(grouped["q"].to_numpy(dtype=object), grouped["d"].to_numpy(dtype=object), rel,
-                     name=name or self.name, nuggets=self)
+        return Qrels(
+            grouped["q"].to_numpy(dtype=object),
+            grouped["d"].to_numpy(dtype=object),
+            rel,
+            name=name or self.name,
+            nuggets=self,
+        )
 
     def filter_queries(self, query_ids: Iterable[str]) -> NuggetQrels:
         wanted = set(query_ids)
         mask = np.array([q in wanted for q in self._q.tolist()], dtype=bool)
         return NuggetQrels(
             [n for n in self.iter_nuggets() if n.query_id in wanted],
-            self._q[mask], self._n[mask], self._d[mask], self._s[mask], name=self.name,
+            self._q[mask],
+            self._n[mask],
+            self._d[mask],
+            self._s[mask],
+            name=self.name,
         )
 
     @classmethod
-    def from_dict(cls, nuggets: Mapping[str, Mapping[str, str]] | Mapping[str, Iterable[str]],
-                  judgments: Mapping[str, Mapping[str, Mapping[str, int]]], **kwargs: Any) -> NuggetQrels:
+    def from_dict(
+        cls,
+        nuggets: Mapping[str, Mapping[str, str]] | Mapping[str, Iterable[str]],
+        judgments: Mapping[str, Mapping[str, Mapping[str, int]]],
+        **kwargs: Any,
+    ) -> NuggetQrels:
         """From ``{qid: {nugget_id: text}}`` (or ``{qid: [nugget_id, ...]}``) and
         ``{qid: {nugget_id: {doc_id: support}}}``."""
         nug_list = []
@@ -200,5 +230,7 @@ class NuggetQrels:
         return cls(nug_list, q, n, d, s, **kwargs)
 
     def __repr__(self) -> str:
-        return (f"<NuggetQrels {self.name or ''}: {len(self._per_query)} queries, "
-                f"{self.n_nuggets} nuggets, {self.n_judgments} judgments>")
+        return (
+            f"<NuggetQrels {self.name or ''}: {len(self._per_query)} queries, "
+            f"{self.n_nuggets} nuggets, {self.n_judgments} judgments>"
+        )

@@ -152,7 +152,11 @@ class Qrels(Mapping[str, dict[str, int]]):
 
     def n_relevant(self, rel: int = 1) -> dict[str, int]:
         """Number of documents with relevance >= *rel* per query."""
-        counts = np.add.reduceat((self._rels >= rel).astype(np.int64), self._starts[:-1]) if len(self._rels) else []
+        counts = (
+            np.add.reduceat((self._rels >= rel).astype(np.int64), self._starts[:-1])
+            if len(self._rels)
+            else []
+        )
         lengths = np.diff(self._starts)
         return {q: int(c) if n else 0 for q, c, n in zip(self._qids.tolist(), counts, lengths)}
 
@@ -186,11 +190,13 @@ class Qrels(Mapping[str, dict[str, int]]):
         """A DataFrame with columns ``query_id, doc_id, relevance``."""
         import pandas as pd
 
-        return pd.DataFrame({
-            "query_id": np.repeat(self._qids, np.diff(self._starts)),
-            "doc_id": self._docids,
-            "relevance": self._rels,
-        })
+        return pd.DataFrame(
+            {
+                "query_id": np.repeat(self._qids, np.diff(self._starts)),
+                "doc_id": self._docids,
+                "relevance": self._rels,
+            }
+        )
 
     def fingerprint(self) -> str:
         """SHA-256 (hex, 16 chars) of the judgments."""

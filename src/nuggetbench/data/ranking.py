@@ -48,7 +48,9 @@ def rank_order(
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     codes, uniques = pd.factorize(np.asarray(doc_ids, dtype=object))
-    order = rank_codes(query_codes, scores, np.asarray(uniques, dtype=object), codes, tie_break=tie_break)
+    order = rank_codes(
+        query_codes, scores, np.asarray(uniques, dtype=object), codes, tie_break=tie_break
+    )
     return np.arange(n, dtype=np.int64) if order is None else order
 
 
@@ -111,7 +113,9 @@ def rank_codes(
     codes = np.asarray(doc_codes)[pos if order is None else order[pos]]
     involved, inverse = np.unique(codes, return_inverse=True)
     string_rank = np.empty(len(involved), dtype=np.int64)
-    string_rank[np.argsort(np.asarray(doc_uniques, dtype=object)[involved], kind="stable")] = np.arange(len(involved))
+    string_rank[np.argsort(np.asarray(doc_uniques, dtype=object)[involved], kind="stable")] = (
+        np.arange(len(involved))
+    )
     key = string_rank[inverse.reshape(-1)]
     if tie_break == "docid_desc":
         key = -key

@@ -30,8 +30,16 @@ class Run(Mapping[str, list[tuple[str, float]]]):
     """
 
     __slots__ = (
-        "_qids", "_starts", "_docids_cache", "_scores", "name", "input_sorted", "metadata",
-        "input_ranks", "_doc_uniques", "_doc_codes",
+        "_qids",
+        "_starts",
+        "_docids_cache",
+        "_scores",
+        "name",
+        "input_sorted",
+        "metadata",
+        "input_ranks",
+        "_doc_uniques",
+        "_doc_codes",
     )
 
     def __init__(
@@ -66,18 +74,41 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         d = _as_str_array(doc_ids)
         s = np.asarray(scores, dtype=np.float64)
         if not (len(q) == len(d) == len(s)):
-            raise InputError(f"run columns differ in length: {len(q)} queries, {len(d)} docs, {len(s)} scores")
+            raise InputError(
+                f"run columns differ in length: {len(q)} queries, {len(d)} docs, {len(s)} scores"
+            )
         if np.isnan(s).any():
             i = int(np.flatnonzero(np.isnan(s))[0])
             raise InputError(f"{source or 'run'}: score of query {q[i]!r}, doc {d[i]!r} is NaN")
-        uq, qcodes = factorize_sorted(q) if len(q) else (np.array([], dtype=object), np.zeros(0, np.int64))
+        uq, qcodes = (
+            factorize_sorted(q) if len(q) else (np.array([], dtype=object), np.zeros(0, np.int64))
+        )
         du, dcodes = _factorize(d)
-        self._init_ranked(uq, qcodes, du, dcodes, s, name=name, metadata=metadata, tie_break=tie_break,
-                          source=source, ranks=ranks)
+        self._init_ranked(
+            uq,
+            qcodes,
+            du,
+            dcodes,
+            s,
+            name=name,
+            metadata=metadata,
+            tie_break=tie_break,
+            source=source,
+            ranks=ranks,
+        )
 
     def _init_ranked(
-        self, uq: np.ndarray, qcodes: np.ndarray, du: np.ndarray, dcodes: np.ndarray, s: np.ndarray, *,
-        name: str | None, metadata: dict | None, tie_break: TieBreak, source: str | None,
+        self,
+        uq: np.ndarray,
+        qcodes: np.ndarray,
+        du: np.ndarray,
+        dcodes: np.ndarray,
+        s: np.ndarray,
+        *,
+        name: str | None,
+        metadata: dict | None,
+        tie_break: TieBreak,
+        source: str | None,
         ranks: Iterable[int] | None,
     ) -> None:
         """Rank factorised columns (``uq`` sorted; ``du`` in any order) and fill the slots."""
@@ -88,7 +119,9 @@ class Run(Mapping[str, list[tuple[str, float]]]):
             dcodes = dcodes[order]
             s = s[order]
         if ranks is not None:
-            r = np.asarray(list(ranks) if not isinstance(ranks, np.ndarray) else ranks, dtype=np.int64)
+            r = np.asarray(
+                list(ranks) if not isinstance(ranks, np.ndarray) else ranks, dtype=np.int64
+            )
             if len(r) != len(s):
                 raise InputError(f"run columns differ in length: {len(s)} entries, {len(r)} ranks")
             self.input_ranks = r if order is None else r[order]
@@ -107,9 +140,17 @@ class Run(Mapping[str, list[tuple[str, float]]]):
 
     @classmethod
     def _from_codes(
-        cls, query_uniques: np.ndarray, query_codes: np.ndarray, doc_uniques: np.ndarray,
-        doc_codes: np.ndarray, scores: np.ndarray, *, name: str | None = None,
-        metadata: dict | None = None, tie_break: TieBreak = "docid_desc", source: str | None = None,
+        cls,
+        query_uniques: np.ndarray,
+        query_codes: np.ndarray,
+        doc_uniques: np.ndarray,
+        doc_codes: np.ndarray,
+        scores: np.ndarray,
+        *,
+        name: str | None = None,
+        metadata: dict | None = None,
+        tie_break: TieBreak = "docid_desc",
+        source: str | None = None,
         ranks: np.ndarray | None = None,
     ) -> Run:
         """Build a run from factorised columns (a fast reader's output).
@@ -122,16 +163,25 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         qu = np.asarray(query_uniques, dtype=object)
         if np.isnan(s).any():
             i = int(np.flatnonzero(np.isnan(s))[0])
-            raise InputError(f"{source or 'run'}: score of query {qu[query_codes[i]]!r}, "
-                             f"doc {doc_uniques[doc_codes[i]]!r} is NaN")
+            raise InputError(
+                f"{source or 'run'}: score of query {qu[query_codes[i]]!r}, "
+                f"doc {doc_uniques[doc_codes[i]]!r} is NaN"
+            )
         perm = np.argsort(qu, kind="stable")
         remap = np.empty(len(qu), dtype=np.int64)
         remap[perm] = np.arange(len(qu), dtype=np.int64)
         run = cls.__new__(cls)
         run._init_ranked(
-            qu[perm], remap[np.asarray(query_codes, dtype=np.int64)], np.asarray(doc_uniques, dtype=object),
-            np.asarray(doc_codes, dtype=np.int64), s, name=name, metadata=metadata, tie_break=tie_break,
-            source=source, ranks=ranks,
+            qu[perm],
+            remap[np.asarray(query_codes, dtype=np.int64)],
+            np.asarray(doc_uniques, dtype=object),
+            np.asarray(doc_codes, dtype=np.int64),
+            s,
+            name=name,
+            metadata=metadata,
+            tie_break=tie_break,
+            source=source,
+            ranks=ranks,
         )
         return run
 
@@ -166,8 +216,15 @@ class Run(Mapping[str, list[tuple[str, float]]]):
 
     @classmethod
     def _from_ranked_arrays(
-        cls, qids: np.ndarray, starts: np.ndarray, docids: np.ndarray, scores: np.ndarray, *,
-        name: str | None, metadata: dict | None, input_sorted: bool = True,
+        cls,
+        qids: np.ndarray,
+        starts: np.ndarray,
+        docids: np.ndarray,
+        scores: np.ndarray,
+        *,
+        name: str | None,
+        metadata: dict | None,
+        input_sorted: bool = True,
         input_ranks: np.ndarray | None = None,
         doc_codes: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> Run:
@@ -279,8 +336,13 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         new_lengths = np.minimum(lengths, k)
         starts = np.concatenate([[0], np.cumsum(new_lengths)]).astype(np.int64)
         return Run._from_ranked_arrays(
-            self._qids, starts, self._docids_subset(keep), self._scores[keep],
-            name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
+            self._qids,
+            starts,
+            self._docids_subset(keep),
+            self._scores[keep],
+            name=self.name,
+            metadata=self.metadata,
+            input_sorted=self.input_sorted,
             input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
             doc_codes=self._codes_subset(keep),
         )
@@ -293,8 +355,13 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         keep = np.repeat(keep_q, lengths)
         starts = np.concatenate([[0], np.cumsum(lengths[keep_q])]).astype(np.int64)
         return Run._from_ranked_arrays(
-            self._qids[keep_q], starts, self._docids_subset(keep), self._scores[keep],
-            name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
+            self._qids[keep_q],
+            starts,
+            self._docids_subset(keep),
+            self._scores[keep],
+            name=self.name,
+            metadata=self.metadata,
+            input_sorted=self.input_sorted,
             input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
             doc_codes=self._codes_subset(keep),
         )
@@ -308,8 +375,13 @@ class Run(Mapping[str, list[tuple[str, float]]]):
         qcodes = np.repeat(np.arange(len(self._qids)), self.lengths())[keep]
         starts = np.searchsorted(qcodes, np.arange(len(self._qids) + 1)).astype(np.int64)
         return Run._from_ranked_arrays(
-            self._qids, starts, self._docids_subset(keep), self._scores[keep],
-            name=self.name, metadata=self.metadata, input_sorted=self.input_sorted,
+            self._qids,
+            starts,
+            self._docids_subset(keep),
+            self._scores[keep],
+            name=self.name,
+            metadata=self.metadata,
+            input_sorted=self.input_sorted,
             input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
             doc_codes=self._codes_subset(keep),
         )
@@ -317,9 +389,14 @@ class Run(Mapping[str, list[tuple[str, float]]]):
     def with_name(self, name: str | None, metadata: dict | None = None) -> Run:
         """The same entries under another name (and optionally other metadata)."""
         return Run._from_ranked_arrays(
-            self._qids, self._starts, self._docids_cache, self._scores,
-            name=name, metadata=self.metadata if metadata is None else metadata,
-            input_sorted=self.input_sorted, input_ranks=self.input_ranks,
+            self._qids,
+            self._starts,
+            self._docids_cache,
+            self._scores,
+            name=name,
+            metadata=self.metadata if metadata is None else metadata,
+            input_sorted=self.input_sorted,
+            input_ranks=self.input_ranks,
             doc_codes=None if self._doc_codes is None else (self._doc_uniques, self._doc_codes),
         )
 
@@ -339,12 +416,14 @@ class Run(Mapping[str, list[tuple[str, float]]]):
 
         lengths = self.lengths()
         rank = np.arange(self.n_entries) - np.repeat(self._starts[:-1], lengths) + 1
-        return pd.DataFrame({
-            "query_id": np.repeat(self._qids, lengths),
-            "doc_id": self._docids,
-            "rank": rank,
-            "score": self._scores,
-        })
+        return pd.DataFrame(
+            {
+                "query_id": np.repeat(self._qids, lengths),
+                "doc_id": self._docids,
+                "rank": rank,
+                "score": self._scores,
+            }
+        )
 
     def fingerprint(self) -> str:
         """SHA-256 (hex, 16 chars) of the ranked content."""

@@ -164,9 +164,13 @@ class EvalContext:
         qrels, run: after the profile's transform.
         profile: the :class:`Profile`.
         query_ids: object array (Q,) of evaluated query ids, sorted.
-        run_only_queries: run queries (with entries) that have no judgments; never evaluated.
+        run_only_queries: run queries (with entries) that have no judgments and that the profile
+            does not evaluate (ignored).
         missing_queries: judged queries absent from the run (scored on an empty ranking when the
-            profile evaluates them).
+            profile evaluates them). Under a profile with ``select_queries``: exactly the
+            evaluated queries absent from the run (a query the profile selects without document
+            judgments, e.g. one with nuggets no document supports, is scored, so it is listed
+            here and never among *run_only_queries*).
 
     Raises:
         IdMismatchError: the run and the qrels share no query id (the message gives the overlap
@@ -191,6 +195,9 @@ class EvalContext:
         self.missing_queries = sorted(qset - rset)
         if profile.select_queries is not None:
             ids = sorted({str(q) for q in profile.select_queries(qrels, run)})
+            selected = set(ids)
+            self.run_only_queries = sorted(rset - qset - selected)
+            self.missing_queries = sorted(selected - rset)
         elif profile.average_over == "qrels":
             ids = qq.tolist()
         else:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InputError
 from .base import Measure, parse_measure, parse_measures
 from .context import EvalContext
 from .profiles import DEFAULT_PROFILE, Profile, get_profile
@@ -101,6 +102,12 @@ def evaluate(
     keyed = _measure_keys(measures)
     ctx = EvalContext(qrels, run, prof)
     n = len(ctx.query_ids)
+    if n == 0:
+        raise InputError(
+            f"profile {prof.name!r} selects no query to evaluate ({len(ctx.qrels)} judged queries, "
+            f"{len(ctx.run)} run queries): check the qrels (e.g. the birco profile needs a query "
+            "with a grade >= 1 document) or choose another --profile"
+        )
     per_query: dict[str, np.ndarray] = {}
     means: dict[str, float] = {}
     for key, measure in keyed:

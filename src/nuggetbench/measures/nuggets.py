@@ -23,6 +23,15 @@ counts). A query left with no nuggets scores 0.
 
 The ``fastbook`` profile averages over every query that declares nuggets (so a query none of
 whose nuggets any passage supports still counts, with 0), with trec_eval's tie order.
+
+Tied scores: the references rank by their inputs' order, which a :class:`~nuggetbench.data.Run`
+does not keep (it is ranked once, by score then doc id). FreshStack's ``coverage()`` sorts each
+query's ``{doc: score}`` dict with Python's stable sort, so ties keep the dict's insertion order
+(the ``freshstack`` profile orders them by doc id ascending, pyndeval's order, instead); the fastbook
+author scores the passage lists his search engines return (the ``fastbook`` profile: doc id
+descending). Only runs with tied scores at the cutoff can differ. Without ``@k`` both measures
+read the whole ranking (the author's functions default to ``cutoff=10``: write ``AC_MRR@10``).
+FreshStack rounds each query's Coverage to 5 decimals and the mean to 4; values here are unrounded.
 """
 
 from __future__ import annotations
@@ -214,7 +223,7 @@ register_profile(
     Profile(
         name="fastbook",
         description="every query that declares nuggets counts (one no passage supports scores 0); "
-        "a query missing from the run scores 0; ties by doc id descending (fastbook-benchmark)",
+        "a query missing from the run scores 0; ties by doc id descending (trec_eval's order)",
         average_over="qrels",
         select_queries=_nugget_queries,
     ),

@@ -61,15 +61,25 @@ def _view(ctx: EvalContext, measure: Measure, cutoff: int | None = None) -> Rank
     )
 
 
+def _position_in_query(q: np.ndarray, n_queries: int) -> np.ndarray:
+    """0-based position of each entry among its query's entries; *q*: (m,) query indexes, grouped."""
+    counts = np.bincount(q, minlength=n_queries)
+    first = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=first[1:])
+    return np.arange(len(q), dtype=np.int64) - first[q]
+
+
 def _relevant_positions(view: Ranked) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(qidx, rank, nth)`` of relevant entries; ``nth`` = 1-based count among the query's relevant."""
     q = view.qidx[view.relevant]
     r = view.rank[view.relevant]
-    counts = np.bincount(q, minlength=len(view.starts) - 1)
-    first = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=first[1:])
-    nth = np.arange(1, len(q) + 1, dtype=np.int64) - first[q]
-    return q, r, nth
+    return q, r, _position_in_query(q, len(view.starts) - 1) + 1
+
+
+def _relevant_retrieved(ctx: EvalContext, measure: Measure) -> np.ndarray:
+    """Per-query relevant documents in the top ``measure.cutoff``, float64 (Q,)."""
+    view = _view(ctx, measure, measure.cutoff)
+    return view.count(view.relevant)
 
 
 class NDCG(MeasureFamily):
@@ -88,10 +98,7 @@ class NDCG(MeasureFamily):
         gains = view.grade[pos].astype(np.float64) / np.log2(view.rank[pos] + 2.0)
         dcg = np.bincount(view.qidx[pos], weights=gains, minlength=len(ctx.query_ids))
         iq, ig = ctx.ideal_gains()
-        counts = np.bincount(iq, minlength=len(ctx.query_ids))
-        first = np.zeros(len(counts) + 1, dtype=np.int64)
-        np.cumsum(counts, out=first[1:])
-        irank = np.arange(len(iq), dtype=np.int64) - first[iq]
+        irank = _position_in_query(iq, len(ctx.query_ids))
         keep = irank < k if k is not None else np.ones(len(iq), dtype=bool)
         idcg = np.bincount(
             iq[keep], weights=ig[keep] / np.log2(irank[keep] + 2.0), minlength=len(ctx.query_ids)
@@ -137,8 +144,7 @@ class P(MeasureFamily):
     description = "precision at k, divided by k (trec_eval P.k)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
-        view = _view(ctx, measure, measure.cutoff)
-        return view.count(view.relevant) / float(measure.cutoff)
+        return _relevant_retrieved(ctx, measure) / float(measure.cutoff)
 
 
 class R(MeasureFamily):
@@ -149,8 +155,7 @@ class R(MeasureFamily):
     description = "recall at k (trec_eval recall.k)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
-        view = _view(ctx, measure, measure.cutoff)
-        return _safe_div(view.count(view.relevant), ctx.num_rel(measure.param("rel")))
+        return _safe_div(_relevant_retrieved(ctx, measure), ctx.num_rel(measure.param("rel")))
 
 
 class Success(MeasureFamily):
@@ -161,8 +166,7 @@ class Success(MeasureFamily):
     description = "1 if a relevant document is in the top k (trec_eval success.k)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
-        view = _view(ctx, measure, measure.cutoff)
-        return (view.count(view.relevant) > 0).astype(np.float64)
+        return (_relevant_retrieved(ctx, measure) > 0).astype(np.float64)
 
 
 class Rprec(MeasureFamily):

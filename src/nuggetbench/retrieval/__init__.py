@@ -7,5 +7,12 @@ when the retriever is used.
 from .base import DocFilter, Index, Reranker, Retriever
 from .spec import list_retrievers, parse_retriever, register_retriever
 
-__all__ = ["DocFilter", "Index", "Reranker", "Retriever", "list_retrievers", "parse_retriever",
-           "register_retriever"]
+__all__ = [
+    "DocFilter",
+    "Index",
+    "Reranker",
+    "Retriever",
+    "list_retrievers",
+    "parse_retriever",
+    "register_retriever",
+]

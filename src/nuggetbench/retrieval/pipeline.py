@@ -244,8 +244,11 @@ def _starts_retriever(piece: str) -> bool:
     m = re.match(r"\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(\(|:|$|>>)", piece)
     from .spec import WRAPPERS
 
-    return bool(m) and (m.group(1).lower() in RETRIEVERS or m.group(1).lower() in WRAPPERS
-                        or m.group(1).lower() == "fuse")
+    return bool(m) and (
+        m.group(1).lower() in RETRIEVERS
+        or m.group(1).lower() in WRAPPERS
+        or m.group(1).lower() == "fuse"
+    )
 
 
 def _fuse_options(spec: str, text: str) -> dict[str, Any]:
@@ -279,6 +282,13 @@ def _fuse_options(spec: str, text: str) -> dict[str, Any]:
     return options
 
 
+def _call_parts(spec: str, text: str, name: str) -> list[str]:
+    """The ``;``-separated parts inside ``name(...)``; *text* must end with its closing ``)``."""
+    if not text.endswith(")"):
+        raise SpecError(f"retriever spec {spec!r}: text after the closing ')' of {name}(...)")
+    return split_top(text[text.index("(") + 1 : -1], ";")
+
+
 def parse_composite(spec: str):
     """Parse ``a >> b`` and ``fuse(...)`` specs; ``None`` when *spec* is a single retriever.
 
@@ -294,10 +304,7 @@ def parse_composite(spec: str):
             raise SpecError(f"retriever spec {spec!r}: empty stage around '>>'")
         return Pipeline(parse_retriever(stages[0]), *(parse_retriever(s) for s in stages[1:]))
     if re.match(r"^fuse\s*\(", text, re.IGNORECASE):
-        if not text.endswith(")"):
-            raise SpecError(f"retriever spec {spec!r}: text after the closing ')' of fuse(...)")
-        inner = text[text.index("(") + 1 : -1]
-        parts = split_top(inner, ";")
+        parts = _call_parts(spec, text, "fuse")
         if len(parts) > 2:
             raise SpecError(f"retriever spec {spec!r}: fuse(...) takes one ';' before its options")
         pieces: list[str] = []
@@ -330,11 +337,11 @@ def _parse_wrapper(spec: str, text: str, name: str):
 
     from .spec import WRAPPERS, _coerce, parse_retriever, spec_options
 
-    if not text.endswith(")"):
-        raise SpecError(f"retriever spec {spec!r}: text after the closing ')' of {name}(...)")
-    parts = split_top(text[text.index("(") + 1 : -1], ";")
+    parts = _call_parts(spec, text, name)
     if len(parts) > 2 or not parts[0].strip():
-        raise SpecError(f"retriever spec {spec!r}: write {name}(RETRIEVER) or {name}(RETRIEVER; option=value,...)")
+        raise SpecError(
+            f"retriever spec {spec!r}: write {name}(RETRIEVER) or {name}(RETRIEVER; option=value,...)"
+        )
     module, _, attr = WRAPPERS[name].partition(":")
     cls = getattr(importlib.import_module(module), attr)
     defaults = spec_options(cls)
@@ -343,7 +350,9 @@ def _parse_wrapper(spec: str, text: str, name: str):
         key, eq, value = part.partition("=")
         key = key.strip()
         if not eq or key not in defaults:
-            raise SpecError(f"retriever spec {spec!r}: {name} option {part!r} must be one of "
-                            f"{', '.join(f'{k}=...' for k in sorted(defaults))}")
+            raise SpecError(
+                f"retriever spec {spec!r}: {name} option {part!r} must be one of "
+                f"{', '.join(f'{k}=...' for k in sorted(defaults))}"
+            )
         options[key] = _coerce(spec, key, value, defaults[key])
     return cls(parse_retriever(parts[0].strip()), **options)

@@ -49,7 +49,9 @@ _FALSE = {"false", "no", "off"}
 def register_retriever(prefix: str, import_path: str) -> None:
     """Register ``prefix -> "module:Class"`` (a later registration of the same prefix wins)."""
     if not re.fullmatch(r"[a-z][a-z0-9_\-]*", prefix):
-        raise SpecError(f"retriever prefix {prefix!r} must be lowercase letters, digits, '_' or '-'")
+        raise SpecError(
+            f"retriever prefix {prefix!r} must be lowercase letters, digits, '_' or '-'"
+        )
     RETRIEVERS[prefix] = import_path
 
 
@@ -66,8 +68,10 @@ def retriever_class(prefix: str) -> type:
     """
     path = RETRIEVERS.get(prefix)
     if path is None:
-        raise UnknownNameError(f"unknown retriever {prefix!r}.{suggest(prefix, list(RETRIEVERS))} "
-                               f"Known: {', '.join(list_retrievers())}")
+        raise UnknownNameError(
+            f"unknown retriever {prefix!r}.{suggest(prefix, list(RETRIEVERS))} "
+            f"Known: {', '.join(list_retrievers())}"
+        )
     module, _, attr = path.partition(":")
     return getattr(importlib.import_module(module), attr)
 
@@ -98,22 +102,28 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not text:
         raise SpecError("empty retriever spec; write e.g. 'bm25' or 'bm25:k1=0.9,b=0.4'")
     if ">>" in text or "(" in text:
-        raise SpecError(f"retriever spec {spec!r}: pipelines ('>>') and fusion ('fuse(...)') are "
-                        "not available in this version; give a single retriever such as 'bm25'")
+        raise SpecError(
+            f"retriever spec {spec!r}: pipelines ('>>') and fusion ('fuse(...)') are "
+            "not available in this version; give a single retriever such as 'bm25'"
+        )
     prefix, _, rest = text.partition(":")
     prefix = prefix.strip().lower()
     options: dict[str, str] = {}
     if rest.strip():
         for part in rest.split(","):
             if not part.strip():
-                raise SpecError(f"retriever spec {spec!r}: empty option (two commas or a trailing comma)")
+                raise SpecError(
+                    f"retriever spec {spec!r}: empty option (two commas or a trailing comma)"
+                )
             name, eq, value = part.partition("=")
             name = name.strip()
             if not eq and not options and name:  # dense:MODEL -> the positional argument
                 options[POSITIONAL] = name
                 continue
             if not eq or not name:
-                raise SpecError(f"retriever spec {spec!r}: option {part.strip()!r} must be name=value")
+                raise SpecError(
+                    f"retriever spec {spec!r}: option {part.strip()!r} must be name=value"
+                )
             if name in options:
                 raise SpecError(f"retriever spec {spec!r}: option {name!r} is given twice")
             options[name] = value.strip()
@@ -123,8 +133,11 @@ def split_spec(spec: str) -> tuple[str, dict[str, str]]:
 def spec_options(cls: type) -> dict[str, Any]:
     """``{option: default}`` of a registered class (its keyword-only constructor parameters)."""
     params = inspect.signature(cls).parameters
-    return {n: p.default for n, p in params.items()
-            if p.kind is p.KEYWORD_ONLY and p.default is not p.empty and not n.startswith("_")}
+    return {
+        n: p.default
+        for n, p in params.items()
+        if p.kind is p.KEYWORD_ONLY and p.default is not p.empty and not n.startswith("_")
+    }
 
 
 def _coerce(spec: str, name: str, text: str, default: Any) -> Any:
@@ -175,14 +188,18 @@ def parse_retriever(spec: str):
     valid = sorted(defaults) + (["preset"] if presets else [])
     for name in raw:
         if name not in valid:
-            raise SpecError(f"retriever spec {spec!r}: unknown option {name!r} for {prefix}."
-                            f"{suggest(name, valid)} Valid options: {', '.join(valid)}")
+            raise SpecError(
+                f"retriever spec {spec!r}: unknown option {name!r} for {prefix}."
+                f"{suggest(name, valid)} Valid options: {', '.join(valid)}"
+            )
     options: dict[str, Any] = {}
     if "preset" in raw:
         preset = raw["preset"]
         if preset not in presets:
-            raise SpecError(f"retriever spec {spec!r}: unknown preset {preset!r} for {prefix}."
-                            f"{suggest(preset, list(presets))} Presets: {', '.join(sorted(presets))}")
+            raise SpecError(
+                f"retriever spec {spec!r}: unknown preset {preset!r} for {prefix}."
+                f"{suggest(preset, list(presets))} Presets: {', '.join(sorted(presets))}"
+            )
         options.update(presets[preset])
     for name, text in raw.items():
         if name != "preset":
@@ -201,12 +218,17 @@ def _positional_args(spec: str, prefix: str, cls: type, value: str | None) -> li
     Raises:
         SpecError: a bare value for a class without a positional argument, or a missing one.
     """
-    params = [p for p in inspect.signature(cls).parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    params = [
+        p
+        for p in inspect.signature(cls).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
     if value is None:
         if params and params[0].default is params[0].empty:
-            raise SpecError(f"retriever spec {spec!r}: {prefix} needs a {params[0].name}: write "
-                            f"{prefix}:{params[0].name.upper()} (a Hugging Face id or a local folder)")
+            raise SpecError(
+                f"retriever spec {spec!r}: {prefix} needs a {params[0].name}: write "
+                f"{prefix}:{params[0].name.upper()} (a Hugging Face id or a local folder)"
+            )
         return []
     if not params:
         raise SpecError(f"retriever spec {spec!r}: option {value!r} must be name=value")
@@ -222,13 +244,18 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def format_spec(prefix: str, options: dict[str, Any], defaults: dict[str, Any] | None = None) -> str:
+def format_spec(
+    prefix: str, options: dict[str, Any], defaults: dict[str, Any] | None = None
+) -> str:
     """Canonical spec: *prefix* and the options that differ from *defaults*, in *options*' order.
 
     ``format_spec("bm25", {"k1": 0.9, "b": 0.4, "method": "lucene"}, {"method": "lucene", ...})``
     is ``"bm25:k1=0.9,b=0.4"``; ``parse_retriever`` of it rebuilds an equal retriever.
     """
     defaults = defaults or {}
-    parts = [f"{k}={format_value(v)}" for k, v in options.items()
-             if not (k in defaults and defaults[k] == v and type(defaults[k]) is type(v))]
+    parts = [
+        f"{k}={format_value(v)}"
+        for k, v in options.items()
+        if not (k in defaults and defaults[k] == v and type(defaults[k]) is type(v))
+    ]
     return prefix + (":" + ",".join(parts) if parts else "")
