@@ -120,7 +120,8 @@ class InMemoryCorpus(Corpus):
         return f"<InMemoryCorpus {self.name or ''}: {len(self)} documents>"
 
 
-def _parse_corpus_line(path: Path, lineno: int, raw: bytes) -> Document:
+def _load_line(path: Path, lineno: int, raw: bytes) -> tuple[dict, Any]:
+    """A corpus line as ``(object, doc id)``; ``FormatError`` naming the line when it is not one."""
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -134,6 +135,11 @@ def _parse_corpus_line(path: Path, lineno: int, raw: bytes) -> Document:
         raise FormatError(
             path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')"
         )
+    return obj, did
+
+
+def _parse_corpus_line(path: Path, lineno: int, raw: bytes) -> Document:
+    obj, did = _load_line(path, lineno, raw)
     text = obj.get("text")
     if text is None:
         text = obj.get("contents", "")
@@ -242,21 +248,8 @@ class JsonlCorpus(Corpus):
 
 
 def _fast_id(path: Path, lineno: int, raw: bytes) -> str:
-    """Read ``_id`` of a JSON line; full parse (with a clear error) when the fast path fails."""
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise FormatError(
-            path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object"
-        ) from None
-    if not isinstance(obj, dict):
-        raise FormatError(path, lineno, "expected a JSON object with '_id' and 'text'")
-    did = obj.get("_id", obj.get("doc_id", obj.get("id")))
-    if did is None:
-        raise FormatError(
-            path, lineno, "missing '_id' (BEIR corpus lines need '_id', 'title', 'text')"
-        )
-    return str(did)
+    """The ``_id`` of a JSON line (clear error naming the line when it has none)."""
+    return str(_load_line(path, lineno, raw)[1])
 
 
 class Queries(Mapping[str, str]):

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ..errors import DuplicateError, InputError
+from ._grouped import QueryGrouped
 from .ranking import factorize_sorted
 from .run import _as_str_array
 
 
-class Qrels(Mapping[str, dict[str, int]]):
+class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
     """Graded document-level judgments, stored column-wise.
 
     ``qrels[qid]`` is ``{doc_id: relevance}``. Relevance values are integers as in trec_eval
@@ -111,40 +112,17 @@ class Qrels(Mapping[str, dict[str, int]]):
 
     # --- mapping protocol ----------------------------------------------------------------
     def __getitem__(self, query_id: str) -> dict[str, int]:
-        i = self._index(query_id)
-        if i is None:
-            raise KeyError(query_id)
-        a, b = self._starts[i], self._starts[i + 1]
-        return dict(zip(self._docids[a:b].tolist(), self._rels[a:b].tolist()))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._qids.tolist())
-
-    def __len__(self) -> int:
-        return len(self._qids)
-
-    def __contains__(self, query_id: object) -> bool:
-        return isinstance(query_id, str) and self._index(query_id) is not None
+        span = self._span(query_id)
+        return dict(zip(self._docids[span].tolist(), self._rels[span].tolist()))
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return f"<Qrels{label}: {len(self)} queries, {self.n_judgments} judgments>"
 
-    def _index(self, query_id: str) -> int | None:
-        i = int(np.searchsorted(self._qids, query_id)) if len(self._qids) else 0
-        if i < len(self._qids) and self._qids[i] == query_id:
-            return i
-        return None
-
     # --- columnar access -----------------------------------------------------------------
     @property
     def n_judgments(self) -> int:
         return len(self._docids)
-
-    @property
-    def query_ids(self) -> list[str]:
-        """Judged query ids, sorted ascending as strings."""
-        return self._qids.tolist()
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(query_ids, starts, doc_ids, relevance)``; query *i* at ``starts[i]:starts[i+1]``."""

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ..errors import DuplicateError, InputError
+from ._grouped import QueryGrouped
 from .ranking import TieBreak, _n_distinct, factorize_sorted, rank_codes
 
 
-class Run(Mapping[str, list[tuple[str, float]]]):
+class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
     """A retrieval run, stored column-wise and ranked by trec_eval's rule.
 
     Entries are grouped by query id (sorted ascending as strings) and, within a query, ordered by
@@ -242,41 +243,18 @@ class Run(Mapping[str, list[tuple[str, float]]]):
 
     # --- mapping protocol ----------------------------------------------------------------
     def __getitem__(self, query_id: str) -> list[tuple[str, float]]:
-        i = self._index(query_id)
-        if i is None:
-            raise KeyError(query_id)
-        a, b = self._starts[i], self._starts[i + 1]
-        return list(zip(self._docids[a:b].tolist(), self._scores[a:b].tolist()))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._qids.tolist())
-
-    def __len__(self) -> int:
-        return len(self._qids)
-
-    def __contains__(self, query_id: object) -> bool:
-        return isinstance(query_id, str) and self._index(query_id) is not None
+        span = self._span(query_id)
+        return list(zip(self._docids[span].tolist(), self._scores[span].tolist()))
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return f"<Run{label}: {len(self)} queries, {self.n_entries} entries>"
-
-    def _index(self, query_id: str) -> int | None:
-        i = int(np.searchsorted(self._qids, query_id)) if len(self._qids) else 0
-        if i < len(self._qids) and self._qids[i] == query_id:
-            return i
-        return None
 
     # --- columnar access -----------------------------------------------------------------
     @property
     def n_entries(self) -> int:
         """Total number of (query, doc) entries."""
         return len(self._docids)
-
-    @property
-    def query_ids(self) -> list[str]:
-        """Query ids, sorted ascending as strings."""
-        return self._qids.tolist()
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(query_ids, starts, doc_ids, scores)``: the ranked columns (read-only views).
