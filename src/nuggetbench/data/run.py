@@ -310,50 +310,32 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         if (lengths <= k).all():
             return self
         rank = np.arange(self.n_entries) - np.repeat(self._starts[:-1], lengths)
-        keep = rank < k
-        new_lengths = np.minimum(lengths, k)
-        starts = np.concatenate([[0], np.cumsum(new_lengths)]).astype(np.int64)
-        return Run._from_ranked_arrays(
-            self._qids,
-            starts,
-            self._docids_subset(keep),
-            self._scores[keep],
-            name=self.name,
-            metadata=self.metadata,
-            input_sorted=self.input_sorted,
-            input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
-            doc_codes=self._codes_subset(keep),
-        )
+        return self._take(rank < k)
 
     def filter_queries(self, query_ids: Iterable[str]) -> Run:
         """Keep only the given queries (those absent from the run are ignored)."""
         wanted = set(query_ids)
         keep_q = np.array([q in wanted for q in self._qids.tolist()], dtype=bool)
-        lengths = self.lengths()
-        keep = np.repeat(keep_q, lengths)
-        starts = np.concatenate([[0], np.cumsum(lengths[keep_q])]).astype(np.int64)
-        return Run._from_ranked_arrays(
-            self._qids[keep_q],
-            starts,
-            self._docids_subset(keep),
-            self._scores[keep],
-            name=self.name,
-            metadata=self.metadata,
-            input_sorted=self.input_sorted,
-            input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
-            doc_codes=self._codes_subset(keep),
-        )
+        return self._take(np.repeat(keep_q, self.lengths()), keep_q)
 
     def filter_entries(self, keep: np.ndarray) -> Run:
         """Keep the entries where the boolean mask *keep* (shape (n,)) is true; order is preserved.
 
         Queries left with no entries are kept, with zero entries.
         """
-        keep = np.asarray(keep, dtype=bool)
+        return self._take(np.asarray(keep, dtype=bool))
+
+    def _take(self, keep: np.ndarray, keep_q: np.ndarray | None = None) -> Run:
+        """The entries under the mask *keep* (n,), and the queries under *keep_q* (q,) when given
+        (every kept entry must belong to a kept query); ranking order is preserved."""
         qcodes = np.repeat(np.arange(len(self._qids)), self.lengths())[keep]
-        starts = np.searchsorted(qcodes, np.arange(len(self._qids) + 1)).astype(np.int64)
+        qids = self._qids
+        if keep_q is not None:
+            qcodes = (np.cumsum(keep_q) - 1)[qcodes]
+            qids = self._qids[keep_q]
+        starts = np.searchsorted(qcodes, np.arange(len(qids) + 1)).astype(np.int64)
         return Run._from_ranked_arrays(
-            self._qids,
+            qids,
             starts,
             self._docids_subset(keep),
             self._scores[keep],
