@@ -28,7 +28,8 @@ def main() -> None:
     from nuggetbench.data.rankfile import check_pools, read_rank_file
     from nuggetbench.datasets import load_dataset
     from nuggetbench.measures import evaluate
-    from nuggetbench.measures.birco import BIRCO_MEASURES, birco_summary
+    from nuggetbench.compare import birco_summary
+    from nuggetbench.measures.profiles import BIRCO_MEASURES
 
     names = sorted(p.parent.name for p in Path(args.data, "birco").glob("*/test_set.pickle"))
     print("| dataset | system | " + " | ".join(BIRCO_MEASURES) + " |")

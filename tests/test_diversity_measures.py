@@ -14,7 +14,7 @@ from nuggetbench.data import NuggetQrels, Run, read_run
 from nuggetbench.data.diversity_io import load_nugget_qrels_file
 from nuggetbench.errors import InputError, SpecError
 from nuggetbench.measures import evaluate, get_profile, parse_measure
-from nuggetbench.measures.diversity import ndeval_profile
+from nuggetbench.measures.profiles import ndeval_profile
 
 
 def test_measure_strings_round_trip_and_aliases():

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 from ._atomic import atomic_write
 from .data import Run, write_run
 from .errors import InputError

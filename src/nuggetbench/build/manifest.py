@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
+from .._version import __version__
 from .._atomic import atomic_write
 from .prompts import load_prompt
 from .store import StageStore

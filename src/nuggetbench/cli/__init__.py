@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from .. import __version__
+from .._version import __version__
 
 # name -> (module:attribute, one-line help shown by `nuggetbench --help`)
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -109,7 +109,7 @@ def evaluate_command(
         measures,
     )
     if results.profile == "birco":
-        from ..measures.birco import birco_summary
+        from ..compare import birco_summary
 
         order = list(ds.queries) if getattr(ds, "queries", None) is not None else None
         boot = birco_summary(results, order=order)

@@ -10,6 +10,8 @@ from .report import FORMATS, ComparisonReport, Difference, Estimate
 from .stats import (
     TESTS,
     TestResult,
+    birco_bootstrap,
+    birco_summary,
     bootstrap_means,
     cohens_d,
     paired_t,
@@ -34,6 +36,8 @@ __all__ = [
     "randomization",
     "paired_test",
     "bootstrap_means",
+    "birco_bootstrap",
+    "birco_summary",
     "percentile_interval",
     "cohens_d",
 ]

@@ -14,11 +14,16 @@ samples (d_z, Cohen 1988), with p-values of Monte Carlo tests as (b + 1) / (B + 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, UnknownNameError, suggest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..measures.results import Results
 
 __all__ = [
     "TestResult",
@@ -293,3 +298,67 @@ def cohens_d(a: np.ndarray, b: np.ndarray) -> float:
     if sd == 0.0:
         return 0.0 if mean == 0.0 else float(np.copysign(np.inf, mean))
     return float(mean / sd)
+
+
+# --- BIRCO's bootstrap (rank2metric.py --boot True) ------------------------------------------
+def birco_bootstrap(
+    values: Sequence[float] | np.ndarray, *, n_resamples: int = 1000, seed: int = 42
+) -> tuple[float, float]:
+    """BIRCO's ``bootstrap_stats``: mean and std (ddof=0) of bootstrap means.
+
+    Draws ``n_resamples`` index vectors with a legacy ``numpy.random.RandomState(seed)`` (the same
+    stream as ``numpy.random.seed(seed)``) via ``choice(n, n, replace=True)``, one after the other,
+    without touching numpy's global state.
+
+    Args:
+        values: per-query values, shape (n,), *in the order BIRCO lists the queries* (its qrel
+            dict order; for a ``birco/<name>`` dataset: ``list(dataset.queries)``).
+        n_resamples: number of resamples (BIRCO: 1000).
+        seed: RandomState seed (BIRCO: 42).
+
+    Returns:
+        ``(mean of resampled means, std of resampled means)``.
+
+    Raises:
+        InputError: no values.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1 or len(arr) == 0:
+        raise InputError("birco_bootstrap needs a non-empty 1-d array of per-query values")
+    rs = np.random.RandomState(seed)
+    n = len(arr)
+    means = np.empty(n_resamples, dtype=np.float64)
+    for i in range(n_resamples):
+        means[i] = arr[rs.choice(n, n, replace=True)].mean()
+    return float(means.mean()), float(means.std())
+
+
+def birco_summary(
+    results: Results, order: Sequence[str] | None = None, *, n_resamples: int = 1000, seed: int = 42
+) -> dict[str, tuple[float, float]]:
+    """``{measure: (bootstrap mean, bootstrap std)}`` as ``rank2metric.py --boot True`` prints them.
+
+    Args:
+        results: from ``evaluate(..., profile="birco")`` (values already x100).
+        order: query ids in BIRCO's order (``list(dataset.queries)``); evaluated queries are taken
+            in this order (default: ``results.query_ids``, sorted, which changes the resamples).
+        n_resamples, seed: see :func:`birco_bootstrap`.
+
+    Raises:
+        InputError: *order* lacks some evaluated query.
+    """
+    qids = list(results.query_ids)
+    if order is not None:
+        pos = {q: i for i, q in enumerate(qids)}
+        missing = sorted(set(qids) - set(order))
+        if missing:
+            raise InputError(f"order lacks {len(missing)} evaluated queries, e.g. {missing[:3]}")
+        index = np.array([pos[q] for q in order if q in pos], dtype=np.int64)
+    else:
+        index = np.arange(len(qids))
+    return {
+        m: birco_bootstrap(
+            np.asarray(results.per_query[m])[index], n_resamples=n_resamples, seed=seed
+        )
+        for m in results.measures
+    }

@@ -17,6 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import SpecError
+from ..spec import format_literal, parse_literal, split_call_spec, split_options, split_top
+from .registry import find_family, get_family
 
 __all__ = ["Measure", "parse_measure", "parse_measures", "format_value"]
 
@@ -29,15 +31,7 @@ TREC_CUT_NAMES = {
     "success": "Success",
 }
 
-_MEASURE_RE = re.compile(
-    r"""^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-.]*?)\s*
-        (?:\((?P<params>[^()]*)\)\s*)?
-        (?:@\s*(?P<cutoff>[^\s@()]*)\s*)?$""",
-    re.VERBOSE,
-)
 _INT_RE = re.compile(r"^[+-]?\d+$")
-_FLOAT_RE = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$|^[+-]?(inf|nan)$")
-_PARAM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -67,15 +61,13 @@ class Measure:
         for key, value in self.params:
             if key == name:
                 return value
-        from .registry import get_family
-
         family = get_family(self.family)
         if name not in family.params:
             raise SpecError(
                 f"measure {self}: family {self.family!r} has no parameter {name!r} "
                 f"(it takes: {', '.join(family.params) or 'none'})"
             )
-        return family.params[name]
+        return family.params[name].default
 
     def __str__(self) -> str:
         text = self.family
@@ -96,98 +88,18 @@ class Measure:
 
 def format_value(value: Any) -> str:
     """Print a parameter value the way :func:`parse_measure` reads it back."""
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str):
-        if _PARAM_NAME_RE.match(value) and value not in ("True", "False", "true", "false"):
-            return value
-        return repr(value)
-    return str(value)
+    return format_literal(value, true="True", false="False")
 
 
 def _parse_value(text: str, where: str) -> Any:
-    text = text.strip()
-    if not text:
+    if not text.strip():
         raise SpecError(f"{where}: empty parameter value")
-    if text in ("True", "true"):
-        return True
-    if text in ("False", "false"):
-        return False
-    if _INT_RE.match(text):
-        return int(text)
-    if _FLOAT_RE.match(text):
-        return float(text)
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if re.match(r"^[A-Za-z0-9_\-.]+$", text):
-        return text
-    raise SpecError(
-        f"{where}: cannot read parameter value {text!r} (use a number, True/False or a quoted string)"
-    )
-
-
-def _coerce(value: Any, default: Any, where: str, pname: str) -> Any:
-    """Check *value* against the type of the family default *default*."""
-    from .registry import REQUIRED
-
-    if default is None or default is REQUIRED:
-        return value
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise SpecError(f"{where}: parameter {pname!r} takes True or False, got {value!r}")
-        return value
-    if isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SpecError(f"{where}: parameter {pname!r} takes an integer, got {value!r}")
-        return value
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f"{where}: parameter {pname!r} takes a number, got {value!r}")
-        return float(value)
-    if isinstance(default, str) and not isinstance(value, str):
-        raise SpecError(f"{where}: parameter {pname!r} takes a string, got {value!r}")
-    return value
-
-
-def _split_params(text: str, where: str) -> list[tuple[str, str]]:
-    items: list[tuple[str, str]] = []
-    for part in _split_top_level(text, ","):
-        if not part.strip():
-            raise SpecError(f"{where}: empty parameter in ({text})")
-        if "=" not in part:
-            raise SpecError(f"{where}: parameter {part.strip()!r} must be written name=value")
-        key, value = part.split("=", 1)
-        key = key.strip()
-        if not _PARAM_NAME_RE.match(key):
-            raise SpecError(f"{where}: bad parameter name {key!r}")
-        items.append((key, value))
-    return items
+    return parse_literal(text)
 
 
 def _split_top_level(text: str, separators: str) -> list[str]:
     """Split *text* on *separators* outside parentheses and quotes."""
-    parts, depth, quote, current = [], 0, "", []
-    for ch in text:
-        if quote:
-            current.append(ch)
-            if ch == quote:
-                quote = ""
-            continue
-        if ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch in separators and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(ch)
-    parts.append("".join(current))
-    return parts
+    return split_top(text, separators, where="measure")
 
 
 def _parse_cutoff(text: str, where: str) -> int:
@@ -201,8 +113,6 @@ def _parse_cutoff(text: str, where: str) -> int:
 
 def _resolve_name(name: str, cutoff_text: str | None, where: str) -> tuple[str, str | None]:
     """Family name (canonical) and cutoff text, understanding trec_eval's ``name_k`` forms."""
-    from .registry import find_family
-
     family = find_family(name)
     if family is not None:
         return family.name, cutoff_text
@@ -211,8 +121,6 @@ def _resolve_name(name: str, cutoff_text: str | None, where: str) -> tuple[str, 
         if cutoff_text is not None:
             raise SpecError(f"{where}: cutoff given twice ({name!r} and '@{cutoff_text}')")
         return TREC_CUT_NAMES[m.group(1)], m.group(2)
-    from .registry import get_family
-
     get_family(name)  # raises UnknownNameError with a suggestion
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -227,8 +135,6 @@ def check_measure(measure: Measure, where: str | None = None) -> Measure:
         SpecError: unknown or ill-typed parameter, missing required parameter, missing required
             cutoff, cutoff where the family takes none, non-positive cutoff.
     """
-    from .registry import REQUIRED, get_family
-
     where = where or f"measure {str(measure)!r}"
     family = get_family(measure.family)
     params = []
@@ -242,9 +148,9 @@ def check_measure(measure: Measure, where: str | None = None) -> Measure:
             raise SpecError(
                 f"{where}: {family.name} has no parameter {key!r} (it takes: {allowed})"
             )
-        params.append((key, _coerce(value, family.params[key], where, key)))
-    for key, default in family.params.items():
-        if default is REQUIRED and key not in seen:
+        params.append((key, family.params[key].coerce(value, where=where)))
+    for key, param in family.params.items():
+        if param.required and key not in seen:
             raise SpecError(
                 f"{where}: {family.name} needs the parameter {key!r}, e.g. {family.name}({key}=...)"
             )
@@ -282,12 +188,12 @@ def parse_measure(text: str | Measure) -> Measure:
     if not isinstance(text, str):
         raise SpecError(f"a measure must be a string like 'nDCG@10', got {text!r}")
     where = f"measure {text.strip()!r}"
-    m = _MEASURE_RE.match(text)
-    if not m:
+    parts = split_call_spec(text, where=where)
+    if parts is None:
         raise SpecError(
             f"{where}: cannot parse; write Family(param=value,...)@cutoff, e.g. 'nDCG@10' or 'P(rel=2)@5'"
         )
-    name, params_text, cutoff_text = m.group("name"), m.group("params"), m.group("cutoff")
+    name, params_text, cutoff_text = parts
     if cutoff_text is not None and cutoff_text == "":
         raise SpecError(f"{where}: '@' must be followed by a positive integer cutoff")
     family_name, cutoff_text = _resolve_name(name, cutoff_text, where)
@@ -295,7 +201,9 @@ def parse_measure(text: str | Measure) -> Measure:
     if params_text is not None:
         if not params_text.strip():
             raise SpecError(f"{where}: empty parentheses; drop them or write (name=value)")
-        params = [(k, _parse_value(v, where)) for k, v in _split_params(params_text, where)]
+        params = [
+            (k, _parse_value(v, where)) for k, v in split_options(params_text, where=where).items()
+        ]
     cutoff = _parse_cutoff(cutoff_text, where) if cutoff_text is not None else None
     return check_measure(Measure(family_name, cutoff, tuple(params)), where)
 

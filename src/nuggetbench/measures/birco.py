@@ -17,7 +17,9 @@ MAP        ``AP``: trec_eval's average precision over the whole ranking
 Values are multiplied by 100. ``rank2metric.py --boot True`` reports, for each measure, the mean
 and the standard deviation (``ddof=0``) of 1000 bootstrap means drawn with ``numpy.random.seed(42)``
 and ``numpy.random.choice(n, n, replace=True)`` over the per-query values *in the order of the
-qrel dict*; :func:`birco_bootstrap` and :func:`birco_summary` do exactly that.
+qrel dict*; :func:`nuggetbench.compare.birco_bootstrap` and
+:func:`nuggetbench.compare.birco_summary` do exactly that (every bootstrap lives in ``compare/``).
+The ``birco`` profile is in :mod:`nuggetbench.measures.profiles`.
 
 Where the profile differs from trec_eval (and from upstream's crashes):
 
@@ -36,26 +38,18 @@ Where the profile differs from trec_eval (and from upstream's crashes):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..errors import InputError
-from .profiles import Profile, register_profile
+from .profiles import BIRCO_MEASURES
 from .registry import MeasureFamily, register
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..data.qrels import Qrels
-    from ..data.run import Run
     from .base import Measure
     from .context import EvalContext
-    from .results import Results
 
-__all__ = ["RRMax", "BIRCO_MEASURES", "BIRCO_PROFILE", "birco_bootstrap", "birco_summary"]
-
-#: rank2metric.py's measures, in its print order (its MRR@10 is ``RRmax@10``).
-BIRCO_MEASURES = ("R@5", "R@10", "R@20", "R@100", "nDCG@10", "RRmax@10", "AP")
+__all__ = ["RRMax", "BIRCO_MEASURES"]
 
 
 class RRMax(MeasureFamily):
@@ -93,89 +87,4 @@ class RRMax(MeasureFamily):
         return out
 
 
-def _queries_with_relevant(qrels: Qrels, run: Run) -> Iterable[str]:
-    """Judged queries with at least one document of grade >= 1."""
-    qids, starts, _, grades = qrels.arrays()
-    if not len(qids):
-        return []
-    has = np.add.reduceat((grades >= 1).astype(np.int64), starts[:-1]) > 0
-    has &= np.diff(starts) > 0
-    return qids[has].tolist()
-
-
-BIRCO_PROFILE = Profile(
-    name="birco",
-    description="BIRCO rank2metric.py: queries with a relevant (grade >= 1) document, values x100; "
-    "its MRR@10 is RRmax@10; bootstrap via nuggetbench.measures.birco.birco_summary",
-    average_over="qrels",
-    scale=100.0,
-    select_queries=_queries_with_relevant,
-    options={"measures": BIRCO_MEASURES, "bootstrap": {"n_resamples": 1000, "seed": 42, "ddof": 0}},
-)
-
-
-def birco_bootstrap(
-    values: Sequence[float] | np.ndarray, *, n_resamples: int = 1000, seed: int = 42
-) -> tuple[float, float]:
-    """BIRCO's ``bootstrap_stats``: mean and std (ddof=0) of bootstrap means.
-
-    Draws ``n_resamples`` index vectors with a legacy ``numpy.random.RandomState(seed)`` (the same
-    stream as ``numpy.random.seed(seed)``) via ``choice(n, n, replace=True)``, one after the other,
-    without touching numpy's global state.
-
-    Args:
-        values: per-query values, shape (n,), *in the order BIRCO lists the queries* (its qrel
-            dict order; for a ``birco/<name>`` dataset: ``list(dataset.queries)``).
-        n_resamples: number of resamples (BIRCO: 1000).
-        seed: RandomState seed (BIRCO: 42).
-
-    Returns:
-        ``(mean of resampled means, std of resampled means)``.
-
-    Raises:
-        InputError: no values.
-    """
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != 1 or len(arr) == 0:
-        raise InputError("birco_bootstrap needs a non-empty 1-d array of per-query values")
-    rs = np.random.RandomState(seed)
-    n = len(arr)
-    means = np.empty(n_resamples, dtype=np.float64)
-    for i in range(n_resamples):
-        means[i] = arr[rs.choice(n, n, replace=True)].mean()
-    return float(means.mean()), float(means.std())
-
-
-def birco_summary(
-    results: Results, order: Sequence[str] | None = None, *, n_resamples: int = 1000, seed: int = 42
-) -> dict[str, tuple[float, float]]:
-    """``{measure: (bootstrap mean, bootstrap std)}`` as ``rank2metric.py --boot True`` prints them.
-
-    Args:
-        results: from ``evaluate(..., profile="birco")`` (values already x100).
-        order: query ids in BIRCO's order (``list(dataset.queries)``); evaluated queries are taken
-            in this order (default: ``results.query_ids``, sorted, which changes the resamples).
-        n_resamples, seed: see :func:`birco_bootstrap`.
-
-    Raises:
-        InputError: *order* lacks some evaluated query.
-    """
-    qids = list(results.query_ids)
-    if order is not None:
-        pos = {q: i for i, q in enumerate(qids)}
-        missing = sorted(set(qids) - set(order))
-        if missing:
-            raise InputError(f"order lacks {len(missing)} evaluated queries, e.g. {missing[:3]}")
-        index = np.array([pos[q] for q in order if q in pos], dtype=np.int64)
-    else:
-        index = np.arange(len(qids))
-    return {
-        m: birco_bootstrap(
-            np.asarray(results.per_query[m])[index], n_resamples=n_resamples, seed=seed
-        )
-        for m in results.measures
-    }
-
-
 register(RRMax())
-register_profile(BIRCO_PROFILE, replace=True)

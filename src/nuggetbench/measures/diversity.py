@@ -46,14 +46,15 @@ import numpy as np
 
 from ..errors import InputError
 from .diversity_core import DiversityScorer, RankedEntries, SubtopicTable
-from .profiles import Profile, register_profile
+from .profiles import Profile
+from .params import ALPHA, BETA, REL, params_table
 from .registry import MeasureFamily, register
 
 if TYPE_CHECKING:  # pragma: no cover
     from .base import Measure
     from .context import EvalContext
 
-__all__ = ["ndeval_profile", "diversity_scorer", "NDEVAL_PROFILES"]
+__all__ = ["diversity_scorer"]
 
 _STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -101,7 +102,7 @@ def diversity_scorer(
 
 class _Diversity(MeasureFamily):
     cutoff = "required"
-    params = {"alpha": 0.5, "rel": 1}
+    params = params_table(ALPHA, REL)
 
     def scorer(self, ctx: EvalContext, measure: Measure) -> DiversityScorer:
         return diversity_scorer(ctx, measure.param("rel"), measure)
@@ -153,7 +154,7 @@ class NERRIA(_Diversity):
 class PIA(_Diversity):
     name = "P_IA"
     aliases = ("P-IA",)
-    params = {"rel": 1}
+    params = params_table(REL)
     description = "intent-aware precision@k (Agrawal et al. 2009; ndeval's P-IA)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
@@ -163,7 +164,7 @@ class PIA(_Diversity):
 class StRecall(_Diversity):
     name = "StRecall"
     aliases = ("strec", "S_Recall")
-    params = {"rel": 1}
+    params = params_table(REL)
     description = (
         "subtopic recall@k: subtopics covered in the top k over the subtopics some document "
         "supports (ndeval's strec; Coverage counts every nugget instead)"
@@ -176,7 +177,7 @@ class StRecall(_Diversity):
 class NRBP(_Diversity):
     name = "NRBP"
     cutoff = "forbidden"
-    params = {"alpha": 0.5, "beta": 0.5, "rel": 1}
+    params = params_table(ALPHA, BETA, REL)
     description = "novelty- and rank-biased precision (Clarke et al. 2009), whole ranking"
 
     @staticmethod
@@ -202,7 +203,7 @@ class APIA(_Diversity):
     name = "AP_IA"
     aliases = ("MAP-IA", "MAP_IA")
     cutoff = "forbidden"
-    params = {"rel": 1}
+    params = params_table(REL)
     description = "intent-aware average precision over the whole ranking (ndeval's MAP-IA)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
@@ -221,65 +222,3 @@ for _family in (
     APIA(),
 ):
     register(_family)
-
-
-def _queries_with_nuggets(qrels, run) -> list[str]:
-    nuggets = getattr(qrels, "nuggets", None)
-    if nuggets is None:
-        return list(qrels.query_ids)
-    return list(nuggets.query_ids)
-
-
-def ndeval_profile(
-    *, complete: bool = False, traditional: bool = False, depth: int | None = None
-) -> Profile:
-    """An ndeval profile: ``ndeval [-c] [-traditional] [-M depth]``.
-
-    Args:
-        complete: ``-c``: average over every judged query (a missing one scores 0) instead of
-            the run's judged queries.
-        traditional: ``-traditional``: order by score, then doc id descending, instead of the
-            run file's rank column.
-        depth: ``-M depth``: keep the first *depth* documents of each ranking (diversity
-            families only).
-
-    Returns:
-        A :class:`Profile` named like the ndeval command line (``"ndeval -c -M 10"``); the
-        three named ones are registered.
-    """
-    if depth is not None and (isinstance(depth, bool) or int(depth) <= 0):
-        raise InputError(f"ndeval's -M depth must be a positive integer, got {depth!r}")
-    name = "ndeval" + (" -c" if complete else "") + (" -traditional" if traditional else "")
-    name += f" -M {int(depth)}" if depth is not None else ""
-    options: dict = {"diversity_order": "trec" if traditional else "rank"}
-    if depth is not None:
-        options["depth"] = int(depth)
-    order = "score desc, doc id desc" if traditional else "the run file's rank column"
-    averaged = (
-        "every judged query (a missing one scores 0)" if complete else "the run's judged queries"
-    )
-    return Profile(
-        name=name,
-        description=f"ndeval 4.5: order by {order}; average over {averaged}",
-        average_over="qrels" if complete else "run_and_qrels",
-        options=options,
-    )
-
-
-NDEVAL_PROFILES = [
-    ndeval_profile(),
-    ndeval_profile(complete=True),
-    ndeval_profile(traditional=True),
-]
-for _profile in NDEVAL_PROFILES:
-    register_profile(_profile, replace=True)
-register_profile(
-    Profile(
-        name="freshstack",
-        description="FreshStack: order by score desc, doc id asc (pyndeval); every query with nuggets "
-        "averaged, a query missing from the run scoring 0",
-        tie_break="docid_asc",
-        select_queries=_queries_with_nuggets,
-    ),
-    replace=True,
-)

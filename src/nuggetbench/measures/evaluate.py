@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._version import __version__
 from ..errors import InputError
 from .base import Measure, parse_measure, parse_measures
 from .context import EvalContext
@@ -49,7 +50,6 @@ def _measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tup
 
 
 def _provenance(qrels: Any, run: Any, profile: Profile) -> dict[str, Any]:
-    from .. import __version__
 
     def describe(obj: Any) -> tuple[Any, Any]:
         fingerprint = getattr(obj, "fingerprint", None)

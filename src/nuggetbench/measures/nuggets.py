@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError
-from .profiles import Profile, register_profile
+from .params import DROP_EXTRANEOUS, DROP_IMPLICIT, params_table
 from .registry import MeasureFamily, register
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,7 +164,7 @@ def _nuggets_of(ctx: EvalContext, measure: Measure) -> NuggetQrels:
 
 
 class _NuggetFamily(MeasureFamily):
-    params = {"drop_extraneous": False, "drop_implicit": False}
+    params = params_table(DROP_EXTRANEOUS, DROP_IMPLICIT)
     cutoff = "optional"
 
     def ranks(self, ctx: EvalContext, measure: Measure) -> tuple[np.ndarray, np.ndarray]:
@@ -210,22 +210,5 @@ class ACMRR(_NuggetFamily):
         return ac_mrr_values(*self.ranks(ctx, measure))
 
 
-def _nugget_queries(qrels, run) -> list[str]:
-    nuggets = getattr(qrels, "nuggets", None)
-    if nuggets is None:
-        return list(qrels.query_ids)
-    return sorted(set(nuggets.query_ids) | set(qrels.query_ids))
-
-
 register(Coverage())
 register(ACMRR())
-register_profile(
-    Profile(
-        name="fastbook",
-        description="every query that declares nuggets counts (one no passage supports scores 0); "
-        "a query missing from the run scores 0; ties by doc id descending (trec_eval's order)",
-        average_over="qrels",
-        select_queries=_nugget_queries,
-    ),
-    replace=True,
-)

@@ -12,21 +12,28 @@ Registered here:
   is scored on an empty ranking (0 on every measure but ``NumRel``), as ``trec_eval -c``.
 * ``"trec_eval"``: only queries present in both the run and the qrels, as plain ``trec_eval``
   (and ``pytrec_eval``).
+* ``"ndeval"``, ``"ndeval -c"``, ``"ndeval -traditional"`` (and any ndeval command line,
+  ``"ndeval -c -M 10"``): ndeval 4.5's ordering and averaging for the diversity families.
+* ``"freshstack"``: FreshStack's evaluation (ties by doc id ascending, as pyndeval; every query
+  with nuggets).
+* ``"fastbook"``: every query that declares nuggets, ties as trec_eval.
+* ``"birco"``: BIRCO's ``rank2metric.py`` (queries with a relevant document, values x100).
 
-Other modules register more (``ndeval``, ``freshstack``, ``birco``, ``fastbook``); modules named
-in :data:`PROFILE_MODULES` (and the measure modules of the family registry) are imported before a
-lookup fails.
+Every profile lives in this module; a plug-in registers its own with :func:`register_profile`, or
+names a module in :data:`PROFILE_MODULES` that does so when imported.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UnknownNameError, suggest
+import numpy as np
+
+from ..errors import InputError, UnknownNameError
+from ..spec import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data.qrels import Qrels
@@ -42,6 +49,10 @@ __all__ = [
     "DEFAULT_PROFILE",
     "PROFILE_MODULES",
     "AVERAGE_OVER",
+    "BIRCO_MEASURES",
+    "ndeval_profile",
+    "nugget_queries",
+    "queries_with_relevant",
 ]
 
 #: ``"qrels"``: every judged query counts (missing from the run = empty ranking);
@@ -102,8 +113,14 @@ class Profile:
         return self.name
 
 
-#: Registered profiles by name.
-PROFILES: dict[str, Profile] = {}
+#: The profile registry (names -> :class:`Profile`); its providers are :data:`PROFILE_MODULES`.
+REGISTRY = Registry(
+    "evaluation profile",
+    providers=PROFILE_MODULES,
+    hint="Run `nuggetbench measures` for the profiles.",
+)
+#: Registered profiles by name (the registry's table).
+PROFILES: dict[str, Profile] = REGISTRY._entries
 
 
 def register_profile(profile: Profile, *, replace: bool = False) -> Profile:
@@ -117,27 +134,15 @@ def register_profile(profile: Profile, *, replace: bool = False) -> Profile:
         raise ValueError(
             f"profile {profile.name!r} is already registered (pass replace=True to override)"
         )
-    PROFILES[profile.name] = profile
+    REGISTRY.register(profile.name, profile)
     return profile
-
-
-def _import_profile_modules() -> None:
-    from .registry import _load
-
-    _load()
-    for module in list(PROFILE_MODULES):
-        try:
-            importlib.import_module(module)
-        except Exception as exc:
-            logger.warning(
-                "profile module %s failed to import: %s: %s", module, type(exc).__name__, exc
-            )
 
 
 def get_profile(profile: str | Profile | None = None) -> Profile:
     """The profile named *profile* (``None``: the default, ``"trec_eval -c"``).
 
-    A :class:`Profile` value is returned as is.
+    A :class:`Profile` value is returned as is; an ndeval command line (``"ndeval -c -M 10"``)
+    builds its profile.
 
     Raises:
         UnknownNameError: no such profile; the nearest name is suggested.
@@ -145,22 +150,16 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
     if isinstance(profile, Profile):
         return profile
     name = DEFAULT_PROFILE if profile is None else profile
-    if name not in PROFILES:
-        _import_profile_modules()
-    if name not in PROFILES and name.split()[:1] == ["ndeval"]:
+    found = REGISTRY.find(name)
+    if found is not None:
+        return found
+    if name.split()[:1] == ["ndeval"]:
         return _ndeval_command_line(name)
-    if name not in PROFILES:
-        raise UnknownNameError(
-            f"unknown evaluation profile {name!r}.{suggest(name, list(PROFILES))} "
-            f"Known profiles: {', '.join(sorted(PROFILES))}"
-        )
-    return PROFILES[name]
+    raise REGISTRY.unknown(name)
 
 
 def _ndeval_command_line(name: str) -> Profile:
     """``ndeval [-c] [-traditional] [-M N]`` spelled as on ndeval's command line, in any order."""
-    from .diversity import ndeval_profile
-
     words = name.split()[1:]
     options: dict = {}
     i = 0
@@ -183,6 +182,86 @@ def _ndeval_command_line(name: str) -> Profile:
     return ndeval_profile(**options)
 
 
+def ndeval_profile(
+    *, complete: bool = False, traditional: bool = False, depth: int | None = None
+) -> Profile:
+    """An ndeval profile: ``ndeval [-c] [-traditional] [-M depth]``.
+
+    Args:
+        complete: ``-c``: average over every judged query (a missing one scores 0) instead of
+            the run's judged queries.
+        traditional: ``-traditional``: order by score, then doc id descending, instead of the
+            run file's rank column.
+        depth: ``-M depth``: keep the first *depth* documents of each ranking (diversity
+            families only).
+
+    Returns:
+        A :class:`Profile` named like the ndeval command line (``"ndeval -c -M 10"``); the
+        three named ones are registered.
+
+    Raises:
+        InputError: *depth* is not a positive integer.
+    """
+    if depth is not None and (isinstance(depth, bool) or int(depth) <= 0):
+        raise InputError(f"ndeval's -M depth must be a positive integer, got {depth!r}")
+    name = "ndeval" + (" -c" if complete else "") + (" -traditional" if traditional else "")
+    name += f" -M {int(depth)}" if depth is not None else ""
+    options: dict = {"diversity_order": "trec" if traditional else "rank"}
+    if depth is not None:
+        options["depth"] = int(depth)
+    order = "score desc, doc id desc" if traditional else "the run file's rank column"
+    averaged = (
+        "every judged query (a missing one scores 0)" if complete else "the run's judged queries"
+    )
+    return Profile(
+        name=name,
+        description=f"ndeval 4.5: order by {order}; average over {averaged}",
+        average_over="qrels" if complete else "run_and_qrels",
+        options=options,
+    )
+
+
+# --- query selectors ----------------------------------------------------------------------------
+def nugget_queries(qrels: Qrels, run: Run | None = None, *, with_judged: bool = False) -> list[str]:
+    """The queries that declare nuggets: the ones a nugget benchmark averages over.
+
+    Args:
+        qrels: document qrels, with ``qrels.nuggets`` when the benchmark has nuggets.
+        run: unused (the profile hook's signature).
+        with_judged: also every query with document judgments (fastbook: a question whose
+            components no passage supports still counts).
+
+    Returns:
+        Query ids: ``qrels.query_ids`` when there are no nuggets; else the nugget queries in
+        their order (with *with_judged*: the sorted union with the judged queries).
+    """
+    nuggets = getattr(qrels, "nuggets", None)
+    if nuggets is None:
+        return list(qrels.query_ids)
+    if with_judged:
+        return sorted(set(nuggets.query_ids) | set(qrels.query_ids))
+    return list(nuggets.query_ids)
+
+
+def _fastbook_queries(qrels: Qrels, run: Run) -> list[str]:
+    return nugget_queries(qrels, run, with_judged=True)
+
+
+def queries_with_relevant(qrels: Qrels, run: Run | None = None) -> Iterable[str]:
+    """Judged queries with at least one document of grade >= 1 (BIRCO's evaluated queries)."""
+    qids, starts, _, grades = qrels.arrays()
+    if not len(qids):
+        return []
+    has = np.add.reduceat((grades >= 1).astype(np.int64), starts[:-1]) > 0
+    has &= np.diff(starts) > 0
+    return qids[has].tolist()
+
+
+#: The measures BIRCO's ``rank2metric.py`` prints, in its order (MRR@10 is ``RRmax@10``).
+BIRCO_MEASURES = ("R@5", "R@10", "R@20", "R@100", "nDCG@10", "RRmax@10", "AP")
+
+
+# --- the registered profiles --------------------------------------------------------------------
 register_profile(
     Profile(
         name="trec_eval -c",
@@ -197,5 +276,44 @@ register_profile(
         description="only queries in both the run and the qrels (trec_eval's and pytrec_eval's "
         "default); ties by doc id descending",
         average_over="run_and_qrels",
+    )
+)
+NDEVAL_PROFILES = [
+    ndeval_profile(),
+    ndeval_profile(complete=True),
+    ndeval_profile(traditional=True),
+]
+for _profile in NDEVAL_PROFILES:
+    register_profile(_profile)
+register_profile(
+    Profile(
+        name="freshstack",
+        description="FreshStack: order by score desc, doc id asc (pyndeval); every query with nuggets "
+        "averaged, a query missing from the run scoring 0",
+        tie_break="docid_asc",
+        select_queries=nugget_queries,
+    )
+)
+register_profile(
+    Profile(
+        name="fastbook",
+        description="every query that declares nuggets counts (one no passage supports scores 0); "
+        "a query missing from the run scores 0; ties by doc id descending (trec_eval's order)",
+        average_over="qrels",
+        select_queries=_fastbook_queries,
+    )
+)
+BIRCO_PROFILE = register_profile(
+    Profile(
+        name="birco",
+        description="BIRCO rank2metric.py: queries with a relevant (grade >= 1) document, values "
+        "x100; its MRR@10 is RRmax@10; bootstrap via nuggetbench.compare.birco_summary",
+        average_over="qrels",
+        scale=100.0,
+        select_queries=queries_with_relevant,
+        options={
+            "measures": BIRCO_MEASURES,
+            "bootstrap": {"n_resamples": 1000, "seed": 42, "ddof": 0},
+        },
     )
 )

@@ -10,11 +10,11 @@ up (so ``import nuggetbench`` stays cheap). Adding a family = a module that call
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import UnknownNameError, suggest
+from ..spec import REQUIRED, Param, Registry
+from .params import param_for
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -32,6 +32,7 @@ __all__ = [
     "find_family",
     "all_family_names",
     "FAMILY_MODULES",
+    "FAMILIES",
 ]
 
 #: Modules that register families, imported on the first lookup (append yours).
@@ -42,19 +43,17 @@ FAMILY_MODULES: list[str] = [
     "nuggetbench.measures.birco",
 ]
 
-_FAMILIES: dict[str, MeasureFamily] = {}
-_ALIASES: dict[str, str] = {}
-_LOADED: set[str] = set()
-_FAILED: dict[str, str] = {}
-
-
-class _Required:
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-#: Default value marking a parameter that must be given (``Family(name=...)``).
-REQUIRED: Any = _Required()
+#: The family registry (a :class:`nuggetbench.spec.Registry` whose providers are
+#: :data:`FAMILY_MODULES`).
+FAMILIES = Registry(
+    "measure",
+    providers=FAMILY_MODULES,
+    hint="Run `nuggetbench measures` for the families and their parameters.",
+)
+_FAMILIES: dict[str, Any] = FAMILIES._entries
+_ALIASES: dict[str, str] = FAMILIES._aliases
+_LOADED: set[str] = FAMILIES._loaded
+_FAILED: dict[str, str] = FAMILIES.failed
 
 
 class MeasureFamily:
@@ -63,9 +62,10 @@ class MeasureFamily:
     Class attributes:
         name: canonical name, as printed (``"nDCG"``).
         aliases: other accepted names (``("ndcg",)``); they parse to *name*.
-        params: allowed named parameters and their defaults (``{"rel": 1}``); parsing converts
-            values to the default's type (int, float, bool, str); :data:`REQUIRED` marks a
-            parameter without default.
+        params: allowed named parameters, ``{name: Param}`` (see :mod:`nuggetbench.measures.params`
+            for the shared ones: ``rel``, ``judged_only``, ``alpha``...). A plain default
+            (``{"rel": 1}``) is accepted too and becomes a :class:`~nuggetbench.spec.Param` of the
+            default's type at registration; :data:`REQUIRED` marks a parameter without default.
         cutoff: ``"required"``, ``"optional"`` or ``"forbidden"``.
         aggregate: ``"mean"`` (default) or ``"sum"`` (counts, as trec_eval's ``all`` line).
         scalable: whether a profile's ``scale`` applies (False for counts).
@@ -76,7 +76,7 @@ class MeasureFamily:
 
     name: ClassVar[str] = ""
     aliases: ClassVar[tuple[str, ...]] = ()
-    params: ClassVar[dict[str, Any]] = {}
+    params: ClassVar[dict[str, Param]] = {}
     cutoff: ClassVar[str] = "optional"
     aggregate: ClassVar[str] = "mean"
     scalable: ClassVar[bool] = True
@@ -119,37 +119,17 @@ def register(family: MeasureFamily) -> MeasureFamily:
         raise ValueError(
             f"family name {family.name!r} is already an alias of {_ALIASES[family.name]!r}"
         )
-    _FAMILIES[family.name] = family
-    for alias in family.aliases:
-        _ALIASES[alias] = family.name
+    family.params = {
+        name: value if isinstance(value, Param) else param_for(name, value)
+        for name, value in family.params.items()
+    }
+    FAMILIES.register(family.name, family, aliases=family.aliases)
     return family
-
-
-def _load() -> None:
-    for module in list(FAMILY_MODULES):
-        if module in _LOADED:
-            continue
-        _LOADED.add(module)
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # a broken optional module must not hide the others
-            _FAILED[module] = f"{type(exc).__name__}: {exc}"
-            logger.warning("measure module %s failed to import: %s", module, _FAILED[module])
 
 
 def find_family(name: str) -> MeasureFamily | None:
     """The family called *name* (or one of its aliases; else a unique case-insensitive match)."""
-    _load()
-    if name in _FAMILIES:
-        return _FAMILIES[name]
-    if name in _ALIASES:
-        return _FAMILIES[_ALIASES[name]]
-    lowered = name.lower()
-    matches = {f for f in _FAMILIES if f.lower() == lowered}
-    matches |= {target for alias, target in _ALIASES.items() if alias.lower() == lowered}
-    if len(matches) == 1:
-        return _FAMILIES[matches.pop()]
-    return None
+    return FAMILIES.find(name, casefold=True)
 
 
 def get_family(name: str) -> MeasureFamily:
@@ -158,23 +138,9 @@ def get_family(name: str) -> MeasureFamily:
     Raises:
         UnknownNameError: no such family; the message suggests the nearest name.
     """
-    family = find_family(name)
-    if family is not None:
-        return family
-    hint = suggest(name, [*_FAMILIES, *_ALIASES])
-    broken = ""
-    if _FAILED:
-        broken = (
-            " (some measure modules failed to import: "
-            + "; ".join(f"{m}: {e}" for m, e in _FAILED.items())
-            + ")"
-        )
-    raise UnknownNameError(
-        f"unknown measure {name!r}.{hint} Known families: {', '.join(sorted(_FAMILIES))}{broken}"
-    )
+    return FAMILIES.get(name, casefold=True)
 
 
 def all_family_names() -> list[str]:
     """Canonical names of every registered family, sorted."""
-    _load()
-    return sorted(_FAMILIES)
+    return FAMILIES.names()

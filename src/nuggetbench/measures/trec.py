@@ -43,10 +43,11 @@ import numpy as np
 
 from .base import Measure
 from .context import UNJUDGED, EvalContext, Ranked
+from .params import JUDGED_ONLY, REL, params_table
 from .registry import MeasureFamily, register
 
-_REL: dict[str, Any] = {"rel": 1}
-_REL_JUDGED: dict[str, Any] = {"rel": 1, "judged_only": False}
+_REL: dict[str, Any] = params_table(REL)
+_REL_JUDGED: dict[str, Any] = params_table(REL, JUDGED_ONLY)
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -85,7 +86,7 @@ def _relevant_retrieved(ctx: EvalContext, measure: Measure) -> np.ndarray:
 class NDCG(MeasureFamily):
     name = "nDCG"
     aliases = ("ndcg", "NDCG")
-    params: ClassVar[dict[str, Any]] = {"judged_only": False}
+    params: ClassVar[dict[str, Any]] = params_table(JUDGED_ONLY)
     cutoff = "optional"
     description = (
         "normalised DCG, linear gain = grade, log2(rank+1) discount (trec_eval ndcg / ndcg_cut.k)"
@@ -212,7 +213,7 @@ class Bpref(MeasureFamily):
 class NumRet(MeasureFamily):
     name = "NumRet"
     aliases = ("num_ret",)
-    params: ClassVar[dict[str, Any]] = {"judged_only": False}
+    params: ClassVar[dict[str, Any]] = params_table(JUDGED_ONLY)
     cutoff = "forbidden"
     aggregate = "sum"
     scalable = False

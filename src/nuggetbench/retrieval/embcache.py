@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__, home
+from .. import home
+from .._version import __version__
 from .._atomic import atomic_write
 from ..errors import CacheError
 

@@ -1,0 +1,187 @@
+"""Import-graph facts about the package: cycles, function-local imports, longest functions.
+
+Usage: ``python tools/layering.py [--list]``. Prints the number of import cycles (strongly
+connected components of more than one module, counting every import of our own modules except
+those under ``if TYPE_CHECKING:``), the function-local imports of our own modules, and the
+longest functions and CLI commands. ``tests/test_layering.py`` holds the same facts as tests.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "nuggetbench"
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # importing module
+    target: str  # imported module of ours
+    line: int
+    local: bool  # inside a function
+    lazy_reason: str  # the comment on the line, if any
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted((ROOT / PACKAGE).rglob("*.py"))}
+
+
+def _resolve(mod: str, is_pkg: bool, level: int, name: str | None) -> str:
+    if level == 0:
+        return name or ""
+    base = mod.split(".")
+    if not is_pkg:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, name] if name else base)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(mod: str, path: Path, known: set[str]) -> list[Import]:
+    text = path.read_text()
+    lines = text.splitlines()
+    tree = ast.parse(text)
+    is_pkg = path.name == "__init__.py"
+    out: list[Import] = []
+
+    def target_modules(node) -> list[str]:
+        found = []
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == PACKAGE:
+                    found.append(alias.name)
+        else:
+            base = _resolve(mod, is_pkg, node.level, node.module)
+            if base.split(".")[0] != PACKAGE:
+                return []
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.append(sub if sub in known else base)
+        return [f for f in found if f in known]
+
+    def visit(node, local: bool):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                comment = lines[child.lineno - 1].partition("#")[2].strip()
+                for target in target_modules(child):
+                    if target != mod:
+                        out.append(Import(mod, target, child.lineno, local, comment))
+            inner = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(child, inner)
+
+    visit(tree, False)
+    return out
+
+
+def all_imports() -> list[Import]:
+    mods = modules()
+    known = set(mods)
+    found = []
+    for mod, path in mods.items():
+        found += imports_of(mod, path, known)
+    return found
+
+
+def cycles(imports: list[Import]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        graph.setdefault(imp.source, set()).add(imp.target)
+        # importing a.b.c runs a/__init__ and a/b/__init__ first
+        parts = imp.target.split(".")
+        for i in range(2, len(parts)):
+            parent = ".".join(parts[:i])
+            if parent != imp.source and not imp.source.startswith(parent + "."):
+                graph[imp.source].add(parent)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+    sys.setrecursionlimit(10000)
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return out
+
+
+def function_lengths() -> list[tuple[int, str]]:
+    out = []
+    for mod, path in modules().items():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((node.end_lineno - node.lineno + 1, f"{mod}:{node.name}"))
+    return sorted(out, reverse=True)
+
+
+def main(argv: list[str]) -> int:
+    imps = all_imports()
+    cyc = cycles(imps)
+    local = [i for i in imps if i.local]
+    print(f"modules: {len(modules())}")
+    print(f"import cycles: {len(cyc)}")
+    for c in cyc:
+        print("  cycle:", " <-> ".join(c))
+    print(f"function-local imports of our own modules: {len(local)}")
+    if "--list" in argv:
+        for i in local:
+            print(f"  {i.source}:{i.line} -> {i.target}  # {i.lazy_reason}")
+    lengths = function_lengths()
+    print("longest functions:")
+    for n, name in lengths[:5]:
+        print(f"  {n:4d} {name}")
+    cli = [(n, name) for n, name in lengths if name.startswith(f"{PACKAGE}.cli.")]
+    print("longest CLI functions:")
+    for n, name in cli[:5]:
+        print(f"  {n:4d} {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
