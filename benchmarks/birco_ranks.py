@@ -25,10 +25,10 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["NUGGETBENCH_DATA"] = args.data
 
+    from nuggetbench.compare import birco_summary
     from nuggetbench.data.rankfile import check_pools, read_rank_file
     from nuggetbench.datasets import load_dataset
     from nuggetbench.measures import evaluate
-    from nuggetbench.compare import birco_summary
     from nuggetbench.measures.profiles import BIRCO_MEASURES
 
     names = sorted(p.parent.name for p in Path(args.data, "birco").glob("*/test_set.pickle"))

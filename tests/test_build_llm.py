@@ -9,9 +9,9 @@ import time
 import pytest
 
 from llm_server import LLMServer
-from nuggetbench.build.llm import ChatRequest, LLMClient, LLMSettings
-from nuggetbench.build.llmcache import LLMCache, UsageLedger, request_key
 from nuggetbench.errors import BudgetError, InputError, LLMError
+from nuggetbench.llm.cache import LLMCache, UsageLedger, request_key
+from nuggetbench.llm.client import ChatRequest, LLMClient, LLMSettings
 
 KEY = "sk-test-0123456789-never-on-disk"
 

@@ -16,16 +16,16 @@ from nuggetbench.build.calibration import (
     read_labels,
 )
 from nuggetbench.build.export import FilterOptions, filter_questions, query_rows
-from nuggetbench.build.jsonout import InvalidAnswer, extract_json, parse_judgments
 from nuggetbench.build.judge import JudgeItem, JudgeOptions, JudgeResult, judge_pool
-from nuggetbench.build.llm import LLMClient, LLMSettings
 from nuggetbench.build.nuggets import NuggetOptions, NuggetResult, generate_nuggets
 from nuggetbench.build.plan import parse_plan
 from nuggetbench.build.pooling import PoolOptions, build_pool
-from nuggetbench.build.prompts import available, load_prompt
 from nuggetbench.build.questions import Question
 from nuggetbench.data import Document, InMemoryCorpus
 from nuggetbench.errors import FormatError, InputError, UnknownNameError
+from nuggetbench.llm.client import LLMClient, LLMSettings
+from nuggetbench.llm.jsonout import InvalidAnswer, extract_json, parse_judgments
+from nuggetbench.llm.prompts import available, load_prompt
 
 
 @pytest.fixture()

@@ -12,9 +12,10 @@ from nuggetbench import home
 from nuggetbench.data import InMemoryCorpus, Queries, Run
 from nuggetbench.errors import CacheError
 from nuggetbench.retrieval import embcache
+from nuggetbench.retrieval.caching import CachedRetriever, RunCache
 from nuggetbench.retrieval.dense import DenseRetriever
-from nuggetbench.retrieval.embcache import Artifact, CachedRetriever, RunCache
 from nuggetbench.retrieval.sparse import SparseRetriever
+from nuggetbench.store import Artifact
 from retrieval_tiny_models import HIDDEN, texts, tiny_models
 
 
@@ -215,8 +216,7 @@ def test_run_cache_reuses_first_stage_without_indexing():
 
 
 def test_pipelines_and_fusions_share_a_first_stage():
-    from nuggetbench.retrieval.fusion import Fusion
-    from nuggetbench.retrieval.pipeline import Pipeline
+    from nuggetbench.retrieval.compose import Fusion, Pipeline
 
     corpus = _corpus(5)
     queries = Queries({"q1": "cat"})
@@ -231,7 +231,7 @@ def test_pipelines_and_fusions_share_a_first_stage():
 
 
 def test_depth_dependent_fusion_is_served_only_at_its_depth():
-    from nuggetbench.retrieval.fusion import Fusion
+    from nuggetbench.retrieval.compose import Fusion
 
     corpus = _corpus(5)
     queries = Queries({"q1": "cat"})

@@ -12,7 +12,7 @@ from nuggetbench.data import InMemoryCorpus, Queries, Run
 from nuggetbench.errors import ModelError
 from nuggetbench.retrieval import parse_retriever
 from nuggetbench.retrieval.colbert import ColBERTRetriever, maxsim
-from nuggetbench.retrieval.pipeline import Pipeline
+from nuggetbench.retrieval.compose import Pipeline
 from retrieval_tiny_models import DOC_LEN, QUERY_LEN, texts, tiny_models
 
 

@@ -8,9 +8,10 @@ import pytest
 from nuggetbench.data import InMemoryCorpus, Queries, Run
 from nuggetbench.errors import ModelError, SpecError
 from nuggetbench.retrieval import parse_retriever
+from nuggetbench.retrieval.compose import IndexReranker, Pipeline
 from nuggetbench.retrieval.dense import DenseRetriever
-from nuggetbench.retrieval.pipeline import IndexReranker, Pipeline, split_top
 from nuggetbench.retrieval.rerank import CrossEncoderReranker, split_depth
+from nuggetbench.spec import split_top
 from retrieval_tiny_models import texts, tiny_models
 
 

@@ -17,10 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ._version import __version__
 from ._atomic import atomic_write
+from ._version import __version__
 from .data import Run, write_run
 from .errors import InputError
+from .retrieval.base import uses_objective
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +169,7 @@ def run_experiment(
 
         parsed = [(spec, adapt_to_language(r, language)) for spec, r in parsed]
     if cache_runs:
-        from .retrieval.embcache import CachedRetriever
+        from .retrieval.caching import CachedRetriever
 
         parsed = [(spec, CachedRetriever(r)) for spec, r in parsed]
 
@@ -206,7 +207,7 @@ def run_experiment(
         if getattr(dataset, "doc_filter", None) is not None:
             search_kwargs["doc_filter"] = dataset.doc_filter
         if objective:
-            if _accepts(index.search, "objective"):
+            if uses_objective(retriever):
                 search_kwargs["objective"] = objective
             else:
                 exp.notes.append(

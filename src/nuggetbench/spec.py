@@ -23,14 +23,19 @@ import importlib
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
 
 from .errors import SpecError, UnknownNameError, suggest
 
 __all__ = [
     "REQUIRED",
+    "Options",
+    "lookup",
+    "unknown_name",
     "Param",
+    "format_colon_spec",
+    "option",
     "Registry",
     "params_table",
     "parse_literal",
@@ -183,13 +188,16 @@ class Param:
                 f"{where}: {noun} {self.name!r} takes {self.expected()}, got "
                 f"{self.name}={shown}.{hint}"
             )
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if (
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and (
                 (self.minimum is not None and value < self.minimum)
                 or (self.maximum is not None and value > self.maximum)
                 or (self.below is not None and value >= self.below)
-            ):
-                raise SpecError(f"{where}: {noun} {self.name}={shown} is {self._bounds()}")
+            )
+        ):
+            raise SpecError(f"{where}: {noun} {self.name}={shown} is {self._bounds()}")
         return value
 
     def _bounds(self) -> str:
@@ -214,15 +222,113 @@ def params_table(*params: Param) -> dict[str, Param]:
     return {p.name: p for p in params}
 
 
+# --- option dataclasses ---------------------------------------------------------------------
+_ANNOTATION_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def option(
+    default: Any,
+    description: str,
+    *,
+    choices: tuple[Any, ...] = (),
+    minimum: float | None = None,
+    maximum: float | None = None,
+):
+    """A field of an :class:`Options` dataclass, declared once: default, one-line description,
+    allowed values and bounds (its type is the field's annotation)."""
+
+    meta = {"description": description, "choices": choices, "minimum": minimum, "maximum": maximum}
+    return field(default=default, metadata=meta)
+
+
+class Options:
+    """Base of the frozen option dataclasses of retrievers (``@dataclass(frozen=True)``).
+
+    Each field is declared with :func:`option`; :meth:`params` turns the fields into
+    :class:`Param` declarations (an annotation ``int``/``float``/``bool``/``str`` types the value,
+    ``X | None`` accepts any value). Construction checks every value against its declaration
+    (a float field given an int becomes a float), and the instance reads like a mapping
+    (``options["batch_size"]``).
+
+    Raises:
+        SpecError: from the constructor, a value of the wrong type, outside its bounds or not
+            among its choices (the option is named).
+    """
+
+    WHERE: ClassVar[str] = "options"
+
+    @classmethod
+    def params(cls) -> dict[str, Param]:
+        """``{name: Param}`` of the fields, in declaration order."""
+        cached = cls.__dict__.get("_params_cache")
+        if cached is not None:
+            return cached
+        out: dict[str, Param] = {}
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.name.startswith("_"):
+                continue
+            annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+            kind = _ANNOTATION_TYPES.get(str(annotation).strip(), object)
+            default = f.default if f.default is not MISSING else REQUIRED
+            meta = f.metadata or {}
+            out[f.name] = Param(
+                f.name,
+                kind,
+                default,
+                meta.get("description", ""),
+                choices=tuple(meta.get("choices") or ()),
+                minimum=meta.get("minimum"),
+                maximum=meta.get("maximum"),
+            )
+        cls._params_cache = out  # type: ignore[attr-defined]
+        return out
+
+    def __post_init__(self) -> None:
+        for name, param in self.params().items():
+            value = getattr(self, name)
+            if value is None and param.default is None:
+                continue
+            object.__setattr__(self, name, param.coerce(value, where=self.WHERE, noun="option"))
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.params():
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{name: value}`` of every option."""
+        return {name: getattr(self, name) for name in self.params()}
+
+    def changed(self) -> dict[str, Any]:
+        """The options whose value differs from the default (same value of another type counts
+        as different), in declaration order."""
+        out = {}
+        for name, param in self.params().items():
+            value = getattr(self, name)
+            if not (param.default == value and type(param.default) is type(value)):
+                out[name] = value
+        return out
+
+
+def format_colon_spec(prefix: str, options: Mapping[str, Any], first: str | None = None) -> str:
+    """``prefix[:first][,key=value...]`` (booleans as ``true``/``false``): the canonical spec
+    string of a retriever or chunker whose *options* are the non-default ones."""
+    parts = [first] if first else []
+    parts += [
+        f"{k}={format_literal(v) if not isinstance(v, str) else v}" for k, v in options.items()
+    ]
+    return prefix + (":" + ",".join(parts) if parts else "")
+
+
 # --- grammar ------------------------------------------------------------------------------------
 def split_top(text: str, separators: str | tuple[str, ...], *, where: str = "spec") -> list[str]:
-    """Split *text* on any of *separators* (characters, or strings in a tuple) that stand outside
-    parentheses and quotes.
+    """Split *text* on a separator (a string, e.g. ``">>"``, or a tuple of strings, any of which
+    separates) standing outside parentheses and quotes.
 
     Raises:
         SpecError: unbalanced parentheses (the spec is named).
     """
-    seps = tuple(separators) if isinstance(separators, str) else separators
+    seps = (separators,) if isinstance(separators, str) else separators
     parts: list[str] = []
     depth, quote, start, i = 0, "", 0, 0
     while i < len(text):
@@ -303,9 +409,7 @@ def split_colon_spec(
     if not isinstance(spec, str) or not spec.strip():
         raise SpecError(f"empty {what} spec; write e.g. {example}")
     name, _, rest = spec.strip().partition(":")
-    return name.strip(), split_options(
-        rest, where=f"{what} spec {spec!r}", positional=positional
-    )
+    return name.strip(), split_options(rest, where=f"{what} spec {spec!r}", positional=positional)
 
 
 _CALL = re.compile(
@@ -344,17 +448,22 @@ def resolve(path: str) -> Any:
     return obj
 
 
-class Registry:
+class Registry(dict):
     """Names -> objects, each given as the object or as a lazy ``"module:attr"`` string.
+
+    A ``dict`` of the entries (so it can be copied, listed and patched like one) that also knows
+    its *kind*, aliases and provider modules.
 
     Args:
         kind: what the names name, for messages (``retriever``, ``chunker``, ``measure``).
         entries: initial ``{name: object or "module:attr"}``.
         providers: modules imported (once, each) the first time a name is missing: modules that
-            call :meth:`register` when imported (measure families do).
+            call :meth:`register` when imported (measure families do). A list given here is kept
+            (not copied): appending to it adds a provider.
         hint: a sentence appended to the unknown-name error (where to find the list).
 
-    Listing names imports nothing; :meth:`get` imports a lazy entry on first use.
+    Listing names imports nothing but the providers; :meth:`lookup` imports a lazy entry on first
+    use and keeps the object.
     """
 
     def __init__(
@@ -365,106 +474,110 @@ class Registry:
         providers: Iterable[str] = (),
         hint: str = "",
     ):
+        super().__init__(entries or {})
         self.kind = kind
-        self._entries: dict[str, Any] = dict(entries or {})
-        self._aliases: dict[str, str] = {}
-        # a list given by the caller is kept (not copied), so appending to it adds a provider
+        self.aliases: dict[str, str] = {}
         self.providers: list[str] = providers if isinstance(providers, list) else list(providers)
-        self._loaded: set[str] = set()
+        self.loaded: set[str] = set()
         self.failed: dict[str, str] = {}
         self.hint = hint
 
     def register(self, name: str, target: Any, *, aliases: Iterable[str] = ()) -> Any:
         """Add (or replace) *name*; *target* is the object or ``"module:attr"``. Returns *target*."""
-        self._entries[name] = target
+        self[name] = target
         for alias in aliases:
-            self._aliases[alias] = name
+            self.aliases[alias] = name
         return target
-
-    def add_provider(self, module: str) -> None:
-        """Add a module imported on the next miss."""
-        if module not in self.providers:
-            self.providers.append(module)
 
     def load_providers(self) -> None:
         """Import every provider module not imported yet (a failing one is logged and recorded
         in :attr:`failed`, and does not hide the others)."""
         for module in list(self.providers):
-            if module in self._loaded:
+            if module in self.loaded:
                 continue
-            self._loaded.add(module)
+            self.loaded.add(module)
             try:
                 importlib.import_module(module)
             except Exception as exc:
                 self.failed[module] = f"{type(exc).__name__}: {exc}"
                 log.warning("%s module %s failed to import: %s", self.kind, module, exc)
 
-    def names(self, *, aliases: bool = False) -> list[str]:
+    def names(self) -> list[str]:
         """Registered names, sorted (imports nothing but provider modules)."""
         self.load_providers()
-        return sorted([*self._entries, *(self._aliases if aliases else ())])
+        return sorted(self)
 
     def canonical(self, name: str, *, casefold: bool = False) -> str | None:
         """The registered name *name* stands for (itself, or through an alias; with *casefold*,
-        a unique case-insensitive match), else ``None``."""
+        a unique case-insensitive match), else ``None``. Loads the providers on a miss."""
         for _ in range(2):
-            if name in self._entries:
+            if dict.__contains__(self, name):
                 return name
-            if name in self._aliases:
-                return self._aliases[name]
+            if name in self.aliases:
+                return self.aliases[name]
             if casefold:
                 low = name.lower()
-                hits = {n for n in self._entries if n.lower() == low}
-                hits |= {t for a, t in self._aliases.items() if a.lower() == low}
+                hits = {n for n in self if n.lower() == low}
+                hits |= {t for a, t in self.aliases.items() if a.lower() == low}
                 if len(hits) == 1:
                     return hits.pop()
-            if all(m in self._loaded for m in self.providers):
+            if all(m in self.loaded for m in self.providers):
                 return None
             self.load_providers()
         return None
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self.canonical(name) is not None
 
     def find(self, name: str, *, casefold: bool = False) -> Any | None:
         """The object registered as *name* (imported if lazy), or ``None``."""
         key = self.canonical(name, casefold=casefold)
         if key is None:
             return None
-        target = self._entries[key]
+        target = self[key]
         if isinstance(target, str):
-            target = self._entries[key] = resolve(target)
+            target = self[key] = resolve(target)
         return target
 
-    def get(self, name: str, *, casefold: bool = False, where: str = "") -> Any:
+    def lookup(self, name: str, *, casefold: bool = False) -> Any:
         """The object registered as *name*.
 
         Raises:
-            UnknownNameError: ``"<where>unknown <kind> 'name'. Did you mean 'x'? Known: ..."``.
+            UnknownNameError: ``"unknown <kind> 'name'. Did you mean 'x'? Known: ..."``.
         """
         found = self.find(name, casefold=casefold)
         if found is not None:
             return found
-        raise self.unknown(name, where=where)
+        raise self.unknown(name)
 
-    def unknown(self, name: str, *, where: str = "") -> UnknownNameError:
+    def unknown(self, name: str) -> UnknownNameError:
         """The error for an unknown *name*, with the nearest name and the known ones."""
-        names = self.names()
         broken = ""
         if self.failed:
-            broken = f" (some {self.kind} modules failed to import: " + "; ".join(
-                f"{m}: {e}" for m, e in self.failed.items()
-            )
-            broken += ")"
-        hint = f" {self.hint}" if self.hint else ""
-        return UnknownNameError(
-            f"{where}unknown {self.kind} {name!r}.{suggest(name, [*names, *self._aliases])} "
-            f"Known: {', '.join(names)}.{hint}{broken}"
-        )
+            failures = "; ".join(f"{m}: {e}" for m, e in self.failed.items())
+            broken = f" (some {self.kind} modules failed to import: {failures})"
+        names = [*self.names(), *self.aliases]
+        return unknown_name(self.kind, name, names, hint=self.hint + broken)
 
-    def items(self) -> list[tuple[str, Any]]:
-        """``(name, object)`` for every name, importing lazy entries."""
-        return [(n, self.get(n)) for n in self.names()]
+
+def unknown_name(kind: str, name: str, names: Iterable[str], *, hint: str = "") -> UnknownNameError:
+    """``UnknownNameError("unknown <kind> 'name'. Did you mean 'x'? Known: a, b. <hint>")``."""
+    known = sorted(set(names))
+    text = f"unknown {kind} {name!r}.{suggest(name, known)} Known: {', '.join(known)}."
+    return UnknownNameError(text + (f" {hint}" if hint else ""))
+
+
+def lookup(entries: Mapping[str, Any], name: str, *, kind: str, hint: str = "") -> Any:
+    """The object *entries* holds for *name*, importing a ``"module:attr"`` entry (a
+    :class:`Registry` also follows aliases and providers). Works on any mapping, so a registry
+    replaced by a plain dict (plug-ins, tests) still resolves.
+
+    Raises:
+        UnknownNameError: no such name (the nearest is suggested).
+    """
+    if isinstance(entries, Registry):
+        return entries.lookup(name)
+    if name not in entries:
+        raise unknown_name(kind, name, entries, hint=hint)
+    target = entries[name]
+    return resolve(target) if isinstance(target, str) else target
 
 
 def check_choice(value: Any, choices: Iterable[Any], *, where: str, what: str) -> Any:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..data import Corpus
-from .jsonout import InvalidAnswer, parse_judgments
-from .llm import ChatRequest, LLMClient
-from .prompts import chat_request, load_prompt
+from ..llm.client import ChatRequest, LLMClient
+from ..llm.jsonout import InvalidAnswer, parse_judgments
+from ..llm.prompts import chat_request, load_prompt
 
 STAGE = "judge"
 

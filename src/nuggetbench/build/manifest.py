@@ -11,9 +11,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._version import __version__
 from .._atomic import atomic_write
-from .prompts import load_prompt
+from .._version import __version__
+from ..llm.prompts import load_prompt
 from .store import StageStore
 
 if TYPE_CHECKING:  # pragma: no cover

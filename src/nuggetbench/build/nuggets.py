@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .asking import ask_validated
-from .jsonout import validate_nuggets
-from .llm import ChatRequest, LLMClient
-from .prompts import chat_request, load_prompt
+from ..llm.asking import ask_validated
+from ..llm.client import ChatRequest, LLMClient
+from ..llm.jsonout import validate_nuggets
+from ..llm.prompts import chat_request, load_prompt
 from .questions import Question
 
 STAGE = "nuggets"

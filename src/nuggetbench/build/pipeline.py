@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UnknownNameError, suggest
-from .llm import LLMClient
-from .llmcache import UsageLedger
+from ..llm.cache import UsageLedger
+from ..llm.client import LLMClient
 from .manifest import fill_report, write_run_log
 from .plan import Plan
 from .stages import StageMixin

@@ -49,13 +49,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, InputError, suggest
+from ..llm.client import LLMSettings
+from ..retrieval.querygen import RewriteOptions
 from .collect import CorpusOptions
 from .export import FilterOptions
 from .judge import JudgeOptions
-from .llm import LLMSettings
 from .nuggets import NuggetOptions
 from .pooling import PoolOptions
-from .querygen import RewriteOptions
 from .questions import QuestionFilter
 from .repos import RepoSource
 

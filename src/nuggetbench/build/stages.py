@@ -12,8 +12,8 @@ from typing import Any
 
 from .._atomic import atomic_write
 from ..errors import InputError
+from ..llm.prompts import load_prompt
 from .manifest import build_manifest, tree_stamp
-from .prompts import load_prompt
 from .store import stage_key
 
 
@@ -144,8 +144,8 @@ class StageMixin:
 
     def pool(self, questions, nuggets, corpus, target: str | None = None):
         """Rewrite (sub-questions, HyDE), retrieve, fuse and pool (:mod:`.pooling`); ``{qid: [doc ids]}``."""
+        from ..retrieval.querygen import generate_hyde, generate_subquestions
         from .pooling import build_pool
-        from .querygen import generate_hyde, generate_subquestions
 
         popts, ropts = self.plan.pooling, self.plan.rewrite
         prompts = {

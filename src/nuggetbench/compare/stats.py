@@ -228,7 +228,6 @@ def paired_test(
         return wilcoxon(a, b)
     if name == "randomization":
         return randomization(a, b, n_resamples=n_resamples, seed=seed)
-    from ..errors import UnknownNameError, suggest
 
     raise UnknownNameError(
         f"unknown test {test!r}; choose one of {', '.join(TESTS)}." + suggest(test, TESTS)

@@ -99,7 +99,7 @@ def _parse_value(text: str, where: str) -> Any:
 
 def _split_top_level(text: str, separators: str) -> list[str]:
     """Split *text* on *separators* outside parentheses and quotes."""
-    return split_top(text, separators, where="measure")
+    return split_top(text, tuple(separators), where="measure")
 
 
 def _parse_cutoff(text: str, where: str) -> int:

@@ -46,8 +46,8 @@ import numpy as np
 
 from ..errors import InputError
 from .diversity_core import DiversityScorer, RankedEntries, SubtopicTable
-from .profiles import Profile
 from .params import ALPHA, BETA, REL, params_table
+from .profiles import Profile
 from .registry import MeasureFamily, register
 
 if TYPE_CHECKING:  # pragma: no cover

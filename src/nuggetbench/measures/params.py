@@ -38,7 +38,9 @@ DROP_EXTRANEOUS = Param(
 DROP_IMPLICIT = Param("drop_implicit", bool, False, "ignore nuggets flagged implicit (fastbook)")
 
 #: Every shared parameter by name.
-SHARED: dict[str, Param] = params_table(REL, JUDGED_ONLY, ALPHA, BETA, DROP_EXTRANEOUS, DROP_IMPLICIT)
+SHARED: dict[str, Param] = params_table(
+    REL, JUDGED_ONLY, ALPHA, BETA, DROP_EXTRANEOUS, DROP_IMPLICIT
+)
 
 
 def param_for(name: str, default: Any) -> Param:

@@ -120,7 +120,7 @@ REGISTRY = Registry(
     hint="Run `nuggetbench measures` for the profiles.",
 )
 #: Registered profiles by name (the registry's table).
-PROFILES: dict[str, Profile] = REGISTRY._entries
+PROFILES: dict[str, Profile] = REGISTRY
 
 
 def register_profile(profile: Profile, *, replace: bool = False) -> Profile:

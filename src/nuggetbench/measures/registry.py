@@ -50,9 +50,9 @@ FAMILIES = Registry(
     providers=FAMILY_MODULES,
     hint="Run `nuggetbench measures` for the families and their parameters.",
 )
-_FAMILIES: dict[str, Any] = FAMILIES._entries
-_ALIASES: dict[str, str] = FAMILIES._aliases
-_LOADED: set[str] = FAMILIES._loaded
+_FAMILIES: dict[str, Any] = FAMILIES
+_ALIASES: dict[str, str] = FAMILIES.aliases
+_LOADED: set[str] = FAMILIES.loaded
 _FAILED: dict[str, str] = FAMILIES.failed
 
 
@@ -138,7 +138,7 @@ def get_family(name: str) -> MeasureFamily:
     Raises:
         UnknownNameError: no such family; the message suggests the nearest name.
     """
-    return FAMILIES.get(name, casefold=True)
+    return FAMILIES.lookup(name, casefold=True)
 
 
 def all_family_names() -> list[str]:

@@ -1,18 +1,57 @@
-"""Retrieval: protocols (:mod:`.base`), spec strings (:mod:`.spec`) and retrievers.
+"""Retrieval: protocols (:mod:`.base`), retrievers, composition (:mod:`.compose`), caching
+wrappers (:mod:`.caching`) and spec strings (:mod:`.spec`).
 
 Importing this package imports no retrieval library; ``parse_retriever("bm25")`` imports bm25s
 when the retriever is used.
 """
 
-from .base import DocFilter, Index, Reranker, Retriever
-from .spec import list_retrievers, parse_retriever, register_retriever
+from .base import DocFilter, Index, Reranker, Retriever, check_k, rerank, search, uses_objective
+from .caching import CachedRetriever, RunCache
+from .compose import Composable, Fusion, IndexReranker, Pipeline
+from .fusion import fuse
+from .options import (
+    BM25Options,
+    ColBERTOptions,
+    CrossEncoderOptions,
+    DenseOptions,
+    HyDEOptions,
+    SparseOptions,
+    SubQOptions,
+)
+from .spec import (
+    RETRIEVERS,
+    list_retrievers,
+    parse_retriever,
+    register_retriever,
+    retriever_params,
+)
 
 __all__ = [
+    "RETRIEVERS",
+    "BM25Options",
+    "CachedRetriever",
+    "ColBERTOptions",
+    "Composable",
+    "CrossEncoderOptions",
+    "DenseOptions",
     "DocFilter",
+    "Fusion",
+    "HyDEOptions",
     "Index",
+    "IndexReranker",
+    "Pipeline",
     "Reranker",
     "Retriever",
+    "RunCache",
+    "SparseOptions",
+    "SubQOptions",
+    "check_k",
+    "fuse",
     "list_retrievers",
     "parse_retriever",
     "register_retriever",
+    "rerank",
+    "retriever_params",
+    "search",
+    "uses_objective",
 ]

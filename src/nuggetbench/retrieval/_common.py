@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 
 from ..data import Corpus, Queries, Run
+from ..spec import Options, format_colon_spec
 from . import embcache
 from ._models import (
     BatchBackoff,
     load_model,
     pick_device,
     progress_bar,
-    spec_name,
     text_lengths,
     use_fp16,
 )
@@ -42,20 +42,20 @@ class ModelBacked:
     PREFIX: str
     LOADER: str
     WHAT: str
+    options: Options
 
-    def _spec_name(self, label: str, options: dict[str, Any]) -> str:
-        """``PREFIX:label[,opt=value...]`` with the options that differ from the spec defaults."""
-        from .spec import spec_options
+    def _spec_name(self, label: str, options: Options) -> str:
+        """``PREFIX:label[,opt=value...]`` with the options that differ from their defaults."""
+        return format_colon_spec(self.PREFIX, options.changed(), first=label)
 
-        return spec_name(self.PREFIX, label, options, spec_options(type(self)))
-
-    def _setup_model(
-        self, *, device: str, fp16: bool | None, batch_size: int, action: str = "encoding"
-    ) -> None:
-        """Set ``device``, ``fp16``, ``backoff`` (OOM batch halving) and the unloaded model."""
-        self.device = pick_device(device)
-        self.fp16 = use_fp16(fp16, self.device)
-        self.backoff = BatchBackoff(batch_size, what=f"{action} with {self.model_name}")
+    def _setup_model(self, *, action: str = "encoding") -> None:
+        """Set ``device``, ``fp16``, ``backoff`` (OOM batch halving) and the unloaded model from
+        ``self.options`` (``device``, ``fp16``, ``batch_size``)."""
+        self.device = pick_device(self.options["device"])
+        self.fp16 = use_fp16(self.options["fp16"], self.device)
+        self.backoff = BatchBackoff(
+            self.options["batch_size"], what=f"{action} with {self.model_name}"
+        )
         self._model = None
 
     def _loaded_model(self, **kwargs: Any):

@@ -314,18 +314,6 @@ def _free_accelerator_memory() -> None:
         pass
 
 
-def spec_name(prefix: str, model: str, options: dict[str, Any], defaults: dict[str, Any]) -> str:
-    """``prefix:MODEL[,opt=value...]`` listing the options that differ from *defaults*."""
-    from .spec import format_value
-
-    parts = [
-        f"{k}={format_value(v)}"
-        for k, v in options.items()
-        if not (k in defaults and defaults[k] == v and type(defaults[k]) is type(v))
-    ]
-    return f"{prefix}:{model}" + ("," + ",".join(parts) if parts else "")
-
-
 def progress_bar(show: bool, total: int, desc: str):
     """A tqdm bar over *total* documents, or ``None`` when *show* is false."""
     if not show:
@@ -344,3 +332,11 @@ def text_lengths(corpus, n: int, *, with_title: bool):
         dtype=np.int64,
         count=n,
     )
+
+
+def split_depth(model: str) -> tuple[str, int | None]:
+    """``"org/model@100"`` -> ``("org/model", 100)``; no ``@N`` suffix -> ``(model, None)``."""
+    m = re.fullmatch(r"(.+?)@(\d+)", model.strip())
+    if m is None:
+        return model.strip(), None
+    return m.group(1), int(m.group(2))

@@ -31,17 +31,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..data import Corpus, Queries, Run
-from ..errors import InputError, ModelError
+from ..errors import ModelError
 from . import embcache
 from ._common import BlockIndex, ModelBacked, contiguous, encode_by_length
-from ._models import resolve_model
-from .pipeline import DEFAULT_DEPTH, Composable
+from ._models import _cached_snapshot, resolve_model, split_depth
+from .base import check_k
+from .compose import DEFAULT_DEPTH, Composable
+from .options import ColBERTOptions
 
 log = logging.getLogger(__name__)
 
@@ -119,63 +122,33 @@ class ColBERTRetriever(ModelBacked, Composable):
     """ColBERT late interaction (spec ``colbert:MODEL[@depth][,option=value...]``).
 
     Args:
-        model: hub id or local folder of a ColBERT checkpoint; ``MODEL@N`` sets *depth*.
-        depth: candidates re-scored per query when used as a reranker (``... >> colbert:MODEL@100``).
-        batch_size, device, fp16, with_title, cache, revision, trust_remote_code: as
-            :class:`~nuggetbench.retrieval.dense.DenseRetriever`.
-        query_block, doc_block: queries and documents scored together in full search.
-        chunk: documents encoded per call (and per reranking group).
+        model: hub id or local folder of a ColBERT checkpoint; ``MODEL@N`` sets the depth.
+        options: a :class:`~nuggetbench.retrieval.options.ColBERTOptions` (``depth``: candidates
+            re-scored as a reranker; blocks, chunk, cache...), or its fields as keyword arguments.
     """
 
     PREFIX = "colbert"
     LOADER = "MultiVectorEncoder"
     WHAT = "colbert model"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        depth: int = DEFAULT_DEPTH,
-        batch_size: int = 32,
-        device: str = "auto",
-        fp16: bool | None = None,
-        with_title: bool = True,
-        query_block: int = 16,
-        doc_block: int = 1024,
-        chunk: int = 2048,
-        cache: bool = True,
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-    ):
-        from .rerank import split_depth
+    OPTIONS = ColBERTOptions
 
+    def __init__(self, model: str, options: ColBERTOptions | None = None, /, **kwargs: Any):
         model, at = split_depth(str(model))
-        depth = at if at is not None else depth
-        if depth < 1 or batch_size < 1 or query_block < 1 or doc_block < 1 or chunk < 1:
-            raise InputError("depth, batch_size, query_block, doc_block and chunk must be >= 1")
+        opts = options if options is not None else ColBERTOptions(**kwargs)
+        if at is not None:
+            opts = replace(opts, depth=at)
+        self.options = opts
         self.model_name = model
-        self.depth = int(depth)
-        self.ref = resolve_model(model, revision=revision, what="colbert model")
+        self.depth = int(opts.depth)
+        self.ref = resolve_model(model, revision=opts.revision, what="colbert model")
         if self.ref.local:
             self.format = check_colbert_folder(self.ref.location, model)
-        self.options: dict[str, Any] = dict(
-            depth=self.depth,
-            batch_size=batch_size,
-            device=device,
-            fp16=fp16,
-            with_title=with_title,
-            query_block=query_block,
-            doc_block=doc_block,
-            chunk=chunk,
-            cache=cache,
-            revision=revision,
-            trust_remote_code=trust_remote_code,
-        )
         self.name = self._spec_name(
             model + (f"@{self.depth}" if self.depth != DEFAULT_DEPTH else ""),
-            {k: v for k, v in self.options.items() if k != "depth"},
+            replace(opts, depth=DEFAULT_DEPTH),
         )
-        self._setup_model(device=device, fp16=fp16, batch_size=batch_size)
+        self._setup_model()
         self.encode_calls = 0
 
     @property
@@ -185,8 +158,6 @@ class ColBERTRetriever(ModelBacked, Composable):
 
     def _on_load(self) -> None:
         if not self.ref.local:
-            from ._models import _cached_snapshot
-
             snap = _cached_snapshot(self.ref.name, self.ref.revision)
             if snap:
                 self.format = check_colbert_folder(snap, self.model_name)
@@ -218,14 +189,19 @@ class ColBERTRetriever(ModelBacked, Composable):
 
     # --- reranking (index-free) ----------------------------------------------------------------
     def rerank(
-        self, queries: Queries, run: Run, corpus: Corpus, k: int, *, show_progress: bool = False
+        self,
+        queries: Queries,
+        run: Run,
+        corpus: Corpus,
+        k: int,
+        *,
+        show_progress: bool = False,
+        objective: str | None = None,
     ) -> Run:
         """Re-score the top *k* candidates of each query of *run* by MaxSim; returns those *k* only.
 
         Queries absent from *run* get no entries. Candidates missing from *corpus* raise ``KeyError``.
         """
-        from .base import check_k
-
         k = check_k(k)
         qids = [q for q in queries if q in run]
         per_group = max(1, self.options["chunk"] // k)
@@ -318,14 +294,13 @@ class ColBERTIndex(BlockIndex):
         *,
         doc_filter: Mapping[str, Collection[str]] | None = None,
         show_progress: bool = False,
+        objective: str | None = None,
     ) -> Run:
         """Top-*k* documents per query by MaxSim over the whole corpus (or the ``doc_filter`` candidates).
 
         Raises:
             CacheError: the model's token-vector size differs from the cached vectors'.
         """
-        from .base import check_k
-
         k = check_k(k)
         qids = list(queries)
         qvecs = self.retriever.encode_queries([queries[q] for q in qids])

@@ -28,24 +28,16 @@ from typing import Any
 import numpy as np
 
 from ..data import Corpus
-from ..errors import InputError
 from . import embcache
 from ._common import ModelBacked, encode_by_length, encode_in_length_order
 from ._models import BatchBackoff, resolve_model
+from .compose import Composable
 from .dense_index import DenseIndex
-from .pipeline import Composable
+from .options import PROMPT_PRESETS, DenseOptions
 
 log = logging.getLogger(__name__)
 
 DEFAULT_OBJECTIVE = "Given a web search query, retrieve relevant passages that answer the query"
-
-PROMPT_PRESETS: dict[str, tuple[str, str]] = {
-    "none": ("", ""),
-    "e5": ("query: ", "passage: "),
-    "bge": ("Represent this sentence for searching relevant passages: ", ""),
-    "instruct": ("Instruct: {objective}\nQuery: ", ""),
-}
-"""``preset -> (query prompt, document prompt)``."""
 
 
 def guess_preset(model_name: str) -> str | None:
@@ -109,79 +101,31 @@ class DenseRetriever(ModelBacked, Composable):
     Args:
         model: hub id or local folder (checked at construction: :class:`~nuggetbench.errors.ModelError`
             for an unknown id, a missing folder, or offline without a cached copy).
-        prompts: ``auto`` | ``none`` | ``e5`` | ``bge`` | ``instruct`` (see the module docstring).
-        query_prompt, document_prompt: literal prefixes overriding the preset (Python API; spec values
-            lose surrounding spaces).
-        objective: default task objective (see the module docstring).
-        batch_size: encoding batch size (halved automatically on out-of-memory).
-        max_length: maximum tokens per text (default: the model's).
-        normalize: L2-normalise embeddings (default: when the model's similarity is cosine).
-        device: ``auto`` (cuda, mps, else cpu) or a torch device string.
-        fp16: half precision (default: on for CUDA).
-        with_title: encode ``title + " " + text`` (BEIR's convention) rather than the text alone.
-        faiss: empty for exact numpy search; else a faiss factory string (``Flat`` exact, ``HNSW32``...).
-        query_block, doc_block: block shape of exact search (memory ~ 4 bytes x their product).
-        chunk: documents per encode call (bounded memory for large corpora).
-        cache: store/reuse corpus embeddings under ``<home>/cache/embeddings/dense``.
-        revision: hub revision (branch, tag or commit).
-        trust_remote_code: allow model code from the Hub.
+        options: a :class:`~nuggetbench.retrieval.options.DenseOptions` (prompts, objective,
+            batch size, device, blocks, cache...: each declared there with its default and
+            meaning), or its fields as keyword arguments.
+
+    Raises:
+        SpecError: an option of the wrong type or out of range (the option is named).
+        ModelError: the model cannot be found.
     """
 
     PREFIX = "dense"
     LOADER = "SentenceTransformer"
     WHAT = "dense model"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        prompts: str = "auto",
-        query_prompt: str | None = None,
-        document_prompt: str | None = None,
-        objective: str | None = None,
-        batch_size: int = 32,
-        max_length: int | None = None,
-        normalize: bool | None = None,
-        device: str = "auto",
-        fp16: bool | None = None,
-        with_title: bool = True,
-        faiss: str = "",
-        query_block: int = 1024,
-        doc_block: int = 16384,
-        chunk: int = 8192,
-        cache: bool = True,
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-    ):
-        if prompts not in PROMPT_PRESETS and prompts != "auto":
-            raise InputError(
-                f"unknown prompts preset {prompts!r}; use one of auto, {', '.join(PROMPT_PRESETS)}"
-            )
-        if batch_size < 1 or query_block < 1 or doc_block < 1 or chunk < 1:
-            raise InputError("batch_size, query_block, doc_block and chunk must be >= 1")
+    OPTIONS = DenseOptions
+    #: The objective fills the query prompt's ``{objective}`` slot, or prefixes each query.
+    uses_objective = True
+
+    def __init__(self, model: str, options: DenseOptions | None = None, /, **kwargs: Any):
+        self.options = options if options is not None else DenseOptions(**kwargs)
         self.model_name = str(model)
-        self.ref = resolve_model(self.model_name, revision=revision, what="dense model")
-        self.options: dict[str, Any] = dict(
-            prompts=prompts,
-            query_prompt=query_prompt,
-            document_prompt=document_prompt,
-            objective=objective,
-            batch_size=batch_size,
-            max_length=max_length,
-            normalize=normalize,
-            device=device,
-            fp16=fp16,
-            with_title=with_title,
-            faiss=faiss,
-            query_block=query_block,
-            doc_block=doc_block,
-            chunk=chunk,
-            cache=cache,
-            revision=revision,
-            trust_remote_code=trust_remote_code,
+        self.ref = resolve_model(
+            self.model_name, revision=self.options.revision, what="dense model"
         )
         self.name = self._spec_name(self.model_name, self.options)
-        self._setup_model(device=device, fp16=fp16, batch_size=batch_size)
+        self._setup_model()
         self.encode_calls = 0
 
     # --- model and prompts ----------------------------------------------------------------------

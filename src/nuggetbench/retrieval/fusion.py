@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..data import Corpus, Queries, Run
+from ..data import Run
 from ..errors import InputError, UnknownNameError, suggest
+from .topk import _with_empty_queries
 
 log = logging.getLogger(__name__)
 
@@ -208,116 +209,5 @@ def fuse(
     all_q = sorted(set().union(*(set(r.query_ids) for r in runs)))
     missing = sorted(set(all_q) - set(fused.query_ids))
     if missing:
-        from .topk import _with_empty_queries
-
         fused = _with_empty_queries(fused, missing)
     return fused
-
-
-class Fusion:
-    """A retriever that fuses the runs of several retrievers (spec ``fuse(a, b; method=rrf,...)``).
-
-    Args:
-        retrievers: the input retrievers (any objects following the Retriever protocol).
-        method, depth, norm, weights, k, preset: as :func:`fuse`. Each input is searched to
-            ``max(k_search, depth)`` where ``k_search`` is the depth asked of the fused search.
-        cache_runs: serve the inputs from the run cache (:class:`~.embcache.CachedRetriever`), so
-            fusions and pipelines sharing an input retrieve with it once.
-    """
-
-    def __init__(
-        self,
-        retrievers: Sequence[Any],
-        *,
-        method: str | None = None,
-        depth: int | None = None,
-        norm: str | None = None,
-        weights: Sequence[float] | None = None,
-        k: float = 60,
-        preset: str | None = None,
-        cache_runs: bool = True,
-    ):
-        if not retrievers:
-            raise InputError("a fusion needs at least one retriever")
-        self.retrievers = list(retrievers)
-        self.cache_runs = cache_runs
-        self.params = {
-            "method": method,
-            "depth": depth,
-            "norm": norm,
-            "weights": list(weights) if weights is not None else None,
-            "k": k,
-            "preset": preset,
-        }
-        # validate early (before any indexing) on an empty run
-        fuse([Run([], [], [])] * len(self.retrievers), **self.params)
-        opts = [
-            f"{key}={'/'.join(map(str, v)) if isinstance(v, list) else v}"
-            for key, v in self.params.items()
-            if v is not None and not (key == "k" and v == 60)
-        ]
-        self.name = (
-            "fuse("
-            + ", ".join(r.name for r in self.retrievers)
-            + ("; " + ",".join(opts) if opts else "")
-            + ")"
-        )
-
-    def identity(self) -> dict:
-        from .embcache import retriever_identity
-
-        inputs = [retriever_identity(r) for r in self.retrievers]
-        return None if None in inputs else {"fusion": self.params, "inputs": inputs}
-
-    @property
-    def depth_dependent(self) -> bool:
-        """True when the fused top *k* depends on *k* (no explicit depth: inputs are searched to *k*)."""
-        return self.params["depth"] is None and self.params["preset"] is None
-
-    def index(self, corpus: Corpus, *, show_progress: bool = False) -> FusionIndex:
-        from .embcache import CachedRetriever
-
-        inputs = [CachedRetriever(r) if self.cache_runs else r for r in self.retrievers]
-        return FusionIndex(self, [r.index(corpus, show_progress=show_progress) for r in inputs])
-
-    def __rshift__(self, other):
-        from .pipeline import Pipeline
-
-        return Pipeline(self, other)
-
-
-class FusionIndex:
-    """Index side of :class:`Fusion`."""
-
-    def __init__(self, fusion: Fusion, indexes: list[Any]):
-        self.fusion = fusion
-        self.indexes = indexes
-        self.name = fusion.name
-
-    def search(
-        self,
-        queries: Queries,
-        k: int,
-        *,
-        doc_filter=None,
-        show_progress: bool = False,
-        objective: str | None = None,
-    ) -> Run:
-        from .pipeline import call_search
-
-        depth = self.fusion.params["depth"]
-        if depth is None and self.fusion.params["preset"]:
-            depth = PRESETS[self.fusion.params["preset"]]["depth"]
-        inner_k = max(k, depth or k)
-        runs = [
-            call_search(
-                ix,
-                queries,
-                inner_k,
-                doc_filter=doc_filter,
-                show_progress=show_progress,
-                objective=objective,
-            )
-            for ix in self.indexes
-        ]
-        return fuse(runs, **self.fusion.params, name=self.fusion.name).truncate(k)

@@ -10,26 +10,21 @@ several labels the last label's logit is used (the "relevant" class of two-class
 from __future__ import annotations
 
 import logging
-import re
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..data import Corpus, Queries, Run
-from ..errors import InputError
 from ._common import ModelBacked
-from ._models import resolve_model
-from .pipeline import DEFAULT_DEPTH, Composable
+from ._models import resolve_model, split_depth
+from .base import check_k
+from .compose import Composable
+from .options import CrossEncoderOptions
+
+__all__ = ["CrossEncoderReranker", "split_depth"]
 
 log = logging.getLogger(__name__)
-
-
-def split_depth(model: str) -> tuple[str, int | None]:
-    """``"org/model@100"`` -> ``("org/model", 100)``; no ``@N`` suffix -> ``(model, None)``."""
-    m = re.fullmatch(r"(.+?)@(\d+)", model.strip())
-    if m is None:
-        return model.strip(), None
-    return m.group(1), int(m.group(2))
 
 
 class CrossEncoderReranker(ModelBacked, Composable):
@@ -37,52 +32,28 @@ class CrossEncoderReranker(ModelBacked, Composable):
 
     Args:
         model: hub id or local folder of a sentence-transformers CrossEncoder (checked at construction);
-            ``MODEL@N`` sets *depth*.
-        depth: candidates re-scored per query (default 100).
-        batch_size: pairs per forward pass (halved automatically on out-of-memory).
-        max_length: maximum tokens of a (query, document) pair (default: the model's).
-        device, fp16, with_title, revision, trust_remote_code: as
-            :class:`~nuggetbench.retrieval.dense.DenseRetriever`.
-        group: pairs scored per ``predict`` call (bounds memory of the pair texts).
+            ``MODEL@N`` sets the depth.
+        options: a :class:`~nuggetbench.retrieval.options.CrossEncoderOptions` (``depth``,
+            ``batch_size``, ``max_length``, ``group``...), or its fields as keyword arguments.
     """
 
     PREFIX = "rerank"
     LOADER = "CrossEncoder"
     WHAT = "cross-encoder"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        depth: int = DEFAULT_DEPTH,
-        batch_size: int = 32,
-        max_length: int | None = None,
-        device: str = "auto",
-        fp16: bool | None = None,
-        with_title: bool = True,
-        group: int = 4096,
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-    ):
+    OPTIONS = CrossEncoderOptions
+
+    def __init__(self, model: str, options: CrossEncoderOptions | None = None, /, **kwargs: Any):
         model, at = split_depth(str(model))
-        depth = at if at is not None else depth
-        if depth < 1 or batch_size < 1 or group < 1:
-            raise InputError("depth, batch_size and group must be >= 1")
+        opts = options if options is not None else CrossEncoderOptions(**kwargs)
+        if at is not None:
+            opts = replace(opts, depth=at)
+        self.options = opts
         self.model_name = model
-        self.depth = int(depth)
-        self.ref = resolve_model(model, revision=revision, what="cross-encoder")
-        self.options: dict[str, Any] = dict(
-            batch_size=batch_size,
-            max_length=max_length,
-            device=device,
-            fp16=fp16,
-            with_title=with_title,
-            group=group,
-            revision=revision,
-            trust_remote_code=trust_remote_code,
-        )
-        self.name = self._spec_name(f"{model}@{self.depth}", self.options)
-        self._setup_model(device=device, fp16=fp16, batch_size=batch_size, action="scoring")
+        self.depth = int(opts.depth)
+        self.ref = resolve_model(model, revision=opts.revision, what="cross-encoder")
+        self.name = self._spec_name(f"{model}@{self.depth}", replace(opts, depth=100))
+        self._setup_model(action="scoring")
         self.predict_calls = 0
 
     @property
@@ -121,7 +92,14 @@ class CrossEncoderReranker(ModelBacked, Composable):
         return self.backoff(predict, pairs)
 
     def rerank(
-        self, queries: Queries, run: Run, corpus: Corpus, k: int, *, show_progress: bool = False
+        self,
+        queries: Queries,
+        run: Run,
+        corpus: Corpus,
+        k: int,
+        *,
+        show_progress: bool = False,
+        objective: str | None = None,
     ) -> Run:
         """Re-score the top *k* candidates of each query of *run*; the result holds those only.
 
@@ -130,6 +108,7 @@ class CrossEncoderReranker(ModelBacked, Composable):
             run: first-stage run.
             corpus: documents of the run.
             k: candidates per query to re-score.
+            objective: ignored (a cross-encoder takes no instruction).
 
         Returns:
             A :class:`Run` named ``<first stage> >> <reranker>``.
@@ -137,8 +116,6 @@ class CrossEncoderReranker(ModelBacked, Composable):
         Raises:
             KeyError: a candidate document is not in *corpus*.
         """
-        from .base import check_k
-
         k = check_k(k)
         with_title = self.options["with_title"]
         qids = [q for q in queries if q in run]

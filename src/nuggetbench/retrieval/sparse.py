@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from ..data import Corpus, Queries, Run
-from ..errors import InputError
 from . import embcache
 from ._common import BlockIndex, ModelBacked, contiguous, encode_by_length
 from ._models import resolve_model
-from .pipeline import Composable
+from .base import check_k
+from .compose import Composable
+from .options import SparseOptions
 
 log = logging.getLogger(__name__)
 
@@ -68,53 +69,25 @@ class SparseRetriever(ModelBacked, Composable):
 
     Args:
         model: hub id or local folder of a sentence-transformers SparseEncoder (checked at construction).
-        idf: multiply query weights by the corpus idf (see the module docstring).
-        batch_size, max_length, device, fp16, with_title, chunk, cache, revision, trust_remote_code:
-            as :class:`~nuggetbench.retrieval.dense.DenseRetriever`.
-        query_block, doc_block: block shape of the search.
+        options: a :class:`~nuggetbench.retrieval.options.SparseOptions` (``idf``: multiply query
+            weights by the corpus idf, see the module docstring; the others as dense), or its
+            fields as keyword arguments.
     """
 
     PREFIX = "sparse"
     LOADER = "SparseEncoder"
     WHAT = "sparse model"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        idf: bool = False,
-        batch_size: int = 32,
-        max_length: int | None = None,
-        device: str = "auto",
-        fp16: bool | None = None,
-        with_title: bool = True,
-        query_block: int = 256,
-        doc_block: int = 16384,
-        chunk: int = 4096,
-        cache: bool = True,
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-    ):
-        if batch_size < 1 or query_block < 1 or doc_block < 1 or chunk < 1:
-            raise InputError("batch_size, query_block, doc_block and chunk must be >= 1")
+    OPTIONS = SparseOptions
+
+    def __init__(self, model: str, options: SparseOptions | None = None, /, **kwargs: Any):
+        self.options = options if options is not None else SparseOptions(**kwargs)
         self.model_name = str(model)
-        self.ref = resolve_model(self.model_name, revision=revision, what="sparse model")
-        self.options: dict[str, Any] = dict(
-            idf=idf,
-            batch_size=batch_size,
-            max_length=max_length,
-            device=device,
-            fp16=fp16,
-            with_title=with_title,
-            query_block=query_block,
-            doc_block=doc_block,
-            chunk=chunk,
-            cache=cache,
-            revision=revision,
-            trust_remote_code=trust_remote_code,
+        self.ref = resolve_model(
+            self.model_name, revision=self.options.revision, what="sparse model"
         )
         self.name = self._spec_name(self.model_name, self.options)
-        self._setup_model(device=device, fp16=fp16, batch_size=batch_size)
+        self._setup_model()
         self.encode_calls = 0
 
     @property
@@ -213,6 +186,7 @@ class SparseIndex(BlockIndex):
         *,
         doc_filter: Mapping[str, Collection[str]] | None = None,
         show_progress: bool = False,
+        objective: str | None = None,
     ) -> Run:
         """Top-*k* documents per query by the dot product of sparse vectors (see :class:`SparseRetriever`).
 
@@ -220,8 +194,6 @@ class SparseIndex(BlockIndex):
             CacheError: the model's vocabulary size differs from the cached matrix's.
         """
         import scipy.sparse as sp
-
-        from .base import check_k
 
         k = check_k(k)
         qids = list(queries)

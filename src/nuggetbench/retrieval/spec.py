@@ -1,54 +1,104 @@
-"""Retriever spec strings: ``bm25``, ``bm25:k1=0.9,b=0.4``, ``bm25:preset=pyserini``.
+"""Retriever spec strings and the retriever registry.
 
-A spec is ``<prefix>[:<option>=<value>,...]``. The prefix names a class through
-:data:`RETRIEVERS` (import paths as strings, so nothing is imported before it is used); later
-layers register theirs (``dense``, ``sparse``, ``colbert``, ``rerank``...) with
-:func:`register_retriever`.
+A single retriever is ``<prefix>[:<option>=<value>,...]`` (``bm25``, ``bm25:k1=0.9,b=0.4``,
+``bm25:preset=pyserini``, ``dense:MODEL,batch_size=8``); compositions nest them:
 
-Contract of a registered class: it is built as ``cls(**options)`` from keyword-only
-parameters with defaults; the type of each default types the option's value (``k1=1``
-becomes ``1.0`` when the default is a float); an optional ``PRESETS`` class attribute maps
-preset names to option dicts (``preset=pyserini``), explicit options overriding the preset;
-``name`` on the instance is its canonical spec (see :func:`format_spec`).
+* ``a >> b >> c``: a first stage and rerankers (:class:`~.compose.Pipeline`);
+* ``fuse(a, b; method=rrf,depth=100)``: fusion (:class:`~.compose.Fusion`); the retrievers are
+  separated by commas and the fusion options follow a ``;`` (``weights`` as ``0.3/0.7``); a comma
+  followed by ``name=value`` without a registered prefix continues the previous retriever's options;
+* ``hyde(RETRIEVER; model=M)``, ``subq(RETRIEVER; ...)``: wrappers built as
+  ``cls(inner_retriever, **options)`` (:data:`WRAPPERS`).
+
+The prefix names a class through :data:`RETRIEVERS`, a lazy :class:`~nuggetbench.spec.Registry`
+of ``"module:Class"`` strings (nothing is imported before it is used). A registered class declares
+its options once in ``OPTIONS``, a frozen :class:`~nuggetbench.spec.Options` dataclass (type,
+default, allowed values, bounds, description); a class without ``OPTIONS`` has them read from its
+keyword-only constructor parameters (typed by their defaults). ``PRESETS`` maps preset names to
+option dicts (``preset=pyserini``), explicit options overriding the preset; a bare first value
+(``dense:MODEL``) is the class's positional argument.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 from typing import Any
 
-from ..errors import SpecError, UnknownNameError, suggest
+from ..errors import SpecError, suggest
+from ..spec import (
+    POSITIONAL,
+    REQUIRED,
+    Param,
+    Registry,
+    call_with,
+    format_colon_spec,
+    format_literal,
+    lookup,
+    parse_literal,
+    split_options,
+    split_top,
+)
+from .compose import Fusion, Pipeline
 
-RETRIEVERS: dict[str, str] = {
-    "bm25": "nuggetbench.retrieval.bm25:BM25",
-    "dense": "nuggetbench.retrieval.dense:DenseRetriever",
-    "sparse": "nuggetbench.retrieval.sparse:SparseRetriever",
-    "colbert": "nuggetbench.retrieval.colbert:ColBERTRetriever",
-    "rerank": "nuggetbench.retrieval.rerank:CrossEncoderReranker",
+__all__ = [
+    "RETRIEVERS",
+    "WRAPPERS",
+    "format_spec",
+    "format_value",
+    "list_retrievers",
+    "parse_literal",
+    "parse_retriever",
+    "register_retriever",
+    "retriever_class",
+    "retriever_params",
+    "spec_options",
+]
+
+#: Single retrievers and rerankers: ``prefix -> "module:Class"``.
+RETRIEVERS = Registry(
+    "retriever",
+    {
+        "bm25": "nuggetbench.retrieval.bm25:BM25",
+        "dense": "nuggetbench.retrieval.dense:DenseRetriever",
+        "sparse": "nuggetbench.retrieval.sparse:SparseRetriever",
+        "colbert": "nuggetbench.retrieval.colbert:ColBERTRetriever",
+        "rerank": "nuggetbench.retrieval.rerank:CrossEncoderReranker",
+    },
+    hint="Run `nuggetbench retrievers` for the list and their options.",
+)
+_HINT = RETRIEVERS.hint
+
+#: Retrievers wrapping another one, written ``name(INNER[; option=value,...])``.
+WRAPPERS = Registry(
+    "retriever wrapper",
+    {
+        "hyde": "nuggetbench.retrieval.querygen:HyDE",
+        "subq": "nuggetbench.retrieval.querygen:SubQ",
+    },
+)
+
+#: The options of ``fuse(...; ...)``, declared once.
+FUSE_PARAMS: dict[str, Param] = {
+    "method": Param("method", str, None, "rrf (default), sum, mnz, anz, max or min"),
+    "depth": Param("depth", int, None, "entries of each run fused per query", minimum=1),
+    "norm": Param("norm", str, None, "score normalisation: minmax, zscore, max or none"),
+    "weights": Param("weights", str, None, "one weight per retriever, as 0.3/0.7"),
+    "k": Param("k", float, 60.0, "the RRF constant"),
+    "preset": Param("preset", str, None, "freshstack: sum of min-max scores, depth 100"),
 }
 
-WRAPPERS: dict[str, str] = {
-    "hyde": "nuggetbench.build.querygen:HyDE",
-    "subq": "nuggetbench.build.querygen:SubQ",
-}
-"""Retrievers wrapping another one, written ``name(INNER[; option=value,...])`` (``hyde(bm25)``,
-``subq(dense:MODEL; model=gpt-4o)``): built as ``cls(inner_retriever, **options)`` by
-:func:`nuggetbench.retrieval.pipeline.parse_composite`."""
-
-POSITIONAL = "<positional>"
-"""Key of a bare first value (``dense:MODEL``): passed as the class's positional argument."""
-
-_INT = re.compile(r"^[+-]?\d+$")
-_FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
-_TRUE = {"true", "yes", "on"}
-_FALSE = {"false", "no", "off"}
+_PREFIX = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
 
-def register_retriever(prefix: str, import_path: str) -> None:
-    """Register ``prefix -> "module:Class"`` (a later registration of the same prefix wins)."""
-    if not re.fullmatch(r"[a-z][a-z0-9_\-]*", prefix):
+def register_retriever(prefix: str, import_path: str | type) -> None:
+    """Register ``prefix -> "module:Class"`` (or the class itself); a later registration of the
+    same prefix wins.
+
+    Raises:
+        SpecError: the prefix is not lowercase letters, digits, ``_`` or ``-``.
+    """
+    if not _PREFIX.fullmatch(prefix):
         raise SpecError(
             f"retriever prefix {prefix!r} must be lowercase letters, digits, '_' or '-'"
         )
@@ -66,182 +116,33 @@ def retriever_class(prefix: str) -> type:
     Raises:
         UnknownNameError: no such prefix (the nearest is suggested).
     """
-    path = RETRIEVERS.get(prefix)
-    if path is None:
-        raise UnknownNameError(
-            f"unknown retriever {prefix!r}.{suggest(prefix, list(RETRIEVERS))} "
-            f"Known: {', '.join(list_retrievers())}"
-        )
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return lookup(RETRIEVERS, prefix, kind="retriever", hint=_HINT)
 
 
-def parse_literal(text: str) -> Any:
-    """``"12"`` -> 12, ``"0.9"`` -> 0.9, ``"true"``/``"false"`` -> bool, anything else -> str."""
-    value = text.strip()
-    low = value.lower()
-    if low in _TRUE:
-        return True
-    if low in _FALSE:
-        return False
-    if _INT.match(value):
-        return int(value)
-    if _FLOAT.match(value):
-        return float(value)
-    return value
-
-
-def split_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """``"bm25:k1=0.9,b=0.4"`` -> ``("bm25", {"k1": "0.9", "b": "0.4"})`` (values as text).
-
-    Raises:
-        SpecError: empty spec, composition syntax not supported here, a part without ``=``,
-            or an option given twice (the part is named).
-    """
-    text = spec.strip()
-    if not text:
-        raise SpecError("empty retriever spec; write e.g. 'bm25' or 'bm25:k1=0.9,b=0.4'")
-    if ">>" in text or "(" in text:
-        raise SpecError(
-            f"retriever spec {spec!r}: pipelines ('>>') and fusion ('fuse(...)') are "
-            "not available in this version; give a single retriever such as 'bm25'"
-        )
-    prefix, _, rest = text.partition(":")
-    prefix = prefix.strip().lower()
-    options: dict[str, str] = {}
-    if rest.strip():
-        for part in rest.split(","):
-            if not part.strip():
-                raise SpecError(
-                    f"retriever spec {spec!r}: empty option (two commas or a trailing comma)"
-                )
-            name, eq, value = part.partition("=")
-            name = name.strip()
-            if not eq and not options and name:  # dense:MODEL -> the positional argument
-                options[POSITIONAL] = name
-                continue
-            if not eq or not name:
-                raise SpecError(
-                    f"retriever spec {spec!r}: option {part.strip()!r} must be name=value"
-                )
-            if name in options:
-                raise SpecError(f"retriever spec {spec!r}: option {name!r} is given twice")
-            options[name] = value.strip()
-    return prefix, options
+def retriever_params(cls: type) -> dict[str, Param]:
+    """``{option: Param}`` of a retriever class: its ``OPTIONS`` declarations, else its keyword-only
+    constructor parameters typed by their defaults."""
+    options = getattr(cls, "OPTIONS", None)
+    if options is not None:
+        return options.params()
+    out = {}
+    for n, p in inspect.signature(cls).parameters.items():
+        if p.kind is not p.KEYWORD_ONLY or n.startswith("_"):
+            continue
+        default = REQUIRED if p.default is p.empty else p.default
+        kind = type(default) if type(default) in (bool, int, float, str) else object
+        out[n] = Param(n, kind, default)
+    return out
 
 
 def spec_options(cls: type) -> dict[str, Any]:
-    """``{option: default}`` of a registered class (its keyword-only constructor parameters)."""
-    params = inspect.signature(cls).parameters
-    return {
-        n: p.default
-        for n, p in params.items()
-        if p.kind is p.KEYWORD_ONLY and p.default is not p.empty and not n.startswith("_")
-    }
-
-
-def _coerce(spec: str, name: str, text: str, default: Any) -> Any:
-    value = parse_literal(text)
-    where = f"retriever spec {spec!r}: option {name}={text!r}"
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise SpecError(f"{where}: expected true or false")
-        return value
-    if isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SpecError(f"{where}: expected an integer")
-        return value
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f"{where}: expected a number")
-        return float(value)
-    if isinstance(default, str):
-        return text.strip()
-    return value
-
-
-def parse_retriever(spec: str):
-    """Build a retriever from its spec string.
-
-    Examples: ``bm25``, ``bm25:k1=0.9,b=0.4``, ``bm25:method=lucene,stemmer=english,stopwords=en``,
-    ``bm25:preset=pyserini``.
-
-    Returns:
-        An object following :class:`nuggetbench.retrieval.base.Retriever`.
-
-    Raises:
-        UnknownNameError: unknown prefix (the nearest is suggested).
-        SpecError: malformed spec, unknown option (the part is named and the valid options
-            listed), unknown preset, or a value of the wrong type.
-    """
-    if ">>" in spec or "(" in spec:  # pipelines and fusion: nuggetbench.retrieval.pipeline
-        from .pipeline import parse_composite
-
-        composite = parse_composite(spec)
-        if composite is not None:
-            return composite
-    prefix, raw = split_spec(spec)
-    cls = retriever_class(prefix)
-    args = _positional_args(spec, prefix, cls, raw.pop(POSITIONAL, None))
-    defaults = spec_options(cls)
-    presets: dict[str, dict[str, Any]] = getattr(cls, "PRESETS", {}) or {}
-    valid = sorted(defaults) + (["preset"] if presets else [])
-    for name in raw:
-        if name not in valid:
-            raise SpecError(
-                f"retriever spec {spec!r}: unknown option {name!r} for {prefix}."
-                f"{suggest(name, valid)} Valid options: {', '.join(valid)}"
-            )
-    options: dict[str, Any] = {}
-    if "preset" in raw:
-        preset = raw["preset"]
-        if preset not in presets:
-            raise SpecError(
-                f"retriever spec {spec!r}: unknown preset {preset!r} for {prefix}."
-                f"{suggest(preset, list(presets))} Presets: {', '.join(sorted(presets))}"
-            )
-        options.update(presets[preset])
-    for name, text in raw.items():
-        if name != "preset":
-            options[name] = _coerce(spec, name, text, defaults[name])
-    try:
-        return cls(*args, **options)
-    except SpecError:
-        raise
-    except (ValueError, TypeError) as exc:
-        raise SpecError(f"retriever spec {spec!r}: {exc}") from exc
-
-
-def _positional_args(spec: str, prefix: str, cls: type, value: str | None) -> list[str]:
-    """``[value]`` for classes taking one positional argument (a model), else ``[]``.
-
-    Raises:
-        SpecError: a bare value for a class without a positional argument, or a missing one.
-    """
-    params = [
-        p
-        for p in inspect.signature(cls).parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    if value is None:
-        if params and params[0].default is params[0].empty:
-            raise SpecError(
-                f"retriever spec {spec!r}: {prefix} needs a {params[0].name}: write "
-                f"{prefix}:{params[0].name.upper()} (a Hugging Face id or a local folder)"
-            )
-        return []
-    if not params:
-        raise SpecError(f"retriever spec {spec!r}: option {value!r} must be name=value")
-    return [value]
+    """``{option: default}`` of a registered class."""
+    return {n: p.default for n, p in retriever_params(cls).items() if not p.required}
 
 
 def format_value(value: Any) -> str:
     """A value as it is written in a spec (``true``/``false`` for booleans, ``repr`` of floats)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
+    return value if isinstance(value, str) else format_literal(value)
 
 
 def format_spec(
@@ -253,9 +154,181 @@ def format_spec(
     is ``"bm25:k1=0.9,b=0.4"``; ``parse_retriever`` of it rebuilds an equal retriever.
     """
     defaults = defaults or {}
-    parts = [
-        f"{k}={format_value(v)}"
+    changed = {
+        k: v
         for k, v in options.items()
         if not (k in defaults and defaults[k] == v and type(defaults[k]) is type(v))
+    }
+    return format_colon_spec(prefix, changed)
+
+
+# --- parsing ------------------------------------------------------------------------------------
+def parse_retriever(spec: str):
+    """Build a retriever (or a pipeline, fusion or wrapper) from its spec string.
+
+    Examples: ``bm25``, ``bm25:k1=0.9,b=0.4``, ``bm25:preset=pyserini``,
+    ``bm25 >> rerank:MODEL@100``, ``fuse(bm25, dense:MODEL; method=rrf)``, ``hyde(bm25)``.
+
+    Returns:
+        An object following :class:`nuggetbench.retrieval.base.Retriever`.
+
+    Raises:
+        UnknownNameError: unknown prefix (the nearest is suggested).
+        SpecError: malformed spec, unknown option (the part is named and the valid options
+            listed), unknown preset, or a value of the wrong type or out of range.
+    """
+    text = spec.strip() if isinstance(spec, str) else ""
+    if not text:
+        raise SpecError("empty retriever spec; write e.g. 'bm25' or 'bm25:k1=0.9,b=0.4'")
+    where = f"retriever spec {spec!r}"
+    stages = split_top(text, (">>",), where="retriever spec")
+    if len(stages) > 1:
+        if any(not s.strip() for s in stages):
+            raise SpecError(f"{where}: empty stage around '>>'")
+        return Pipeline(parse_retriever(stages[0]), *(parse_retriever(s) for s in stages[1:]))
+    call = re.match(r"^([A-Za-z][A-Za-z0-9_\-]*)\s*\(", text)
+    if call is not None:
+        name = call.group(1).lower()
+        if name == "fuse":
+            return _parse_fuse(where, text)
+        if name in WRAPPERS:
+            return _parse_wrapper(where, text, name)
+    return _parse_single(spec, text)
+
+
+def _parse_single(spec: str, text: str):
+    where = f"retriever spec {spec!r}"
+    if "(" in text or ")" in text:
+        raise SpecError(
+            f"{where}: parentheses belong to fuse(...) and to the wrappers "
+            f"({', '.join(sorted(WRAPPERS))}); a single retriever is written prefix:option=value"
+        )
+    prefix, _, rest = text.partition(":")
+    prefix = prefix.strip().lower()
+    cls = retriever_class(prefix)
+    raw = split_options(rest, where=where, positional=True)
+    args = _positional_args(where, prefix, cls, raw.pop(POSITIONAL, None))
+    params = retriever_params(cls)
+    presets: dict[str, dict[str, Any]] = getattr(cls, "PRESETS", {}) or {}
+    valid = [*params, *(["preset"] if presets else [])]
+    options: dict[str, Any] = {}
+    if "preset" in raw and presets:
+        preset = raw.pop("preset").strip()
+        if preset not in presets:
+            raise SpecError(
+                f"{where}: unknown preset {preset!r} for {prefix}."
+                f"{suggest(preset, list(presets))} Presets: {', '.join(sorted(presets))}"
+            )
+        options.update(presets[preset])
+    for name, value in raw.items():
+        if name not in params:
+            raise SpecError(
+                f"{where}: unknown option {name!r} for {prefix}.{suggest(name, valid)} "
+                f"Valid options: {', '.join(sorted(valid))}"
+            )
+        options[name] = params[name].coerce(
+            parse_literal(value), where=where, noun="option", text=value
+        )
+    return call_with(cls, where, *args, **options)
+
+
+def _positional_args(where: str, prefix: str, cls: type, value: str | None) -> list[str]:
+    """``[value]`` for classes taking one positional argument (a model), else ``[]``.
+
+    Raises:
+        SpecError: a bare value for a class without a positional argument, or a missing one.
+    """
+    params = [
+        p
+        for p in inspect.signature(cls).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "options"
     ]
-    return prefix + (":" + ",".join(parts) if parts else "")
+    if value is None:
+        if params and params[0].default is params[0].empty:
+            raise SpecError(
+                f"{where}: {prefix} needs a {params[0].name}: write "
+                f"{prefix}:{params[0].name.upper()} (a Hugging Face id or a local folder)"
+            )
+        return []
+    if not params:
+        raise SpecError(f"{where}: option {value!r} must be written name=value")
+    return [value]
+
+
+def _call_parts(where: str, text: str, name: str) -> list[str]:
+    """The ``;``-separated parts inside ``name(...)``; *text* must end with its closing ``)``."""
+    if not text.endswith(")"):
+        raise SpecError(f"{where}: text after the closing ')' of {name}(...)")
+    return split_top(text[text.index("(") + 1 : -1], ";", where="retriever spec")
+
+
+def _starts_retriever(piece: str) -> bool:
+    m = re.match(r"\s*([A-Za-z][A-Za-z0-9_\-]*)\s*(\(|:|$|>>)", piece)
+    return bool(m) and (
+        m.group(1).lower() in RETRIEVERS
+        or m.group(1).lower() in WRAPPERS
+        or m.group(1).lower() == "fuse"
+    )
+
+
+def _parse_fuse(where: str, text: str) -> Fusion:
+    parts = _call_parts(where, text, "fuse")
+    if len(parts) > 2:
+        raise SpecError(f"{where}: fuse(...) takes one ';' before its options")
+    pieces: list[str] = []
+    for piece in split_top(parts[0], ",", where="retriever spec"):
+        if pieces and not _starts_retriever(piece):
+            pieces[-1] += "," + piece
+        else:
+            pieces.append(piece)
+    pieces = [p.strip() for p in pieces if p.strip()]
+    if not pieces:
+        raise SpecError(f"{where}: fuse(...) needs retrievers, e.g. fuse(bm25, dense:MODEL)")
+    options = _fuse_options(where, parts[1]) if len(parts) == 2 else {}
+    return Fusion([parse_retriever(p) for p in pieces], **options)
+
+
+def _fuse_options(where: str, text: str) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for name, value in split_options(text, where=where).items():
+        param = FUSE_PARAMS.get(name)
+        if param is None:
+            raise SpecError(
+                f"{where}: unknown fusion option {name!r}; valid: {', '.join(FUSE_PARAMS)}"
+            )
+        value = value.strip()
+        if name == "weights":
+            try:
+                options[name] = [float(w) for w in re.split(r"[/\s]+", value) if w]
+            except ValueError:
+                raise SpecError(
+                    f"{where}: weights={value!r} must be numbers separated by '/'"
+                ) from None
+        elif name in ("method", "norm", "preset"):
+            options[name] = None if value.lower() in ("none", "") else value
+        else:  # depth, k: numbers (an integral k stays an int, as written)
+            literal = parse_literal(value)
+            coerced = param.coerce(literal, where=where, noun="option", text=value)
+            options[name] = literal if isinstance(literal, int) else coerced
+    return options
+
+
+def _parse_wrapper(where: str, text: str, name: str):
+    """``hyde(bm25; model=gpt-4o)`` -> ``HyDE(parse_retriever("bm25"), model="gpt-4o")``."""
+    parts = _call_parts(where, text, name)
+    if len(parts) > 2 or not parts[0].strip():
+        raise SpecError(f"{where}: write {name}(RETRIEVER) or {name}(RETRIEVER; option=value,...)")
+    cls = lookup(WRAPPERS, name, kind="retriever wrapper")
+    params = retriever_params(cls)
+    options: dict[str, Any] = {}
+    raw = split_options(parts[1], where=where) if len(parts) == 2 else {}
+    for key, value in raw.items():
+        if key not in params:
+            raise SpecError(
+                f"{where}: {name} option {key!r} must be one of "
+                f"{', '.join(f'{k}=...' for k in sorted(params))}"
+            )
+        options[key] = params[key].coerce(
+            parse_literal(value), where=where, noun="option", text=value
+        )
+    return call_with(cls, where, parse_retriever(parts[0].strip()), **options)

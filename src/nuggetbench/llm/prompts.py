@@ -1,4 +1,4 @@
-"""Versioned prompt files: ``prompts/<name>.v<N>.txt`` inside the package.
+"""Versioned prompt files: ``templates/<name>.v<N>.txt`` inside :mod:`nuggetbench.llm`.
 
 A file has a ``[system]`` section and a ``[user]`` section. Placeholders are written
 ``{{name}}`` and replaced literally (no format-string parsing, so code with braces or dollar signs in
@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import InputError, UnknownNameError, suggest
-from .llm import ChatRequest
+from .client import ChatRequest
 
 DEFAULT_VERSIONS = {"nuggets": "v1", "judge": "v1", "subq": "v1", "hyde": "v1"}
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
@@ -60,7 +60,7 @@ class Prompt:
 
 def available() -> list[str]:
     """Every ``name.vN`` shipped in the package, sorted."""
-    folder = resources.files("nuggetbench.build") / "prompts"
+    folder = resources.files("nuggetbench.llm") / "templates"
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
 
 
@@ -73,7 +73,7 @@ def load_prompt(name: str, version: str | None = None) -> Prompt:
     """
     version = version or DEFAULT_VERSIONS.get(name, "v1")
     full = f"{name}.{version}"
-    path = resources.files("nuggetbench.build") / "prompts" / f"{full}.txt"
+    path = resources.files("nuggetbench.llm") / "templates" / f"{full}.txt"
     if not path.is_file():
         names = available()
         raise UnknownNameError(

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
+from .client import ChatRequest, LLMClient
 from .jsonout import InvalidAnswer
-from .llm import ChatRequest, LLMClient
 
 T = TypeVar("T")
 

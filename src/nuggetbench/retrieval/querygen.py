@@ -1,4 +1,4 @@
-"""LLM query rewriting: sub-questions and HyDE, as build stages and as retrievers.
+"""LLM query rewriting: sub-questions and HyDE, as retrievers and as functions the builder uses.
 
 FreshStack's two *inference* retrieval settings (Thakur et al., 2025):
 
@@ -16,16 +16,24 @@ FreshStack's two *inference* retrieval settings (Thakur et al., 2025):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from tqdm.auto import tqdm
+
+from .. import home as _home
 from ..data import Corpus, Queries, Run
-from .asking import ask_validated
-from .jsonout import validate_subquestions
-from .llm import ChatRequest, LLMClient, LLMSettings
-from .prompts import chat_request, load_prompt
+from ..errors import InputError
+from ..llm.asking import ask_validated
+from ..llm.client import ENV_MODEL, ChatRequest, LLMClient, LLMSettings
+from ..llm.jsonout import validate_subquestions
+from ..llm.prompts import chat_request, load_prompt
+from .caching import retriever_identity
+from .compose import Composable
+from .options import HyDEOptions, SubQOptions
 
 
 @dataclass(frozen=True)
@@ -99,13 +107,11 @@ def generate_hyde(
 
 # --- retrievers -------------------------------------------------------------------------------
 def _env_client(model: str, base_url: str) -> LLMClient:
-    from .. import home as _home
-
     settings = LLMSettings.from_env(model=model or None, base_url=base_url or None)
     return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite")
 
 
-class _Rewriter:
+class _Rewriter(Composable):
     kind = ""
 
     def __init__(
@@ -117,10 +123,6 @@ class _Rewriter:
         temperature: float = 0.0,
         **extra: Any,
     ):
-        if isinstance(retriever, str):
-            from ..retrieval.spec import parse_retriever
-
-            retriever = parse_retriever(retriever)
         self.retriever = retriever
         self.model = model
         self.base_url = base_url
@@ -133,11 +135,6 @@ class _Rewriter:
 
     def identity(self) -> dict[str, Any]:
         """What the runs depend on: the inner retriever, the model in effect, options and prompt."""
-        import os
-
-        from ..retrieval.embcache import retriever_identity
-        from .llm import ENV_MODEL
-
         model = self.model or os.environ.get(ENV_MODEL, "")
         prompt = load_prompt(self.kind, getattr(RewriteOptions(), f"{self.kind}_version"))
         return {
@@ -161,11 +158,6 @@ class _Rewriter:
         Raises:
             InputError: no model: neither ``model=`` in the spec nor ``NUGGETBENCH_LLM_MODEL``.
         """
-        import os
-
-        from ..errors import InputError
-        from .llm import ENV_MODEL
-
         if not (self.model or os.environ.get(ENV_MODEL)):
             raise InputError(
                 f"{self.name} needs an LLM: set {ENV_MODEL} (and NUGGETBENCH_LLM_BASE_URL for a "
@@ -183,11 +175,16 @@ class RewriteIndex:
         self.name = rewriter.name
 
     def search(
-        self, queries: Queries, k: int, *, doc_filter=None, show_progress: bool = False
+        self,
+        queries: Queries,
+        k: int,
+        *,
+        doc_filter=None,
+        show_progress: bool = False,
+        objective: str | None = None,
     ) -> Run:
-        """Rewrite *queries* with the LLM (cached), then search the inner index (Index protocol)."""
-        from tqdm.auto import tqdm
-
+        """Rewrite *queries* with the LLM (cached), then search the inner index (Index protocol;
+        *objective* is ignored: the rewrite prompts take none)."""
         client = _env_client(self.rewriter.model, self.rewriter.base_url)
         try:
             with tqdm(
@@ -205,6 +202,7 @@ class SubQ(_Rewriter):
     """Retrieve with the concatenated LLM sub-questions of each query (spec ``subq(RETRIEVER)``)."""
 
     kind = "subq"
+    OPTIONS = SubQOptions
 
     def __init__(
         self,
@@ -234,6 +232,7 @@ class HyDE(_Rewriter):
     """Retrieve with an LLM's closed-book answer to each query (spec ``hyde(RETRIEVER)``)."""
 
     kind = "hyde"
+    OPTIONS = HyDEOptions
 
     def __init__(
         self,

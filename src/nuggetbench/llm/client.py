@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BudgetError, InputError, LLMError
-from .llmcache import LLMCache, UsageLedger, request_key
+from .cache import LLMCache, UsageLedger, request_key
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,208 @@
+"""Caching wrappers: a retriever whose runs are served from the artifact store.
+
+:class:`CachedRetriever` wraps any retriever with the same protocol; its index is only built when
+a search misses the cache, so a second experiment, or a pipeline or fusion sharing a first stage,
+neither encodes nor indexes anything. :class:`RunCache` keeps the runs of one retriever on one
+corpus and query set (and filter, and objective) at every depth searched: an
+:class:`~nuggetbench.store.Artifact` folder ``<home>/cache/runs/<label>-<key>/`` holding
+``k<depth>.trec`` plus ``k<depth>.json`` (written last, atomically), so a request for depth *k* is
+served by the smallest cached depth >= *k*, truncated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .._atomic import atomic_write
+from .._version import __version__
+from ..data import read_run, write_run
+from ..store import Artifact
+from .base import search, uses_objective
+from .topk import _with_empty_queries
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CachedIndex", "CachedRetriever", "RunCache", "doc_filter_digest", "retriever_identity"]
+
+
+def _canonical(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def doc_filter_digest(doc_filter: Mapping[str, Any] | None) -> str | None:
+    """SHA-256 (16 hex) of a ``{query_id: doc ids}`` filter, order-independent; ``None`` for none."""
+    if not doc_filter:
+        return None
+    h = hashlib.sha256()
+    for q in sorted(doc_filter):
+        docs = "\x1f".join(sorted(map(str, doc_filter[q])))
+        h.update(q.encode() + b"\x1f" + docs.encode() + b"\x1e")
+    return h.hexdigest()[:16]
+
+
+class RunCache:
+    """Cached runs of one retriever on one corpus and query set, at any depth.
+
+    The folder ``<home>/cache/runs/<label>-<key>/`` (key: the *fields*, which must not include the
+    depth) holds ``k<depth>.trec`` and ``k<depth>.json`` (name, metadata, queries without results,
+    the key fields; written last). A request for depth *k* is served by the smallest cached depth
+    >= *k*, truncated: the top *k* of a deeper run are the same documents in the same order.
+
+    Args:
+        fields: key fields (retriever identity, corpus and queries fingerprints, filter...).
+        label: folder-name prefix.
+    """
+
+    def __init__(self, fields: Mapping[str, Any], *, label: str = "run"):
+        self.artifact = Artifact("runs", fields, label=label)
+        self.fields = self.artifact.fields
+        self.path = self.artifact.path
+
+    def depths(self) -> list[int]:
+        """Depths cached, ascending."""
+        if not self.path.exists():
+            return []
+        found = (re.fullmatch(r"k(\d+)\.json", p.name) for p in self.path.iterdir())
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def load(self, k: int, *, exact: bool = False):
+        """The cached run truncated to depth *k*, or ``None`` when no cached depth >= *k* exists
+        (with *exact*, only depth *k* itself serves: for retrievers whose top *k* depends on *k*)."""
+        for depth in (d for d in self.depths() if (d == k if exact else d >= k)):
+            try:
+                meta = json.loads((self.path / f"k{depth}.json").read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if _canonical(meta.get("fields")) != _canonical(self.fields):
+                continue
+            run = read_run(self.path / f"k{depth}.trec")
+            if meta.get("queries_without_results"):
+                run = _with_empty_queries(run, meta["queries_without_results"])
+            metadata = dict(meta.get("metadata") or {}, cached=True, cached_depth=depth)
+            return run.truncate(k).with_name(meta.get("name"), metadata)
+        return None
+
+    def save(self, run, k: int) -> None:
+        """Store *run*, searched at depth *k* (its name and metadata go to ``k<k>.json``)."""
+        empty = [q for q, n in zip(run.query_ids, run.lengths().tolist()) if n == 0]
+        meta = {
+            "fields": self.fields,
+            "name": run.name,
+            "metadata": json.loads(json.dumps(run.metadata, default=str)),
+            "queries_without_results": empty,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "nuggetbench": __version__,
+        }
+        write_run(run, self.path / f"k{int(k)}.trec")
+        with atomic_write(self.path / f"k{int(k)}.json") as fh:
+            json.dump(meta, fh, indent=1, default=str)
+
+
+def retriever_identity(retriever: Any) -> Any:
+    """What identifies a retriever's results: its ``identity()`` when it has one (the neural
+    retrievers add the model fingerprint), else its ``name`` and ``params`` (e.g. BM25); ``None``
+    when it has neither ``identity()`` nor ``params`` (its runs are then not cached)."""
+    fn = getattr(retriever, "identity", None)
+    if callable(fn):
+        return fn()
+    params = getattr(retriever, "params", None)
+    if not isinstance(params, dict):
+        return None
+    return {
+        "name": getattr(retriever, "name", None),
+        "params": params,
+        "class": f"{type(retriever).__module__}.{type(retriever).__qualname__}",
+    }
+
+
+class CachedRetriever:
+    """Wraps a retriever so that its search results are cached as runs (same protocol).
+
+    The wrapped retriever's index is only built when a search misses the cache, so a second
+    experiment (or a pipeline / fusion reusing the same first stage, at the same or a smaller
+    depth) neither encodes nor indexes anything. Retrievers without ``identity()`` or ``params``
+    are passed through uncached; a retriever whose top *k* depends on *k* (``depth_dependent``,
+    e.g. a fusion without an explicit depth) is served only from a run of the same depth.
+    """
+
+    def __init__(self, retriever: Any):
+        self.retriever = retriever
+        self.name = retriever.name
+        self.uses_objective = uses_objective(retriever)
+
+    def identity(self) -> Any:
+        return retriever_identity(self.retriever)
+
+    def index(self, corpus, *, show_progress: bool = False) -> CachedIndex:
+        return CachedIndex(self.retriever, corpus, show_progress=show_progress)
+
+
+class CachedIndex:
+    """The index side of :class:`CachedRetriever` (built lazily on the first cache miss).
+
+    Attributes:
+        hits, misses: cache lookups served and missed.
+    """
+
+    def __init__(self, retriever: Any, corpus, *, show_progress: bool = False):
+        self.retriever = retriever
+        self.corpus = corpus
+        self.name = retriever.name
+        self._inner = None
+        self._show_progress = show_progress
+        self.hits = 0
+        self.misses = 0
+
+    def _cache(self, queries, doc_filter, objective) -> RunCache | None:
+        identity = retriever_identity(self.retriever)
+        if identity is None:
+            return None
+        fields = {
+            "retriever": identity,
+            "corpus": self.corpus.fingerprint(),
+            "queries": queries.fingerprint(),
+            "doc_filter": doc_filter_digest(doc_filter),
+            "objective": objective,
+            "nuggetbench": __version__,
+        }
+        return RunCache(fields, label=self.name)
+
+    def search(
+        self,
+        queries,
+        k: int,
+        *,
+        doc_filter=None,
+        show_progress: bool = False,
+        objective: str | None = None,
+    ):
+        """As the wrapped index's ``search``; served from the run cache when possible."""
+        cache = self._cache(queries, doc_filter, objective)
+        exact = bool(getattr(self.retriever, "depth_dependent", False))
+        run = cache.load(k, exact=exact) if cache is not None else None
+        if run is not None:
+            self.hits += 1
+            log.info("reusing cached run %s", cache.path)
+            return run
+        self.misses += 1
+        if self._inner is None:
+            self._inner = self.retriever.index(
+                self.corpus, show_progress=show_progress or self._show_progress
+            )
+        run = search(
+            self._inner,
+            queries,
+            k,
+            doc_filter=doc_filter,
+            show_progress=show_progress,
+            objective=objective,
+        )
+        if cache is not None:
+            cache.save(run, k)
+        return run

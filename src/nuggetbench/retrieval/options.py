@@ -1,0 +1,237 @@
+"""The options of every built-in retriever, as frozen dataclasses declared once.
+
+A retriever class names its options class in ``OPTIONS``; the spec parser
+(:func:`nuggetbench.retrieval.spec.parse_retriever`) reads the declarations (type, default,
+allowed values, bounds, one-line description) from it, ``nuggetbench retrievers`` prints them, and
+the retriever keeps the validated value in ``self.options`` (readable as ``options["name"]``).
+Options shared by the model-backed retrievers are written once, as the ``_device()``,
+``_batch_size()``... field makers below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..spec import Options, option
+
+__all__ = [
+    "BM25Options",
+    "ColBERTOptions",
+    "CrossEncoderOptions",
+    "DenseOptions",
+    "METHODS",
+    "PROMPT_PRESETS",
+    "HyDEOptions",
+    "SubQOptions",
+    "STOPWORDS",
+    "SparseOptions",
+]
+
+METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+# fmt: off
+STOPWORDS = (  # the names bm25s.tokenize accepts, and "none"
+    "en", "english", "en_plus", "english_plus", "de", "german", "nl", "dutch", "fr", "french",
+    "es", "spanish", "pt", "portuguese", "it", "italian", "ru", "russian", "sv", "swedish",
+    "no", "norwegian", "zh", "chinese", "tr", "turkish", "ko", "korean", "da", "danish", "none",
+)
+# fmt: on
+
+PROMPT_PRESETS: dict[str, tuple[str, str]] = {
+    "none": ("", ""),
+    "e5": ("query: ", "passage: "),
+    "bge": ("Represent this sentence for searching relevant passages: ", ""),
+    "instruct": ("Instruct: {objective}\nQuery: ", ""),
+}
+"""``preset -> (query prompt, document prompt)`` of :class:`DenseOptions`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BM25Options(Options):
+    """Options of ``bm25`` (:class:`~nuggetbench.retrieval.bm25.BM25`)."""
+
+    WHERE = "bm25"
+
+    k1: float = option(1.5, "term-frequency saturation", minimum=0)
+    b: float = option(0.75, "document-length normalisation", minimum=0, maximum=1)
+    method: str = option("lucene", "bm25s scoring variant (Kamphuis et al. 2020)", choices=METHODS)
+    delta: float = option(0.5, "the delta of bm25l and bm25+ (ignored by the others)")
+    stemmer: str = option("english", "PyStemmer algorithm (english, porter, french...) or none")
+    stopwords: str = option("en", "bm25s stop-word list or none", choices=STOPWORDS)
+    cache: bool = option(True, "read and write the index in the artifact store")
+    backend: str = option(
+        "auto",
+        "bm25s retrieval backend; auto uses numba only when queries x documents >= 2e8",
+        choices=("auto", "numpy", "numba"),
+    )
+    threads: int = option(0, "numba retrieval threads (0: every CPU)", minimum=0)
+    analyzer: str = option(
+        "auto",
+        "tokenizer: auto (bm25s, or the dataset's language), bm25s, or an analyzer name (de, ja, cjk...)",
+    )
+
+
+# --- fields shared by the model-backed retrievers ----------------------------------------------
+def _batch_size(what: str = "texts") -> Any:
+    return option(32, f"{what} per forward pass (halved on out-of-memory)", minimum=1)
+
+
+def _max_length() -> Any:
+    return option(None, "maximum tokens per text (default: the model's)")
+
+
+def _device() -> Any:
+    return option("auto", "auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:1, mps")
+
+
+def _fp16() -> Any:
+    return option(None, "half precision (default: on for CUDA)")
+
+
+def _with_title() -> Any:
+    return option(True, "encode title + ' ' + text (BEIR's convention) rather than the text alone")
+
+
+def _block(default: int, what: str) -> Any:
+    return option(
+        default, f"{what} per block of exact search (memory ~ the block product)", minimum=1
+    )
+
+
+def _chunk(default: int) -> Any:
+    return option(default, "documents per encode call (bounds memory on large corpora)", minimum=1)
+
+
+def _cache() -> Any:
+    return option(True, "read and write the corpus encodings in the artifact store")
+
+
+def _revision() -> Any:
+    return option(None, "hub revision (branch, tag or commit)")
+
+
+def _trust_remote_code() -> Any:
+    return option(False, "allow model code from the hub")
+
+
+def _depth() -> Any:
+    return option(100, "candidates re-scored per query when used as a reranker", minimum=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DenseOptions(Options):
+    """Options of ``dense:MODEL`` (:class:`~nuggetbench.retrieval.dense.DenseRetriever`)."""
+
+    WHERE = "dense"
+
+    prompts: str = option("auto", "prompt preset", choices=("auto", *PROMPT_PRESETS))
+    query_prompt: str | None = option(None, "literal query prefix, overriding the preset")
+    document_prompt: str | None = option(None, "literal document prefix, overriding the preset")
+    objective: str | None = option(None, "default task objective (instruction) for queries")
+    batch_size: int = _batch_size()
+    max_length: int | None = _max_length()
+    normalize: bool | None = option(
+        None, "L2-normalise embeddings (default: when the model's similarity is cosine)"
+    )
+    device: str = _device()
+    fp16: bool | None = _fp16()
+    with_title: bool = _with_title()
+    faiss: str = option("", "empty: exact numpy search; else a faiss factory string (Flat, HNSW32)")
+    query_block: int = _block(1024, "queries")
+    doc_block: int = _block(16384, "documents")
+    chunk: int = _chunk(8192)
+    cache: bool = _cache()
+    revision: str | None = _revision()
+    trust_remote_code: bool = _trust_remote_code()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SparseOptions(Options):
+    """Options of ``sparse:MODEL`` (:class:`~nuggetbench.retrieval.sparse.SparseRetriever`)."""
+
+    WHERE = "sparse"
+
+    idf: bool = option(False, "weight query terms by the corpus idf (inference-free SPLADE)")
+    batch_size: int = _batch_size()
+    max_length: int | None = _max_length()
+    device: str = _device()
+    fp16: bool | None = _fp16()
+    with_title: bool = _with_title()
+    query_block: int = _block(256, "queries")
+    doc_block: int = _block(16384, "documents")
+    chunk: int = _chunk(4096)
+    cache: bool = _cache()
+    revision: str | None = _revision()
+    trust_remote_code: bool = _trust_remote_code()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColBERTOptions(Options):
+    """Options of ``colbert:MODEL[@depth]`` (:class:`~nuggetbench.retrieval.colbert.ColBERTRetriever`)."""
+
+    WHERE = "colbert"
+
+    depth: int = _depth()
+    batch_size: int = _batch_size()
+    device: str = _device()
+    fp16: bool | None = _fp16()
+    with_title: bool = _with_title()
+    query_block: int = _block(16, "queries")
+    doc_block: int = _block(1024, "documents")
+    chunk: int = _chunk(2048)
+    cache: bool = _cache()
+    revision: str | None = _revision()
+    trust_remote_code: bool = _trust_remote_code()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossEncoderOptions(Options):
+    """Options of ``rerank:MODEL[@depth]`` (:class:`~nuggetbench.retrieval.rerank.CrossEncoderReranker`)."""
+
+    WHERE = "rerank"
+
+    depth: int = _depth()
+    batch_size: int = _batch_size("pairs")
+    max_length: int | None = option(None, "maximum tokens of a (query, document) pair")
+    device: str = _device()
+    fp16: bool | None = _fp16()
+    with_title: bool = _with_title()
+    group: int = option(4096, "pairs scored per predict call (bounds memory)", minimum=1)
+    revision: str | None = _revision()
+    trust_remote_code: bool = _trust_remote_code()
+
+
+def _llm_model() -> Any:
+    return option("", "chat model (default: NUGGETBENCH_LLM_MODEL)")
+
+
+def _base_url() -> Any:
+    return option("", "OpenAI-compatible endpoint (default: NUGGETBENCH_LLM_BASE_URL)")
+
+
+def _temperature() -> Any:
+    return option(0.0, "sampling temperature (0: reproducible rewrites)", minimum=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HyDEOptions(Options):
+    """Options of ``hyde(RETRIEVER; ...)`` (:class:`~nuggetbench.retrieval.querygen.HyDE`)."""
+
+    WHERE = "hyde"
+
+    model: str = _llm_model()
+    base_url: str = _base_url()
+    temperature: float = _temperature()
+    max_words: int = option(300, "longest closed-book answer, in words", minimum=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubQOptions(Options):
+    """Options of ``subq(RETRIEVER; ...)`` (:class:`~nuggetbench.retrieval.querygen.SubQ`)."""
+
+    WHERE = "subq"
+
+    model: str = _llm_model()
+    base_url: str = _base_url()
+    temperature: float = _temperature()
+    max_subquestions: int = option(5, "most sub-questions asked for", minimum=1)
