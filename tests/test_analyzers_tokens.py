@@ -10,15 +10,15 @@ from nuggetbench.data import Document, InMemoryCorpus, Queries
 from nuggetbench.datasets.miracl import LANGUAGES as MIRACL
 from nuggetbench.datasets.mmarco import LANGUAGES as MMARCO
 from nuggetbench.errors import SpecError
-from nuggetbench.retrieval.analyzers import (
+from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval.spec import parse_retriever
+from nuggetbench.text.analyzers import (
     LANGUAGES,
     adapt_to_language,
     analyzer_for_language,
     get_analyzer,
     normalize_language,
 )
-from nuggetbench.retrieval.bm25 import BM25
-from nuggetbench.retrieval.spec import parse_retriever
 
 
 def test_every_miracl_and_mmarco_language_has_an_analyzer():

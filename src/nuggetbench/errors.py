@@ -41,15 +41,15 @@ class DuplicateError(InputError):
     """The same key appears twice where it must be unique (e.g. a (query, doc) pair in a run)."""
 
 
-class UnknownNameError(InputError, KeyError):
+class SpecError(InputError):
+    """A specification string (retriever spec, chunker spec, measure) cannot be parsed."""
+
+
+class UnknownNameError(SpecError, KeyError):
     """An unknown measure, dataset, retriever, profile or option; the message suggests the nearest."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
-
-
-class SpecError(InputError):
-    """A specification string (retriever spec, chunker spec, measure) cannot be parsed."""
 
 
 class DatasetError(NuggetbenchError):

@@ -165,7 +165,7 @@ def run_experiment(
     parsed = [(spec, parse_retriever(spec)) for spec in retrievers]  # fail before any work
     language = (getattr(dataset, "metadata", None) or {}).get("language")
     if language:  # the dataset's language picks the analyzer unless the spec names one
-        from .retrieval.analyzers import adapt_to_language
+        from .text.analyzers import adapt_to_language
 
         parsed = [(spec, adapt_to_language(r, language)) for spec, r in parsed]
     if cache_runs:

@@ -66,7 +66,7 @@ def key_of(fields: Mapping[str, Any], *, length: int = 24) -> str:
 
 def slug(text: str, *, keep: str = "end", length: int = 60) -> str:
     """A short folder-name-safe label (the end of a model path or spec by default; never hidden)."""
-    clean = re.sub(r"[^A-Za-z0-9_.=,\-]+", "_", text)
+    clean = re.sub(r"[^A-Za-z0-9_.=\-]+", "_", text)
     clean = clean[-length:] if keep == "end" else clean[:length]
     return clean.lstrip("._-") or "x"
 

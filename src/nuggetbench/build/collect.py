@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..corpus import code as chunking
 from ..data import Document
 from ..errors import InputError
-from . import chunking
 from .repos import PreparedRepo
 
 log = logging.getLogger(__name__)

@@ -1,24 +1,21 @@
-"""Chunk notebooks into a corpus, cached under ``<home>/cache/chunks/<spec>-<key>/``.
+"""Chunk notebooks into a corpus, cached in the artifact store (``<home>/cache/chunks/``).
 
-The cache folder is named by the chunker's canonical spec and a key made of the chunker
-fingerprint (spec, format version, tokenizer vocabulary), the reading options and the SHA-256 of
-every notebook file. It holds ``corpus.jsonl`` (BEIR lines with ``metadata``) and ``meta.json``,
-both written atomically, ``meta.json`` last: a folder without it is ignored and rebuilt.
+The artifact (:class:`~nuggetbench.store.Artifact`) is named by the chunker's canonical spec and
+keyed by the chunker fingerprint (spec, format version, tokenizer vocabulary), the reading options
+and the SHA-256 of every notebook file. It holds ``corpus.jsonl`` (BEIR lines with ``metadata``)
+and ``meta.json``, written last: a folder without it is ignored and rebuilt.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from .. import home
-from .._atomic import atomic_write
 from ..data import Document, InMemoryCorpus, write_corpus_jsonl
 from ..errors import DuplicateError, FormatError
+from ..store import Artifact, iter_jsonl, slug
 from .chunkers import FORMAT_VERSION, Chunker
 from .notebook import DEFAULT_SKIP_SECTIONS, DEFAULT_STOP_AT, read_notebook
 from .spec import parse_chunker
@@ -33,44 +30,44 @@ def _file_sha(path: Path) -> str:
         raise FormatError(path, None, f"cannot read the notebook: {exc.strerror or exc}") from exc
 
 
+def chunk_artifact(
+    paths: list[Path], chunker: Chunker, *, stop_at: str | None, skip_sections: tuple[str, ...]
+) -> Artifact:
+    """The store artifact of chunking *paths* with *chunker* and these reading options."""
+    params = {
+        "chunker": chunker.fingerprint(),
+        "stop_at": stop_at,
+        "skip_sections": list(skip_sections),
+        "format_version": FORMAT_VERSION,
+    }
+    inputs = {"notebooks": [[p.name, _file_sha(p)] for p in paths]}
+    return Artifact("chunks", params, inputs, label=slug(chunker.spec, keep="start"))
+
+
 def cache_key(
     paths: list[Path], chunker: Chunker, *, stop_at: str | None, skip_sections: tuple[str, ...]
 ) -> str:
-    """The cache key (16 hex chars) of chunking *paths* with *chunker* and these reading options."""
-    h = hashlib.sha256()
-    h.update(
-        f"{chunker.fingerprint()}\x1f{stop_at!r}\x1f{skip_sections!r}\x1fv{FORMAT_VERSION}".encode()
-    )
-    for p in paths:
-        h.update(f"\x1e{p.name}\x1f{_file_sha(p)}".encode())
-    return h.hexdigest()[:16]
+    """The cache key (24 hex chars) of chunking *paths* with *chunker* and these reading options."""
+    return chunk_artifact(paths, chunker, stop_at=stop_at, skip_sections=skip_sections).key
 
 
-def _slug(spec: str) -> str:
-    return re.sub(r"[^A-Za-z0-9=._-]+", "_", spec)[:80]
-
-
-def _read_cached(folder: Path) -> list[Document] | None:
-    corpus_file, meta_file = folder / "corpus.jsonl", folder / "meta.json"
-    if not (corpus_file.is_file() and meta_file.is_file()):
+def _read_cached(artifact: Artifact) -> list[Document] | None:
+    meta = artifact.meta()
+    corpus_file = artifact.path / "corpus.jsonl"
+    if meta is None or not corpus_file.is_file():
         return None
     try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        docs = []
-        with open(corpus_file, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    obj = json.loads(line)
-                    docs.append(
-                        Document(
-                            obj["_id"], obj["text"], obj.get("title", ""), obj.get("metadata", {})
-                        )
-                    )
+        docs = [
+            Document(obj["_id"], obj["text"], obj.get("title", ""), obj.get("metadata", {}))
+            for _, obj in iter_jsonl(corpus_file)
+        ]
     except (OSError, ValueError, KeyError) as exc:
-        log.warning("ignoring an unreadable chunk cache in %s (%s); rebuilding it", folder, exc)
+        log.warning(
+            "ignoring an unreadable chunk cache in %s (%s); rebuilding it", artifact.path, exc
+        )
         return None
     if meta.get("n_documents") != len(docs):
-        log.warning("ignoring an incomplete chunk cache in %s; rebuilding it", folder)
+        log.warning("ignoring an incomplete chunk cache in %s; rebuilding it", artifact.path)
         return None
     return docs
 
@@ -113,39 +110,32 @@ def chunk_notebooks(
                 "start with the notebook name, so rename one of them"
             )
         seen[stem] = p
-    folder = None
+    artifact = None
     if cache:
-        key = cache_key(paths, chunker, stop_at=stop_at, skip_sections=skip_sections)
-        folder = home.cache_dir("chunks", f"{_slug(chunker.spec)}-{key}")
-        cached = _read_cached(folder)
+        artifact = chunk_artifact(paths, chunker, stop_at=stop_at, skip_sections=skip_sections)
+        cached = _read_cached(artifact)
         if cached is not None:
-            log.debug("chunk cache hit: %s", folder)
-            return InMemoryCorpus(cached, name=name, source=str(folder))
+            log.debug("chunk cache hit: %s", artifact.path)
+            return InMemoryCorpus(cached, name=name, source=str(artifact.path))
     docs: list[Document] = []
     for p in paths:
         nb = read_notebook(p, stop_at=stop_at, skip_sections=skip_sections)
         docs.extend(chunker.chunk(nb))
     corpus = InMemoryCorpus(docs, name=name, source="chunked notebooks")
-    if folder is not None:
-        write_corpus_jsonl(docs, folder / "corpus.jsonl")
-        meta = {
-            "chunker": chunker.spec,
-            "fingerprint": chunker.fingerprint(),
-            "stop_at": stop_at,
-            "skip_sections": list(skip_sections),
-            "format_version": FORMAT_VERSION,
-            "notebooks": [{"name": p.name, "sha256_16": _file_sha(p)} for p in paths],
-            "n_documents": len(docs),
-            "corpus_fingerprint": corpus.fingerprint(),
-        }
-        with atomic_write(folder / "meta.json") as fh:
-            json.dump(meta, fh, indent=1)
+    if artifact is not None:
+        with artifact.build() as (staging, meta):
+            write_corpus_jsonl(docs, staging / "corpus.jsonl")
+            meta.update(
+                chunker=chunker.spec,
+                n_documents=len(docs),
+                corpus_fingerprint=corpus.fingerprint(),
+            )
         log.info(
             "chunked %d notebooks into %d passages with %s (cached in %s)",
             len(paths),
             len(docs),
             chunker.spec,
-            folder,
+            artifact.path,
         )
     return corpus
 

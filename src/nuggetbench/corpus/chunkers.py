@@ -30,8 +30,9 @@ from typing import Any, ClassVar
 
 from ..data import Document
 from ..errors import SpecError
+from ..spec import REQUIRED, Param, Registry, params_table
+from ..text.tokenizers import check_tokenizer_name, load_tokenizer
 from .notebook import Cell, Notebook
-from .spec import Option, boolean, format_value, non_negative_int, positive_int, text_value
 
 #: Bump when chunk texts or ids change for the same spec (invalidates caches).
 FORMAT_VERSION = 1
@@ -52,11 +53,19 @@ class Piece:
     end: int
 
 
+def format_value(value: Any) -> str:
+    """An option value as the spec grammar writes it (``true``/``false``; other values as is)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 class Chunker:
     """Base class. Subclasses set :attr:`kind`, :attr:`options` and implement :meth:`pieces`."""
 
     kind: ClassVar[str] = ""
-    options: ClassVar[dict[str, Option]] = {}
+    options: ClassVar[dict[str, Param]] = {}
+    description: ClassVar[str] = ""
 
     def __init__(self, **params: Any):
         unknown = set(params) - set(self.options)
@@ -65,10 +74,15 @@ class Chunker:
                 f"unknown option(s) {sorted(unknown)} for chunker {self.kind!r} "
                 f"(options: {', '.join(self.options)})"
             )
-        self.params = {k: params.get(k, opt.default) for k, opt in self.options.items()}
+        where = f"chunker {self.kind!r}"
+        self.params = {}
         for key, opt in self.options.items():
-            if opt.required and self.params[key] is None:
-                raise SpecError(f"chunker {self.kind!r}: option {key!r} is required ({opt.help})")
+            if key not in params:
+                if opt.required:
+                    raise SpecError(f"{where}: option {key!r} is required ({opt.description})")
+                self.params[key] = opt.default
+            else:
+                self.params[key] = opt.coerce(params[key], where=where, noun="option")
         self.validate()
 
     def validate(self) -> None:
@@ -143,12 +157,13 @@ class ParagraphChunker(Chunker):
     """Paragraphs (and code cells), optionally grouped N per section and prefixed by the header."""
 
     kind = "paragraphs"
-    options = {
-        "group": Option(positive_int, 1, "paragraphs per passage, within one section"),
-        "headers": Option(boolean, True, "prefix each passage with its section header"),
-        "code": Option(boolean, True, "include code cells (one unit each)"),
-        "outputs": Option(boolean, True, "include the text outputs of code cells"),
-    }
+    description = "paragraphs and code cells, grouped N per section (fastbook's chunking)"
+    options = params_table(
+        Param("group", int, 1, "paragraphs per passage, within one section", minimum=1),
+        Param("headers", bool, True, "prefix each passage with its section header"),
+        Param("code", bool, True, "include code cells (one unit each)"),
+        Param("outputs", bool, True, "include the text outputs of code cells"),
+    )
 
     def units(self, notebook: Notebook) -> list[tuple[Cell, int, int, str]]:
         """``(cell, start, end, text)`` per paragraph or code cell, in notebook order."""
@@ -190,10 +205,11 @@ class CellChunker(Chunker):
     """One passage per markdown or code cell (a cell that is only a header line is skipped)."""
 
     kind = "cells"
-    options = {
-        "headers": Option(boolean, False, "prefix each passage with its section header"),
-        "outputs": Option(boolean, True, "include the text outputs of code cells"),
-    }
+    description = "one passage per markdown or code cell"
+    options = params_table(
+        Param("headers", bool, False, "prefix each passage with its section header"),
+        Param("outputs", bool, True, "include the text outputs of code cells"),
+    )
 
     def pieces(self, notebook: Notebook) -> list[Piece]:
         pieces = []
@@ -215,23 +231,23 @@ class TokenChunker(Chunker):
     """Windows of ``size`` tokens over the notebook's rendered text, ``overlap`` tokens shared."""
 
     kind = "tokens"
-    options = {
-        "size": Option(positive_int, None, "tokens per passage", required=True),
-        "overlap": Option(non_negative_int, 0, "tokens shared by consecutive passages (< size)"),
-        "tokenizer": Option(
-            text_value,
+    description = "windows of size tokens over the rendered notebook, overlap tokens shared"
+    options = params_table(
+        Param("size", int, REQUIRED, "tokens per passage", minimum=1),
+        Param("overlap", int, 0, "tokens shared by consecutive passages (< size)", minimum=0),
+        Param(
+            "tokenizer",
+            str,
             "whitespace",
             "whitespace, tiktoken:<encoding> or hf:<local tokenizer folder>",
         ),
-    }
+    )
 
     def __init__(self, **params: Any):
         super().__init__(**params)
         self._tokenizer = None
 
     def validate(self) -> None:
-        from .tokenization import check_tokenizer_name
-
         check_tokenizer_name(self.params["tokenizer"])
         if self.params["overlap"] >= self.params["size"]:
             raise SpecError(
@@ -241,10 +257,8 @@ class TokenChunker(Chunker):
 
     @property
     def tokenizer(self):
-        """The loaded :class:`~nuggetbench.corpus.tokenization.Tokenizer` (loaded on first use)."""
+        """The loaded :class:`~nuggetbench.text.tokenizers.Tokenizer` (loaded on first use)."""
         if self._tokenizer is None:
-            from .tokenization import load_tokenizer
-
             self._tokenizer = load_tokenizer(self.params["tokenizer"])
         return self._tokenizer
 
@@ -271,9 +285,12 @@ class TokenChunker(Chunker):
         return pieces
 
 
-CHUNKERS: dict[str, type[Chunker]] = {
-    c.kind: c for c in (ParagraphChunker, TokenChunker, CellChunker)
-}
+#: The chunker registry: ``kind -> class`` (a plug-in adds ``CHUNKERS.register(kind, cls)``).
+CHUNKERS = Registry(
+    "chunker",
+    {c.kind: c for c in (ParagraphChunker, TokenChunker, CellChunker)},
+    hint="Chunkers: paragraphs[:group=N,headers=BOOL], tokens:size=N[,overlap=M], cells.",
+)
 
 __all__ = [
     "Chunker",

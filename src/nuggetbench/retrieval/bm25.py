@@ -30,7 +30,7 @@ from ..data import Corpus
 from ..errors import InputError, SpecError, suggest
 from ..spec import format_colon_spec
 from ..store import Artifact
-from .analyzers import analyzer_for_language, get_analyzer
+from ..text.analyzers import analyzer_for_language, get_analyzer
 from .bm25_index import BM25Index, numba_available
 from .compose import Composable
 from .options import METHODS, STOPWORDS, BM25Options
@@ -52,7 +52,7 @@ class BM25(Composable):
             ``analyzer``: each declared there with its default and meaning), or its fields as
             keyword arguments (``BM25(k1=0.9, b=0.4)``). ``analyzer=auto`` tokenizes with bm25s
             unless the dataset declares a non-English language (:meth:`for_language`); any other
-            analyzer (:mod:`nuggetbench.retrieval.analyzers`) replaces the stemmer and stop words.
+            analyzer (:mod:`nuggetbench.text.analyzers`) replaces the stemmer and stop words.
 
     Raises:
         SpecError: an option is out of range or unknown (the valid values are listed).

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,76 @@ def load_tokenizer(spec: str) -> Tokenizer:
 
 
 __all__ = ["Tokenizer", "load_tokenizer"]
+
+
+# --- counting tokens of byte spans (the repository chunkers' budget) ---------------------------
+_REGEX_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+class TokenCounter:
+    """Counts tokens of byte spans of one text through precomputed token offsets.
+
+    Args:
+        text: the decoded text.
+        data: its UTF-8 bytes.
+        offsets: ``(n, 2)`` character offsets of the tokens.
+    """
+
+    def __init__(self, text: str, data: bytes, offsets: np.ndarray):
+        if len(data) != len(text):  # non-ASCII: map character offsets to byte offsets
+            widths = np.fromiter(
+                (len(ch.encode("utf-8")) for ch in text), dtype=np.int64, count=len(text)
+            )
+            to_byte = np.concatenate([[0], np.cumsum(widths)])
+            offsets = to_byte[offsets] if len(offsets) else offsets
+        self.starts = offsets[:, 0].copy() if len(offsets) else np.zeros(0, np.int64)
+        self.ends = offsets[:, 1].copy() if len(offsets) else np.zeros(0, np.int64)
+
+    def count(self, start: int, end: int) -> int:
+        """Tokens lying inside ``[start, end)`` (bytes)."""
+        lo = int(np.searchsorted(self.starts, start, side="left"))
+        hi = int(np.searchsorted(self.ends, end, side="right"))
+        return max(0, hi - lo)
+
+    def cut(self, start: int, end: int, budget: int) -> list[tuple[int, int]]:
+        """Split ``[start, end)`` into spans of at most *budget* tokens at token boundaries."""
+        lo = int(np.searchsorted(self.starts, start, side="left"))
+        hi = int(np.searchsorted(self.ends, end, side="right"))
+        if hi <= lo:
+            return [(start, end)]
+        spans, s = [], start
+        for first in range(lo, hi, budget):
+            last = min(first + budget, hi) - 1
+            e = int(self.ends[last]) if last < hi - 1 else end
+            spans.append((s, e))
+            s = e
+        return spans
+
+
+def make_counter(tokenizer: str) -> Callable[[str, bytes], TokenCounter]:
+    """A factory ``(text, data) -> TokenCounter`` for a tokenizer name (see the module docstring).
+
+    Raises:
+        SpecError / ModelError: an unknown or unloadable tokenizer.
+    """
+    if tokenizer == "regex":
+
+        def regex_counter(text: str, data: bytes) -> TokenCounter:
+            spans = np.asarray(
+                [m.span() for m in _REGEX_TOKEN.finditer(text)], dtype=np.int64
+            ).reshape(-1, 2)
+            return TokenCounter(text, data, spans)
+
+        return regex_counter
+    tok = load_tokenizer(tokenizer)
+
+    def counter(text: str, data: bytes) -> TokenCounter:
+        return TokenCounter(text, data, tok.offsets(text))
+
+    return counter
+
+
+def count_tokens(text: str, tokenizer: str = "regex") -> int:
+    """Number of tokens of *text* under *tokenizer*."""
+    data = text.encode("utf-8")
+    return make_counter(tokenizer)(text, data).count(0, len(data))

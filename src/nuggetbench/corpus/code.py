@@ -14,19 +14,18 @@
 
 Tokens are counted by a named tokenizer: ``regex`` (default; ``\\w+`` runs and single punctuation
 characters, a close stand-in for a BPE count on code), ``whitespace``, ``tiktoken:<encoding>`` or
-``hf:<local folder>`` (:func:`nuggetbench.corpus.tokenization.load_tokenizer`).
+``hf:<local folder>`` (:mod:`nuggetbench.text.tokenizers`).
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import SpecError
+from ..text.tokenizers import TokenCounter, count_tokens, make_counter
 
 log = logging.getLogger(__name__)
 
@@ -82,79 +81,6 @@ CODE_LANGUAGES: dict[str, str] = {
 }
 PROSE_EXTENSIONS = {".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc", ".org", ".tex", ""}
 NOTEBOOK_EXTENSIONS = {".ipynb"}
-
-_REGEX_TOKEN = re.compile(r"\w+|[^\w\s]")
-
-
-class TokenCounter:
-    """Counts tokens of byte spans of one text through precomputed token offsets.
-
-    Args:
-        text: the decoded text.
-        data: its UTF-8 bytes.
-        offsets: ``(n, 2)`` character offsets of the tokens.
-    """
-
-    def __init__(self, text: str, data: bytes, offsets: np.ndarray):
-        if len(data) != len(text):  # non-ASCII: map character offsets to byte offsets
-            widths = np.fromiter(
-                (len(ch.encode("utf-8")) for ch in text), dtype=np.int64, count=len(text)
-            )
-            to_byte = np.concatenate([[0], np.cumsum(widths)])
-            offsets = to_byte[offsets] if len(offsets) else offsets
-        self.starts = offsets[:, 0].copy() if len(offsets) else np.zeros(0, np.int64)
-        self.ends = offsets[:, 1].copy() if len(offsets) else np.zeros(0, np.int64)
-
-    def count(self, start: int, end: int) -> int:
-        """Tokens lying inside ``[start, end)`` (bytes)."""
-        lo = int(np.searchsorted(self.starts, start, side="left"))
-        hi = int(np.searchsorted(self.ends, end, side="right"))
-        return max(0, hi - lo)
-
-    def cut(self, start: int, end: int, budget: int) -> list[tuple[int, int]]:
-        """Split ``[start, end)`` into spans of at most *budget* tokens at token boundaries."""
-        lo = int(np.searchsorted(self.starts, start, side="left"))
-        hi = int(np.searchsorted(self.ends, end, side="right"))
-        if hi <= lo:
-            return [(start, end)]
-        spans, s = [], start
-        for first in range(lo, hi, budget):
-            last = min(first + budget, hi) - 1
-            e = int(self.ends[last]) if last < hi - 1 else end
-            spans.append((s, e))
-            s = e
-        return spans
-
-
-def make_counter(tokenizer: str) -> Callable[[str, bytes], TokenCounter]:
-    """A factory ``(text, data) -> TokenCounter`` for a tokenizer name (see the module docstring).
-
-    Raises:
-        SpecError / ModelError: an unknown or unloadable tokenizer.
-    """
-    if tokenizer == "regex":
-
-        def regex_counter(text: str, data: bytes) -> TokenCounter:
-            spans = np.asarray(
-                [m.span() for m in _REGEX_TOKEN.finditer(text)], dtype=np.int64
-            ).reshape(-1, 2)
-            return TokenCounter(text, data, spans)
-
-        return regex_counter
-    from ..corpus.tokenization import load_tokenizer
-
-    tok = load_tokenizer(tokenizer)
-
-    def counter(text: str, data: bytes) -> TokenCounter:
-        return TokenCounter(text, data, tok.offsets(text))
-
-    return counter
-
-
-def count_tokens(text: str, tokenizer: str = "regex") -> int:
-    """Number of tokens of *text* under *tokenizer*."""
-    data = text.encode("utf-8")
-    return make_counter(tokenizer)(text, data).count(0, len(data))
 
 
 @dataclass(frozen=True)
