@@ -184,7 +184,7 @@ class Param:
                 raise fail
         if self.choices and value not in self.choices:
             hint = suggest(str(value), [str(c) for c in self.choices])
-            raise SpecError(
+            raise UnknownNameError(
                 f"{where}: {noun} {self.name!r} takes {self.expected()}, got "
                 f"{self.name}={shown}.{hint}"
             )

@@ -20,9 +20,12 @@ from .stats import (
     randomization,
     wilcoxon,
 )
+from .summaries import Summary, profile_summaries
 
 __all__ = [
     "compare",
+    "Summary",
+    "profile_summaries",
     "ComparisonReport",
     "Estimate",
     "Difference",

@@ -5,10 +5,29 @@ downloads it), and returns a :class:`Dataset`; ``list_datasets()`` imports no lo
 """
 
 from .base import Dataset, remove_self_hits
-from .registry import Entry, dataset_info, fetch, list_datasets, load_dataset, register
+from .family import DatasetFamily, JudgedCorpus, Target
+from .registry import (
+    Entry,
+    dataset_info,
+    family_of,
+    fetch,
+    is_dataset_id,
+    judge_corpus,
+    list_datasets,
+    load_dataset,
+    load_target,
+    register,
+)
 
 __all__ = [
     "Dataset",
+    "DatasetFamily",
+    "JudgedCorpus",
+    "Target",
+    "family_of",
+    "is_dataset_id",
+    "judge_corpus",
+    "load_target",
     "Entry",
     "dataset_info",
     "fetch",

@@ -41,6 +41,7 @@ class Dataset:
             whose id equals the query id (BEIR's policy for ArguAna and Quora).
         objective: an optional task instruction (BIRCO's objectives), ``None`` when none.
         metadata: provenance (source folder, download URL, checksums, notes).
+        notes: lines to show people with the results (fastbook's chunking ceiling).
     """
 
     id: str
@@ -54,6 +55,7 @@ class Dataset:
     remove_self_hits: bool = False
     objective: str | None = None
     metadata: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def fingerprint(self) -> str:
         """SHA-256 (16 hex chars) of the corpus, queries and qrels fingerprints (and the split)."""

@@ -17,11 +17,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from pathlib import Path
+from typing import Any
 
 from .. import home as _home
 from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
+from ..spec import Param, params_table
 from ._ids import BEIR_NAMES, CQADUPSTACK_FORUMS
 from .base import Dataset
+from .family import DOWNLOAD, SHOW_PROGRESS, DatasetFamily
 
 log = logging.getLogger(__name__)
 
@@ -271,3 +274,55 @@ def info(dataset_id: str) -> dict:
         "citation": "Thakur et al., BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of "
         "Information Retrieval Models, NeurIPS 2021 Datasets and Benchmarks",
     }
+
+
+# --- the family -----------------------------------------------------------------------------------
+class BeirFamily(DatasetFamily):
+    """``beir/<name>`` and local BEIR-format folders (``corpus.jsonl``, ``queries.jsonl``,
+    ``qrels/<split>.tsv``)."""
+
+    name = "beir"
+    pattern = "beir/*"
+    description = "BEIR (Thakur et al., 2021), downloaded from the BEIR server and MD5-verified"
+    default_measures = DEFAULT_MEASURES
+    options = params_table(
+        Param("split", str, None, "qrels split (default test; dev for beir/msmarco)"),
+        Param(
+            "remove_self_hits", bool, None, "override the self-hit policy (on for arguana, quora)"
+        ),
+        DOWNLOAD,
+        SHOW_PROGRESS,
+        Param("source", str, "server", "server (the official zip) or hub (the BeIR mirrors)"),
+    )
+    folder_options = params_table(
+        Param("split", str, None, "qrels split (default test)"),
+        Param("remove_self_hits", bool, False, "drop documents whose id equals the query id"),
+    )
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(dataset_ids())
+
+    def find(self, dataset_id: str) -> Path | None:
+        return find(dataset_id)
+
+    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
+        return fetch(dataset_id, show_progress=show_progress)
+
+    def info(self, dataset_id: str) -> dict:
+        return info(dataset_id)
+
+    def load(self, dataset_id: str, **options: Any) -> Dataset:
+        return load(dataset_id, **options)
+
+    def claims_folder(self, folder: Path) -> bool:
+        return (folder / "corpus.jsonl").is_file() or (folder / "qrels").is_dir()
+
+    def load_folder(self, folder: Path, **options: Any) -> Dataset:
+        return load_folder(
+            folder,
+            split=options.get("split") or "test",
+            remove_self_hits=bool(options.get("remove_self_hits") or False),
+        )
+
+
+FAMILY = BeirFamily()

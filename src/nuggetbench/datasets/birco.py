@@ -27,8 +27,10 @@ from typing import Any
 
 from .. import home as _home
 from ..errors import DownloadError, FormatError, UnknownNameError, suggest
+from ..spec import Param, params_table
 from ._ids import BIRCO_NAMES as NAMES
 from .base import Dataset
+from .family import DOWNLOAD, REVISION, DatasetFamily
 
 log = logging.getLogger(__name__)
 
@@ -374,3 +376,39 @@ __all__ = [
     "build_dataset",
     "info",
 ]
+
+
+# --- the family -----------------------------------------------------------------------------------
+class BircoFamily(DatasetFamily):
+    """``birco/<name>``: complex objectives, each query ranking its own candidate pool. The
+    ``birco`` profile declares rank2metric.py's bootstrap, which :meth:`summaries` prints."""
+
+    name = "birco"
+    pattern = "birco/*"
+    description = (
+        "BIRCO (Wang et al., 2024): complex-objective tasks, each query ranks its own candidate "
+        "pool; with task objectives"
+    )
+    default_measures = DEFAULT_MEASURES
+    default_profile = "birco"
+    options = params_table(
+        Param("split", str, "test", "test, or dev (a local dev_set.pickle only)"),
+        Param("objective", str, None, "replace the task objective (default: BIRCO's)"),
+        DOWNLOAD,
+        REVISION,
+    )
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(dataset_ids())
+
+    def info(self, dataset_id: str) -> dict:
+        return info(dataset_id)
+
+    def load(self, dataset_id: str, **options: Any) -> Dataset:
+        return load(dataset_id, **options)
+
+    def find(self, dataset_id: str) -> Path | None:
+        return find(dataset_id)
+
+
+FAMILY = BircoFamily()

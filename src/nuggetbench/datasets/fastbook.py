@@ -30,9 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import home as _home
+from ..corpus.cache import chunk_notebooks
+from ..corpus.notebook import read_notebook
+from ..corpus.spans import judge_spans
+from ..corpus.spec import parse_chunker
 from ..data import Corpus, Nugget, Qrels, Queries
 from ..errors import DatasetError, DownloadError, FormatError, InputError
+from ..spec import Param, params_table
 from .base import Dataset
+from .family import DOWNLOAD, SHOW_PROGRESS, DatasetFamily, JudgedCorpus
 
 log = logging.getLogger(__name__)
 
@@ -293,9 +299,6 @@ def nugget_qrels(
         ``nuggets`` attribute holds the :class:`~nuggetbench.data.NuggetQrels`, and the
         :class:`~nuggetbench.corpus.spans.ChunkingCeiling`.
     """
-    from ..corpus.notebook import read_notebook
-    from ..corpus.spans import judge_spans
-
     folder = Path(folder) if folder is not None else fetch()
     queries, nuggets = read_benchmark(folder / BENCHMARK_FILE)
     doc_filter = None
@@ -346,11 +349,6 @@ def load(
             cannot be parsed (file named).
         DatasetError: a chapter's notebook is missing; DownloadError: see :func:`fetch`.
     """
-    from ..corpus.cache import chunk_notebooks
-    from ..corpus.notebook import read_notebook
-    from ..corpus.spans import judge_spans
-    from ..corpus.spec import parse_chunker
-
     spec = parse_chunker(chunker)  # a bad spec fails before any download
     folder = find()
     if folder is None:
@@ -399,6 +397,7 @@ def load(
             "url": f"{RAW_BASE}/{BENCHMARK_FILE}",
             "citation": CITATION,
         },
+        notes=[str(ceiling)],
     )
 
 
@@ -431,3 +430,47 @@ __all__ = [
     "DEFAULT_CHUNKER",
     "DEFAULT_MEASURES",
 ]
+
+
+# --- the family -----------------------------------------------------------------------------------
+class FastbookFamily(DatasetFamily):
+    """``fastbook``: answer components judged by evidence spans, so any chunking of the chapter
+    notebooks can be judged (:meth:`judge_corpus`)."""
+
+    name = "fastbook"
+    pattern = "fastbook"
+    description = (
+        "fastbook-benchmark (Bakshi, 2024): 191 fastai-book questions, answer components judged "
+        "by evidence spans over chunked chapter notebooks"
+    )
+    default_measures = DEFAULT_MEASURES
+    default_profile = DEFAULT_PROFILE
+    options = params_table(
+        Param("chunker", str, DEFAULT_CHUNKER, "how the chapter notebooks are cut into passages"),
+        Param(
+            "restrict_to_chapter", bool, True, "each question searches its own chapter's passages"
+        ),
+        DOWNLOAD,
+        SHOW_PROGRESS,
+    )
+
+    def find(self, dataset_id: str) -> Path | None:
+        return find()
+
+    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
+        return fetch(dataset_id, show_progress=show_progress)
+
+    def info(self, dataset_id: str) -> dict:
+        return info(dataset_id)
+
+    def load(self, dataset_id: str, **options: Any) -> Dataset:
+        return load(dataset_id, **options)
+
+    def judge_corpus(self, dataset_id: str, corpus: Corpus) -> JudgedCorpus:
+        """Judge *corpus*'s passages against the evidence spans (each question within its
+        chapter); the chunking ceiling is the note."""
+        qrels, ceiling = nugget_qrels(corpus, restrict_to_chapter=True)
+        return JudgedCorpus(qrels, (str(ceiling),))
+
+
+FAMILY = FastbookFamily()

@@ -27,12 +27,18 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 from .. import home as _home
 from .._atomic import atomic_write
+from ..data import JsonlCorpus
+from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels
+from ..data.freshstack_io import read_freshstack_queries
 from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
+from ..spec import Param, params_table
 from ._ids import FRESHSTACK_TOPICS as TOPICS
 from .base import Dataset
+from .family import DOWNLOAD, SHOW_PROGRESS, DatasetFamily, Target
 
 log = logging.getLogger(__name__)
 
@@ -179,9 +185,6 @@ def load_folder(
         FormatError / DuplicateError: malformed queries file (file and line named).
         UnknownNameError: an unknown *query_field*.
     """
-    from ..data import JsonlCorpus
-    from ..data.freshstack_io import read_freshstack_queries
-
     folder = Path(path)
     for name in ("queries.jsonl", "corpus.jsonl"):
         if not (folder / name).exists():
@@ -273,3 +276,78 @@ def info(dataset_id: str) -> dict:
         "query_fields": list(QUERY_FIELDS),
         "citation": CITATION,
     }
+
+
+# --- the family -----------------------------------------------------------------------------------
+class FreshStackFamily(DatasetFamily):
+    """``freshstack/<topic>``, FreshStack-format folders (as ``nuggetbench build`` writes them)
+    and FreshStack queries files given as judgments."""
+
+    name = "freshstack"
+    pattern = "freshstack/*"
+    description = (
+        "FreshStack Oct 2024 (Thakur et al., 2025): nugget-judged Stack Overflow questions "
+        "over GitHub chunks"
+    )
+    default_measures = DEFAULT_MEASURES
+    default_profile = DEFAULT_PROFILE
+    options = params_table(
+        Param(
+            "query_field",
+            str,
+            "question",
+            "retrieve with the question, or (oracles) the answer or the nuggets",
+        ),
+        DOWNLOAD,
+        SHOW_PROGRESS,
+    )
+    folder_options = params_table(options["query_field"])
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(dataset_ids())
+
+    def find(self, dataset_id: str) -> Path | None:
+        return find(dataset_id)
+
+    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
+        return fetch(dataset_id, show_progress=show_progress)
+
+    def info(self, dataset_id: str) -> dict:
+        return info(dataset_id)
+
+    def load(self, dataset_id: str, **options: Any) -> Dataset:
+        return load(dataset_id, **options)
+
+    def claims_file(self, path: Path) -> bool:
+        return sniff_nugget_qrels(path) == "freshstack"
+
+    def load_file(self, path: Path) -> Target:
+        return Target(
+            load_nugget_qrels_file(path),
+            default_measures=DEFAULT_MEASURES,
+            default_profile=DEFAULT_PROFILE,
+            family=self,
+        )
+
+    def claims_folder(self, folder: Path) -> bool:
+        """A folder without ``qrels/`` whose ``queries.jsonl`` rows carry ``nuggets``."""
+        queries = folder / "queries.jsonl"
+        if (folder / "qrels").is_dir() or not queries.is_file():
+            return False
+        if not (folder / "corpus.jsonl").is_file():
+            return False
+        with open(queries, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        return False
+                    return isinstance(row, dict) and "nuggets" in row
+        return False
+
+    def load_folder(self, folder: Path, **options: Any) -> Dataset:
+        return load_folder(folder, query_field=options.get("query_field") or "question")
+
+
+FAMILY = FreshStackFamily()

@@ -33,14 +33,17 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from .. import home as _home
 from ..data import Qrels, Queries, read_qrels
 from ..errors import DatasetError, UnknownNameError, suggest
+from ..spec import Param, params_table
 from . import hub
 from ._ids import MIRACL_LANGUAGES as LANGUAGES
 from ._materialize import assemble, documents_from_records, has_split, write_split
 from .base import Dataset
+from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, DatasetFamily
 from .jsonl_index import write_jsonl_corpus
 
 log = logging.getLogger(__name__)
@@ -316,3 +319,38 @@ def info(dataset_id: str) -> dict:
         "install_folder": str(_target(lang)),
         "citation": CITATION,
     }
+
+
+# --- the family -----------------------------------------------------------------------------------
+class MiraclFamily(DatasetFamily):
+    """``miracl/<lang>``: 18 languages, Wikipedia passages from the Hugging Face hub."""
+
+    name = "miracl"
+    pattern = "miracl/*"
+    description = (
+        "MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia "
+        "passages from the Hugging Face hub"
+    )
+    default_measures = DEFAULT_MEASURES
+    options = params_table(
+        Param("split", str, "dev", "dev or train (testA/testB are hidden)"),
+        REVISION,
+        Param("corpus_revision", str, None, "commit of miracl/miracl-corpus"),
+        DOWNLOAD,
+        SHOW_PROGRESS,
+    )
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(dataset_ids())
+
+    def info(self, dataset_id: str) -> dict:
+        return info(dataset_id)
+
+    def load(self, dataset_id: str, **options: Any) -> Dataset:
+        return load(dataset_id, **options)
+
+    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
+        return fetch(dataset_id, show_progress=show_progress)
+
+
+FAMILY = MiraclFamily()

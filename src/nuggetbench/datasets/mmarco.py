@@ -28,13 +28,16 @@ way the dataset's ``metadata["subset"]`` says so and a warning is logged.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .. import home as _home
 from ..data import Document, Queries, read_beir_qrels, read_qrels
 from ..errors import DatasetError, UnknownNameError, suggest
+from ..spec import Param, params_table
 from . import hub
 from ._ids import MMARCO_LANGUAGES as LANGUAGES
 from ._materialize import (
@@ -48,6 +51,7 @@ from ._materialize import (
     write_subset,
 )
 from .base import Dataset
+from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, DatasetFamily
 from .jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 
 log = logging.getLogger(__name__)
@@ -399,3 +403,42 @@ def info(dataset_id: str) -> dict:
         "install_folder": str(_home.home() / "mmarco" / doc_lang),
         "citation": CITATION,
     }
+
+
+# --- the family -----------------------------------------------------------------------------------
+class MmarcoFamily(DatasetFamily):
+    """``mmarco/<doc_lang>`` and cross-lingual ``mmarco/<doc_lang>/<query_lang>``."""
+
+    name = "mmarco"
+    pattern = "mmarco/*"
+    description = (
+        "mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 "
+        "languages; mmarco/<doc_lang>/<query_lang> for cross-lingual pairs"
+    )
+    default_measures = DEFAULT_MEASURES
+    options = params_table(
+        Param("split", str, "dev", "dev (dev/small) or dev-full"),
+        Param("max_docs", int, None, "keep only the first N passages (an easier task)"),
+        Param("keep_judged", bool, True, "with max_docs, also keep every judged passage"),
+        REVISION,
+        DOWNLOAD,
+        SHOW_PROGRESS,
+    )
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(dataset_ids())
+
+    def info(self, dataset_id: str) -> dict:
+        return info(dataset_id)
+
+    def load(self, dataset_id: str, **options: Any) -> Dataset:
+        return load(dataset_id, **options)
+
+    def matches(self, dataset_id: str) -> bool:
+        return dataset_id in self.ids() or fnmatch.fnmatchcase(dataset_id, "mmarco/*/*")
+
+    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
+        return fetch(dataset_id, show_progress=show_progress)
+
+
+FAMILY = MmarcoFamily()

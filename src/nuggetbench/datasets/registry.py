@@ -1,25 +1,35 @@
-"""The dataset registry: dataset ids (or id patterns) -> loader import paths, as strings.
+"""The dataset registry: id patterns -> dataset families, as import strings.
 
-Listing datasets imports no loader. Adding a dataset family is one line in :data:`REGISTRY`::
+Listing datasets imports no family. Adding a dataset family is a module defining a
+:class:`~.family.DatasetFamily` subclass and its instance ``FAMILY``, plus one line in
+:data:`REGISTRY`::
 
-    Entry("fastbook", "nuggetbench.datasets.fastbook:load"),
-    Entry("freshstack/*", "nuggetbench.datasets.freshstack:load", ids=("freshstack/langchain", ...)),
+    Entry("fastbook", "nuggetbench.datasets.fastbook:FAMILY"),
+    Entry("freshstack/*", "nuggetbench.datasets.freshstack:FAMILY", ids=("freshstack/langchain", ...)),
 
-A loader is ``load(dataset_id, **options) -> Dataset``. Its module may also define
-``fetch(dataset_id, *, show_progress=False) -> Path`` (download only) and
-``info(dataset_id) -> dict`` (facts without loading); both are optional.
+An entry may also name a bare loader function (``"module:load"``, ``load(dataset_id,
+**options) -> Dataset``): it is adapted into a family whose options are the loader's keyword-only
+parameters and whose ``fetch`` / ``info`` are the module's functions of those names, if any.
+Local folders are claimed by the first family whose :meth:`~.family.DatasetFamily.claims_folder`
+says so (FreshStack layout, then BEIR layout); a judgments *file* (``nuggetbench evaluate FILE
+RUN``) by the first family whose :meth:`~.family.DatasetFamily.claims_file` does, else it is read
+as document or diversity qrels (:func:`load_target`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..data import load_qrels
+from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels
 from ..errors import DatasetError, UnknownNameError, suggest
+from ..spec import REQUIRED, Param, resolve
 from ._ids import (
     BEIR_NAMES,
     BIRCO_NAMES,
@@ -30,6 +40,21 @@ from ._ids import (
     family_ids,
 )
 from .base import Dataset
+from .family import DatasetFamily, JudgedCorpus, Target
+
+__all__ = [
+    "REGISTRY",
+    "Entry",
+    "dataset_info",
+    "family_of",
+    "fetch",
+    "is_dataset_id",
+    "judge_corpus",
+    "list_datasets",
+    "load_dataset",
+    "load_target",
+    "register",
+]
 
 
 @dataclass(frozen=True)
@@ -38,16 +63,23 @@ class Entry:
 
     Attributes:
         pattern: an id, or an ``fnmatch`` pattern (``freshstack/*``).
-        loader: ``"module:function"`` building the dataset: ``function(dataset_id, **options)``.
+        family: ``"module:FAMILY"`` (a :class:`~.family.DatasetFamily` instance) or
+            ``"module:load"`` (a loader function, adapted).
         ids: the concrete ids the entry serves (listed by :func:`list_datasets`). When given,
-            only these ids match; when empty, any id matching *pattern* goes to the loader.
+            only these ids match (and, for ``mmarco/*``, the family's own rule); when empty, any
+            id matching *pattern*.
         description: one line shown by ``list_datasets``/``dataset_info``.
     """
 
     pattern: str
-    loader: str
+    family: str
     ids: tuple[str, ...] = ()
     description: str = ""
+
+    @property
+    def loader(self) -> str:
+        """The import string (older name of :attr:`family`)."""
+        return self.family
 
     def matches(self, dataset_id: str) -> bool:
         if self.ids:
@@ -61,34 +93,72 @@ class Entry:
 # One entry per line: adding a dataset family is a one-line change.
 # fmt: off
 REGISTRY: list[Entry] = [
-    Entry(
-        "beir/*",
-        "nuggetbench.datasets.beir:load",
-        ids=family_ids("beir", BEIR_NAMES) + family_ids("beir/cqadupstack", CQADUPSTACK_FORUMS),
-        description="BEIR (Thakur et al., 2021), downloaded from the BEIR server and MD5-verified",
-    ),
-    Entry(
-        "freshstack/*",
-        "nuggetbench.datasets.freshstack:load",
-        ids=family_ids("freshstack", FRESHSTACK_TOPICS),
-        description="FreshStack Oct 2024 (Thakur et al., 2025): nugget-judged Stack Overflow questions over GitHub chunks",
-    ),
-    Entry(
-        "fastbook",
-        "nuggetbench.datasets.fastbook:load",
-        description="fastbook-benchmark (Bakshi, 2024): 191 fastai-book questions, answer components judged by evidence spans over chunked chapter notebooks",
-    ),
-    Entry(
-        "birco/*",
-        "nuggetbench.datasets.birco:load",
-        ids=family_ids("birco", BIRCO_NAMES),
-        description="BIRCO (Wang et al., 2024): complex-objective tasks, each query ranks its own candidate pool; with task objectives",
-    ),
-    Entry("miracl/*", "nuggetbench.datasets.miracl:load", ids=family_ids("miracl", MIRACL_LANGUAGES), description="MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia passages from the Hugging Face hub"),
-    Entry("mmarco/*", "nuggetbench.datasets.mmarco:load", ids=family_ids("mmarco", MMARCO_LANGUAGES), description="mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"),
-    Entry("mmarco/*/*", "nuggetbench.datasets.mmarco:load", description="mMARCO cross-lingual: mmarco/<doc_lang>/<query_lang>, e.g. mmarco/english/german"),
+    Entry("beir/*", "nuggetbench.datasets.beir:FAMILY", ids=family_ids("beir", BEIR_NAMES) + family_ids("beir/cqadupstack", CQADUPSTACK_FORUMS), description="BEIR (Thakur et al., 2021), downloaded from the BEIR server and MD5-verified"),
+    Entry("freshstack/*", "nuggetbench.datasets.freshstack:FAMILY", ids=family_ids("freshstack", FRESHSTACK_TOPICS), description="FreshStack Oct 2024 (Thakur et al., 2025): nugget-judged Stack Overflow questions over GitHub chunks"),
+    Entry("fastbook", "nuggetbench.datasets.fastbook:FAMILY", description="fastbook-benchmark (Bakshi, 2024): 191 fastai-book questions, answer components judged by evidence spans over chunked chapter notebooks"),
+    Entry("birco/*", "nuggetbench.datasets.birco:FAMILY", ids=family_ids("birco", BIRCO_NAMES), description="BIRCO (Wang et al., 2024): complex-objective tasks, each query ranks its own candidate pool; with task objectives"),
+    Entry("miracl/*", "nuggetbench.datasets.miracl:FAMILY", ids=family_ids("miracl", MIRACL_LANGUAGES), description="MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia passages from the Hugging Face hub"),
+    Entry("mmarco/*", "nuggetbench.datasets.mmarco:FAMILY", ids=family_ids("mmarco", MMARCO_LANGUAGES), description="mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"),
+    Entry("mmarco/*/*", "nuggetbench.datasets.mmarco:FAMILY", description="mMARCO cross-lingual: mmarco/<doc_lang>/<query_lang>, e.g. mmarco/english/german"),
 ]
 # fmt: on
+
+#: Families asked, in order, whether they claim a local folder or a judgments file.
+LOCAL_FAMILIES: list[str] = [
+    "nuggetbench.datasets.freshstack:FAMILY",
+    "nuggetbench.datasets.beir:FAMILY",
+]
+
+_FAMILIES: dict[str, DatasetFamily] = {}
+
+
+class LoaderFamily(DatasetFamily):
+    """A family adapted from a bare loader function and its module's ``fetch``/``info``."""
+
+    def __init__(self, entry: Entry, loader: Callable[..., Any]):
+        self.entry = entry
+        self.loader = loader
+        self.module = importlib.import_module(entry.family.partition(":")[0])
+        params = inspect.signature(loader).parameters
+        self.open_options = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        options = {}
+        for name, p in params.items():
+            if p.kind is p.KEYWORD_ONLY:
+                default = REQUIRED if p.default is p.empty else p.default
+                kind = type(default) if type(default) in (bool, int, float, str) else object
+                options[name] = Param(name, kind, default)
+        self.options = options  # type: ignore[misc]
+
+    def matches(self, dataset_id: str) -> bool:
+        return self.entry.matches(dataset_id)
+
+    def check_options(self, dataset_id: str, options: dict) -> dict:
+        if self.open_options:
+            return dict(options)
+        return super().check_options(dataset_id, options)
+
+    def load(self, dataset_id: str, **options: Any) -> Dataset:
+        return self.loader(dataset_id, **options)
+
+    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
+        fn = getattr(self.module, "fetch", None)
+        return fn(dataset_id, show_progress=show_progress) if fn is not None else None
+
+    def info(self, dataset_id: str) -> dict:
+        fn = getattr(self.module, "info", None)
+        return fn(dataset_id) if fn is not None else {}
+
+
+def _family(target: str, entry: Entry | None = None) -> DatasetFamily:
+    found = _FAMILIES.get(target)
+    if found is None:
+        obj = resolve(target)
+        if not isinstance(obj, DatasetFamily):
+            if not callable(obj) or entry is None:
+                raise DatasetError(f"{target} is neither a DatasetFamily nor a loader function")
+            obj = LoaderFamily(entry, obj)
+        found = _FAMILIES[target] = obj
+    return found
 
 
 def register(entry: Entry, *, first: bool = False) -> None:
@@ -102,7 +172,7 @@ def register(entry: Entry, *, first: bool = False) -> None:
 def list_datasets(pattern: str | None = None) -> list[str]:
     """All registered dataset ids (optionally those matching an ``fnmatch`` *pattern*), sorted.
 
-    Imports no loader module.
+    Imports no family module.
     """
     ids = sorted({i for entry in REGISTRY for i in entry.listed_ids()})
     if pattern:
@@ -117,14 +187,21 @@ def _entry(dataset_id: str) -> Entry | None:
     return None
 
 
-def _resolve(path: str) -> Callable[..., Any]:
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
+def is_dataset_id(text: str) -> bool:
+    """Whether *text* is a registered dataset id (imports nothing)."""
+    return _entry(text) is not None
 
 
-def _module_function(entry: Entry, name: str) -> Callable[..., Any] | None:
-    module = importlib.import_module(entry.loader.partition(":")[0])
-    return getattr(module, name, None)
+def family_of(dataset_id: str) -> DatasetFamily:
+    """The family serving *dataset_id*.
+
+    Raises:
+        UnknownNameError: not a registered id (the nearest is named).
+    """
+    entry = _entry(dataset_id)
+    if entry is None:
+        raise _unknown(dataset_id)
+    return _family(entry.family, entry)
 
 
 def _unknown(dataset_id: str) -> UnknownNameError:
@@ -140,84 +217,116 @@ def _looks_like_path(value: str) -> bool:
 
 
 def load_dataset(id_or_path: str | Path, **options: Any) -> Dataset:
-    """Load a dataset by registry id, or a local BEIR-format folder by its path.
+    """Load a dataset by registry id, or a local folder by its path.
 
     A registered id wins over a relative folder of the same name; write ``./beir/scifact`` to
     mean the folder.
 
     Args:
-        id_or_path: ``beir/scifact``, ``beir/cqadupstack/android``..., or a folder holding
-            ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
-        **options: passed to the loader (e.g. ``split="dev"``; for a folder: ``split``,
-            ``remove_self_hits``).
+        id_or_path: ``beir/scifact``, ``beir/cqadupstack/android``..., or a folder in BEIR
+            layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) or FreshStack
+            layout (``corpus.jsonl`` and a ``queries.jsonl`` with nuggets).
+        **options: the family's loader options (``split="dev"``, ``max_docs=1000``...; text
+            values such as ``"1000"`` are typed by the family's declarations).
 
     Returns:
         A :class:`Dataset`.
 
     Raises:
-        UnknownNameError: neither a registered id nor an existing folder (the nearest id is named).
+        UnknownNameError: neither a registered id nor an existing folder (the nearest id is
+            named), or an option the family does not take.
         DatasetError / DownloadError / InputError: from the loader.
     """
     if isinstance(id_or_path, Path):
         return _load_folder(id_or_path, options)
     entry = _entry(id_or_path)
     if entry is not None:
-        loader = _resolve(entry.loader)
-        _check_options(id_or_path, loader, options)
-        return loader(id_or_path, **options)
+        family = _family(entry.family, entry)
+        return family.load(id_or_path, **family.check_options(id_or_path, options))
     if _looks_like_path(id_or_path):
         return _load_folder(Path(id_or_path).expanduser(), options)
     raise _unknown(id_or_path)
 
 
-def _check_options(dataset_id: str, loader: Callable[..., Any], options: dict) -> None:
-    import inspect
-
-    params = inspect.signature(loader).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return
-    valid = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise UnknownNameError(
-            f"unknown option(s) {', '.join(unknown)} for {dataset_id}."
-            f"{suggest(unknown[0], valid)} Valid: {', '.join(valid) or 'none'}"
-        )
-
-
 def _load_folder(folder: Path, options: dict) -> Dataset:
-    from .beir import load_folder
-
     if not folder.is_dir():
         raise DatasetError(
             f"{folder} is not a folder; give a registered dataset id or a BEIR-format folder"
         )
-    if _is_freshstack_folder(folder):  # e.g. written by `nuggetbench build`
-        from .freshstack import load_folder as load_freshstack
-
-        unknown = sorted(set(options) - {"query_field"})
-        if unknown:
-            raise UnknownNameError(
-                f"unknown option(s) {', '.join(unknown)} for a FreshStack-format folder; "
-                "valid: query_field"
-            )
-        return load_freshstack(folder, query_field=options.get("query_field") or "question")
-    allowed = {"split", "remove_self_hits"}
-    unknown = sorted(set(options) - allowed)
+    families = [_family(t) for t in LOCAL_FAMILIES]
+    family = next((f for f in families if f.claims_folder(folder)), families[-1])
+    allowed = getattr(family, "folder_options", {})
+    unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise UnknownNameError(
-            f"unknown option(s) {', '.join(unknown)} for a local folder; "
+            f"unknown option(s) {', '.join(unknown)} for a local {family.name} folder; "
             f"valid: {', '.join(sorted(allowed))}"
         )
-    return load_folder(
-        folder,
-        split=options.get("split") or "test",
-        remove_self_hits=bool(options.get("remove_self_hits", False)),
+    checked = {
+        k: allowed[k].coerce(v, where=f"folder {folder}", noun="option") if v is not None else v
+        for k, v in options.items()
+    }
+    return family.load_folder(folder, **checked)
+
+
+def load_target(source: str | Path | Dataset, **options: Any) -> Target:
+    """What a run is scored against: a dataset (id, folder or :class:`Dataset`) or a judgments
+    file, with the conventions that come with it.
+
+    A file is claimed by a family (a FreshStack queries file gets FreshStack's measures and
+    profile), else read as nugget-level diversity qrels (ndeval format) or as document qrels
+    (TREC, BEIR tsv, JSON).
+
+    Args:
+        source: a dataset id, a folder, a :class:`Dataset`, or a judgments file.
+        **options: loader options (for an id or folder).
+
+    Raises:
+        UnknownNameError, DatasetError, FormatError: from the loaders and readers.
+    """
+    if isinstance(source, Dataset):
+        return _dataset_target(source, None)
+    path = Path(source)
+    if path.is_file():
+        for target in LOCAL_FAMILIES:
+            family = _family(target)
+            if family.claims_file(path):
+                return family.load_file(path)
+        if sniff_nugget_qrels(path):
+            return Target(load_nugget_qrels_file(path))
+        return Target(load_qrels(path))
+    text = str(source)
+    dataset = load_dataset(path if path.is_dir() and not is_dataset_id(text) else text, **options)
+    family = family_of(text) if is_dataset_id(text) else None
+    return _dataset_target(dataset, family)
+
+
+def _dataset_target(dataset: Dataset, family: DatasetFamily | None) -> Target:
+    if family is None and is_dataset_id(dataset.id):
+        family = family_of(dataset.id)
+    return Target(
+        dataset.qrels,
+        default_measures=tuple(dataset.default_measures),
+        default_profile=dataset.default_profile,
+        family=family,
+        dataset=dataset,
+        notes=list(dataset.notes),
     )
 
 
+def judge_corpus(dataset_id: str, corpus: Any) -> JudgedCorpus:
+    """Judgments of a passage corpus by *dataset_id*'s family (span-judged families).
+
+    Raises:
+        UnknownNameError: not a registered id.
+        InputError: the family's judgments do not depend on a corpus.
+    """
+    return family_of(dataset_id).judge_corpus(dataset_id, corpus)
+
+
 def dataset_info(dataset_id: str) -> dict:
-    """Facts about a dataset without loading it (loader, description, and the loader's ``info``).
+    """Facts about a dataset without loading it (family, description, options, and the
+    family's ``info``).
 
     Raises:
         UnknownNameError: not a registered id (the nearest is named).
@@ -225,52 +334,24 @@ def dataset_info(dataset_id: str) -> dict:
     entry = _entry(dataset_id)
     if entry is None:
         raise _unknown(dataset_id)
+    family = _family(entry.family, entry)
     out: dict[str, Any] = {
         "id": dataset_id,
-        "loader": entry.loader,
+        "loader": entry.family,
         "description": entry.description,
+        "options": {name: p.describe() for name, p in family.options.items()},
     }
-    info = _module_function(entry, "info")
-    if info is not None:
-        out.update(info(dataset_id))
+    out.update(family.info(dataset_id))
     return out
 
 
 def fetch(dataset_id: str, *, show_progress: bool = False) -> Path | None:
-    """Download *dataset_id* (when its loader can) without loading it; returns its folder.
+    """Download *dataset_id* (when its family can) without loading it; returns its folder.
 
-    Returns ``None`` when the loader has nothing to download.
+    Returns ``None`` when the family has nothing to download.
 
     Raises:
         UnknownNameError: not a registered id.
         DownloadError, ChecksumError, UnsafeArchiveError: from the download.
     """
-    entry = _entry(dataset_id)
-    if entry is None:
-        raise _unknown(dataset_id)
-    fetcher = _module_function(entry, "fetch")
-    if fetcher is None:
-        return None
-    return fetcher(dataset_id, show_progress=show_progress)
-
-
-def _is_freshstack_folder(folder: Path) -> bool:
-    """A folder without ``qrels/`` whose ``queries.jsonl`` rows carry ``nuggets`` (FreshStack layout)."""
-    import json
-
-    queries = folder / "queries.jsonl"
-    if (
-        (folder / "qrels").is_dir()
-        or not queries.is_file()
-        or not (folder / "corpus.jsonl").is_file()
-    ):
-        return False
-    with open(queries, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    return False
-                return isinstance(row, dict) and "nuggets" in row
-    return False
+    return family_of(dataset_id).fetch(dataset_id, show_progress=show_progress)

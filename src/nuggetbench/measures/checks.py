@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -44,29 +44,56 @@ TINY_OVERLAP = 0.1
 _NUMBER = re.compile(r"^[+-]?\d+(\.0*)?$")
 
 
+SEVERITIES = ("info", "warning")
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One check result.
+    """One check result, typed: callers render it, nothing parses its text.
 
     Attributes:
-        level: ``"info"`` or ``"warning"``.
-        code: a stable short name (``query_overlap``, ``no_overlap``, ``tiny_overlap``,
+        severity: ``"info"`` or ``"warning"``.
+        kind: a stable short name (``query_overlap``, ``no_overlap``, ``tiny_overlap``,
             ``query_id_format``, ``doc_id_format``, ``id_whitespace``, ``judged_missing``,
-            ``subset_keeps_judged``, ``unsorted``, ``rank_disagrees``).
+            ``subset_keeps_judged``, ``unsorted``, ``rank_disagrees``; the evaluation adds
+            ``run_only_queries`` and ``missing_queries``).
         message: one line for people.
+        counts: the numbers behind the message (``{"judged": 300, "in_run": 298, ...}``).
+
+    ``level`` and ``code`` are the older names of *severity* and *kind*.
+
+    Raises:
+        ValueError: an unknown severity.
     """
 
-    level: str
-    code: str
+    severity: str
+    kind: str
     message: str
+    counts: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"finding severity must be one of {SEVERITIES}, got {self.severity!r}")
+
+    @property
+    def level(self) -> str:
+        return self.severity
+
+    @property
+    def code(self) -> str:
+        return self.kind
+
+    @property
+    def is_warning(self) -> bool:
+        return self.severity == "warning"
 
     def __str__(self) -> str:
-        return f"[{self.level}] {self.message}"
+        return f"[{self.severity}] {self.message}"
 
 
 def _emit(findings: list[Finding]) -> list[Finding]:
     for f in findings:
-        log.log(logging.WARNING if f.level == "warning" else logging.INFO, "%s", f.message)
+        log.log(logging.WARNING if f.is_warning else logging.INFO, "%s", f.message)
     return findings
 
 
@@ -114,6 +141,12 @@ def check_query_overlap(qrels: Any, run: Any, *, tiny: float = TINY_OVERLAP) -> 
             f"{len(both)} of {len(judged)} judged queries are in the run; "
             f"{len(ran - judged)} run queries have no judgments (ignored), "
             f"{len(judged - ran)} judged queries are missing from the run",
+            {
+                "judged": len(judged),
+                "in_run": len(both),
+                "run_only": len(ran - judged),
+                "missing": len(judged - ran),
+            },
         )
     ]
     if judged and not both:
@@ -124,6 +157,7 @@ def check_query_overlap(qrels: Any, run: Any, *, tiny: float = TINY_OVERLAP) -> 
                 f"NO evaluated query has judgments: the run's {len(ran)} queries and the "
                 f"{len(judged)} judged queries share no id. Wrong split (e.g. test qrels "
                 "for dev queries) or ids in another format? Every score would be 0",
+                {"judged": len(judged), "run_queries": len(ran), "in_run": 0},
             )
         )
     elif judged and len(both) < tiny * len(judged):
@@ -134,6 +168,7 @@ def check_query_overlap(qrels: Any, run: Any, *, tiny: float = TINY_OVERLAP) -> 
                 f"only {len(both)} of {len(judged)} judged queries ({len(both) / len(judged):.1%}) "
                 "are in the run: is it the right split? Under the default profile the "
                 "missing queries score 0",
+                {"judged": len(judged), "in_run": len(both)},
             )
         )
     return _emit(out)
@@ -176,6 +211,7 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
                 f"{len(qpairs)} run query ids differ from judged query ids only by format "
                 f"({_examples(qpairs, 'run', 'qrels')}): they are not matched; rewrite one "
                 "side so the ids are identical strings",
+                {"pairs": len(qpairs)},
             )
         )
     run_docs = _run_doc_ids(run)
@@ -190,6 +226,7 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
                     f"{len(dpairs)} judged document ids differ from retrieved ids only by "
                     f"format ({_examples(dpairs, 'qrels', 'run')}): those documents count "
                     "as not relevant; make the corpus and qrels ids identical strings",
+                    {"pairs": len(dpairs)},
                 )
             )
     spaced = sorted({x for x in (*_qrels_ids(qrels), *_run_ids(run)) if x != x.strip()})
@@ -202,6 +239,7 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
                 "id_whitespace",
                 f"ids with surrounding white space: {', '.join(repr(s) for s in spaced[:3])}; "
                 "strip them on both sides",
+                {"ids": len(spaced)},
             )
         )
     return _emit(out)
@@ -258,6 +296,7 @@ def check_corpus_coverage(
                 f"corpus ({how}; e.g. {', '.join(repr(m) for m in missing[:3])}): they can "
                 "never be retrieved, so recall and nDCG are capped below 1. Keep every "
                 "judged document when subsetting (keep_judged=True)",
+                {"relevant": len(relevant), "missing": len(missing)},
             )
         )
     elif subset:
@@ -269,6 +308,11 @@ def check_corpus_coverage(
                 f"{subset.get('full_size', '?')} documents) that keeps every judged "
                 "document: with fewer distractors the task is easier, and scores are "
                 "higher than on the full corpus; do not compare them with published numbers",
+                {
+                    k: int(subset[k])
+                    for k in ("n_docs", "full_size")
+                    if isinstance(subset.get(k), int)
+                },
             )
         )
     return _emit(out)
@@ -320,6 +364,7 @@ def check_run_sorted(run: Any) -> list[Finding]:
                     "contradicts the scores; ranks are ignored (trec_eval), so these "
                     "queries are scored in score order, not rank order (only the ndeval "
                     "profile's diversity measures follow the rank column)",
+                    {"queries": len(bad)},
                 )
             )
     return _emit(out)

@@ -1,0 +1,216 @@
+"""The dataset-family protocol: what a benchmark declares, so that nothing above it names it.
+
+A family (BEIR, FreshStack, fastbook, BIRCO, MIRACL, mMARCO) is one object, a subclass of
+:class:`DatasetFamily`, registered by one line in :data:`nuggetbench.datasets.registry.REGISTRY`.
+It declares:
+
+* **ids**: the concrete ids it serves (:meth:`ids`, listed without loading) and the id pattern;
+* **where and how**: :meth:`find` (a local copy), :meth:`fetch` (download, verified),
+  :meth:`info` (facts without loading), :meth:`load` (a :class:`~.base.Dataset`);
+* **conventions**: :attr:`default_measures`, :attr:`default_profile`, and the loader
+  :attr:`options` it accepts (``-O KEY=VALUE``), each a :class:`~nuggetbench.spec.Param`;
+* **hooks** the evaluation calls without knowing the benchmark:
+  :meth:`judge_corpus` (span-judged nuggets -> qrels for a passage corpus, fastbook),
+  :meth:`summaries` (extra tables: a profile's declared bootstrap, BIRCO),
+  :meth:`claims_file` / :meth:`load_file` (a judgments file in the family's own format,
+  FreshStack's queries file) and :meth:`claims_folder` / :meth:`load_folder` (a local folder in
+  the family's layout).
+
+Every method has a default, so a family overrides only what it has.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..compare import Summary, profile_summaries
+from ..data import Corpus, Qrels
+from ..errors import InputError, UnknownNameError, suggest
+from ..spec import Param, parse_literal
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..measures.results import Results
+    from .base import Dataset
+
+__all__ = [
+    "DOWNLOAD",
+    "REVISION",
+    "SHOW_PROGRESS",
+    "DatasetFamily",
+    "JudgedCorpus",
+    "Summary",
+    "Target",
+]
+
+#: Loader options most families share, declared once.
+DOWNLOAD = Param("download", bool, True, "download when absent (unless NUGGETBENCH_OFFLINE=1)")
+SHOW_PROGRESS = Param("show_progress", bool, False, "progress bars for downloads")
+REVISION = Param("revision", str, None, "hub revision (default: the pinned one)")
+
+
+@dataclass(frozen=True)
+class JudgedCorpus:
+    """Qrels made for one passage corpus by :meth:`DatasetFamily.judge_corpus`.
+
+    Attributes:
+        qrels: the judgments (document and nugget level) of the corpus's passages.
+        notes: lines to show with the results (a chunking ceiling).
+    """
+
+    qrels: Qrels
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class Target:
+    """What a run is scored against: judgments plus the conventions that come with them.
+
+    Attributes:
+        qrels: the judgments.
+        default_measures: measure strings used when none are named.
+        default_profile: profile used when none is named.
+        family: the dataset family, when the judgments come from one.
+        dataset: the loaded dataset, when there is one.
+        notes: lines to show with the results.
+    """
+
+    qrels: Qrels
+    default_measures: tuple[str, ...] = ("nDCG@10", "R@100", "RR@10", "AP")
+    default_profile: str | None = None
+    family: DatasetFamily | None = None
+    dataset: Dataset | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def corpus(self) -> Corpus | None:
+        return self.dataset.corpus if self.dataset is not None else None
+
+    @property
+    def metadata(self) -> dict | None:
+        return self.dataset.metadata if self.dataset is not None else None
+
+    @property
+    def doc_filter(self):
+        return self.dataset.doc_filter if self.dataset is not None else None
+
+    @property
+    def query_order(self) -> list[str] | None:
+        """The dataset's query order (a bootstrap over queries depends on it), else ``None``."""
+        return list(self.dataset.queries) if self.dataset is not None else None
+
+
+class DatasetFamily:
+    """Base class of dataset families (see the module docstring).
+
+    Class attributes:
+        name: the family's name (``beir``), the first part of its ids.
+        pattern: the ``fnmatch`` pattern of its ids (``beir/*``).
+        description: one line for listings.
+        default_measures: measure strings (ir_measures spelling).
+        default_profile: the evaluation profile's name.
+        options: the loader options it accepts, ``{name: Param}``.
+    """
+
+    name: ClassVar[str] = ""
+    pattern: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    default_measures: ClassVar[tuple[str, ...]] = ("nDCG@10", "R@100", "RR@10", "AP")
+    default_profile: ClassVar[str] = "trec_eval -c"
+    options: ClassVar[dict[str, Param]] = {}
+
+    # --- ids and files ---------------------------------------------------------------------------
+    def ids(self) -> tuple[str, ...]:
+        """The concrete ids served (empty: any id matching :attr:`pattern`)."""
+        return ()
+
+    def matches(self, dataset_id: str) -> bool:
+        """Whether *dataset_id* belongs to this family."""
+        listed = self.ids()
+        if listed:
+            return dataset_id in listed
+        return dataset_id == self.pattern or fnmatch.fnmatchcase(dataset_id, self.pattern)
+
+    def find(self, dataset_id: str) -> Path | None:
+        """The local folder of *dataset_id*, or ``None`` when it has to be fetched."""
+        return None
+
+    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
+        """Download *dataset_id* (verified) and return its folder; ``None``: nothing to download."""
+        return None
+
+    def info(self, dataset_id: str) -> dict[str, Any]:
+        """Facts about *dataset_id* without loading it."""
+        return {}
+
+    def load(self, dataset_id: str, **options: Any) -> Dataset:
+        """Load *dataset_id* with checked *options* (see :meth:`check_options`)."""
+        raise NotImplementedError
+
+    # --- options ---------------------------------------------------------------------------------
+    def check_options(self, dataset_id: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        """*options* checked against :attr:`options`: unknown names are an error naming the
+        nearest, and text values (``-O max_docs=1000``) are read and typed.
+
+        Raises:
+            UnknownNameError: an option the family does not take.
+            SpecError: a value of the wrong type.
+        """
+        valid = list(self.options)
+        out: dict[str, Any] = {}
+        for key, value in options.items():
+            param = self.options.get(key)
+            if param is None:
+                raise UnknownNameError(
+                    f"unknown option(s) {key} for {dataset_id}.{suggest(key, valid)} "
+                    f"Valid: {', '.join(valid) or 'none'}"
+                )
+            where = f"dataset {dataset_id}"
+            text = value if isinstance(value, str) else None
+            if text is not None:
+                value = parse_literal(text, none=True)
+            out[key] = (
+                None
+                if value is None
+                else param.coerce(value, where=where, noun="option", text=text)
+            )
+        return out
+
+    # --- hooks -----------------------------------------------------------------------------------
+    def judge_corpus(self, dataset_id: str, corpus: Corpus) -> JudgedCorpus:
+        """Judgments of *corpus*'s passages (span-judged families override this).
+
+        Raises:
+            InputError: the family's judgments do not depend on a corpus.
+        """
+        raise InputError(
+            f"--corpus applies to span-judged datasets, whose judgments are made for a passage "
+            f"corpus; {dataset_id!r} ({self.name}) has fixed judgments"
+        )
+
+    def summaries(self, results: Results, order: Sequence[str] | None) -> list[Summary]:
+        """Extra tables for *results*: by default the bootstrap that the profile declares
+        (``Profile.options["bootstrap"]``, BIRCO's), over the queries in *order*."""
+        return profile_summaries(results, order)
+
+    def claims_file(self, path: Path) -> bool:
+        """Whether *path* is a judgments file in this family's own format."""
+        return False
+
+    def load_file(self, path: Path) -> Target:
+        """The :class:`Target` of a file this family claims."""
+        raise NotImplementedError
+
+    def claims_folder(self, folder: Path) -> bool:
+        """Whether *folder* is a local dataset in this family's layout."""
+        return False
+
+    def load_folder(self, folder: Path, **options: Any) -> Dataset:
+        """Load a local folder this family claims."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<DatasetFamily {self.name} {self.pattern}>"
