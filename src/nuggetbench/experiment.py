@@ -17,11 +17,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import home as _home
 from ._atomic import atomic_write
 from ._version import __version__
+from .compare import ComparisonReport, compare
 from .data import Run, write_run
+from .datasets import Dataset, load_dataset
 from .errors import InputError
-from .retrieval.base import uses_objective
+from .measures import Results, evaluate, get_profile, parse_measure
+from .measures.checks import Finding, query_findings
+from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
+from .text.analyzers import adapt_to_language
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +46,7 @@ class SystemOutcome:
 
     spec: str
     run: Run
-    results: Any
+    results: Results
     run_path: Path | None = None
     seconds: dict = field(default_factory=dict)
 
@@ -58,6 +64,24 @@ class Experiment:
     provenance: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def n_queries(self) -> int:
+        """Queries evaluated (those of the first system's results)."""
+        return len(next(iter(self.systems.values())).results.query_ids) if self.systems else 0
+
+    def findings(self) -> list[Finding]:
+        """Warnings to show people: the experiment's notes (an objective a retriever cannot
+        take...) and the run queries that have no judgments (ignored)."""
+        out = [Finding("warning", "experiment_note", note) for note in self.notes]
+        if self.systems:
+            first = next(iter(self.systems.values())).results
+            out += [
+                f
+                for f in query_findings(first, get_profile(self.profile))
+                if f.kind == "run_only_queries"
+            ]
+        return out
+
     def means(self) -> dict[str, dict[str, float]]:
         """``{retriever spec: {measure: mean}}``."""
         return {
@@ -65,12 +89,10 @@ class Experiment:
             for name, s in self.systems.items()
         }
 
-    def comparison(self, *, baseline: str | None = None, **options: Any):
+    def comparison(self, *, baseline: str | None = None, **options: Any) -> ComparisonReport:
         """Paired comparison of the systems (first one is the baseline by default): bootstrap
         CIs of every mean and difference, paired t-test, Holm correction with more than two
         systems. Returns a :class:`nuggetbench.compare.ComparisonReport`."""
-        from .compare import compare
-
         return compare(
             {name: s.results for name, s in self.systems.items()},
             baseline=baseline or next(iter(self.systems)),
@@ -107,6 +129,13 @@ def _jsonable(value: Any) -> Any:
         return json.loads(json.dumps(value, default=str))
 
 
+def default_outdir(dataset: Dataset) -> Path:
+    """``$NUGGETBENCH_HOME/outputs/<dataset>/<YYYYmmdd-HHMMSS>``: where ``nuggetbench run`` saves
+    an experiment when no folder is named."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return _home.home() / "outputs" / slug(dataset.id) / stamp
+
+
 def slug(spec: str) -> str:
     """A file-name-safe form of a retriever spec."""
     text = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", spec).strip("_")
@@ -114,7 +143,7 @@ def slug(spec: str) -> str:
 
 
 def run_experiment(
-    dataset: Any,
+    dataset: Dataset | str,
     retrievers: Sequence[str],
     *,
     measures: Sequence[str] | None = None,
@@ -135,8 +164,8 @@ def run_experiment(
         profile: semantics profile name; default: the dataset's ``default_profile``.
         outdir: folder for ``runs/<spec>.trec`` and ``results.json`` (created); ``None`` keeps
             everything in memory.
-        with_objective: pass the dataset's task objective to retrievers that accept instructions
-            (BIRCO's "+O" setting).
+        with_objective: pass the dataset's task objective to retrievers that use instructions
+            (BIRCO's "+O" setting; ``Retriever.uses_objective``).
         show_progress: progress bars on indexing and search.
         cache_runs: serve each retriever's run from the run cache under the home folder when
             the same retriever, corpus, queries, filter and objective were searched before at the
@@ -148,10 +177,6 @@ def run_experiment(
     Raises:
         InputError: no retriever, a duplicate spec, or a bad measure/spec string (before any work).
     """
-    from .datasets import load_dataset
-    from .measures import evaluate, parse_measure
-    from .retrieval.spec import parse_retriever
-
     if isinstance(dataset, str):
         dataset = load_dataset(dataset)
     if not retrievers:
@@ -161,18 +186,42 @@ def run_experiment(
     measures = list(measures or dataset.default_measures)
     for m in measures:
         parse_measure(m)  # fail before any work
-    profile = profile or dataset.default_profile
-    parsed = [(spec, parse_retriever(spec)) for spec in retrievers]  # fail before any work
-    language = (getattr(dataset, "metadata", None) or {}).get("language")
-    if language:  # the dataset's language picks the analyzer unless the spec names one
-        from .text.analyzers import adapt_to_language
+    parsed = _retrievers(retrievers, dataset, cache_runs=cache_runs)  # fail before any work
+    exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
+    exp.provenance["with_objective"] = with_objective
+    objective = dataset.objective if with_objective else None
+    if with_objective and not objective:
+        exp.notes.append(f"{dataset.id} declares no task objective; --with-objective had no effect")
+    for spec, retriever in parsed:
+        if objective and not uses_objective(retriever):
+            exp.notes.append(f"{spec} does not take instructions; the task objective was not used")
+        use = objective if uses_objective(retriever) else None
+        exp.systems[spec] = _run_one(exp, dataset, spec, retriever, use, show_progress)
+        if exp.outdir:
+            save_experiment(exp)
+    exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if exp.outdir:
+        save_experiment(exp)
+    return exp
 
+
+def _retrievers(
+    specs: Sequence[str], dataset: Dataset, *, cache_runs: bool
+) -> list[tuple[str, Any]]:
+    """``(spec, retriever)`` per spec: parsed, adapted to the dataset's language (unless the spec
+    names an analyzer), and wrapped in the run cache."""
+    parsed = [(spec, parse_retriever(spec)) for spec in specs]
+    language = dataset.metadata.get("language")
+    if language:
         parsed = [(spec, adapt_to_language(r, language)) for spec, r in parsed]
     if cache_runs:
-        from .retrieval.caching import CachedRetriever
-
         parsed = [(spec, CachedRetriever(r)) for spec, r in parsed]
+    return parsed
 
+
+def _new_experiment(
+    dataset: Dataset, measures: list[str], profile: str, k: int, outdir: str | Path | None
+) -> Experiment:
     exp = Experiment(
         dataset_id=dataset.id,
         measures=measures,
@@ -183,65 +232,48 @@ def run_experiment(
     exp.provenance = {
         "dataset": dataset.id,
         "dataset_fingerprint": dataset.fingerprint(),
-        "split": getattr(dataset, "split", None),
+        "split": dataset.split,
         "nuggetbench_version": __version__,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "k": k,
         "profile": profile,
-        "remove_self_hits": bool(getattr(dataset, "remove_self_hits", False)),
-        "with_objective": with_objective,
+        "remove_self_hits": bool(dataset.remove_self_hits),
     }
     if exp.outdir:
         (exp.outdir / "runs").mkdir(parents=True, exist_ok=True)
-
-    objective = getattr(dataset, "objective", None) if with_objective else None
-    if with_objective and not objective:
-        exp.notes.append(f"{dataset.id} declares no task objective; --with-objective had no effect")
-
-    for spec, retriever in parsed:
-        log.info("retrieving with %s", spec)
-        t0 = time.perf_counter()
-        index = retriever.index(dataset.corpus, show_progress=show_progress)
-        t1 = time.perf_counter()
-        search_kwargs: dict[str, Any] = {"show_progress": show_progress}
-        if getattr(dataset, "doc_filter", None) is not None:
-            search_kwargs["doc_filter"] = dataset.doc_filter
-        if objective:
-            if uses_objective(retriever):
-                search_kwargs["objective"] = objective
-            else:
-                exp.notes.append(
-                    f"{spec} does not take instructions; the task objective was not used"
-                )
-        run = index.search(dataset.queries, k, **search_kwargs)
-        t2 = time.perf_counter()
-        postprocess = getattr(dataset, "postprocess_run", None)
-        if postprocess is not None:
-            run = postprocess(run)
-        run = run.with_name(spec, {**run.metadata, "retriever": spec, "k": k})
-        run_path = None
-        if exp.outdir:
-            run_path = write_run(run, exp.outdir / "runs" / f"{slug(spec)}.trec", tag=slug(spec))
-        results = evaluate(dataset.qrels, run, measures, profile=profile)
-        exp.systems[spec] = SystemOutcome(
-            spec, run, results, run_path, {"index": round(t1 - t0, 3), "search": round(t2 - t1, 3)}
-        )
-        if exp.outdir:
-            save_experiment(exp)
-    exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    if exp.outdir:
-        save_experiment(exp)
     return exp
 
 
-def _accepts(func: Any, name: str) -> bool:
-    import inspect
-
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+def _run_one(
+    exp: Experiment,
+    dataset: Dataset,
+    spec: str,
+    retriever: Any,
+    objective: str | None,
+    show_progress: bool,
+) -> SystemOutcome:
+    """Index, search (with the dataset's candidate pools), post-process, save and score."""
+    log.info("retrieving with %s", spec)
+    t0 = time.perf_counter()
+    index = retriever.index(dataset.corpus, show_progress=show_progress)
+    t1 = time.perf_counter()
+    run = search(
+        index,
+        dataset.queries,
+        exp.k,
+        doc_filter=dataset.doc_filter,
+        show_progress=show_progress,
+        objective=objective,
+    )
+    t2 = time.perf_counter()
+    run = dataset.postprocess_run(run)
+    run = run.with_name(spec, {**run.metadata, "retriever": spec, "k": exp.k})
+    run_path = None
+    if exp.outdir:
+        run_path = write_run(run, exp.outdir / "runs" / f"{slug(spec)}.trec", tag=slug(spec))
+    results = evaluate(dataset.qrels, run, exp.measures, profile=exp.profile)
+    seconds = {"index": round(t1 - t0, 3), "search": round(t2 - t1, 3)}
+    return SystemOutcome(spec, run, results, run_path, seconds)
 
 
 def save_experiment(exp: Experiment) -> Path:

@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.measures:measures_command",
         "List the measures and profiles nuggetbench knows.",
     ),
+    "retrievers": (
+        "nuggetbench.cli.retrievers:retrievers_command",
+        "List the retriever specs and their options.",
+    ),
     "chunk": (
         "nuggetbench.cli.chunk:chunk_command",
         "Cut notebooks into passages and write a BEIR corpus.",

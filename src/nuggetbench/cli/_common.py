@@ -28,90 +28,35 @@ def info(message: str) -> None:
     console(stderr=True).print(message, markup=False)
 
 
-def looks_like_path(text: str) -> bool:
-    return (
-        Path(text).exists()
-        or "/" in text
-        and Path(text).suffix != ""
-        and not text.startswith(("beir/", "birco/", "freshstack/", "miracl/", "mmarco/"))
-    )
-
-
-def load_qrels_arg(text: str, *, split: str | None = None, **dataset_options: Any):
-    """QRELS argument: a file (TREC qrels, BEIR tsv, JSON, diversity qrels, FreshStack queries
-    file) or a dataset id.
-
-    Returns:
-        ``(qrels, defaults)``: *defaults* is the dataset (for an id or folder), a namespace with
-        ``default_measures`` / ``default_profile`` for a FreshStack queries file (FreshStack's
-        measures and profile), or ``None`` for plain qrels files.
-    """
-    path = Path(text)
-    if path.is_file():
-        return _load_qrels_file(path)
-    from ..datasets import load_dataset
-
-    options = dict(dataset_options)
-    if split:
-        options["split"] = split
-    ds = load_dataset(str(path) if path.is_dir() else text, **options)
-    return ds.qrels, ds
-
-
-def _load_qrels_file(path: Path):
-    """Sniff nugget-level formats first, then document qrels; ``(qrels, defaults_or_None)``."""
-    from types import SimpleNamespace
-
-    from ..data import load_qrels
-    from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels
-
-    kind = sniff_nugget_qrels(path)
-    if kind == "freshstack":
-        from ..datasets.freshstack import DEFAULT_MEASURES, DEFAULT_PROFILE
-
-        defaults = SimpleNamespace(
-            default_measures=list(DEFAULT_MEASURES),
-            default_profile=DEFAULT_PROFILE,
-            corpus=None,
-            metadata=None,
-        )
-        return load_nugget_qrels_file(path), defaults
-    if kind:
-        return load_nugget_qrels_file(path), None
-    return load_qrels(path), None
-
-
-def parse_dataset_options(items) -> dict:
-    """``-O key=value`` pairs -> typed loader options (ints, floats, true/false, strings).
+def parse_options(items, **aliases) -> dict[str, str]:
+    """``-O key=value`` pairs -> ``{key: "value"}`` (the dataset family types the values), plus
+    the *aliases* that are not ``None`` (older flags such as ``--split``, ``--chunker``).
 
     Raises:
         click.BadParameter: an item without ``=``.
     """
-    out: dict = {}
+    out: dict[str, str] = {}
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(
                 f"{item!r}: expected KEY=VALUE (e.g. max_docs=100000)", param_hint="-O"
             )
-        out[key.strip()] = _typed(value.strip())
+        out[key.strip()] = value.strip()
+    out.update({k: v for k, v in aliases.items() if v is not None})
     return out
 
 
-def _typed(value: str):
-    low = value.lower()
-    if low in ("true", "yes", "on"):
-        return True
-    if low in ("false", "no", "off"):
-        return False
-    if low in ("none", "null"):
-        return None
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    return value
+def render_findings(findings) -> None:
+    """Warnings in yellow, the rest as plain lines (stderr)."""
+    for f in findings:
+        (warn if f.is_warning else info)(f.message)
+
+
+def render_summaries(summaries, measures: Sequence[str]) -> None:
+    """Each extra table (a profile's bootstrap) under the means."""
+    for s in summaries:
+        render_means_table(s.title, s.rows, measures, digits=s.digits)
 
 
 def fmt_value(value: float, digits: int = 4) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import load_qrels_arg, warn
+from ..evaluation import compare_run_files
+from ._common import console, parse_options, warn
 
 
 @click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,7 +76,15 @@ from ._common import load_qrels_arg, warn
     metavar="NAME",
     help="Semantics profile (default: the dataset's, else 'trec_eval -c').",
 )
-@click.option("--split", default=None, help="Split, when QRELS is a dataset id.")
+@click.option("--split", default=None, help="Split, when QRELS is a dataset (same as -O split=).")
+@click.option(
+    "-O",
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Dataset loader option, repeatable.",
+)
 def compare_command(
     qrels,
     runs,
@@ -90,6 +99,7 @@ def compare_command(
     fmt,
     profile,
     split,
+    dataset_options,
 ):
     """Compare RUNS on QRELS: means with bootstrap CIs, and each run against the baseline
     with a paired test, corrected p-values and effect sizes.
@@ -101,33 +111,15 @@ def compare_command(
     \b
     Examples:
       nuggetbench compare qrels.txt bm25.trec dense.trec splade.trec -m nDCG@10 -m AP
-      NUGGETBENCH_DATA=../shared/data nuggetbench compare birco/wtb e5_rank.pickle Monot5.pickle \\
-          --test randomization --format markdown
+      nuggetbench compare DATASET run1.pickle run2.pickle --test randomization --format markdown
     """
-    from pathlib import Path
-
-    from ..compare.runs import compare_runs, load_run_file
-
-    qrels_value, ds = load_qrels_arg(qrels, split=split)
-    measures = list(measures) or (
-        list(ds.default_measures) if ds is not None else ["nDCG@10", "R@100", "RR@10", "AP"]
-    )
-    profile = profile or (ds.default_profile if ds is not None else None)
-    loaded = {}
-    for path in runs:
-        name = Path(path).stem
-        if name in loaded:
-            name = str(path)
-        loaded[name] = load_run_file(path, name=name)
-    if baseline is not None and baseline.isdigit() and baseline not in loaded:
-        baseline = int(baseline) - 1
-    report = compare_runs(
-        qrels_value,
-        loaded,
-        measures,
-        profile=profile,
-        doc_filter=getattr(ds, "doc_filter", None) if ds is not None else None,
+    report = compare_run_files(
+        qrels,
+        runs,
+        list(measures) or None,
+        profile,
         baseline=baseline,
+        options=parse_options(dataset_options, split=split),
         test=test,
         correction=correction,
         alpha=alpha,
@@ -138,8 +130,6 @@ def compare_command(
     for note in report.notes:
         warn(note)
     if fmt == "table":
-        from ._common import console
-
         console().print(report.to_rich())
     else:
         click.echo(report.render(fmt), nl=False)

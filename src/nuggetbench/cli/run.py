@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from ._common import echo_json, info, markdown_table, render_means_table, warn
+from ..datasets import load_dataset
+from ..experiment import Experiment, default_outdir, run_experiment
+from ._common import (
+    console,
+    echo_json,
+    info,
+    markdown_table,
+    parse_options,
+    render_findings,
+    render_means_table,
+)
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,13 +75,13 @@ from ._common import echo_json, info, markdown_table, render_means_table, warn
     "--chunker",
     default=None,
     metavar="SPEC",
-    help="Chunker for datasets built from notebooks (fastbook), e.g. paragraphs:group=3,headers=true.",
+    help="Same as -O chunker=SPEC, for datasets built from notebooks (fastbook), e.g. paragraphs:group=3,headers=true.",
 )
 @click.option(
     "--query-field",
     type=click.Choice(["question", "answer", "nuggets"]),
     default=None,
-    help="FreshStack: retrieve with the question (default), the answer (oracle) or the nuggets (oracle).",
+    help="Same as -O query_field=...: retrieve with the question (default), the answer or the nuggets (oracles; FreshStack).",
 )
 @click.option(
     "-O",
@@ -107,72 +119,47 @@ def run_command(
 ):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
 
-    DATASET is a dataset id (beir/scifact, fastbook, ...) or a local BEIR-format folder.
+    DATASET is a dataset id (`nuggetbench datasets list`) or a local dataset folder.
 
     \b
     Example:
       NUGGETBENCH_DATA=../shared/data nuggetbench run beir/scifact \\
           -r bm25:k1=0.9,b=0.4 -r bm25:k1=1.5,b=0.75
     """
-    from datetime import datetime
-    from pathlib import Path
-
-    from ..datasets import load_dataset
-    from ..experiment import run_experiment, slug
-    from ..home import home
-    from ._common import parse_dataset_options
-
-    options = parse_dataset_options(dataset_options)
-    if split:
-        options["split"] = split
-    if chunker:
-        options["chunker"] = chunker
-    if query_field:
-        options["query_field"] = query_field
+    options = parse_options(dataset_options, split=split, chunker=chunker, query_field=query_field)
     ds = load_dataset(dataset, **options)
-    if outdir is None:
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        outdir = home() / "outputs" / slug(ds.id) / stamp
-    show_progress = not no_progress and fmt == "table"
     exp = run_experiment(
         ds,
         list(retrievers),
         measures=list(measures) or None,
         k=k,
         profile=profile,
-        outdir=Path(outdir),
+        outdir=Path(outdir) if outdir else default_outdir(ds),
         with_objective=with_objective,
-        show_progress=show_progress,
+        show_progress=not no_progress and fmt == "table",
         cache_runs=not no_run_cache,
     )
+    _render(exp, fmt)
+    for note in ds.notes:
+        info(note)
+    info(f"runs and results saved in {exp.outdir}")
+
+
+def _render(exp: Experiment, fmt: str) -> None:
+    """The experiment's warnings (stderr), then its scores in *fmt* (stdout)."""
+    render_findings(exp.findings())
     means = exp.means()
-    for note in exp.notes:
-        warn(note)
-    first = next(iter(exp.systems.values())).results
-    if getattr(first, "run_only_queries", None):
-        warn(f"{len(first.run_only_queries)} run queries have no judgments and were ignored")
     if fmt == "json":
         echo_json({"dataset": exp.dataset_id, "results": means})
         return
     report = exp.comparison() if len(exp.systems) > 1 else None
+    title = f"{exp.dataset_id} ({exp.n_queries} queries, profile {exp.profile!r})"
     if fmt == "markdown":
         click.echo(
             report.to_markdown() if report is not None else markdown_table(means, exp.measures)
         )
     elif report is not None:
-        from ._common import console
-
-        console().print(
-            f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})"
-        )
+        console().print(title)
         console().print(report.to_rich())
     else:
-        render_means_table(
-            f"{exp.dataset_id} ({len(first.query_ids)} queries, profile {exp.profile!r})",
-            means,
-            exp.measures,
-        )
-    ceiling = ds.metadata.get("chunking_ceiling_text") if isinstance(ds.metadata, dict) else None
-    if ceiling:
-        info(ceiling)
-    info(f"runs and results saved in {exp.outdir}")
+        render_means_table(title, means, exp.measures)

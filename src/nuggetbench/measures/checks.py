@@ -35,6 +35,7 @@ __all__ = [
     "check_id_formats",
     "check_corpus_coverage",
     "check_run_sorted",
+    "query_findings",
     "TINY_OVERLAP",
 ]
 
@@ -406,3 +407,39 @@ def check_run_against_qrels(
     The first line always gives the query overlap; the others are warnings. Each is also logged.
     """
     return [str(f) for f in check_findings(qrels, run, corpus, metadata=metadata)]
+
+
+def query_findings(results: Any, profile: Any) -> list[Finding]:
+    """Warnings about the query sets: run queries without judgments (ignored) and judged
+    queries missing from the run (scored 0, or left out, as the profile says).
+
+    Args:
+        results: a :class:`~nuggetbench.measures.Results`.
+        profile: the :class:`~nuggetbench.measures.Profile` it was computed under.
+    """
+    out = []
+    if results.run_only_queries:
+        n = len(results.run_only_queries)
+        out.append(
+            Finding(
+                "warning",
+                "run_only_queries",
+                f"{n} run queries have no judgments and were ignored",
+                {"queries": n},
+            )
+        )
+    if results.missing_queries:
+        n = len(results.missing_queries)
+        scored = (
+            "score 0" if profile.average_over != "run_and_qrels" else "are left out of the mean"
+        )
+        out.append(
+            Finding(
+                "warning",
+                "missing_queries",
+                f"{n} judged queries are missing from the run and {scored} "
+                f"under profile {results.profile!r}",
+                {"queries": n},
+            )
+        )
+    return out

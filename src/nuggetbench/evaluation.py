@@ -1,0 +1,178 @@
+"""``evaluate_dataset``: score a run against a dataset or judgments file, with its conventions.
+
+This is the library function behind ``nuggetbench evaluate``. It names no benchmark: what differs
+between benchmarks (default measures and profile, span judging of a passage corpus, a bootstrap
+under the means, a judgments file in a family's own format) comes from the dataset family
+(:class:`~nuggetbench.datasets.DatasetFamily`) and the profile.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .compare import ComparisonReport, Summary, profile_summaries
+from .compare.runs import compare_runs
+from .data import Corpus, JsonlCorpus, Run, load_run
+from .datasets import Dataset, Target, family_of, is_dataset_id, load_target
+from .errors import InputError
+from .measures import Profile, Results, evaluate, get_profile, parse_measure
+from .measures.checks import Finding, check_findings, query_findings
+
+__all__ = ["Evaluation", "compare_run_files", "evaluate_dataset"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Evaluation:
+    """Everything :func:`evaluate_dataset` produced.
+
+    Attributes:
+        results: the :class:`~nuggetbench.measures.Results` (per-query values and means).
+        measures: the measure strings scored, in order.
+        profile: the profile's name.
+        findings: typed trap checks and query-set findings (:class:`~.measures.checks.Finding`),
+            to show people before the scores.
+        summaries: extra tables (a profile's bootstrap) to show under the means.
+        notes: lines from the dataset or its family (a chunking ceiling).
+        target: the judgments and conventions the run was scored against.
+        run: the run scored.
+    """
+
+    results: Results
+    measures: list[str]
+    profile: str
+    findings: list[Finding] = field(default_factory=list)
+    summaries: list[Summary] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    target: Target | None = None
+    run: Run | None = None
+
+
+def evaluate_dataset(
+    dataset: str | Path | Dataset,
+    run: Run | str | Path,
+    measures: Sequence[str] | None = None,
+    profile: str | Profile | None = None,
+    *,
+    corpus: Corpus | str | Path | None = None,
+    options: Mapping[str, Any] | None = None,
+    trailing: str = "error",
+) -> Evaluation:
+    """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
+
+    Args:
+        dataset: a dataset id (``beir/scifact``), a local dataset folder, a :class:`Dataset`, or a
+            judgments file (TREC qrels, BEIR tsv, JSON, ndeval diversity qrels, a FreshStack
+            queries file).
+        run: a :class:`Run`, or a run file (TREC, ``.gz``, JSON, a BIRCO rank file); a TREC
+            file's rank column is kept for the ``ndeval`` profile.
+        measures: measure strings; default: the dataset's (``nDCG@10 R@100 RR@10 AP`` for a plain
+            qrels file).
+        profile: a profile name or value; default: the dataset's (``trec_eval -c``).
+        corpus: for span-judged families (fastbook): the passage corpus the run retrieved from
+            (a ``corpus.jsonl`` path or a :class:`Corpus`); its passages are judged against the
+            dataset's evidence spans instead of loading the dataset.
+        options: dataset loader options (``{"split": "dev"}``).
+        trailing: TREC run lines with more than six fields: ``"error"`` (default) or ``"ignore"``
+            (trec_eval's behaviour).
+
+    Returns:
+        An :class:`Evaluation`.
+
+    Raises:
+        UnknownNameError, SpecError: an unknown dataset, measure or profile (before any reading).
+        InputError: *corpus* given for a dataset whose judgments do not depend on a corpus.
+        FormatError, DatasetError: from the readers and loaders.
+    """
+    for m in measures or ():
+        parse_measure(m)  # fail before any reading
+    target = _target(dataset, corpus, dict(options or {}))
+    measures = list(measures or target.default_measures)
+    prof = get_profile(profile or target.default_profile)
+    if not isinstance(run, Run):
+        run = load_run(run, keep_rank=True, trailing=trailing)
+    findings = check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
+    results = evaluate(target.qrels, run, measures, profile=prof)
+    findings += query_findings(results, prof)
+    if target.family is not None:
+        summaries = target.family.summaries(results, target.query_order)
+    else:
+        summaries = profile_summaries(results, target.query_order, profile=prof)
+    return Evaluation(
+        results, measures, prof.name, findings, summaries, list(target.notes), target, run
+    )
+
+
+def _target(dataset: str | Path | Dataset, corpus: Any, options: dict) -> Target:
+    if corpus is None:
+        return load_target(dataset, **options)
+    if isinstance(dataset, Dataset) or not is_dataset_id(str(dataset)):
+        raise InputError(
+            f"a passage corpus applies to span-judged datasets given by id (e.g. fastbook), "
+            f"not {str(getattr(dataset, 'id', dataset))!r}"
+        )
+    family = family_of(str(dataset))
+    passages = corpus if isinstance(corpus, Corpus) else JsonlCorpus(corpus)
+    judged = family.judge_corpus(str(dataset), passages)
+    return Target(
+        judged.qrels,
+        default_measures=family.default_measures,
+        default_profile=family.default_profile,
+        family=family,
+        notes=list(judged.notes),
+    )
+
+
+def compare_run_files(
+    dataset: str | Path | Dataset,
+    runs: Sequence[str | Path],
+    measures: Sequence[str] | None = None,
+    profile: str | None = None,
+    *,
+    baseline: str | int | None = None,
+    options: Mapping[str, Any] | None = None,
+    **compare_options: Any,
+) -> ComparisonReport:
+    """Compare run files on a dataset or judgments file, as ``nuggetbench compare`` does.
+
+    Args:
+        dataset: as :func:`evaluate_dataset` (its measures, profile and candidate pools apply).
+        runs: run files (TREC, JSON, BIRCO rank files); each is named by its file stem (the
+            whole path when two stems are equal).
+        measures, profile: as :func:`evaluate_dataset`.
+        baseline: a run's name, or its 1-based position (as text or int); default the first.
+        options: dataset loader options.
+        **compare_options: passed to :func:`nuggetbench.compare.compare` (``test``,
+            ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``).
+
+    Returns:
+        A :class:`~nuggetbench.compare.ComparisonReport`.
+
+    Raises:
+        InputError: fewer than two runs; and as :func:`evaluate_dataset`.
+    """
+    target = load_target(dataset, **dict(options or {}))
+    loaded: dict[str, Run] = {}
+    for path in runs:
+        name = Path(path).stem
+        if name in loaded:
+            name = str(path)
+        loaded[name] = load_run(path, name=name)
+    if isinstance(baseline, str) and baseline.isdigit() and baseline not in loaded:
+        baseline = int(baseline)
+    if isinstance(baseline, int):
+        baseline = baseline - 1
+    return compare_runs(
+        target.qrels,
+        loaded,
+        list(measures or target.default_measures),
+        profile=profile or target.default_profile,
+        doc_filter=target.doc_filter,
+        baseline=baseline,
+        **compare_options,
+    )
