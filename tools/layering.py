@@ -150,6 +150,15 @@ def cycles(imports: list[Import]) -> list[list[str]]:
     return out
 
 
+def local_imports(imports: list[Import]) -> list[Import]:
+    """Function-local imports of our own modules, one per statement."""
+    seen: dict[tuple[str, int], Import] = {}
+    for imp in imports:
+        if imp.local:
+            seen.setdefault((imp.source, imp.line), imp)
+    return list(seen.values())
+
+
 def function_lengths() -> list[tuple[int, str]]:
     out = []
     for mod, path in modules().items():
@@ -163,15 +172,14 @@ def function_lengths() -> list[tuple[int, str]]:
 def main(argv: list[str]) -> int:
     imps = all_imports()
     cyc = cycles(imps)
-    local = [i for i in imps if i.local]
+    local = local_imports(imps)
     print(f"modules: {len(modules())}")
     print(f"import cycles: {len(cyc)}")
     for c in cyc:
         print("  cycle:", " <-> ".join(c))
-    print(f"function-local imports of our own modules: {len(local)}")
-    if "--list" in argv:
-        for i in local:
-            print(f"  {i.source}:{i.line} -> {i.target}  # {i.lazy_reason}")
+    print(f"function-local imports of our own modules: {len(local)} statements")
+    for i in local:
+        print(f"  {i.source}:{i.line} -> {i.target}  # {i.lazy_reason or 'NOT JUSTIFIED'}")
     lengths = function_lengths()
     print("longest functions:")
     for n, name in lengths[:5]:

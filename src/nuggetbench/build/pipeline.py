@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from ..errors import InputError, UnknownNameError, suggest
 from ..llm.cache import UsageLedger
 from ..llm.client import LLMClient
+from . import stages
 from .manifest import fill_report, write_run_log
 from .plan import Plan
-from .stages import StageMixin
 from .store import StageStore
 
 log = logging.getLogger(__name__)
@@ -59,7 +61,7 @@ class BuildReport:
     cost: dict[str, Any] = field(default_factory=dict)
 
 
-class Builder(StageMixin):
+class Builder:
     """Runs the stages of a :class:`~.plan.Plan`.
 
     Args:
@@ -77,7 +79,7 @@ class Builder(StageMixin):
         self._client: LLMClient | None = None
         self.keys: dict[str, str] = {}
         self.report = BuildReport(plan.output)
-        self._values: dict[str, Any] = {}
+        self.values: dict[str, Any] = {}
 
     # --- plumbing ---------------------------------------------------------------------
     def client(self) -> LLMClient:
@@ -92,17 +94,17 @@ class Builder(StageMixin):
         return self._client
 
     @contextmanager
-    def _bar(self, total: int, desc: str):
-        from tqdm.auto import tqdm
-
+    def progress(self, total: int, desc: str):
+        """A progress callback ``step(n)`` over *total* questions (a tqdm bar when shown)."""
         with tqdm(total=total, desc=desc, disable=not self.show_progress, unit=" q") as bar:
             yield bar.update
 
-    def _usage(self, *names: str) -> dict[str, Any]:
+    def usage(self, *names: str) -> dict[str, Any]:
+        """This build's deterministic LLM usage of the ledger entries *names*."""
         summary = self.ledger.summary()
         return {n: {k: summary[n][k] for k in _DETERMINISTIC} for n in names if n in summary}
 
-    def _stage(
+    def stage(
         self, stage: str, key: str, compute, load, *, target: str | None, force: bool = False
     ) -> Any:
         """Load a stage when its output has *key* (and it is not the target), else compute it.
@@ -156,19 +158,19 @@ class Builder(StageMixin):
         wanted = set(STAGES) if stage is None else _closure(stage)
         try:
             if "questions" in wanted:
-                questions = self.questions(stage)
+                questions = stages.questions(self, stage)
             if "corpus" in wanted:
-                corpus = self.corpus(stage)
+                corpus = stages.corpus(self, stage)
             if "nuggets" in wanted:
-                nuggets = self.nuggets(questions, stage)
+                nuggets = stages.nuggets(self, questions, stage)
             if "pool" in wanted:
-                pool = self.pool(questions, nuggets, corpus, stage)
+                pool = stages.pool(self, questions, nuggets, corpus, stage)
             if "judge" in wanted:
-                judgments = self.judge(questions, nuggets, pool, corpus, stage)
+                judgments = stages.judge(self, questions, nuggets, pool, corpus, stage)
             if "export" in wanted:
-                self.export(questions, nuggets, judgments, corpus, stage)
+                stages.export(self, questions, nuggets, judgments, corpus, stage)
             if "calibrate" in wanted:
-                self.calibrate(judgments, stage)
+                stages.calibrate(self, judgments, stage)
         finally:
             self.report.usage = self.ledger.summary()
             fill_report(self.report, self.plan, self.store)

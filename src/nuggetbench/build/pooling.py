@@ -23,6 +23,8 @@ from typing import Any
 
 from ..data import Corpus, Queries, Run
 from ..errors import InputError
+from ..retrieval.fusion import fuse
+from ..retrieval.spec import parse_retriever
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +95,6 @@ def build_pool(
     Raises:
         UnknownNameError / SpecError: a bad retriever spec.
     """
-    from ..retrieval.fusion import fuse
-    from ..retrieval.spec import parse_retriever
 
     if indexes is None:
         indexes = [

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import FormatError, InputError
 from .htmltext import html_to_text
-from .questions import (
+from .screening import (
     Question,
     QuestionFilter,
     QuestionReport,

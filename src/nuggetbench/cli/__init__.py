@@ -12,6 +12,7 @@ import sys
 import click
 
 from .._version import __version__
+from ..errors import NuggetbenchError
 
 # name -> (module:attribute, one-line help shown by `nuggetbench --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -98,7 +99,6 @@ def cli(verbose: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and ``python -m nuggetbench``."""
-    from ..errors import NuggetbenchError
 
     try:
         cli.main(args=argv, prog_name="nuggetbench", standalone_mode=False)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
+from rich.table import Table
 
-STAGE_NAMES = ("questions", "corpus", "nuggets", "pool", "judge", "export", "calibrate")
+from ..build.pipeline import STAGES, run_build
+from ..build.plan import load_plan
+from ._common import console
 
 
 @click.command("build", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("plan", type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "--stage",
-    type=click.Choice(STAGE_NAMES),
+    type=click.Choice(STAGES),
     default=None,
     help="Run only this stage (its inputs must have been built with the same plan).",
 )
@@ -38,9 +42,6 @@ def build_command(plan, stage, no_progress, top_tags):
       nuggetbench build plan.toml --stage questions     # read the questions, show the tag table
       nuggetbench build plan.toml --stage judge
     """
-    from ..build.pipeline import run_build
-    from ..build.plan import load_plan
-    from ._common import console
 
     loaded = load_plan(plan)
     report = run_build(loaded, stage=stage, show_progress=not no_progress)
@@ -48,20 +49,9 @@ def build_command(plan, stage, no_progress, top_tags):
 
 
 def _render(report, top_tags: int, out) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    q = report.questions
-    if q:
-        out.print(
-            f"questions: {q.get('questions', 0)} read, {q.get('with_accepted', 0)} with an accepted answer, "
-            f"{q.get('kept', 0)} kept ({len(q.get('malformed_rows', []))} malformed rows skipped)"
-        )
-        for row in q.get("malformed_rows", [])[:5]:
-            out.print(
-                f"  malformed row at line {row['line']}, column {row['column']}: {row['error']}",
-                markup=False,
-            )
+    """The build report on *out* (a rich console): questions, tags, corpus, stages, usage,
+    filter and cost, each part only when the build produced it."""
+    _questions(report.questions, out)
     if top_tags and report.top_tags:
         table = Table(title="co-occurring tags (repositories to index)")
         table.add_column("tag")
@@ -69,15 +59,7 @@ def _render(report, top_tags: int, out) -> None:
         for tag, count in report.top_tags[:top_tags]:
             table.add_row(tag, str(count))
         out.print(table)
-    c = report.corpus_stats
-    if c:
-        tok = c.get("tokens_per_chunk", {})
-        skipped = ", ".join(f"{k} {v}" for k, v in c.get("skipped", {}).items()) or "none"
-        out.print(
-            f"corpus: {c['files_seen']} files seen, {c['files_chunked']} chunked, {c['files_skipped']} "
-            f"skipped ({skipped}); {c['chunks']} chunks, tokens per chunk min {tok.get('min')} / median "
-            f"{tok.get('p50')} / mean {tok.get('mean')} / max {tok.get('max')}"
-        )
+    _corpus(report.corpus_stats, out)
     stages = Table(title="stages")
     for col in ("stage", "status", "details"):
         stages.add_column(col)
@@ -85,43 +67,78 @@ def _render(report, top_tags: int, out) -> None:
         details = escape(", ".join(f"{k} {v}" for k, v in info.items() if k not in ("status",)))
         stages.add_row(name, info.get("status", ""), details)
     out.print(stages)
-    if report.usage:
-        usage = Table(title="LLM usage (this run)")
-        for col in (
-            "stage",
-            "paid calls",
-            "cached calls",
-            "retries",
-            "prompt tok",
-            "completion tok",
-            "paid $",
-        ):
-            usage.add_column(col, justify="right" if col != "stage" else "left")
-        for name, u in report.usage.items():
-            cost = u.get("paid_cost_usd")
-            usage.add_row(
-                name,
-                str(u["paid_calls"]),
-                str(u["cached_calls"]),
-                str(u["retries"]),
-                str(u["paid_prompt_tokens"]),
-                str(u["paid_completion_tokens"]),
-                "n/a" if cost is None else f"{cost:.4f}",
-            )
-        out.print(usage)
-    if report.filter:
-        f = report.filter
+    _usage(report.usage, out)
+    _filter_and_cost(report.filter, report.cost, out)
+    out.print(f"output: {report.output}")
+
+
+def _questions(q: dict, out) -> None:
+    if not q:
+        return
+    out.print(
+        f"questions: {q.get('questions', 0)} read, {q.get('with_accepted', 0)} with an accepted answer, "
+        f"{q.get('kept', 0)} kept ({len(q.get('malformed_rows', []))} malformed rows skipped)"
+    )
+    for row in q.get("malformed_rows", [])[:5]:
+        out.print(
+            f"  malformed row at line {row['line']}, column {row['column']}: {row['error']}",
+            markup=False,
+        )
+
+
+def _corpus(c: dict, out) -> None:
+    if not c:
+        return
+    tok = c.get("tokens_per_chunk", {})
+    skipped = ", ".join(f"{k} {v}" for k, v in c.get("skipped", {}).items()) or "none"
+    out.print(
+        f"corpus: {c['files_seen']} files seen, {c['files_chunked']} chunked, {c['files_skipped']} "
+        f"skipped ({skipped}); {c['chunks']} chunks, tokens per chunk min {tok.get('min')} / median "
+        f"{tok.get('p50')} / mean {tok.get('mean')} / max {tok.get('max')}"
+    )
+
+
+def _usage(usage: dict, out) -> None:
+    if not usage:
+        return
+    table = Table(title="LLM usage (this run)")
+    columns = (
+        "stage",
+        "paid calls",
+        "cached calls",
+        "retries",
+        "prompt tok",
+        "completion tok",
+        "paid $",
+    )
+    for col in columns:
+        table.add_column(col, justify="right" if col != "stage" else "left")
+    for name, u in usage.items():
+        cost = u.get("paid_cost_usd")
+        table.add_row(
+            name,
+            str(u["paid_calls"]),
+            str(u["cached_calls"]),
+            str(u["retries"]),
+            str(u["paid_prompt_tokens"]),
+            str(u["paid_completion_tokens"]),
+            "n/a" if cost is None else f"{cost:.4f}",
+        )
+    out.print(table)
+
+
+def _filter_and_cost(f: dict, cost: dict, out) -> None:
+    if f:
         out.print(
             f"filter: {f['questions']} questions; {f['no_nuggets']} without nuggets, "
             f"{f['no_supported_nugget']} with no supported nugget ({f['share_no_supported']:.1%}), "
             f"{f['any_unsupported_nugget']} with an unsupported nugget ({f['share_any_unsupported']:.1%}); "
             f"{f['kept']} kept"
         )
-    if report.cost:
-        total = report.cost.get("cost_usd")
+    if cost:
+        total = cost.get("cost_usd")
         out.print(
-            f"benchmark cost: {report.cost.get('requests', 0)} requests, {report.cost.get('prompt_tokens', 0)} "
-            f"prompt + {report.cost.get('completion_tokens', 0)} completion tokens"
+            f"benchmark cost: {cost.get('requests', 0)} requests, {cost.get('prompt_tokens', 0)} "
+            f"prompt + {cost.get('completion_tokens', 0)} completion tokens"
             + (f", ${total:.4f}" if total is not None else " (no price for the model in [prices])")
         )
-    out.print(f"output: {report.output}")

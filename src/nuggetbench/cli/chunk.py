@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import click
 
+from ..corpus import chunk_notebooks, parse_chunker
+from ..data import write_corpus_jsonl
+from ._common import info
+
 
 @click.command("chunk", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("notebooks", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
@@ -40,9 +44,6 @@ def chunk_command(notebooks, spec, output, stop_at, no_cache):
       nuggetbench chunk nbs/*.ipynb -o corpus.jsonl
       nuggetbench chunk nbs/*.ipynb -c tokens:size=256,overlap=32 -o corpus.jsonl
     """
-    from ..corpus import chunk_notebooks, parse_chunker
-    from ..data import write_corpus_jsonl
-    from ._common import info
 
     chunker = parse_chunker(spec)
     corpus = chunk_notebooks(notebooks, chunker, stop_at=stop_at or None, cache=not no_cache)

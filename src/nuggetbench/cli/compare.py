@@ -56,6 +56,7 @@ from ._common import console, parse_options, warn
 )
 @click.option(
     "--resamples",
+    "n_resamples",
     type=click.IntRange(min=1),
     default=10_000,
     show_default=True,
@@ -85,22 +86,7 @@ from ._common import console, parse_options, warn
     metavar="KEY=VALUE",
     help="Dataset loader option, repeatable.",
 )
-def compare_command(
-    qrels,
-    runs,
-    measures,
-    baseline,
-    test,
-    correction,
-    alpha,
-    ci,
-    resamples,
-    seed,
-    fmt,
-    profile,
-    split,
-    dataset_options,
-):
+def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt, **stats):
     """Compare RUNS on QRELS: means with bootstrap CIs, and each run against the baseline
     with a paired test, corrected p-values and effect sizes.
 
@@ -113,19 +99,9 @@ def compare_command(
       nuggetbench compare qrels.txt bm25.trec dense.trec splade.trec -m nDCG@10 -m AP
       nuggetbench compare DATASET run1.pickle run2.pickle --test randomization --format markdown
     """
+    options = parse_options(dataset_options, split=split)
     report = compare_run_files(
-        qrels,
-        runs,
-        list(measures) or None,
-        profile,
-        baseline=baseline,
-        options=parse_options(dataset_options, split=split),
-        test=test,
-        correction=correction,
-        alpha=alpha,
-        ci=ci,
-        n_resamples=resamples,
-        seed=seed,
+        qrels, runs, list(measures) or None, profile, options=options, **stats
     )
     for note in report.notes:
         warn(note)

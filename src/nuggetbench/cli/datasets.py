@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..datasets import dataset_info, fetch, list_datasets
 from ._common import console, echo_json
 
 
@@ -20,8 +21,6 @@ def list_command(fmt):
     """List dataset ids (and whether each is available locally)."""
     from rich.table import Table
 
-    from ..datasets import list_datasets
-
     ids = list_datasets()
     if fmt == "json":
         echo_json(ids)
@@ -37,7 +36,6 @@ def list_command(fmt):
 @click.argument("dataset")
 def info_command(dataset):
     """Describe DATASET: source, split, counts when local, policies, default measures."""
-    from ..datasets import dataset_info
 
     echo_json(dataset_info(dataset))
 
@@ -46,7 +44,6 @@ def info_command(dataset):
 @click.argument("dataset", nargs=-1, required=True)
 def fetch_command(dataset):
     """Download DATASET(s) into $NUGGETBENCH_HOME (verified, atomic)."""
-    from ..datasets import fetch
 
     for did in dataset:
         path = fetch(did)

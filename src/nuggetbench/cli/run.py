@@ -101,22 +101,7 @@ from ._common import (
 @click.option(
     "--no-run-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache."
 )
-def run_command(
-    dataset,
-    retrievers,
-    measures,
-    k,
-    outdir,
-    fmt,
-    profile,
-    split,
-    chunker,
-    query_field,
-    dataset_options,
-    with_objective,
-    no_progress,
-    no_run_cache,
-):
+def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_options, **more):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
 
     DATASET is a dataset id (`nuggetbench datasets list`) or a local dataset folder.
@@ -126,18 +111,16 @@ def run_command(
       NUGGETBENCH_DATA=../shared/data nuggetbench run beir/scifact \\
           -r bm25:k1=0.9,b=0.4 -r bm25:k1=1.5,b=0.75
     """
-    options = parse_options(dataset_options, split=split, chunker=chunker, query_field=query_field)
-    ds = load_dataset(dataset, **options)
+    aliases = {name: more.pop(name) for name in ("chunker", "query_field")}
+    ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
         ds,
         list(retrievers),
         measures=list(measures) or None,
-        k=k,
-        profile=profile,
         outdir=Path(outdir) if outdir else default_outdir(ds),
-        with_objective=with_objective,
-        show_progress=not no_progress and fmt == "table",
-        cache_runs=not no_run_cache,
+        show_progress=not more.pop("no_progress") and fmt == "table",
+        cache_runs=not more.pop("no_run_cache"),
+        **more,  # k, profile, with_objective
     )
     _render(exp, fmt)
     for note in ds.notes:

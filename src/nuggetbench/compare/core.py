@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, UnknownNameError, suggest
 from .corrections import adjust_pvalues, normalize_correction
 from .report import ComparisonReport, Difference, Estimate
 from .stats import (
@@ -82,7 +82,6 @@ def compare(
             NaNs on different queries, bad levels.
         UnknownNameError: unknown test, correction or baseline name.
     """
-    from ..errors import UnknownNameError, suggest
 
     systems = _normalise(results, query_ids)
     names = list(systems)
@@ -336,8 +335,6 @@ def _choose_measures(
     for m in chosen:
         for n in names:
             if m not in aligned[n]:
-                from ..errors import suggest
-
                 raise InputError(
                     f"system {n!r} has no values for measure {m!r}." + suggest(m, list(aligned[n]))
                 )

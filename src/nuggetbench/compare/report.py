@@ -16,6 +16,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..errors import UnknownNameError, suggest
+
 __all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS"]
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
@@ -309,7 +311,6 @@ class ComparisonReport:
             console = Console(file=io.StringIO(), width=200, color_system=None, highlight=False)
             console.print(self.to_rich(digits))
             return console.file.getvalue()  # type: ignore[attr-defined]
-        from ..errors import UnknownNameError, suggest
 
         raise UnknownNameError(
             f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}." + suggest(fmt, FORMATS)

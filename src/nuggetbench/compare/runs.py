@@ -10,6 +10,9 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..data import load_run
+from ..data.rankfile import check_pools, is_rank_file, read_rank_file
+from ..measures import evaluate, parse_measure
 from .core import compare
 from .report import ComparisonReport
 
@@ -26,8 +29,6 @@ def load_run_file(path: str | Path, *, name: str | None = None):
         InputError / FormatError: missing or malformed file (a pickle naming a disallowed global
             is refused without executing anything).
     """
-    from ..data import load_run
-    from ..data.rankfile import is_rank_file, read_rank_file
 
     if is_rank_file(path):
         return read_rank_file(path, name=name)
@@ -61,7 +62,6 @@ def compare_runs(
     Raises:
         InputError: fewer than two runs, or from :func:`compare`.
     """
-    from ..measures import evaluate, parse_measure
 
     measures = [str(parse_measure(m)) for m in measures]
     named = _named(runs)
@@ -70,8 +70,6 @@ def compare_runs(
     kwargs = {"profile": profile} if profile else {}
     for name, run in named.items():
         if doc_filter is not None:
-            from ..data.rankfile import check_pools
-
             check = check_pools(run, doc_filter, on_outside="report")
             if not check.ok:
                 notes.append(f"{name}: {check.describe()}")

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..corpus.chunkers import split_paragraphs
+from ..corpus.notebook import parse_notebook
 from ..errors import SpecError
 from ..text.tokenizers import TokenCounter, count_tokens, make_counter
 
@@ -181,7 +183,6 @@ def chunk_code(data: bytes, language: str, counter: TokenCounter, budget: int) -
 
 def chunk_prose(text: str, data: bytes, counter: TokenCounter, budget: int) -> list[Span]:
     """Paragraph-packed chunks of a text file (see the module docstring)."""
-    from ..corpus.chunkers import split_paragraphs
 
     if len(data) != len(text):
         widths = [len(ch.encode("utf-8")) for ch in text]
@@ -203,7 +204,6 @@ def render_notebook(data: bytes, name: str) -> tuple[str, list[tuple[int, int]]]
     Raises:
         FormatError: not a notebook.
     """
-    from ..corpus.notebook import parse_notebook
 
     nb = parse_notebook(data, name=name, stop_at=None, skip_sections=())
     return nb.text, [(c.start, c.end) for c in nb.cells]

@@ -7,6 +7,7 @@ from pathlib import Path
 from ..errors import InputError
 from .beir import read_beir_qrels, read_json_qrels, read_json_run
 from .qrels import Qrels
+from .rankfile import is_rank_file, read_rank_file
 from .run import Run
 from .trec import read_qrels, read_run
 
@@ -34,7 +35,6 @@ def load_run(
     path = Path(path)
     if not path.exists():
         raise InputError(f"run file {path} does not exist")
-    from .rankfile import is_rank_file, read_rank_file
 
     if is_rank_file(path):
         return read_rank_file(path, name=name)

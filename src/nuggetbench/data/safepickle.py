@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError
+from ..errors import FormatError, InputError
 
 __all__ = ["safe_load", "safe_loads", "to_builtin", "ALLOWED_GLOBALS"]
 
@@ -184,8 +184,6 @@ def safe_load(path: str | Path) -> Any:
     """
     path = Path(path)
     if not path.is_file():
-        from ..errors import InputError
-
         raise InputError(f"pickle file {path} does not exist")
     return safe_loads(path.read_bytes(), source=str(path))
 

@@ -188,7 +188,7 @@ def _read_run_arrow(
     path: Path, raw: bytes, data: bytes, *, name: str | None, keep_rank: bool
 ) -> Run | None:
     """The pyarrow fast path of :func:`read_run` (``None``: use the regular reader)."""
-    from . import _arrow_trec
+    from . import _arrow_trec  # lazy: pyarrow loads only when a large run file is read
 
     wanted = {0: "ids", 2: "ids", 4: "float"}
     if keep_rank:

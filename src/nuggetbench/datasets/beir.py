@@ -20,10 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import home as _home
+from ..data import read_beir_folder
 from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
 from ..spec import Param, params_table
 from ._ids import BEIR_NAMES, CQADUPSTACK_FORUMS
 from .base import Dataset
+from .beir_hub import load as load_from_hub
+from .download import download_file, file_md5, install_zip
 from .family import DOWNLOAD, SHOW_PROGRESS, DatasetFamily
 
 log = logging.getLogger(__name__)
@@ -96,7 +99,6 @@ def fetch(dataset_id: str, *, show_progress: bool = False) -> Path:
         ChecksumError: the downloaded zip does not match the published MD5 (nothing is kept).
         UnsafeArchiveError: a member of the zip would be written outside the target folder.
     """
-    from .download import download_file, file_md5, install_zip
 
     name, forum = _parse(dataset_id)
     found = find(dataset_id)
@@ -174,8 +176,6 @@ def load(
     if source not in ("server", "hub"):
         raise DatasetError(f"source must be 'server' or 'hub', got {source!r}")
     if source == "hub":
-        from .beir_hub import load as load_from_hub
-
         policy = name in SELF_HIT_DATASETS if remove_self_hits is None else bool(remove_self_hits)
         dataset = load_from_hub(
             dataset_id,
@@ -223,7 +223,6 @@ def load_folder(
     Raises:
         InputError: a file is missing (the available splits are listed) or malformed.
     """
-    from ..data import read_beir_folder
 
     folder = Path(path)
     label = dataset_id or str(folder)

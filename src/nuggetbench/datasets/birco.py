@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import home as _home
+from ..data import InMemoryCorpus, Qrels, Queries
+from ..data.safepickle import safe_load, to_builtin
 from ..errors import DownloadError, FormatError, UnknownNameError, suggest
 from ..spec import Param, params_table
 from ._ids import BIRCO_NAMES as NAMES
@@ -214,7 +216,6 @@ def load(
 
 
 def _read_pickle(path: Path) -> dict:
-    from ..data.safepickle import safe_load, to_builtin
 
     raw = to_builtin(safe_load(path))
     if not isinstance(raw, dict) or not {"query", "corpus", "qrel"} <= set(raw):
@@ -237,7 +238,6 @@ def build_dataset(
         FormatError: a value has the wrong type, a grade is not an integer, or a pooled document
             is missing from the corpus (the ids are named).
     """
-    from ..data import InMemoryCorpus, Qrels, Queries
 
     queries, corpus, qrel = raw["query"], raw["corpus"], raw["qrel"]
     for key, value in (("query", queries), ("corpus", corpus), ("qrel", qrel)):

@@ -38,6 +38,7 @@ from ..data import Corpus, Nugget, Qrels, Queries
 from ..errors import DatasetError, DownloadError, FormatError, InputError
 from ..spec import Param, params_table
 from .base import Dataset
+from .download import download_file
 from .family import DOWNLOAD, SHOW_PROGRESS, DatasetFamily, JudgedCorpus
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,6 @@ def fetch(dataset_id: str = DATASET_ID, *, show_progress: bool = False) -> Path:
         DownloadError: absent and downloads are off (``NUGGETBENCH_OFFLINE=1``) or failed; the
             message names the folder to fill and the files it needs.
     """
-    from .download import download_file
 
     found = find()
     if found is not None:

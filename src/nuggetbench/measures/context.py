@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..data.ranking import rank_order
 from ..errors import IdMismatchError
 from .profiles import Profile, get_profile
 
@@ -282,8 +283,6 @@ class EvalContext:
         qidx = np.repeat(np.arange(nq, dtype=np.int64), lengths)
         rank = np.arange(n, dtype=np.int64) - np.repeat(starts[:-1], lengths)
         if self.profile.tie_break != "docid_desc" and n:
-            from ..data.ranking import rank_order
-
             _, _, rdocs, rscores = self.run.arrays()
             perm = rank_order(
                 qidx, rscores[run_index], rdocs[run_index], tie_break=self.profile.tie_break

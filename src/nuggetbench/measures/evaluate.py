@@ -11,7 +11,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import InputError
-from .base import Measure, parse_measure, parse_measures
+from .base import Measure, _split_top_level, parse_measure, parse_measures
 from .context import EvalContext
 from .profiles import DEFAULT_PROFILE, Profile, get_profile
 from .registry import get_family
@@ -29,7 +29,6 @@ __all__ = ["evaluate"]
 def _measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
     if isinstance(measures, str):
         parsed = parse_measures(measures)
-        from .base import _split_top_level
 
         keys = [p.strip() for p in _split_top_level(measures, " ,\t\n") if p.strip()]
         pairs = list(zip(keys, parsed))

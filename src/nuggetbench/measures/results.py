@@ -12,6 +12,7 @@ import numpy as np
 
 from .._atomic import atomic_write
 from ..errors import InputError, NuggetbenchError, UnknownNameError, suggest
+from .base import parse_measure
 
 __all__ = ["Results", "read_results"]
 
@@ -50,7 +51,6 @@ class Results:
     def _key(self, measure: Any) -> str:
         if isinstance(measure, str) and measure in self.per_query:
             return measure
-        from .base import parse_measure
 
         try:
             wanted = parse_measure(measure)

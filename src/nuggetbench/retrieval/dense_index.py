@@ -13,6 +13,8 @@ import numpy as np
 from ..data import Queries, Run
 from ..errors import InputError
 from ._common import BlockIndex, contiguous
+from .base import check_k
+from .topk import make_run
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dense import DenseRetriever
@@ -63,7 +65,6 @@ class DenseIndex(BlockIndex):
         Raises:
             CacheError: the model's embedding size differs from the cached corpus embeddings'.
         """
-        from .base import check_k
 
         k = check_k(k)
         qids = list(queries)
@@ -110,7 +111,6 @@ class DenseIndex(BlockIndex):
         )
         keep = ids >= 0
         qcol = np.repeat(np.asarray(qids, dtype=object), ids.shape[1]).reshape(ids.shape)[keep]
-        from .topk import make_run
 
         return make_run(
             np.asarray(qids, dtype=object),

@@ -1,0 +1,67 @@
+"""The layering of the package: no import cycles, and no function-local import of our own
+modules unless it keeps an optional heavy dependency lazy (the line says why: ``# lazy: ...``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tokenize
+from pathlib import Path
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools" / "layering.py"
+
+
+def _layering():
+    spec = importlib.util.spec_from_file_location("nb_layering", TOOLS)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["nb_layering"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_import_cycles():
+    lay = _layering()
+    assert lay.cycles(lay.all_imports()) == []
+
+
+def test_function_local_imports_are_justified():
+    lay = _layering()
+    local = lay.local_imports(lay.all_imports())
+    unjustified = [f"{i.source}:{i.line}" for i in local if not i.lazy_reason.startswith("lazy:")]
+    assert unjustified == []
+    assert len(local) <= 3  # each one is a heavy optional dependency kept lazy
+
+
+def test_a_cycle_would_be_found(tmp_path):
+    lay = _layering()
+    imps = [
+        lay.Import("nuggetbench.a", "nuggetbench.b", 1, True, ""),
+        lay.Import("nuggetbench.b", "nuggetbench.a", 1, False, ""),
+    ]
+    assert lay.cycles(imps) == [["nuggetbench.a", "nuggetbench.b"]]
+
+
+def test_no_cli_command_is_over_40_lines():
+    lay = _layering()
+    lengths = {name: n for n, name in lay.function_lengths()}
+    commands = {
+        k: v
+        for k, v in lengths.items()
+        if k.startswith("nuggetbench.cli.") and k.endswith("_command")
+    }
+    assert commands and max(commands.values()) <= 40, commands
+
+
+def test_the_cli_names_no_benchmark_outside_help_text():
+    """Only strings (help text) may name a benchmark: no identifier, import or branch."""
+    root = Path(__file__).resolve().parents[1] / "src" / "nuggetbench" / "cli"
+    names = ("fastbook", "birco", "freshstack")
+    found = []
+    for path in sorted(root.glob("*.py")):
+        with open(path, "rb") as fh:
+            for tok in tokenize.tokenize(fh.readline):
+                if tok.type in (tokenize.STRING, tokenize.COMMENT):
+                    continue
+                if any(n in tok.string.lower() for n in names):
+                    found.append(f"{path.name}:{tok.start[0]}: {tok.string}")
+    assert found == []
