@@ -24,6 +24,14 @@ def test_no_import_cycles():
     assert lay.cycles(lay.all_imports()) == []
 
 
+def test_imports_point_down_the_layers():
+    lay = _layering()
+    modules = {lay.part_of(m) for m in lay.modules()}
+    declared = {part for layer in lay.LAYERS for part in layer}
+    assert modules <= declared  # every part of the package has a layer
+    assert [f"{i.source} -> {i.target}" for i in lay.upward_imports(lay.all_imports())] == []
+
+
 def test_function_local_imports_are_justified():
     lay = _layering()
     local = lay.local_imports(lay.all_imports())

@@ -17,6 +17,38 @@ ROOT = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "nuggetbench"
 
 
+#: The layers, bottom first: a module may import its own package and any lower layer only.
+LAYERS: list[tuple[str, ...]] = [
+    ("errors", "_version", "_atomic", "home"),
+    ("spec",),
+    ("store",),
+    ("data", "text", "llm"),
+    ("measures", "corpus"),
+    ("compare",),
+    ("retrieval", "datasets"),
+    ("build", "evaluation", "experiment"),
+    ("cli", "__init__"),
+    ("__main__",),
+]
+
+
+def part_of(module: str) -> str:
+    """The top-level part of the package a module belongs to (``nuggetbench.data.run`` -> ``data``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def upward_imports(imports: list[Import]) -> list[Import]:
+    """Imports from a part to a part of the same or a higher layer (other than itself)."""
+    rank = {part: i for i, layer in enumerate(LAYERS) for part in layer}
+    out = []
+    for imp in imports:
+        a, b = part_of(imp.source), part_of(imp.target)
+        if a != b and rank.get(b, 99) >= rank.get(a, -1):
+            out.append(imp)
+    return out
+
+
 @dataclass(frozen=True)
 class Import:
     source: str  # importing module
@@ -175,6 +207,10 @@ def main(argv: list[str]) -> int:
     local = local_imports(imps)
     print(f"modules: {len(modules())}")
     print(f"import cycles: {len(cyc)}")
+    up = upward_imports(imps)
+    print(f"imports pointing up or sideways across layers: {len(up)}")
+    for i in up:
+        print(f"  {i.source}:{i.line} -> {i.target}")
     for c in cyc:
         print("  cycle:", " <-> ".join(c))
     print(f"function-local imports of our own modules: {len(local)} statements")
