@@ -20,6 +20,7 @@ PACKAGE = "nuggetbench"
 #: The layers, bottom first: a module may import its own package and any lower layer only.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "_version", "_atomic", "home"),
+    ("jsonl",),
     ("spec",),
     ("store",),
     ("data", "text", "llm"),

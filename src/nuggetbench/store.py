@@ -17,8 +17,7 @@ multi-vector embeddings, runs, chunked corpora and the builder's stages.
   the meta last.
 * **Formats** are plain (npy, npz, JSON, JSONL, TREC, bm25s' own npy + JSON); never pickles.
 
-The default root is ``<NUGGETBENCH_HOME>/cache``. :func:`iter_jsonl` is the one line-numbered
-JSONL reader of the package (it names the file and line of a damaged row).
+The default root is ``<NUGGETBENCH_HOME>/cache``.
 """
 
 from __future__ import annotations
@@ -39,7 +38,8 @@ from typing import Any
 from . import home
 from ._atomic import atomic_write
 from ._version import __version__
-from .errors import CacheError, FormatError
+from .errors import CacheError
+from .jsonl import iter_jsonl, write_jsonl
 
 __all__ = [
     "FORMAT",
@@ -251,34 +251,3 @@ class Slot:
             self.rows_path, hint="damaged stage file; run the stage again with --force"
         ):
             yield row
-
-
-def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
-    """Write *rows* as JSON lines (UTF-8, not ASCII-escaped) atomically; returns the count."""
-    n = 0
-    with atomic_write(path) as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-    return n
-
-
-def iter_jsonl(
-    path: str | Path, *, hint: str = "", skip_blank: bool = True, encoding: str = "utf-8-sig"
-) -> Iterator[tuple[int, Any]]:
-    """``(line number, parsed value)`` for each line of a JSONL file (1-based; blank lines skipped).
-
-    A UTF-8 byte-order mark at the start is dropped.
-
-    Raises:
-        FormatError: a line is not valid JSON (file, line and the parser's message, then *hint*).
-    """
-    with open(path, encoding=encoding) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if skip_blank and not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                message = f"not valid JSON ({exc.msg})" + (f"; {hint}" if hint else "")
-                raise FormatError(path, lineno, message) from None

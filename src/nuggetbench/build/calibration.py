@@ -28,7 +28,6 @@ chance; ``nan`` when ``p_e = 1`` (both raters used one single label: kappa is un
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, InputError
+from ..jsonl import iter_jsonl
 
 
 @dataclass(frozen=True)
@@ -164,44 +164,41 @@ def read_labels(path: str | Path) -> tuple[list[NuggetLabel], dict[str, int], li
     nuggets: list[NuggetLabel] = []
     missing: dict[str, int] = {}
     support: list[SupportLabel] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                kind = obj["type"]
-                if kind == "nugget":
-                    nuggets.append(
-                        NuggetLabel(
-                            str(obj["query_id"]),
-                            str(obj["nugget_id"]),
-                            _bool(obj["hallucinated"]),
-                            _bool(obj.get("minor_or_redundant", False)),
-                        )
+    hint = "each line is an object with type 'nugget', 'missing' or 'support'"
+    for lineno, obj in iter_jsonl(path, hint=hint, encoding="utf-8"):
+        try:
+            kind = obj["type"]
+            if kind == "nugget":
+                nuggets.append(
+                    NuggetLabel(
+                        str(obj["query_id"]),
+                        str(obj["nugget_id"]),
+                        _bool(obj["hallucinated"]),
+                        _bool(obj.get("minor_or_redundant", False)),
                     )
-                elif kind == "missing":
-                    missing[str(obj["query_id"])] = int(obj["missing"])
-                elif kind == "support":
-                    judge = obj.get("judge")
-                    support.append(
-                        SupportLabel(
-                            str(obj["query_id"]),
-                            str(obj["nugget_id"]),
-                            str(obj["doc_id"]),
-                            _bool(obj["supported"]),
-                            None if judge is None else _bool(judge),
-                        )
+                )
+            elif kind == "missing":
+                missing[str(obj["query_id"])] = int(obj["missing"])
+            elif kind == "support":
+                judge = obj.get("judge")
+                support.append(
+                    SupportLabel(
+                        str(obj["query_id"]),
+                        str(obj["nugget_id"]),
+                        str(obj["doc_id"]),
+                        _bool(obj["supported"]),
+                        None if judge is None else _bool(judge),
                     )
-                else:
-                    raise ValueError(f"unknown type {kind!r}")
-            except (ValueError, KeyError, TypeError) as exc:
-                raise FormatError(
-                    path,
-                    lineno,
-                    f"not a label ({exc}); each line is an object with type "
-                    "'nugget', 'missing' or 'support' (see nuggetbench.build.calibration)",
-                ) from None
+                )
+            else:
+                raise ValueError(f"unknown type {kind!r}")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise FormatError(
+                path,
+                lineno,
+                f"not a label ({exc}); each line is an object with type "
+                "'nugget', 'missing' or 'support' (see nuggetbench.build.calibration)",
+            ) from None
     return nuggets, missing, support
 
 

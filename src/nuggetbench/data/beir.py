@@ -10,6 +10,7 @@ import numpy as np
 
 from .._atomic import atomic_write
 from ..errors import FormatError, InputError
+from ..jsonl import iter_jsonl, write_jsonl
 from .corpus import Corpus, Document, JsonlCorpus, Queries
 from .qrels import Qrels
 from .run import Run
@@ -64,23 +65,16 @@ def read_queries_jsonl(path: str | Path, *, name: str | None = None) -> Queries:
     path = Path(path)
     texts: dict[str, str] = {}
     meta: dict[str, dict] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(path, lineno, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or "_id" not in obj or "text" not in obj:
-                raise FormatError(path, lineno, "a query line needs '_id' and 'text'")
-            qid = str(obj["_id"])
-            if qid in texts:
-                raise FormatError(path, lineno, f"query id {qid!r} occurs twice")
-            texts[qid] = obj["text"]
-            extra = {k: v for k, v in obj.items() if k not in ("_id", "text")}
-            if extra:
-                meta[qid] = extra
+    for lineno, obj in iter_jsonl(path, encoding="utf-8"):
+        if not isinstance(obj, dict) or "_id" not in obj or "text" not in obj:
+            raise FormatError(path, lineno, "a query line needs '_id' and 'text'")
+        qid = str(obj["_id"])
+        if qid in texts:
+            raise FormatError(path, lineno, f"query id {qid!r} occurs twice")
+        texts[qid] = obj["text"]
+        extra = {k: v for k, v in obj.items() if k not in ("_id", "text")}
+        if extra:
+            meta[qid] = extra
     return Queries(texts, metadata=meta, name=name)
 
 
@@ -117,23 +111,22 @@ def read_beir_folder(
 
 def write_corpus_jsonl(documents, path: str | Path) -> Path:
     """Write documents (an iterable of :class:`Document`) as BEIR ``corpus.jsonl``, atomically."""
-    with atomic_write(path) as fh:
-        for doc in documents:
-            obj = {"_id": doc.doc_id, "title": doc.title, "text": doc.text}
-            if doc.metadata:
-                obj["metadata"] = doc.metadata
-            fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    rows = (
+        {"_id": doc.doc_id, "title": doc.title, "text": doc.text}
+        | ({"metadata": doc.metadata} if doc.metadata else {})
+        for doc in documents
+    )
+    write_jsonl(path, rows)
     return Path(path)
 
 
 def write_queries_jsonl(queries: Queries, path: str | Path) -> Path:
     """Write queries as BEIR ``queries.jsonl``, atomically."""
-    with atomic_write(path) as fh:
-        for qid, text in queries.items():
-            obj = {"_id": qid, "text": text}
-            if queries.meta(qid):
-                obj["metadata"] = queries.meta(qid)
-            fh.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    rows = (
+        {"_id": qid, "text": text} | ({"metadata": queries.meta(qid)} if queries.meta(qid) else {})
+        for qid, text in queries.items()
+    )
+    write_jsonl(path, rows)
     return Path(path)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from .._atomic import atomic_write
 from ..errors import DuplicateError, FormatError, InputError
+from ..jsonl import iter_jsonl
 from .corpus import Queries
 from .nuggets import Nugget, NuggetQrels
 
@@ -181,17 +182,7 @@ def _is_plain(value: Any) -> bool:
 
 
 def _iter_jsonl(path: Path):
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(
-                    path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object"
-                ) from None
-            yield lineno, obj
+    return iter_jsonl(path, hint="each line must be one JSON object", encoding="utf-8")
 
 
 def read_freshstack_queries(

@@ -39,6 +39,7 @@ from typing import Any
 
 from .. import home as _home
 from ..errors import DatasetError, DownloadError, FormatError
+from ..jsonl import iter_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -340,17 +341,9 @@ def _iter_json(path: Path) -> Iterator[dict]:
                 raise FormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
             yield from records
             return
-        for lineno, line in enumerate(itertools.chain([first + fh.readline()], fh), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(
-                    path,
-                    lineno,
-                    f"not valid JSON ({exc.msg}); expected one JSON object per line (JSON lines)",
-                ) from None
+        lines = itertools.chain([first + fh.readline()], fh)
+        hint = "expected one JSON object per line (JSON lines)"
+        for lineno, obj in iter_jsonl(path, hint=hint, lines=lines):
             if not isinstance(obj, dict):
                 raise FormatError(path, lineno, "expected a JSON object per line")
             yield obj
