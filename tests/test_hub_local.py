@@ -10,8 +10,8 @@ import tracemalloc
 import pytest
 
 from nuggetbench.data import Document, JsonlCorpus
+from nuggetbench.data.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 from nuggetbench.datasets import hub
-from nuggetbench.datasets.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 from nuggetbench.errors import DatasetError, DownloadError, DuplicateError, FormatError
 
 datasets = pytest.importorskip("datasets")

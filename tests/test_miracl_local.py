@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from nuggetbench.data import Run
+from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
 from nuggetbench.datasets import load_dataset
-from nuggetbench.datasets.jsonl_index import IndexedJsonlCorpus
 from nuggetbench.errors import DatasetError, DownloadError
 from nuggetbench.measures import evaluate
 

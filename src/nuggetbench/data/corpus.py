@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -202,22 +202,31 @@ class JsonlCorpus(Corpus):
         if self._ids is None:
             self._build_index()
 
-    def __getitem__(self, doc_id: str) -> Document:
+    def _row(self, doc_id: object) -> int | None:
+        """The line (0-based among non-blank lines) of *doc_id*, or ``None``."""
         self._ensure()
-        assert self._lookup is not None and self._offsets is not None
-        i = self._lookup[doc_id]
+        return self._lookup.get(doc_id) if isinstance(doc_id, str) else None  # type: ignore[union-attr]
+
+    def _read(self, fh: BinaryIO, row: int) -> Document:
+        """Parse the document on line *row* of the open file *fh*."""
+        fh.seek(int(self._offsets[row]))  # type: ignore[index]
+        return _parse_corpus_line(self.path, 0, fh.readline())
+
+    def __getitem__(self, doc_id: str) -> Document:
+        row = self._row(doc_id)
+        if row is None:
+            raise KeyError(doc_id)
         with open(self.path, "rb") as fh:
-            fh.seek(int(self._offsets[i]))
-            raw = fh.readline()
-        return _parse_corpus_line(self.path, 0, raw)
+            return self._read(fh, row)
 
     def texts(self, doc_ids: Iterable[str], *, with_title: bool = True) -> list[str]:
-        self._ensure()
         out = []
         with open(self.path, "rb") as fh:
             for d in doc_ids:
-                fh.seek(int(self._offsets[self._lookup[d]]))  # type: ignore[index]
-                doc = _parse_corpus_line(self.path, 0, fh.readline())
+                row = self._row(d)
+                if row is None:
+                    raise KeyError(d)
+                doc = self._read(fh, row)
                 out.append(doc.full_text if with_title else doc.text)
         return out
 
@@ -230,10 +239,10 @@ class JsonlCorpus(Corpus):
         return len(self._ids)  # type: ignore[arg-type]
 
     def __contains__(self, doc_id: object) -> bool:
-        self._ensure()
-        return doc_id in self._lookup  # type: ignore[operator]
+        return self._row(doc_id) is not None
 
     def iter_documents(self) -> Iterator[Document]:
+        """Stream the file in order; nothing but the current line is held."""
         with open(self.path, "rb") as fh:
             for lineno, raw in enumerate(fh, start=1):
                 if raw.strip():

@@ -16,10 +16,10 @@ from typing import Any
 from .._atomic import atomic_write
 from ..data import Document, Qrels, Queries, read_beir_qrels, read_queries_jsonl
 from ..data.beir import write_beir_qrels, write_queries_jsonl
+from ..data.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 from ..errors import FormatError
 from .base import Dataset
 from .hub import iter_records
-from .jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ from pathlib import Path
 from .. import home as _home
 from .._atomic import atomic_write
 from ..data import read_beir_qrels
+from ..data.jsonl_index import write_jsonl_corpus
 from ..errors import DatasetError
 from . import hub
 from ._ids import BEIR_NAMES
 from ._materialize import assemble, documents_from_records, queries_from_records, write_split
 from .base import Dataset
-from .jsonl_index import write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 

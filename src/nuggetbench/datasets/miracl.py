@@ -37,6 +37,7 @@ from typing import Any
 
 from .. import home as _home
 from ..data import Qrels, Queries, read_qrels
+from ..data.jsonl_index import write_jsonl_corpus
 from ..errors import DatasetError, UnknownNameError, suggest
 from ..spec import Param, params_table
 from . import hub
@@ -44,7 +45,6 @@ from ._ids import MIRACL_LANGUAGES as LANGUAGES
 from ._materialize import assemble, documents_from_records, has_split, write_split
 from .base import Dataset
 from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, DatasetFamily
-from .jsonl_index import write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 

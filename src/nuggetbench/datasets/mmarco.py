@@ -36,6 +36,7 @@ from typing import Any
 
 from .. import home as _home
 from ..data import Document, Queries, read_beir_qrels, read_qrels
+from ..data.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 from ..errors import DatasetError, UnknownNameError, suggest
 from ..spec import Param, params_table
 from . import hub
@@ -52,7 +53,6 @@ from ._materialize import (
 )
 from .base import Dataset
 from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, DatasetFamily
-from .jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 
 log = logging.getLogger(__name__)
 

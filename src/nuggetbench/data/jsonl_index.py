@@ -33,8 +33,8 @@ import numpy as np
 
 from .. import home as _home
 from .._atomic import atomic_write
-from ..data.corpus import Corpus, Document, _parse_corpus_line
 from ..errors import DuplicateError, FormatError
+from .corpus import Document, JsonlCorpus, _parse_corpus_line
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def _line_id(path: Path, lineno: int, raw: bytes) -> bytes:
     return str(did).encode("utf-8")
 
 
-class IndexedJsonlCorpus(Corpus):
+class IndexedJsonlCorpus(JsonlCorpus):
     """A BEIR ``corpus.jsonl`` read through a memory-mapped index (see the module docstring).
 
     Args:
@@ -185,7 +185,7 @@ class IndexedJsonlCorpus(Corpus):
             sha256=h.hexdigest(),
         )
 
-    def _row(self, doc_id: str) -> int | None:
+    def _row(self, doc_id: object) -> int | None:
         a = self._ensure()
         key = doc_id.encode("utf-8") if isinstance(doc_id, str) else None
         if (
@@ -207,16 +207,6 @@ class IndexedJsonlCorpus(Corpus):
         return _parse_corpus_line(self.path, 0, fh.read(end - start).split(b"\n", 1)[0])
 
     # --- Corpus interface ------------------------------------------------------------------
-    def __getitem__(self, doc_id: str) -> Document:
-        row = self._row(doc_id)
-        if row is None:
-            raise KeyError(doc_id)
-        with open(self.path, "rb") as fh:
-            return self._read(fh, row)
-
-    def __contains__(self, doc_id: object) -> bool:
-        return isinstance(doc_id, str) and self._row(doc_id) is not None
-
     def __iter__(self) -> Iterator[str]:
         ids = self._ensure()["ids"]
         for start in range(0, len(ids), 65536):
@@ -225,24 +215,6 @@ class IndexedJsonlCorpus(Corpus):
 
     def __len__(self) -> int:
         return int(len(self._ensure()["ids"]))
-
-    def texts(self, doc_ids: Iterable[str], *, with_title: bool = True) -> list[str]:
-        out = []
-        with open(self.path, "rb") as fh:
-            for d in doc_ids:
-                row = self._row(d)
-                if row is None:
-                    raise KeyError(d)
-                doc = self._read(fh, row)
-                out.append(doc.full_text if with_title else doc.text)
-        return out
-
-    def iter_documents(self) -> Iterator[Document]:
-        """Stream the file in order; nothing but the current line is held."""
-        with open(self.path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if raw.strip():
-                    yield _parse_corpus_line(self.path, lineno, raw)
 
     def fingerprint(self) -> str:
         """SHA-256 of the file's bytes (16 hex chars), as ``JsonlCorpus.fingerprint()``."""
