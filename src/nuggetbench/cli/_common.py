@@ -10,7 +10,6 @@ from typing import Any
 
 import click
 
-FORMATS = ("table", "json", "markdown", "tsv")
 
 
 def console(stderr: bool = False):

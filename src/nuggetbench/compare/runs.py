@@ -7,32 +7,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from ..data import load_run
-from ..data.rankfile import check_pools, is_rank_file, read_rank_file
+from ..data.rankfile import check_pools
 from ..measures import evaluate, parse_measure
 from .core import compare
 from .report import ComparisonReport
 
 log = logging.getLogger(__name__)
 
-__all__ = ["compare_runs", "load_run_file"]
-
-
-def load_run_file(path: str | Path, *, name: str | None = None):
-    """Read a run file of any supported kind: a rank file (pickle or JSON ``{qid: [doc, ...]}``,
-    see :mod:`nuggetbench.data.rankfile`), a TREC run or a JSON ``{qid: {doc: score}}`` run.
-
-    Raises:
-        InputError / FormatError: missing or malformed file (a pickle naming a disallowed global
-            is refused without executing anything).
-    """
-
-    if is_rank_file(path):
-        return read_rank_file(path, name=name)
-    return load_run(path, name=name)
+__all__ = ["compare_runs"]
 
 
 def compare_runs(
@@ -74,7 +58,7 @@ def compare_runs(
             if not check.ok:
                 notes.append(f"{name}: {check.describe()}")
         res = evaluate(qrels, run, measures, **kwargs)
-        missing = getattr(res, "missing_queries", None)
+        missing = res.missing_queries
         if missing:
             notes.append(f"{name}: {len(missing)} judged queries are missing from the run")
         results[name] = res

@@ -129,8 +129,8 @@ def _normalise_id(qid: str) -> str:
 
 
 def _mismatch_message(qrels_ids: list[str], run_ids: list[str], run: Run, qrels: Qrels) -> str:
-    run_label = f"run {run.name!r}" if getattr(run, "name", None) else "the run"
-    qrels_label = f"qrels {qrels.name!r}" if getattr(qrels, "name", None) else "the qrels"
+    run_label = f"run {run.name!r}" if run.name else "the run"
+    qrels_label = f"qrels {qrels.name!r}" if qrels.name else "the qrels"
     if not run_ids:
         return f"{run_label} has no entries: nothing to evaluate against {qrels_label} ({len(qrels_ids)} queries)"
     if not qrels_ids:

@@ -80,7 +80,7 @@ def diversity_scorer(
         InputError: the qrels have no nugget judgments, or the profile orders by the rank column
             and the run has none.
     """
-    nuggets = getattr(ctx.qrels, "nuggets", None)
+    nuggets = ctx.qrels.nuggets
     if nuggets is None:
         name = f"{measure} needs" if measure is not None else "diversity measures need"
         raise InputError(

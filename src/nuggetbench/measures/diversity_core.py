@@ -99,7 +99,7 @@ class RankedEntries:
                 else np.zeros(0, np.int64)
             )
         elif order == "rank":
-            ranks = getattr(run, "input_ranks", None)
+            ranks = run.input_ranks
             if ranks is None:
                 raise InputError(
                     "the ndeval profile orders each query by the run file's rank column, but this "

@@ -154,7 +154,7 @@ def ac_mrr_values(n_nuggets: np.ndarray, first: np.ndarray) -> np.ndarray:
 
 
 def _nuggets_of(ctx: EvalContext, measure: Measure) -> NuggetQrels:
-    nuggets = getattr(ctx.qrels, "nuggets", None)
+    nuggets = ctx.qrels.nuggets
     if nuggets is None:
         raise InputError(
             f"{measure} needs nugget-level judgments (qrels.nuggets): evaluate on a "

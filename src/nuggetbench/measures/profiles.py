@@ -235,7 +235,7 @@ def nugget_queries(qrels: Qrels, run: Run | None = None, *, with_judged: bool = 
         Query ids: ``qrels.query_ids`` when there are no nuggets; else the nugget queries in
         their order (with *with_judged*: the sorted union with the judged queries).
     """
-    nuggets = getattr(qrels, "nuggets", None)
+    nuggets = qrels.nuggets
     if nuggets is None:
         return list(qrels.query_ids)
     if with_judged:

@@ -201,9 +201,7 @@ class BM25(Composable):
             doc_ids.append(doc.doc_id)
             texts.append(doc.full_text)
         if not doc_ids:
-            raise InputError(
-                f"cannot index an empty corpus ({getattr(corpus, 'name', None) or corpus!r})"
-            )
+            raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
         tokens = self._tokenize(texts, return_ids=True, show_progress=show_progress)
         del texts
         retriever = bm25s.BM25(
