@@ -11,7 +11,6 @@ from typing import Any
 import click
 
 
-
 def console(stderr: bool = False):
     from rich.console import Console
 
@@ -25,6 +24,30 @@ def warn(message: str) -> None:
 
 def info(message: str) -> None:
     console(stderr=True).print(message, markup=False)
+
+
+def dataset_options(command):
+    """``--profile``, ``--split`` and ``-O KEY=VALUE``: the options every command that scores
+    against a dataset takes (the dataset family declares and types the ``-O`` options)."""
+    command = click.option(
+        "-O",
+        "--dataset-option",
+        "dataset_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Dataset loader option, repeatable (e.g. -O split=dev -O max_docs=100000; "
+        "`nuggetbench datasets info ID` lists them).",
+    )(command)
+    command = click.option(
+        "--split", default=None, help="Dataset split (same as -O split=; default: the dataset's)."
+    )(command)
+    return click.option(
+        "--profile",
+        default=None,
+        metavar="NAME",
+        help="Semantics profile (default: the dataset's; 'trec_eval -c' for a qrels file). "
+        "See `nuggetbench measures`.",
+    )(command)
 
 
 def parse_options(items, **aliases) -> dict[str, str]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import click
 
 from ..evaluation import compare_run_files
-from ._common import console, parse_options, warn
+from ._common import console, dataset_options, parse_options, warn
 
 
 @click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})
+@dataset_options
 @click.argument("qrels")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option(
@@ -70,21 +71,6 @@ from ._common import console, parse_options, warn
     default="table",
     show_default=True,
     help="Output format.",
-)
-@click.option(
-    "--profile",
-    default=None,
-    metavar="NAME",
-    help="Semantics profile (default: the dataset's, else 'trec_eval -c').",
-)
-@click.option("--split", default=None, help="Split, when QRELS is a dataset (same as -O split=).")
-@click.option(
-    "-O",
-    "--dataset-option",
-    "dataset_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Dataset loader option, repeatable.",
 )
 def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt, **stats):
     """Compare RUNS on QRELS: means with bootstrap CIs, and each run against the baseline

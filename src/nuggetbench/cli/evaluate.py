@@ -8,6 +8,7 @@ import click
 
 from ..evaluation import Evaluation, evaluate_dataset
 from ._common import (
+    dataset_options,
     echo_json,
     fmt_value,
     info,
@@ -19,6 +20,7 @@ from ._common import (
 
 
 @click.command("evaluate", context_settings={"help_option_names": ["-h", "--help"]})
+@dataset_options
 @click.argument("qrels")
 @click.argument("run", type=click.Path(exists=True, dir_okay=False))
 @click.argument("measures", nargs=-1)
@@ -31,21 +33,6 @@ from ._common import (
     show_default=True,
     help="json: exactly one JSON object {measure: mean} on stdout (with --per-query: {measure: {query: value}} under 'per_query').",
 )
-@click.option(
-    "--profile",
-    default=None,
-    metavar="NAME",
-    help="Semantics profile (default: the dataset's; 'trec_eval -c' for a qrels file).",
-)
-@click.option(
-    "-O",
-    "--dataset-option",
-    "dataset_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Dataset loader option, repeatable (`nuggetbench datasets info ID` lists them).",
-)
-@click.option("--split", default=None, help="Split, when QRELS is a dataset (same as -O split=).")
 @click.option(
     "--corpus",
     "corpus_path",

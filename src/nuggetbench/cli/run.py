@@ -10,6 +10,7 @@ from ..datasets import load_dataset
 from ..experiment import Experiment, default_outdir, run_experiment
 from ._common import (
     console,
+    dataset_options,
     echo_json,
     info,
     markdown_table,
@@ -20,6 +21,7 @@ from ._common import (
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
+@dataset_options
 @click.argument("dataset")
 @click.option(
     "-r",
@@ -63,15 +65,6 @@ from ._common import (
     help="How to print the scores (json: exactly one JSON object on stdout).",
 )
 @click.option(
-    "--profile",
-    default=None,
-    metavar="NAME",
-    help="Semantics profile (default: the dataset's; 'trec_eval -c' for BEIR). See `nuggetbench measures`.",
-)
-@click.option(
-    "--split", default=None, help="Dataset split (default: the dataset's, test for BEIR)."
-)
-@click.option(
     "--chunker",
     default=None,
     metavar="SPEC",
@@ -82,15 +75,6 @@ from ._common import (
     type=click.Choice(["question", "answer", "nuggets"]),
     default=None,
     help="Same as -O query_field=...: retrieve with the question (default), the answer or the nuggets (oracles; FreshStack).",
-)
-@click.option(
-    "-O",
-    "--dataset-option",
-    "dataset_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Extra dataset loader option, repeatable (e.g. -O max_docs=100000 -O source=hub; "
-    "`nuggetbench datasets info ID` lists them).",
 )
 @click.option(
     "--with-objective",

@@ -27,7 +27,7 @@ from ._ids import BEIR_NAMES, CQADUPSTACK_FORUMS
 from .base import Dataset
 from .beir_hub import load as load_from_hub
 from .download import download_file, file_md5, install_zip
-from .family import DOWNLOAD, SHOW_PROGRESS, DatasetFamily
+from .family import DOWNLOAD, SHOW_PROGRESS, ModuleFamily
 
 log = logging.getLogger(__name__)
 
@@ -276,7 +276,7 @@ def info(dataset_id: str) -> dict:
 
 
 # --- the family -----------------------------------------------------------------------------------
-class BeirFamily(DatasetFamily):
+class BeirFamily(ModuleFamily):
     """``beir/<name>`` and local BEIR-format folders (``corpus.jsonl``, ``queries.jsonl``,
     ``qrels/<split>.tsv``)."""
 
@@ -297,21 +297,6 @@ class BeirFamily(DatasetFamily):
         Param("split", str, None, "qrels split (default test)"),
         Param("remove_self_hits", bool, False, "drop documents whose id equals the query id"),
     )
-
-    def ids(self) -> tuple[str, ...]:
-        return tuple(dataset_ids())
-
-    def find(self, dataset_id: str) -> Path | None:
-        return find(dataset_id)
-
-    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
-        return fetch(dataset_id, show_progress=show_progress)
-
-    def info(self, dataset_id: str) -> dict:
-        return info(dataset_id)
-
-    def load(self, dataset_id: str, **options: Any) -> Dataset:
-        return load(dataset_id, **options)
 
     def claims_folder(self, folder: Path) -> bool:
         return (folder / "corpus.jsonl").is_file() or (folder / "qrels").is_dir()

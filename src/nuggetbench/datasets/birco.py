@@ -32,7 +32,7 @@ from ..errors import DownloadError, FormatError, UnknownNameError, suggest
 from ..spec import Param, params_table
 from ._ids import BIRCO_NAMES as NAMES
 from .base import Dataset
-from .family import DOWNLOAD, REVISION, DatasetFamily
+from .family import DOWNLOAD, REVISION, ModuleFamily
 
 log = logging.getLogger(__name__)
 
@@ -379,7 +379,7 @@ __all__ = [
 
 
 # --- the family -----------------------------------------------------------------------------------
-class BircoFamily(DatasetFamily):
+class BircoFamily(ModuleFamily):
     """``birco/<name>``: complex objectives, each query ranking its own candidate pool. The
     ``birco`` profile declares rank2metric.py's bootstrap, which :meth:`summaries` prints."""
 
@@ -397,18 +397,6 @@ class BircoFamily(DatasetFamily):
         DOWNLOAD,
         REVISION,
     )
-
-    def ids(self) -> tuple[str, ...]:
-        return tuple(dataset_ids())
-
-    def info(self, dataset_id: str) -> dict:
-        return info(dataset_id)
-
-    def load(self, dataset_id: str, **options: Any) -> Dataset:
-        return load(dataset_id, **options)
-
-    def find(self, dataset_id: str) -> Path | None:
-        return find(dataset_id)
 
 
 FAMILY = BircoFamily()

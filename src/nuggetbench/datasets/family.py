@@ -22,6 +22,7 @@ Every method has a default, so a family overrides only what it has.
 from __future__ import annotations
 
 import fnmatch
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "DOWNLOAD",
+    "ModuleFamily",
     "REVISION",
     "SHOW_PROGRESS",
     "DatasetFamily",
@@ -214,3 +216,32 @@ class DatasetFamily:
 
     def __repr__(self) -> str:
         return f"<DatasetFamily {self.name} {self.pattern}>"
+
+
+class ModuleFamily(DatasetFamily):
+    """A family whose :meth:`ids`, :meth:`find`, :meth:`fetch`, :meth:`info` and :meth:`load` are
+    the module-level functions ``dataset_ids``, ``find``, ``fetch``, ``info`` and ``load`` of the
+    module that defines the subclass (each optional but ``load``): the built-in families are
+    modules of functions plus a small class declaring their conventions and hooks."""
+
+    def _function(self, name: str):
+        return getattr(sys.modules[type(self).__module__], name, None)
+
+    def ids(self) -> tuple[str, ...]:
+        fn = self._function("dataset_ids")
+        return tuple(fn()) if fn is not None else ()
+
+    def find(self, dataset_id: str) -> Path | None:
+        fn = self._function("find")
+        return fn(dataset_id) if fn is not None else None
+
+    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
+        fn = self._function("fetch")
+        return fn(dataset_id, show_progress=show_progress) if fn is not None else None
+
+    def info(self, dataset_id: str) -> dict[str, Any]:
+        fn = self._function("info")
+        return fn(dataset_id) if fn is not None else {}
+
+    def load(self, dataset_id: str, **options: Any) -> Dataset:
+        return self._function("load")(dataset_id, **options)

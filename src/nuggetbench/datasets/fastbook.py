@@ -39,7 +39,7 @@ from ..errors import DatasetError, DownloadError, FormatError, InputError
 from ..spec import Param, params_table
 from .base import Dataset
 from .download import download_file
-from .family import DOWNLOAD, SHOW_PROGRESS, DatasetFamily, JudgedCorpus
+from .family import DOWNLOAD, SHOW_PROGRESS, JudgedCorpus, ModuleFamily
 
 log = logging.getLogger(__name__)
 
@@ -433,7 +433,7 @@ __all__ = [
 
 
 # --- the family -----------------------------------------------------------------------------------
-class FastbookFamily(DatasetFamily):
+class FastbookFamily(ModuleFamily):
     """``fastbook``: answer components judged by evidence spans, so any chunking of the chapter
     notebooks can be judged (:meth:`judge_corpus`)."""
 
@@ -456,15 +456,6 @@ class FastbookFamily(DatasetFamily):
 
     def find(self, dataset_id: str) -> Path | None:
         return find()
-
-    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
-        return fetch(dataset_id, show_progress=show_progress)
-
-    def info(self, dataset_id: str) -> dict:
-        return info(dataset_id)
-
-    def load(self, dataset_id: str, **options: Any) -> Dataset:
-        return load(dataset_id, **options)
 
     def judge_corpus(self, dataset_id: str, corpus: Corpus) -> JudgedCorpus:
         """Judge *corpus*'s passages against the evidence spans (each question within its

@@ -38,7 +38,7 @@ from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
 from ..spec import Param, params_table
 from ._ids import FRESHSTACK_TOPICS as TOPICS
 from .base import Dataset
-from .family import DOWNLOAD, SHOW_PROGRESS, DatasetFamily, Target
+from .family import DOWNLOAD, SHOW_PROGRESS, ModuleFamily, Target
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,7 @@ def info(dataset_id: str) -> dict:
 
 
 # --- the family -----------------------------------------------------------------------------------
-class FreshStackFamily(DatasetFamily):
+class FreshStackFamily(ModuleFamily):
     """``freshstack/<topic>``, FreshStack-format folders (as ``nuggetbench build`` writes them)
     and FreshStack queries files given as judgments."""
 
@@ -302,21 +302,6 @@ class FreshStackFamily(DatasetFamily):
         SHOW_PROGRESS,
     )
     folder_options = params_table(options["query_field"])
-
-    def ids(self) -> tuple[str, ...]:
-        return tuple(dataset_ids())
-
-    def find(self, dataset_id: str) -> Path | None:
-        return find(dataset_id)
-
-    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
-        return fetch(dataset_id, show_progress=show_progress)
-
-    def info(self, dataset_id: str) -> dict:
-        return info(dataset_id)
-
-    def load(self, dataset_id: str, **options: Any) -> Dataset:
-        return load(dataset_id, **options)
 
     def claims_file(self, path: Path) -> bool:
         return sniff_nugget_qrels(path) == "freshstack"

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from .. import home as _home
 from ..data import Qrels, Queries, read_qrels
@@ -44,7 +43,7 @@ from . import hub
 from ._ids import MIRACL_LANGUAGES as LANGUAGES
 from ._materialize import assemble, documents_from_records, has_split, write_split
 from .base import Dataset
-from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, DatasetFamily
+from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, ModuleFamily
 
 log = logging.getLogger(__name__)
 
@@ -322,7 +321,7 @@ def info(dataset_id: str) -> dict:
 
 
 # --- the family -----------------------------------------------------------------------------------
-class MiraclFamily(DatasetFamily):
+class MiraclFamily(ModuleFamily):
     """``miracl/<lang>``: 18 languages, Wikipedia passages from the Hugging Face hub."""
 
     name = "miracl"
@@ -339,18 +338,6 @@ class MiraclFamily(DatasetFamily):
         DOWNLOAD,
         SHOW_PROGRESS,
     )
-
-    def ids(self) -> tuple[str, ...]:
-        return tuple(dataset_ids())
-
-    def info(self, dataset_id: str) -> dict:
-        return info(dataset_id)
-
-    def load(self, dataset_id: str, **options: Any) -> Dataset:
-        return load(dataset_id, **options)
-
-    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
-        return fetch(dataset_id, show_progress=show_progress)
 
 
 FAMILY = MiraclFamily()

@@ -32,7 +32,6 @@ import fnmatch
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from .. import home as _home
 from ..data import Document, Queries, read_beir_qrels, read_qrels
@@ -52,7 +51,7 @@ from ._materialize import (
     write_subset,
 )
 from .base import Dataset
-from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, DatasetFamily
+from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, ModuleFamily
 
 log = logging.getLogger(__name__)
 
@@ -406,7 +405,7 @@ def info(dataset_id: str) -> dict:
 
 
 # --- the family -----------------------------------------------------------------------------------
-class MmarcoFamily(DatasetFamily):
+class MmarcoFamily(ModuleFamily):
     """``mmarco/<doc_lang>`` and cross-lingual ``mmarco/<doc_lang>/<query_lang>``."""
 
     name = "mmarco"
@@ -425,20 +424,8 @@ class MmarcoFamily(DatasetFamily):
         SHOW_PROGRESS,
     )
 
-    def ids(self) -> tuple[str, ...]:
-        return tuple(dataset_ids())
-
-    def info(self, dataset_id: str) -> dict:
-        return info(dataset_id)
-
-    def load(self, dataset_id: str, **options: Any) -> Dataset:
-        return load(dataset_id, **options)
-
     def matches(self, dataset_id: str) -> bool:
         return dataset_id in self.ids() or fnmatch.fnmatchcase(dataset_id, "mmarco/*/*")
-
-    def fetch(self, dataset_id: str, *, show_progress: bool = False) -> Path | None:
-        return fetch(dataset_id, show_progress=show_progress)
 
 
 FAMILY = MmarcoFamily()

@@ -112,25 +112,22 @@ def _env_client(model: str, base_url: str) -> LLMClient:
 
 
 class _Rewriter(Composable):
-    kind = ""
+    """Base of the rewriters: an inner retriever and the options of :attr:`OPTIONS`."""
 
-    def __init__(
-        self,
-        retriever: Any,
-        *,
-        model: str = "",
-        base_url: str = "",
-        temperature: float = 0.0,
-        **extra: Any,
-    ):
+    kind = ""
+    OPTIONS: type[HyDEOptions | SubQOptions]
+
+    def __init__(self, retriever: Any, options: Any = None, /, **kwargs: Any):
         self.retriever = retriever
-        self.model = model
-        self.base_url = base_url
-        self.temperature = float(temperature)
-        self._extra = extra
-        self.params = {"model": model, "temperature": self.temperature, **extra}
-        defaults = {"model": "", "temperature": 0.0, "max_subquestions": 5, "max_words": 300}
-        opts = [f"{k}={v}" for k, v in self.params.items() if defaults.get(k) != v]
+        self.options = options if options is not None else self.OPTIONS(**kwargs)
+        self.model = self.options.model
+        self.base_url = self.options.base_url
+        self.temperature = self.options.temperature
+        shared = ("model", "base_url", "temperature")
+        self._extra = {k: v for k, v in self.options.as_dict().items() if k not in shared}
+        self.params = {"model": self.model, "temperature": self.temperature, **self._extra}
+        changed = {k: v for k, v in self.options.changed().items() if k != "base_url"}
+        opts = [f"{k}={v}" for k, v in changed.items()]
         self.name = f"{self.kind}({retriever.name}" + ("; " + ",".join(opts) if opts else "") + ")"
 
     def identity(self) -> dict[str, Any]:
@@ -145,7 +142,7 @@ class _Rewriter(Composable):
             "inner": retriever_identity(self.retriever),
         }
 
-    def options(self) -> RewriteOptions:
+    def rewrite_options(self) -> RewriteOptions:
         """The rewrite options of this retriever's temperature and size option."""
         return RewriteOptions(temperature=self.temperature, **self._extra)
 
@@ -204,27 +201,9 @@ class SubQ(_Rewriter):
     kind = "subq"
     OPTIONS = SubQOptions
 
-    def __init__(
-        self,
-        retriever: Any,
-        *,
-        model: str = "",
-        base_url: str = "",
-        temperature: float = 0.0,
-        max_subquestions: int = 5,
-    ):
-        self.max_subquestions = int(max_subquestions)
-        super().__init__(
-            retriever,
-            model=model,
-            base_url=base_url,
-            temperature=temperature,
-            max_subquestions=self.max_subquestions,
-        )
-
     def rewrite(self, client: LLMClient, queries: Queries, progress) -> dict[str, str]:
         texts = {q: queries[q] for q in queries}
-        good, _ = generate_subquestions(client, texts, self.options(), progress=progress)
+        good, _ = generate_subquestions(client, texts, self.rewrite_options(), progress=progress)
         return {q: "\n".join(v) for q, v in good.items()}
 
 
@@ -234,27 +213,9 @@ class HyDE(_Rewriter):
     kind = "hyde"
     OPTIONS = HyDEOptions
 
-    def __init__(
-        self,
-        retriever: Any,
-        *,
-        model: str = "",
-        base_url: str = "",
-        temperature: float = 0.0,
-        max_words: int = 300,
-    ):
-        self.max_words = int(max_words)
-        super().__init__(
-            retriever,
-            model=model,
-            base_url=base_url,
-            temperature=temperature,
-            max_words=self.max_words,
-        )
-
     def rewrite(self, client: LLMClient, queries: Queries, progress) -> dict[str, str]:
         texts = {q: queries[q] for q in queries}
-        return generate_hyde(client, texts, self.options(), progress=progress)
+        return generate_hyde(client, texts, self.rewrite_options(), progress=progress)
 
 
 __all__ = [
