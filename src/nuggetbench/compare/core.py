@@ -87,112 +87,126 @@ def compare(
     names = list(systems)
     if len(names) < 2:
         raise InputError(f"comparing needs at least two systems, got {len(names)}")
-    if isinstance(baseline, int):
-        if not -len(names) <= baseline < len(names):
-            raise InputError(
-                f"baseline position {baseline} is out of range for {len(names)} systems"
-            )
-        base = names[baseline]
-    elif baseline is None:
-        base = names[0]
-    elif baseline in systems:
-        base = baseline
-    else:
-        raise UnknownNameError(
-            f"baseline {baseline!r} is not one of the systems {names}." + suggest(baseline, names)
-        )
+    base = _baseline(names, baseline)
     names = [base] + [n for n in names if n != base]
     if not 0.0 < alpha < 1.0:
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
     if not 0.0 < ci < 1.0:
         raise InputError(f"ci must be between 0 and 1 (e.g. 0.95), got {ci}")
-    test_name = {
-        "ttest": "t",
-        "t-test": "t",
-        "permutation": "randomization",
-        "randomisation": "randomization",
-    }.get(test, test)
-    if test_name not in TESTS:
-        raise UnknownNameError(
-            f"unknown test {test!r}; choose one of {', '.join(TESTS)}." + suggest(test, TESTS)
-        )
+    test_name = _test_name(test)
     corr = normalize_correction(
         correction if correction is not None else ("holm" if len(names) > 2 else "none")
     )
-
     qids = _check_same_queries(systems, base)
     aligned = {n: _align(systems[n], qids) for n in names}
     measure_list = _choose_measures(aligned, names, measures)
-
-    estimates: list[Estimate] = []
-    differences: list[Difference] = []
-    notes: list[str] = []
-    methods: set[str] = set()
-    for m in measure_list:
-        matrix = np.vstack([aligned[n][m] for n in names])  # (k, n)
-        mask = _common_mask(matrix, names, m, qids)
-        if not mask.all():
-            notes.append(
-                f"{m}: {int((~mask).sum())} of {len(qids)} queries not averaged (NaN for every system)"
-            )
-        matrix = matrix[:, mask]
-        if matrix.shape[1] == 0:
-            raise InputError(f"measure {m!r} has no query with a value for every system")
-        boot = bootstrap_means(matrix, n_resamples=n_resamples, seed=seed)
-        means = matrix.mean(axis=1)
-        for i, n in enumerate(names):
-            lo, hi = percentile_interval(boot[i], ci)
-            estimates.append(Estimate(n, m, int(matrix.shape[1]), float(means[i]), lo, hi))
-        if matrix.shape[1] < 2:
-            raise InputError(f"measure {m!r}: a paired test needs at least 2 queries")
-        if test_name == "randomization":  # one set of sign flips for every comparison
-            tests = randomization_many(matrix[0], matrix[1:], n_resamples=n_resamples, seed=seed)
-        else:
-            tests = [
-                paired_test(matrix[0], matrix[i], test_name, n_resamples=n_resamples, seed=seed)
-                for i in range(1, len(names))
-            ]
-        raw: list[tuple[str, float, tuple[float, float], Any, float]] = []
-        for i, n in enumerate(names[1:], start=1):
-            res = tests[i - 1]
-            methods.add(res.method)
-            diff_ci = percentile_interval(boot[i] - boot[0], ci)
-            raw.append(
-                (n, float(means[i] - means[0]), diff_ci, res, cohens_d(matrix[0], matrix[i]))
-            )
-        adjusted = adjust_pvalues([r[3].p_value for r in raw], corr)
-        for (n, diff, (lo, hi), res, d), p_adj in zip(raw, adjusted):
-            differences.append(
-                Difference(
-                    system=n,
-                    baseline=base,
-                    measure=m,
-                    diff=diff,
-                    ci_low=lo,
-                    ci_high=hi,
-                    statistic=res.statistic,
-                    p_value=res.p_value,
-                    p_adjusted=float(p_adj),
-                    significant=bool(p_adj < alpha),
-                    effect_size=d,
-                )
-            )
-    return ComparisonReport(
+    report = ComparisonReport(
         systems=names,
         baseline=base,
         measures=measure_list,
         query_ids=qids,
-        estimates=estimates,
-        differences=differences,
+        estimates=[],
+        differences=[],
         test=test_name,
-        test_method="; ".join(sorted(methods)) or test_name,
+        test_method=test_name,
         correction=corr,
         alpha=alpha,
         ci=ci,
         n_resamples=n_resamples,
         seed=seed,
-        notes=notes,
+        notes=[],
     )
+    methods: set[str] = set()
+    for m in measure_list:
+        matrix = np.vstack([aligned[n][m] for n in names])  # (k, n)
+        mask = _common_mask(matrix, names, m, qids)
+        if not mask.all():
+            report.notes.append(
+                f"{m}: {int((~mask).sum())} of {len(qids)} queries not averaged (NaN for every system)"
+            )
+        methods |= _compare_measure(report, m, matrix[:, mask])
+    report.test_method = "; ".join(sorted(methods)) or test_name
+    return report
+
+
+def _baseline(names: list[str], baseline: str | int | None) -> str:
+    """The baseline's name from a name, a position or ``None`` (the first system)."""
+    if isinstance(baseline, int):
+        if not -len(names) <= baseline < len(names):
+            raise InputError(
+                f"baseline position {baseline} is out of range for {len(names)} systems"
+            )
+        return names[baseline]
+    if baseline is None:
+        return names[0]
+    if baseline in names:
+        return baseline
+    raise UnknownNameError(
+        f"baseline {baseline!r} is not one of the systems {names}." + suggest(baseline, names)
+    )
+
+
+def _test_name(test: str) -> str:
+    name = {
+        "ttest": "t",
+        "t-test": "t",
+        "permutation": "randomization",
+        "randomisation": "randomization",
+    }.get(test, test)
+    if name not in TESTS:
+        raise UnknownNameError(
+            f"unknown test {test!r}; choose one of {', '.join(TESTS)}." + suggest(test, TESTS)
+        )
+    return name
+
+
+def _compare_measure(report: ComparisonReport, m: str, matrix: np.ndarray) -> set[str]:
+    """Append the estimates and differences of measure *m* to *report*.
+
+    Args:
+        report: the report being filled (systems, baseline first, and the settings).
+        m: the measure.
+        matrix: (systems, queries) values, NaN-free.
+
+    Returns:
+        The names of the test methods used.
+    """
+    names, n_resamples, seed, ci = report.systems, report.n_resamples, report.seed, report.ci
+    if matrix.shape[1] == 0:
+        raise InputError(f"measure {m!r} has no query with a value for every system")
+    boot = bootstrap_means(matrix, n_resamples=n_resamples, seed=seed)
+    means = matrix.mean(axis=1)
+    for i, n in enumerate(names):
+        lo, hi = percentile_interval(boot[i], ci)
+        report.estimates.append(Estimate(n, m, int(matrix.shape[1]), float(means[i]), lo, hi))
+    if matrix.shape[1] < 2:
+        raise InputError(f"measure {m!r}: a paired test needs at least 2 queries")
+    if report.test == "randomization":  # one set of sign flips for every comparison
+        tests = randomization_many(matrix[0], matrix[1:], n_resamples=n_resamples, seed=seed)
+    else:
+        tests = [
+            paired_test(matrix[0], matrix[i], report.test, n_resamples=n_resamples, seed=seed)
+            for i in range(1, len(names))
+        ]
+    adjusted = adjust_pvalues([r.p_value for r in tests], report.correction)
+    for i, (res, p_adj) in enumerate(zip(tests, adjusted), start=1):
+        lo, hi = percentile_interval(boot[i] - boot[0], ci)
+        report.differences.append(
+            Difference(
+                system=names[i],
+                baseline=report.baseline,
+                measure=m,
+                diff=float(means[i] - means[0]),
+                ci_low=lo,
+                ci_high=hi,
+                statistic=res.statistic,
+                p_value=res.p_value,
+                p_adjusted=float(p_adj),
+                significant=bool(p_adj < report.alpha),
+                effect_size=cohens_d(matrix[0], matrix[i]),
+            )
+        )
+    return {res.method for res in tests}
 
 
 # --- input normalisation ------------------------------------------------------------------

@@ -77,6 +77,60 @@ def _normalise(scores: np.ndarray, starts: np.ndarray, norm: str | None) -> np.n
     )
 
 
+def _settings(
+    n_runs: int,
+    method: str | None,
+    depth: int | None,
+    norm: str | None,
+    weights: Sequence[float] | None,
+    k: float,
+    preset: str | None,
+) -> tuple[str, int | None, str | None, np.ndarray]:
+    """``(method kind, depth, norm, weights (n_runs,))`` after the preset's defaults, checked
+    (see :func:`fuse` for the errors)."""
+    if preset is not None:
+        if preset not in PRESETS:
+            raise UnknownNameError(
+                f"unknown fusion preset {preset!r}.{suggest(preset, list(PRESETS))} "
+                f"Presets: {', '.join(PRESETS)}"
+            )
+        p = PRESETS[preset]
+        method = p["method"] if method is None else method
+        norm = p["norm"] if norm is None else norm
+        depth = p["depth"] if depth is None else depth
+    method = "rrf" if method is None else method
+    if not n_runs:
+        raise InputError("fuse() needs at least one run")
+    kind = METHODS.get(str(method).lower())
+    if kind is None:
+        raise UnknownNameError(
+            f"unknown fusion method {method!r}.{suggest(str(method), list(METHODS))} "
+            f"Methods: rrf, sum, mnz, anz, max, min"
+        )
+    if norm is not None and str(norm).lower() in ("none", ""):
+        norm = None
+    if kind == "rrf" and norm is not None:
+        raise InputError(
+            "norm does not apply to rrf (it uses ranks); drop norm or use method=sum/mnz"
+        )
+    if norm is not None and norm not in NORMS:
+        raise UnknownNameError(
+            f"unknown normalisation {norm!r}.{suggest(str(norm), NORMS)} "
+            f"Use one of {', '.join(NORMS)} or None"
+        )
+    if depth is not None and depth < 1:
+        raise InputError(f"fusion depth must be >= 1, got {depth}")
+    w = np.ones(n_runs) if weights is None else np.asarray(list(weights), dtype=np.float64)
+    if len(w) != n_runs:
+        raise InputError(f"{len(w)} weights for {n_runs} runs; give one weight per run")
+    if (w < 0).any():
+        raise InputError(f"fusion weights must be >= 0, got {w.tolist()}")
+    if kind == "rrf" and k < 0:
+        raise InputError(f"the RRF constant k must be >= 0, got {k}")
+
+    return kind, depth, norm, w
+
+
 def fuse(
     runs: Sequence[Run],
     *,
@@ -109,47 +163,8 @@ def fuse(
         InputError: no runs, wrong number of weights, a negative weight or depth, ``norm`` with ``rrf``.
         UnknownNameError: unknown method, normalisation or preset.
     """
-    if preset is not None:
-        if preset not in PRESETS:
-            raise UnknownNameError(
-                f"unknown fusion preset {preset!r}.{suggest(preset, list(PRESETS))} "
-                f"Presets: {', '.join(PRESETS)}"
-            )
-        p = PRESETS[preset]
-        method = p["method"] if method is None else method
-        norm = p["norm"] if norm is None else norm
-        depth = p["depth"] if depth is None else depth
-    method = "rrf" if method is None else method
     runs = list(runs)
-    if not runs:
-        raise InputError("fuse() needs at least one run")
-    kind = METHODS.get(str(method).lower())
-    if kind is None:
-        raise UnknownNameError(
-            f"unknown fusion method {method!r}.{suggest(str(method), list(METHODS))} "
-            f"Methods: rrf, sum, mnz, anz, max, min"
-        )
-    if norm is not None and str(norm).lower() in ("none", ""):
-        norm = None
-    if kind == "rrf" and norm is not None:
-        raise InputError(
-            "norm does not apply to rrf (it uses ranks); drop norm or use method=sum/mnz"
-        )
-    if norm is not None and norm not in NORMS:
-        raise UnknownNameError(
-            f"unknown normalisation {norm!r}.{suggest(str(norm), NORMS)} "
-            f"Use one of {', '.join(NORMS)} or None"
-        )
-    if depth is not None and depth < 1:
-        raise InputError(f"fusion depth must be >= 1, got {depth}")
-    w = np.ones(len(runs)) if weights is None else np.asarray(list(weights), dtype=np.float64)
-    if len(w) != len(runs):
-        raise InputError(f"{len(w)} weights for {len(runs)} runs; give one weight per run")
-    if (w < 0).any():
-        raise InputError(f"fusion weights must be >= 0, got {w.tolist()}")
-    if kind == "rrf" and k < 0:
-        raise InputError(f"the RRF constant k must be >= 0, got {k}")
-
+    kind, depth, norm, w = _settings(len(runs), method, depth, norm, weights, k, preset)
     q_cols, d_cols, v_cols, r_cols = [], [], [], []
     for i, run in enumerate(runs):
         r = run.truncate(depth) if depth is not None else run
