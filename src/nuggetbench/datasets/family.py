@@ -198,8 +198,9 @@ class DatasetFamily:
         (``Profile.options["bootstrap"]``, BIRCO's), over the queries in *order*."""
         return profile_summaries(results, order)
 
-    def claims_file(self, path: Path) -> bool:
-        """Whether *path* is a judgments file in this family's own format."""
+    def claims_file(self, path: Path, sniffed: str | None) -> bool:
+        """Whether *path* is a judgments file in this family's own format; *sniffed* is what
+        :func:`nuggetbench.data.diversity_io.sniff_nugget_qrels` made of it (read once)."""
         return False
 
     def load_file(self, path: Path) -> Target:

@@ -32,7 +32,7 @@ from typing import Any
 from .. import home as _home
 from .._atomic import atomic_write
 from ..data import JsonlCorpus
-from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels
+from ..data.diversity_io import load_nugget_qrels_file
 from ..data.freshstack_io import read_freshstack_queries
 from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
 from ..spec import Param, params_table
@@ -303,8 +303,8 @@ class FreshStackFamily(ModuleFamily):
     )
     folder_options = params_table(options["query_field"])
 
-    def claims_file(self, path: Path) -> bool:
-        return sniff_nugget_qrels(path) == "freshstack"
+    def claims_file(self, path: Path, sniffed: str | None) -> bool:
+        return sniffed == "freshstack"
 
     def load_file(self, path: Path) -> Target:
         return Target(

@@ -288,11 +288,12 @@ def load_target(source: str | Path | Dataset, **options: Any) -> Target:
         return _dataset_target(source, None)
     path = Path(source)
     if path.is_file():
+        sniffed = sniff_nugget_qrels(path)
         for target in LOCAL_FAMILIES:
             family = _family(target)
-            if family.claims_file(path):
+            if family.claims_file(path, sniffed):
                 return family.load_file(path)
-        if sniff_nugget_qrels(path):
+        if sniffed:
             return Target(load_nugget_qrels_file(path))
         return Target(load_qrels(path))
     text = str(source)
