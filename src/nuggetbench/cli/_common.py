@@ -26,6 +26,17 @@ def info(message: str) -> None:
     console(stderr=True).print(message, markup=False)
 
 
+#: ``-m/--measure``, repeatable: the measures of ``run`` and ``compare``.
+measure_option = click.option(
+    "-m",
+    "--measure",
+    "measures",
+    multiple=True,
+    metavar="MEASURE",
+    help="Measure, repeatable (default: the dataset's; nDCG@10 R@100 RR@10 AP for a qrels file).",
+)
+
+
 def dataset_options(command):
     """``--profile``, ``--split`` and ``-O KEY=VALUE``: the options every command that scores
     against a dataset takes (the dataset family declares and types the ``-O`` options)."""

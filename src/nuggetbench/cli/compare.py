@@ -5,21 +5,14 @@ from __future__ import annotations
 import click
 
 from ..evaluation import compare_run_files
-from ._common import console, dataset_options, parse_options, warn
+from ._common import console, dataset_options, measure_option, parse_options, warn
 
 
 @click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})
 @dataset_options
 @click.argument("qrels")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "-m",
-    "--measure",
-    "measures",
-    multiple=True,
-    metavar="MEASURE",
-    help="Measure, repeatable (default: the dataset's, or nDCG@10 R@100 RR@10 AP).",
-)
+@measure_option
 @click.option(
     "--baseline",
     default=None,

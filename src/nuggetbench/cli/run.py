@@ -14,6 +14,7 @@ from ._common import (
     echo_json,
     info,
     markdown_table,
+    measure_option,
     parse_options,
     render_findings,
     render_means_table,
@@ -32,14 +33,7 @@ from ._common import (
     metavar="SPEC",
     help="Retriever spec, repeatable: bm25, 'bm25:k1=0.9,b=0.4', bm25:preset=pyserini, ...",
 )
-@click.option(
-    "-m",
-    "--measure",
-    "measures",
-    multiple=True,
-    metavar="MEASURE",
-    help="Measure, repeatable (default: the dataset's, e.g. nDCG@10 R@100 RR@10 AP for BEIR).",
-)
+@measure_option
 @click.option(
     "-k",
     "--depth",

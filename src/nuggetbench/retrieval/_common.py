@@ -12,6 +12,7 @@ Nothing here imports torch or sentence-transformers at module import time.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,8 @@ from ._models import (
     load_model,
     pick_device,
     progress_bar,
+    resolve_model,
+    split_depth,
     text_lengths,
     use_fp16,
 )
@@ -43,6 +46,30 @@ class ModelBacked:
     LOADER: str
     WHAT: str
     options: Options
+
+    OPTIONS: type[Options]
+
+    def _configure(
+        self, model: str, options: Options | None, kwargs: dict[str, Any], *, depth: bool = False
+    ) -> None:
+        """Set ``options`` (``OPTIONS(**kwargs)`` unless given), ``model_name`` and ``ref`` (the
+        model resolved before any work); with *depth*, a ``MODEL@N`` suffix sets ``options.depth``
+        and ``depth``.
+
+        Raises:
+            SpecError: an option of the wrong type or out of range.
+            ModelError: the model cannot be found.
+        """
+        name = str(model)
+        opts = options if options is not None else self.OPTIONS(**kwargs)
+        if depth:
+            name, at = split_depth(name)
+            if at is not None:
+                opts = replace(opts, depth=at)
+            self.depth = int(opts.depth)
+        self.options = opts
+        self.model_name = name
+        self.ref = resolve_model(name, revision=opts["revision"], what=self.WHAT)
 
     def _spec_name(self, label: str, options: Options) -> str:
         """``PREFIX:label[,opt=value...]`` with the options that differ from their defaults."""

@@ -41,7 +41,7 @@ from ..data import Corpus, Queries, Run
 from ..errors import ModelError
 from . import embcache
 from ._common import BlockIndex, ModelBacked, contiguous, encode_by_length
-from ._models import _cached_snapshot, resolve_model, split_depth
+from ._models import _cached_snapshot
 from .base import check_k
 from .compose import DEFAULT_DEPTH, Composable
 from .options import ColBERTOptions
@@ -134,19 +134,12 @@ class ColBERTRetriever(ModelBacked, Composable):
     OPTIONS = ColBERTOptions
 
     def __init__(self, model: str, options: ColBERTOptions | None = None, /, **kwargs: Any):
-        model, at = split_depth(str(model))
-        opts = options if options is not None else ColBERTOptions(**kwargs)
-        if at is not None:
-            opts = replace(opts, depth=at)
-        self.options = opts
-        self.model_name = model
-        self.depth = int(opts.depth)
-        self.ref = resolve_model(model, revision=opts.revision, what="colbert model")
+        self._configure(model, options, kwargs, depth=True)
         if self.ref.local:
-            self.format = check_colbert_folder(self.ref.location, model)
+            self.format = check_colbert_folder(self.ref.location, self.model_name)
         self.name = self._spec_name(
-            model + (f"@{self.depth}" if self.depth != DEFAULT_DEPTH else ""),
-            replace(opts, depth=DEFAULT_DEPTH),
+            self.model_name + (f"@{self.depth}" if self.depth != DEFAULT_DEPTH else ""),
+            replace(self.options, depth=DEFAULT_DEPTH),
         )
         self._setup_model()
         self.encode_calls = 0

@@ -121,8 +121,8 @@ class DenseRetriever(ModelBacked, Composable):
     def __init__(self, model: str, options: DenseOptions | None = None, /, **kwargs: Any):
         self.options = options if options is not None else DenseOptions(**kwargs)
         self.model_name = str(model)
-        self.ref = resolve_model(
-            self.model_name, revision=self.options.revision, what="dense model"
+        self.ref = resolve_model(  # looked up here: tests replace it to freeze a fingerprint
+            self.model_name, revision=self.options.revision, what=self.WHAT
         )
         self.name = self._spec_name(self.model_name, self.options)
         self._setup_model()

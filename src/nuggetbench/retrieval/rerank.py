@@ -17,7 +17,7 @@ import numpy as np
 
 from ..data import Corpus, Queries, Run
 from ._common import ModelBacked
-from ._models import resolve_model, split_depth
+from ._models import split_depth
 from .base import check_k
 from .compose import Composable
 from .options import CrossEncoderOptions
@@ -44,15 +44,10 @@ class CrossEncoderReranker(ModelBacked, Composable):
     OPTIONS = CrossEncoderOptions
 
     def __init__(self, model: str, options: CrossEncoderOptions | None = None, /, **kwargs: Any):
-        model, at = split_depth(str(model))
-        opts = options if options is not None else CrossEncoderOptions(**kwargs)
-        if at is not None:
-            opts = replace(opts, depth=at)
-        self.options = opts
-        self.model_name = model
-        self.depth = int(opts.depth)
-        self.ref = resolve_model(model, revision=opts.revision, what="cross-encoder")
-        self.name = self._spec_name(f"{model}@{self.depth}", replace(opts, depth=100))
+        self._configure(model, options, kwargs, depth=True)
+        self.name = self._spec_name(
+            f"{self.model_name}@{self.depth}", replace(self.options, depth=100)
+        )
         self._setup_model(action="scoring")
         self.predict_calls = 0
 

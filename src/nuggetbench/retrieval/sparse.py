@@ -22,7 +22,6 @@ import numpy as np
 from ..data import Corpus, Queries, Run
 from . import embcache
 from ._common import BlockIndex, ModelBacked, contiguous, encode_by_length
-from ._models import resolve_model
 from .base import check_k
 from .compose import Composable
 from .options import SparseOptions
@@ -81,11 +80,7 @@ class SparseRetriever(ModelBacked, Composable):
     OPTIONS = SparseOptions
 
     def __init__(self, model: str, options: SparseOptions | None = None, /, **kwargs: Any):
-        self.options = options if options is not None else SparseOptions(**kwargs)
-        self.model_name = str(model)
-        self.ref = resolve_model(
-            self.model_name, revision=self.options.revision, what="sparse model"
-        )
+        self._configure(model, options, kwargs)
         self.name = self._spec_name(self.model_name, self.options)
         self._setup_model()
         self.encode_calls = 0
