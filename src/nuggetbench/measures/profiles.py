@@ -14,8 +14,9 @@ Registered here:
   (and ``pytrec_eval``).
 * ``"ndeval"``, ``"ndeval -c"``, ``"ndeval -traditional"`` (and any ndeval command line,
   ``"ndeval -c -M 10"``): ndeval 4.5's ordering and averaging for the diversity families.
-* ``"freshstack"``: FreshStack's evaluation (ties by doc id ascending, as pyndeval; every query
-  with nuggets).
+* ``"freshstack"``: FreshStack's evaluation code, its three tie orders (Coverage: run file order;
+  alpha-nDCG: the top 20 in file order, then doc id ascending as pyndeval; Recall: doc id
+  descending as pytrec_eval); every query with nuggets (:func:`freshstack_profile`).
 * ``"fastbook"``: every query that declares nuggets, ties as trec_eval.
 * ``"birco"``: BIRCO's ``rank2metric.py`` (queries with a relevant document, values x100).
 
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..data.ranking import TIE_BREAKS
 from ..errors import InputError, UnknownNameError
 from ..spec import Registry
 
@@ -51,6 +53,7 @@ __all__ = [
     "AVERAGE_OVER",
     "BIRCO_MEASURES",
     "ndeval_profile",
+    "freshstack_profile",
     "nugget_queries",
     "queries_with_relevant",
 ]
@@ -72,8 +75,10 @@ class Profile:
         description: one line for listings and provenance.
         average_over: ``"qrels"`` or ``"run_and_qrels"`` (see :data:`AVERAGE_OVER`); ignored when
             *select_queries* is given.
-        tie_break: order of tied scores inside a query: ``"docid_desc"`` (trec_eval) or
-            ``"docid_asc"`` (pyndeval, FreshStack).
+        tie_break: order of tied scores inside a query: ``"docid_desc"`` (trec_eval),
+            ``"docid_asc"`` (pyndeval) or ``"input"`` (the order the entries arrived in,
+            ``Run.input_order``). ``options["family_tie_break"]`` (``{family name: order}``)
+            overrides it for some families (see :meth:`tie_break_for`).
         scale: factor applied to per-query values of scalable families (e.g. 100 for percent).
         select_queries: optional ``f(qrels, run) -> iterable of query ids``: the evaluated
             queries (a query absent from the run is scored on an empty ranking; one absent from
@@ -100,10 +105,11 @@ class Profile:
             raise ValueError(
                 f"profile {self.name!r}: average_over must be one of {AVERAGE_OVER}, got {self.average_over!r}"
             )
-        if self.tie_break not in ("docid_desc", "docid_asc"):
-            raise ValueError(
-                f"profile {self.name!r}: tie_break must be 'docid_desc' or 'docid_asc', got {self.tie_break!r}"
-            )
+        for order in (self.tie_break, *dict(self.options.get("family_tie_break", {})).values()):
+            if order not in TIE_BREAKS:
+                raise ValueError(
+                    f"profile {self.name!r}: a tie break must be one of {TIE_BREAKS}, got {order!r}"
+                )
         if not (isinstance(self.scale, (int, float)) and self.scale > 0):
             raise ValueError(
                 f"profile {self.name!r}: scale must be a positive number, got {self.scale!r}"
@@ -111,6 +117,10 @@ class Profile:
 
     def __str__(self) -> str:
         return self.name
+
+    def tie_break_for(self, family: str) -> str:
+        """The tie order the measure family named *family* uses under this profile."""
+        return dict(self.options.get("family_tie_break", {})).get(family, self.tie_break)
 
 
 #: The profile registry (names -> :class:`Profile`); its providers are :data:`PROFILE_MODULES`.
@@ -221,6 +231,40 @@ def ndeval_profile(
     )
 
 
+def freshstack_profile(cut: int = 20) -> Profile:
+    """FreshStack's ``EvaluateRetrieval.evaluate`` (``freshstack`` 0.0.6), its three tie orders.
+
+    * ``Coverage@k`` (and ``AC_MRR@k``): ties keep the run's input order (``coverage()`` sorts a
+      ``{doc: score}`` dict filled in file order with Python's stable sort).
+    * the diversity families (``alpha_nDCG@k``...): ``alpha_ndcg()`` keeps each query's top
+      *cut* by the same stable sort, then pyndeval orders that cut by score descending and doc id
+      ascending. FreshStack cuts at its largest ``k_values`` entry up to 20: 20 for its
+      published ``k_values=[10, 20, 50]``; pass ``cut`` for other ``k_values``.
+    * every other family (``R@k`` through ``pytrec_eval``): doc id descending, as trec_eval.
+
+    Every query with nuggets is averaged (a query missing from the run scores 0). FreshStack
+    rounds to 4 decimals (Coverage per query to 5 first); values here are unrounded.
+
+    Raises:
+        InputError: *cut* is not a positive integer.
+    """
+    if isinstance(cut, bool) or not isinstance(cut, int) or cut <= 0:
+        raise InputError(f"the freshstack profile's cut must be a positive integer, got {cut!r}")
+    return Profile(
+        name="freshstack" if cut == 20 else f"freshstack -cut {cut}",
+        description="FreshStack 0.0.6: Coverage ties in run file order; alpha-nDCG on the top "
+        f"{cut} in file order, then doc id ascending (pyndeval); Recall and the rest by doc id "
+        "descending (pytrec_eval); every query with nuggets averaged, a missing one scoring 0",
+        tie_break="docid_desc",
+        select_queries=nugget_queries,
+        options={
+            "family_tie_break": {"Coverage": "input", "AC_MRR": "input"},
+            "diversity_order": "docid_asc",
+            "diversity_cut": {"order": "input", "depth": cut},
+        },
+    )
+
+
 # --- query selectors ----------------------------------------------------------------------------
 def nugget_queries(qrels: Qrels, run: Run | None = None, *, with_judged: bool = False) -> list[str]:
     """The queries that declare nuggets: the ones a nugget benchmark averages over.
@@ -285,15 +329,7 @@ NDEVAL_PROFILES = [
 ]
 for _profile in NDEVAL_PROFILES:
     register_profile(_profile)
-register_profile(
-    Profile(
-        name="freshstack",
-        description="FreshStack: order by score desc, doc id asc (pyndeval); every query with nuggets "
-        "averaged, a query missing from the run scoring 0",
-        tie_break="docid_asc",
-        select_queries=nugget_queries,
-    )
-)
+register_profile(freshstack_profile())
 register_profile(
     Profile(
         name="fastbook",
