@@ -140,8 +140,10 @@ def write_beir_qrels(qrels: Qrels, path: str | Path) -> Path:
     return Path(path)
 
 
-def read_json_run(path: str | Path, *, name: str | None = None) -> Run:
+def read_json_run(path: str | Path, *, name: str | None = None, duplicates: str = "error") -> Run:
     """Read ``{query_id: {doc_id: score}}`` (or ``{query_id: [doc_id, ...]}`` best first) from JSON.
+
+    *duplicates*: ``"error"`` or ``"first"`` for a list naming a document twice (see :class:`Run`).
 
     Raises:
         FormatError: the top level is not an object, or a query's value is neither an object of
@@ -152,11 +154,16 @@ def read_json_run(path: str | Path, *, name: str | None = None) -> Run:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise FormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
-    return run_from_json_object(obj, path=path, name=name)
+    return run_from_json_object(obj, path=path, name=name, duplicates=duplicates)
 
 
-def run_from_json_object(obj, *, path: str | Path | None = None, name: str | None = None) -> Run:
-    """A run from a decoded JSON object: ``{qid: {doc: score}}`` or ``{qid: [doc, ...]}``."""
+def run_from_json_object(
+    obj, *, path: str | Path | None = None, name: str | None = None, duplicates: str = "error"
+) -> Run:
+    """A run from a decoded JSON object: ``{qid: {doc: score}}`` or ``{qid: [doc, ...]}``.
+
+    *duplicates* (a list naming a document twice): ``"error"`` or ``"first"`` (see :class:`Run`).
+    """
     if not isinstance(obj, Mapping):
         raise FormatError(
             path,
@@ -195,6 +202,7 @@ def run_from_json_object(obj, *, path: str | Path | None = None, name: str | Non
         name=name or (Path(path).name if path else None),
         metadata={"source": str(path)} if path else {},
         source=str(path) if path else None,
+        duplicates=duplicates,
     )
 
 

@@ -58,13 +58,20 @@ def is_rank_file(path: str | Path) -> bool:
     return rest.startswith(":") and rest[1:].lstrip().startswith("[")
 
 
-def read_rank_file(path: str | Path, *, name: str | None = None) -> Run:
+def read_rank_file(path: str | Path, *, name: str | None = None, duplicates: str = "first") -> Run:
     """Read ``{query_id: [doc_id, ...]}`` (best first) from a pickle or JSON file as a run.
 
     Args:
         path: a ``.pickle``/``.pkl`` file (restricted unpickler: builtin containers and numpy
             scalars only) or a JSON file.
         name: the run's name (default: the file's stem).
+        duplicates: a list naming a document twice: ``"first"`` (the default; some published
+            BIRCO rank files do: the first occurrence keeps its rank, the later ones are
+            dropped so the documents below move up one place, and a warning names the query,
+            the document and both positions) or ``"error"``. BIRCO's ``rank2metric.py`` scores
+            the list as it is: its recall and reciprocal rank (sets and first hits) agree with
+            ``"first"`` unless the repeat lies inside the cutoff, where the repeat still takes a
+            slot there; its nDCG@10 and AP count a repeated relevant document twice.
 
     Returns:
         A :class:`Run`; the document at position ``i`` (0-based) of a list of length ``n`` gets
@@ -74,7 +81,7 @@ def read_rank_file(path: str | Path, *, name: str | None = None) -> Run:
         InputError: the file does not exist.
         FormatError: the pickle names a disallowed global (nothing is executed), the JSON is
             invalid, or the content is not a mapping of query ids to lists of doc ids.
-        DuplicateError: a list names the same document twice (the pair is named).
+        DuplicateError: a list names the same document twice and *duplicates* is ``"error"``.
     """
     path = Path(path)
     if not path.is_file():
@@ -93,6 +100,7 @@ def read_rank_file(path: str | Path, *, name: str | None = None) -> Run:
         name=name or path.stem,
         metadata={"source": str(path), "format": "rank-lists"},
         source=str(path),
+        duplicates=duplicates,
     )
 
 

@@ -131,7 +131,12 @@ def _line_of_entry(data: bytes, index: int) -> int:
 
 
 def read_run(
-    path: str | Path, *, name: str | None = None, keep_rank: bool = False, trailing: str = "error"
+    path: str | Path,
+    *,
+    name: str | None = None,
+    keep_rank: bool = False,
+    trailing: str = "error",
+    duplicates: str = "error",
 ) -> Run:
     """Read a TREC run file (6 columns; ``.gz`` read transparently).
 
@@ -143,6 +148,8 @@ def read_run(
         trailing: ``"error"`` (default: a line with more than 6 fields is an error, since it usually
             means a doc id with a space) or ``"ignore"`` (trec_eval's behaviour: fields after the
             tag are ignored).
+        duplicates: a (query, doc) pair on two lines: ``"error"`` (default, as trec_eval) or
+            ``"first"`` (the first line wins, with a warning; see :class:`Run`).
 
     Returns:
         A :class:`Run`, ranked by trec_eval's rule (the rank column is ignored).
@@ -150,12 +157,12 @@ def read_run(
     Raises:
         FormatError: a line has the wrong number of columns, or a score is not a number, or
             (with *keep_rank*) a rank is not an integer (file, line number and line named).
-        DuplicateError: a (query, doc) pair occurs twice.
+        DuplicateError: a (query, doc) pair occurs twice (with ``duplicates="error"``).
     """
     path = Path(path)
     raw = _read_bytes(path)
     data = _strip_comments(raw)
-    fast = _read_run_arrow(path, raw, data, name=name, keep_rank=keep_rank)
+    fast = _read_run_arrow(path, raw, data, name=name, keep_rank=keep_rank, duplicates=duplicates)
     if fast is not None:
         return fast
     if trailing not in ("error", "ignore"):
@@ -180,12 +187,19 @@ def read_run(
         ranks = ranks_f.astype(np.int64)
     label = name or (str(tag[0]) if len(tag) else path.name)
     return Run(
-        q, d, scores, name=label, metadata={"source": str(path)}, source=str(path), ranks=ranks
+        q,
+        d,
+        scores,
+        name=label,
+        metadata={"source": str(path)},
+        source=str(path),
+        ranks=ranks,
+        duplicates=duplicates,
     )
 
 
 def _read_run_arrow(
-    path: Path, raw: bytes, data: bytes, *, name: str | None, keep_rank: bool
+    path: Path, raw: bytes, data: bytes, *, name: str | None, keep_rank: bool, duplicates: str
 ) -> Run | None:
     """The pyarrow fast path of :func:`read_run` (``None``: use the regular reader)."""
     from . import _arrow_trec  # lazy: pyarrow loads only when a large run file is read
@@ -212,6 +226,7 @@ def _read_run_arrow(
         metadata={"source": str(path)},
         source=str(path),
         ranks=cols.get(3),
+        duplicates=duplicates,
     )
 
 
