@@ -210,6 +210,8 @@ class EvalContext:
             rpos[(rpos >= 0) & (rlen[np.maximum(rpos, 0)] == 0)] = -1
         self._rpos = rpos
         self._cache: dict = {}
+        #: the family being computed (set by ``evaluate()``): ``ranked()`` uses its tie order
+        self.family: str | None = None
 
     def __len__(self) -> int:
         return len(self.query_ids)
@@ -382,10 +384,10 @@ class EvalContext:
                 rest (trec_eval ``-J``, pytrec_eval's ``judged_docs_only_flag``).
             cutoff: keep the top *cutoff* entries of each query (``None``: all).
             tie_break: order of tied scores (``"docid_desc"``, ``"docid_asc"``, ``"input"``);
-                ``None``: the profile's (a family reads its own with
-                ``ctx.profile.tie_break_for(family)``).
+                ``None``: the profile's for the family being computed
+                (``profile.tie_break_for(ctx.family)``).
         """
-        tie_break = tie_break or self.profile.tie_break
+        tie_break = tie_break or self.profile.tie_break_for(self.family)
         key = ("ranked", int(rel), bool(judged_only), cutoff, tie_break)
         if key in self._cache:
             return self._cache[key]

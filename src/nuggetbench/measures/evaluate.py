@@ -111,6 +111,7 @@ def evaluate(
     means: dict[str, float] = {}
     for key, measure in keyed:
         family = get_family(measure.family)
+        ctx.family = family.name  # ctx.ranked() uses the profile's tie order for this family
         values = np.asarray(family.compute(ctx, measure), dtype=np.float64)
         if values.shape != (n,):
             raise RuntimeError(
@@ -120,7 +121,10 @@ def evaluate(
             values = values * prof.scale
         values.setflags(write=False)
         per_query[key] = values
-        means[key] = float(values.sum()) if family.aggregate == "sum" else float(values.mean())
+        if family.aggregate == "sum":
+            means[key] = float(values.sum())
+        else:
+            means[key] = prof.mean(family.name, values, len(ctx.qrels.query_ids))
     if ctx.run_only_queries:
         logger.info("%d run queries have no judgments and were ignored", len(ctx.run_only_queries))
     if ctx.missing_queries:

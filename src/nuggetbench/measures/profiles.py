@@ -17,6 +17,8 @@ Registered here:
 * ``"freshstack"``: FreshStack's evaluation code, its three tie orders (Coverage: run file order;
   alpha-nDCG: the top 20 in file order, then doc id ascending as pyndeval; Recall: doc id
   descending as pytrec_eval); every query with nuggets (:func:`freshstack_profile`).
+* ``"beir"`` (and ``"beir -keep-identical-ids"``): BEIR's ``EvaluateRetrieval.evaluate`` and
+  ``evaluate_custom`` (:func:`beir_profile`).
 * ``"fastbook"``: every query that declares nuggets, ties as trec_eval.
 * ``"birco"``: BIRCO's ``rank2metric.py`` (queries with a relevant document, values x100).
 
@@ -54,6 +56,7 @@ __all__ = [
     "BIRCO_MEASURES",
     "ndeval_profile",
     "freshstack_profile",
+    "beir_profile",
     "nugget_queries",
     "queries_with_relevant",
 ]
@@ -118,9 +121,23 @@ class Profile:
     def __str__(self) -> str:
         return self.name
 
-    def tie_break_for(self, family: str) -> str:
+    def tie_break_for(self, family: str | None) -> str:
         """The tie order the measure family named *family* uses under this profile."""
         return dict(self.options.get("family_tie_break", {})).get(family, self.tie_break)
+
+    def mean(self, family: str, values: np.ndarray, n_judged: int) -> float:
+        """The reported mean of a mean-aggregated family's per-query *values* (shape (Q,)).
+
+        ``values.mean()``, except for the families named in ``options["sum_over_judged"]``,
+        whose sum is divided by *n_judged* (the number of judged queries: BEIR's custom metrics
+        divide by ``len(qrels)``); rounded to ``options["round_means"]`` decimals when set.
+        """
+        if family in self.options.get("sum_over_judged", ()):
+            mean = float(values.sum()) / max(int(n_judged), 1)
+        else:
+            mean = float(values.mean())
+        digits = self.options.get("round_means")
+        return mean if digits is None else round(mean, int(digits))
 
 
 #: The profile registry (names -> :class:`Profile`); its providers are :data:`PROFILE_MODULES`.
@@ -265,6 +282,62 @@ def freshstack_profile(cut: int = 20) -> Profile:
     )
 
 
+def beir_profile(*, ignore_identical_ids: bool = True) -> Profile:
+    """BEIR's ``EvaluateRetrieval.evaluate`` and ``evaluate_custom`` (``beir`` 2.2.0).
+
+    * ``evaluate`` (``nDCG@k``, ``AP@k`` = its ``MAP@k``, ``R@k``, ``P@k``) calls pytrec_eval:
+      ties by doc id descending, averaged over the run's queries that are judged (a query whose
+      every entry was a self hit still counts, with 0).
+    * ``evaluate_custom`` (``RR@k`` = its ``MRR@k``, ``R_cap@k``, ``Hole@k``, ``Success@k`` = its
+      ``Accuracy@k``) sorts each query's ``{doc: score}`` dict with Python's stable sort (ties in
+      input order) and divides the sum over the run's queries by the number of judged queries
+      (``len(qrels)``): ``options["sum_over_judged"]``. BEIR's ``hole`` also adds the run-only
+      queries (its other custom metrics raise ``KeyError`` on them); here they are ignored.
+    * *ignore_identical_ids* (BEIR's default ``True``): entries whose doc id equals the query id
+      are dropped before every measure (BEIR's ``evaluate`` pops them from the results dict it
+      is given, which its custom metrics then see).
+    * Means are rounded to 5 decimals (``options["round_means"]``), as BEIR returns them;
+      per-query values are not rounded.
+
+    Returns:
+        The profile ``"beir"`` (or ``"beir -keep-identical-ids"``).
+    """
+    return Profile(
+        name="beir" if ignore_identical_ids else "beir -keep-identical-ids",
+        description="BEIR 2.2.0 EvaluateRetrieval: nDCG/MAP/Recall/P via pytrec_eval over the run's "
+        "judged queries; MRR, R_cap, Hole, Accuracy (Success) with ties in input order, summed "
+        "over the run's queries and divided by the judged queries"
+        + ("; doc id == query id dropped" if ignore_identical_ids else "")
+        + "; means rounded to 5 decimals",
+        tie_break="docid_desc",
+        select_queries=_run_queries_judged,
+        transform=_drop_identical_ids if ignore_identical_ids else None,
+        options={
+            "family_tie_break": {f: "input" for f in _BEIR_CUSTOM},
+            "sum_over_judged": _BEIR_CUSTOM,
+            "round_means": 5,
+        },
+    )
+
+
+#: The families computed by BEIR's ``evaluate_custom`` (ties in input order, sum / len(qrels)).
+_BEIR_CUSTOM = ("RR", "R_cap", "Hole", "Success")
+
+
+def _run_queries_judged(qrels: Qrels, run: Run) -> list[str]:
+    """The run's queries that have judgments, empty ones included (pytrec_eval scores them)."""
+    return sorted(set(run.query_ids) & set(qrels.query_ids))
+
+
+def _drop_identical_ids(qrels: Qrels, run: Run) -> tuple[Qrels, Run]:
+    """BEIR's ``ignore_identical_ids``: drop the entries whose doc id equals the query id."""
+    qids, _, docids, _ = run.arrays()
+    if not len(docids):
+        return qrels, run
+    self_hit = np.repeat(qids, run.lengths()) == docids
+    return qrels, (run.filter_entries(~self_hit) if self_hit.any() else run)
+
+
 # --- query selectors ----------------------------------------------------------------------------
 def nugget_queries(qrels: Qrels, run: Run | None = None, *, with_judged: bool = False) -> list[str]:
     """The queries that declare nuggets: the ones a nugget benchmark averages over.
@@ -330,6 +403,8 @@ NDEVAL_PROFILES = [
 for _profile in NDEVAL_PROFILES:
     register_profile(_profile)
 register_profile(freshstack_profile())
+register_profile(beir_profile())
+register_profile(beir_profile(ignore_identical_ids=False))
 register_profile(
     Profile(
         name="fastbook",

@@ -41,6 +41,7 @@ FAMILY_MODULES: list[str] = [
     "nuggetbench.measures.nuggets",
     "nuggetbench.measures.diversity",
     "nuggetbench.measures.birco",
+    "nuggetbench.measures.beir",
 ]
 
 #: The family registry (a :class:`nuggetbench.spec.Registry` whose providers are
