@@ -57,6 +57,7 @@ __all__ = [
     "ndeval_profile",
     "freshstack_profile",
     "beir_profile",
+    "trec_eval_profile",
     "nugget_queries",
     "queries_with_relevant",
 ]
@@ -182,7 +183,72 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
         return found
     if name.split()[:1] == ["ndeval"]:
         return _ndeval_command_line(name)
+    if name.split()[:1] == ["trec_eval"]:
+        return _trec_eval_command_line(name)
     raise REGISTRY.unknown(name)
+
+
+def _trec_eval_command_line(name: str) -> Profile:
+    """``trec_eval [-c] [-J] [-M N] [-l N]`` spelled as on trec_eval's command line."""
+    words, options, i = name.split()[1:], {}, 0
+    while i < len(words):
+        word = words[i]
+        if word in ("-c", "-J"):
+            options["complete" if word == "-c" else "judged_only"] = True
+        elif word in ("-M", "-l") and i + 1 < len(words) and words[i + 1].lstrip("-").isdigit():
+            options["max_docs" if word == "-M" else "rel_level"] = int(words[i + 1])
+            i += 1
+        else:
+            raise UnknownNameError(
+                f"unknown trec_eval option {word!r} in profile {name!r}: the profile takes -c, "
+                "-J, -M N and -l N, e.g. 'trec_eval -c' (measures are named with -m)"
+            )
+        i += 1
+    return trec_eval_profile(**options)
+
+
+def trec_eval_profile(
+    *,
+    complete: bool = False,
+    max_docs: int | None = None,
+    rel_level: int | None = None,
+    judged_only: bool = False,
+) -> Profile:
+    """A trec_eval profile: ``trec_eval [-c] [-J] [-M max_docs] [-l rel_level]``.
+
+    Args:
+        complete: ``-c``: average over every judged query (a missing one scores 0).
+        max_docs: ``-M``: keep the first *max_docs* documents of each ranking (after ranking).
+        rel_level: ``-l``: the default ``rel`` of every measure taking it (grade >= rel_level
+            is relevant).
+        judged_only: ``-J``: the default ``judged_only`` of every measure taking it.
+
+    Returns:
+        A :class:`Profile` named like the command line (``"trec_eval -c -M 100"``); its
+        ``options["measure_defaults"]`` hold ``rel`` / ``judged_only``, which ``evaluate()``
+        gives to the measures that do not set them.
+
+    Raises:
+        InputError: *max_docs* is not a positive integer.
+    """
+    if max_docs is not None and (isinstance(max_docs, bool) or int(max_docs) <= 0):
+        raise InputError(f"trec_eval's -M must be a positive integer, got {max_docs!r}")
+    name = "trec_eval" + (" -c" if complete else "") + (" -J" if judged_only else "")
+    name += f" -M {int(max_docs)}" if max_docs is not None else ""
+    name += f" -l {int(rel_level)}" if rel_level is not None else ""
+    defaults: dict[str, Any] = {}
+    if rel_level is not None:
+        defaults["rel"] = int(rel_level)
+    if judged_only:
+        defaults["judged_only"] = True
+    depth = int(max_docs) if max_docs is not None else None
+    return Profile(
+        name=name,
+        description="trec_eval 9.0.8 with " + (name[len("trec_eval ") :] or "no options"),
+        average_over="qrels" if complete else "run_and_qrels",
+        transform=(lambda qrels, run: (qrels, run.truncate(depth))) if depth else None,
+        options={"measure_defaults": defaults} if defaults else {},
+    )
 
 
 def _ndeval_command_line(name: str) -> Profile:
