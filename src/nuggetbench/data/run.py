@@ -471,5 +471,6 @@ def _check_duplicate_codes(
     where = f"{source}: " if source else ""
     raise DuplicateError(
         f"{where}query {uq[qcodes[i]]!r} retrieves document {du[dcodes[i]]!r} more than once; "
-        "a run may list each (query, doc) pair once: remove the duplicate or fuse the scores first"
+        "a run may list each (query, doc) pair once: remove the duplicate or fuse the scores first",
+        key=(str(uq[qcodes[i]]), str(du[dcodes[i]])),
     )
