@@ -562,5 +562,6 @@ def _check_duplicate_codes(
     raise DuplicateError(
         f"{where}query {uq[qcodes[i]]!r} retrieves document {du[dcodes[i]]!r} more than once; "
         "a run may list each (query, doc) pair once: remove the duplicate or fuse the scores first, "
-        "or keep the first occurrence (duplicates='first'; nuggetbench evaluate --duplicates first)"
+        "or keep the first occurrence (duplicates='first'; nuggetbench evaluate --duplicates first)",
+        key=(str(uq[qcodes[i]]), str(du[dcodes[i]])),
     )
