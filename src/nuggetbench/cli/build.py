@@ -27,7 +27,13 @@ from ._common import console
     show_default=True,
     help="Rows of the co-occurring tag table (0: none).",
 )
-def build_command(plan, stage, no_progress, top_tags):
+@click.option(
+    "--accept-failures",
+    is_flag=True,
+    help="Record a stage even when some LLM answers stayed unusable (they are listed in its "
+    "meta) instead of stopping with an error.",
+)
+def build_command(plan, stage, no_progress, top_tags, accept_failures):
     """Build a benchmark from Q&A and repositories, as PLAN.toml describes.
 
     Stages: questions, corpus, nuggets, pool, judge, export, calibrate. Every LLM answer is cached
@@ -44,7 +50,9 @@ def build_command(plan, stage, no_progress, top_tags):
     """
 
     loaded = load_plan(plan)
-    report = run_build(loaded, stage=stage, show_progress=not no_progress)
+    report = run_build(
+        loaded, stage=stage, show_progress=not no_progress, accept_failures=accept_failures
+    )
     _render(report, top_tags, console(stderr=True))
 
 

@@ -411,6 +411,12 @@ class LLMClient:
                             progress(1)
         return [r for r in results if r is not None]
 
+    def forget(self, keys: Sequence[str]) -> int:
+        """Remove unusable answers from the cache (by their :attr:`ChatResult.key`), so that the
+        next run sends those requests again instead of replaying a failure; returns how many
+        were removed."""
+        return self.cache.discard(keys)
+
     def close(self) -> None:
         self.cache.close()
 
