@@ -31,6 +31,7 @@ from ..errors import InputError, StageFailedError, UnknownNameError, suggest
 from ..llm.cache import UsageLedger
 from ..llm.client import LLMClient
 from . import stages
+from .check import check_plan, describe_plan
 from .manifest import fill_report, write_run_log
 from .plan import Plan
 from .store import StageStore
@@ -173,7 +174,9 @@ class Builder:
 
         Raises:
             UnknownNameError: an unknown stage name.
-            InputError: a missing or stale input of the stage asked for, bad plan values.
+            InputError: the plan cannot run (every problem :func:`~.check.plan_problems` sees,
+                the LLM key's absence included, raised before any stage runs), a missing or
+                stale input of the stage asked for.
             StageFailedError: a stage's LLM answers stayed unusable (how many and why).
             LLMError / BudgetError: the endpoint failed or a budget is spent (answers so far are
                 cached: run again to resume).
@@ -183,6 +186,7 @@ class Builder:
                 f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
             )
         wanted = set(STAGES) if stage is None else _closure(stage)
+        check_plan(self.plan, wanted, need_key=self._transport is None)
         try:
             if "questions" in wanted:
                 questions = stages.questions(self, stage)
@@ -234,6 +238,22 @@ def _closure(stage: str) -> set[str]:
     return out
 
 
+def check_build(plan: Plan, *, stage: str | None = None) -> dict[str, Any]:
+    """Check *plan* as :meth:`Builder.run` does before its first stage, run nothing, and return
+    :func:`~.check.describe_plan` (what ``nuggetbench build --check`` prints).
+
+    Raises:
+        UnknownNameError: an unknown stage name.
+        InputError: every problem of the plan at once.
+    """
+    if stage is not None and stage not in STAGES:
+        raise UnknownNameError(
+            f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
+        )
+    check_plan(plan, set(STAGES) if stage is None else _closure(stage))
+    return describe_plan(plan)
+
+
 def run_build(
     plan: Plan,
     *,
@@ -249,4 +269,4 @@ def run_build(
     return builder.run(stage)
 
 
-__all__ = ["Builder", "BuildReport", "run_build", "STAGES"]
+__all__ = ["Builder", "BuildReport", "run_build", "check_build", "STAGES"]

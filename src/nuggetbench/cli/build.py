@@ -6,9 +6,9 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..build.pipeline import STAGES, run_build
+from ..build.pipeline import STAGES, check_build, run_build
 from ..build.plan import load_plan
-from ._common import console
+from ._common import console, echo_json
 
 
 @click.command("build", context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,7 +33,14 @@ from ._common import console
     help="Record a stage even when some LLM answers stayed unusable (they are listed in its "
     "meta) instead of stopping with an error.",
 )
-def build_command(plan, stage, no_progress, top_tags, accept_failures):
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Check the whole plan (files, prompts, output folder, the API key's presence) and run "
+    "nothing.",
+)
+def build_command(plan, stage, no_progress, top_tags, accept_failures, check_only):
     """Build a benchmark from Q&A and repositories, as PLAN.toml describes.
 
     Stages: questions, corpus, nuggets, pool, judge, export, calibrate. Every LLM answer is cached
@@ -47,9 +54,13 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures):
       nuggetbench build plan.toml
       nuggetbench build plan.toml --stage questions     # read the questions, show the tag table
       nuggetbench build plan.toml --stage judge
+      nuggetbench build plan.toml --check               # check everything, run nothing
     """
 
     loaded = load_plan(plan)
+    if check_only:
+        echo_json({"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)})
+        return
     report = run_build(
         loaded, stage=stage, show_progress=not no_progress, accept_failures=accept_failures
     )
