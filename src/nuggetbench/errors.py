@@ -97,6 +97,16 @@ class BudgetError(LLMError):
     """A build would exceed the call or cost budget of its plan (answers so far are cached)."""
 
 
+class StageFailedError(LLMError):
+    """A build stage got unusable LLM answers: it was not recorded as done and the unusable answers
+    were not cached, so running the build again re-sends exactly the failed requests."""
+
+
+class OutputError(NuggetbenchError):
+    """Results were computed but could not be written (a full disk, a read-only folder); the
+    message names what could not be saved and where."""
+
+
 def suggest(name: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
     """Return `` Did you mean 'X'?`` for the closest of *choices* to *name*, or ``""``."""
     import difflib

@@ -3,6 +3,11 @@
 This is the library function behind ``nuggetbench run``. Every run is written as a TREC file as
 soon as it exists, and ``results.json`` is rewritten (atomically) after each system, so an
 interrupted experiment loses nothing that finished.
+
+Saving never costs the scores: a file that cannot be written (a full disk, a read-only folder) is
+recorded in :attr:`Experiment.unsaved` (path and reason; its partial file is removed by the atomic
+writer) and the experiment goes on; :meth:`Experiment.unsaved_message` says what could not be saved
+and where (``nuggetbench run`` prints the scores, then that message, and exits non-zero).
 """
 
 from __future__ import annotations
@@ -63,6 +68,19 @@ class Experiment:
     outdir: Path | None = None
     provenance: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    unsaved: dict[str, str] = field(default_factory=dict)
+
+    def unsaved_message(self) -> str | None:
+        """What could not be saved, where and why, and what to do; ``None`` when all was saved."""
+        if not self.unsaved:
+            return None
+        items = "; ".join(f"{path} ({why})" for path, why in self.unsaved.items())
+        n = len(self.unsaved)
+        return (
+            f"the scores were computed (shown above) but {n} output file{'s' if n > 1 else ''} "
+            f"could not be saved: {items}. Free space in {self.outdir} (or save elsewhere with "
+            "-o DIR or NUGGETBENCH_HOME) and run again; the runs that were cached are reused"
+        )
 
     @property
     def n_queries(self) -> int:
@@ -163,7 +181,8 @@ def run_experiment(
         k: retrieval depth per query.
         profile: semantics profile name; default: the dataset's ``default_profile``.
         outdir: folder for ``runs/<spec>.trec`` and ``results.json`` (created); ``None`` keeps
-            everything in memory.
+            everything in memory. Files that cannot be written are listed in
+            :attr:`Experiment.unsaved` (never raised: the scores are kept).
         with_objective: pass the dataset's task objective to retrievers that use instructions
             (BIRCO's "+O" setting; ``Retriever.uses_objective``).
         show_progress: progress bars on indexing and search.
@@ -198,11 +217,25 @@ def run_experiment(
         use = objective if uses_objective(retriever) else None
         exp.systems[spec] = _run_one(exp, dataset, spec, retriever, use, show_progress)
         if exp.outdir:
-            save_experiment(exp)
+            _saving(exp, exp.outdir / "results.json", save_experiment, exp)
     exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     if exp.outdir:
-        save_experiment(exp)
+        _saving(exp, exp.outdir / "results.json", save_experiment, exp)
     return exp
+
+
+def _saving(exp: Experiment, path: Path, write: Any, *args: Any, **kwargs: Any) -> Any:
+    """``write(*args, **kwargs)``; an ``OSError`` is recorded in ``exp.unsaved[path]`` (and
+    logged) instead of raised, and ``None`` returned. A later success clears the record."""
+    try:
+        out = write(*args, **kwargs)
+    except OSError as exc:
+        why = f"{exc.strerror or exc}" + (f" [errno {exc.errno}]" if exc.errno else "")
+        exp.unsaved[str(path)] = why
+        log.warning("could not save %s: %s", path, why)
+        return None
+    exp.unsaved.pop(str(path), None)
+    return out
 
 
 def _retrievers(
@@ -240,7 +273,8 @@ def _new_experiment(
         "remove_self_hits": bool(dataset.remove_self_hits),
     }
     if exp.outdir:
-        (exp.outdir / "runs").mkdir(parents=True, exist_ok=True)
+        runs = exp.outdir / "runs"
+        _saving(exp, runs, runs.mkdir, parents=True, exist_ok=True)
     return exp
 
 
@@ -270,7 +304,8 @@ def _run_one(
     run = run.with_name(spec, {**run.metadata, "retriever": spec, "k": exp.k})
     run_path = None
     if exp.outdir:
-        run_path = write_run(run, exp.outdir / "runs" / f"{slug(spec)}.trec", tag=slug(spec))
+        path = exp.outdir / "runs" / f"{slug(spec)}.trec"
+        run_path = _saving(exp, path, write_run, run, path, tag=slug(spec))
     results = evaluate(dataset.qrels, run, exp.measures, profile=exp.profile)
     seconds = {"index": round(t1 - t0, 3), "search": round(t2 - t1, 3)}
     return SystemOutcome(spec, run, results, run_path, seconds)

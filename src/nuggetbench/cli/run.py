@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..datasets import load_dataset
+from ..errors import OutputError
 from ..experiment import Experiment, default_outdir, run_experiment
 from ._common import (
     console,
@@ -103,6 +104,8 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
     _render(exp, fmt)
     for note in ds.notes:
         info(note)
+    if exp.unsaved:  # the scores are printed; what could not be saved is an error (exit 2)
+        raise OutputError(exp.unsaved_message())
     info(f"runs and results saved in {exp.outdir}")
 
 

@@ -9,6 +9,7 @@ from .family import DatasetFamily, JudgedCorpus, Target
 from .registry import (
     Entry,
     dataset_info,
+    ensure_local,
     family_of,
     fetch,
     is_dataset_id,
@@ -30,6 +31,7 @@ __all__ = [
     "load_target",
     "Entry",
     "dataset_info",
+    "ensure_local",
     "fetch",
     "list_datasets",
     "load_dataset",
