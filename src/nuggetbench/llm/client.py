@@ -130,13 +130,19 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class ChatResult:
-    """An answer: text, token usage, whether it came from the cache, and its cache key."""
+    """An answer: text, token usage, whether it came from the cache, and its cache key.
+
+    ``extra`` holds what the answer carries besides its text: ``{"top_logprobs": [[token,
+    logprob], ...]}`` (the first answer token's alternatives) when the request asked for
+    ``logprobs`` and the endpoint returned them; ``None`` otherwise.
+    """
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     cached: bool
     key: str
+    extra: dict | None = None
 
 
 class _Retryable(Exception):
@@ -154,7 +160,7 @@ class LLMClient:
         cache: an :class:`~.llmcache.LLMCache` or the path of its database.
         ledger: where usage is recorded (a new one by default).
         transport: for tests, a callable ``(body: dict) -> (text, prompt_tokens,
-            completion_tokens)`` used instead of the ``openai`` package.
+            completion_tokens[, extra])`` used instead of the ``openai`` package.
 
     Raises:
         LLMError: the ``openai`` package is missing.
@@ -166,7 +172,7 @@ class LLMClient:
         cache: LLMCache | str | Path,
         *,
         ledger: UsageLedger | None = None,
-        transport: Callable[[dict], tuple[str, int, int]] | None = None,
+        transport: Callable[[dict], tuple] | None = None,
     ):
         self.settings = settings
         self.cache = cache if isinstance(cache, LLMCache) else LLMCache(cache)
@@ -212,9 +218,10 @@ class LLMClient:
     def _where(self) -> str:
         return self.settings.base_url or "the OpenAI API"
 
-    def _send(self, body: dict) -> tuple[str, int, int]:
+    def _send(self, body: dict) -> tuple[str, int, int, dict | None]:
         if self._transport is not None:
-            return self._transport(body)
+            out = tuple(self._transport(body))
+            return (*out[:3], out[3] if len(out) > 3 else None)
         import openai
 
         try:
@@ -251,7 +258,7 @@ class LLMClient:
         usage = getattr(response, "usage", None)
         p = int(getattr(usage, "prompt_tokens", 0) or 0)
         c = int(getattr(usage, "completion_tokens", 0) or 0)
-        return text, p, c
+        return text, p, c, _first_token_logprobs(response) if body.get("logprobs") else None
 
     # --- one request ------------------------------------------------------------------
     def body(self, request: ChatRequest) -> dict:
@@ -302,7 +309,9 @@ class LLMClient:
             self.ledger.record(
                 request.stage, key, hit.prompt_tokens, hit.completion_tokens, cached=True
             )
-            return ChatResult(hit.text, hit.prompt_tokens, hit.completion_tokens, True, key)
+            return ChatResult(
+                hit.text, hit.prompt_tokens, hit.completion_tokens, True, key, hit.extra
+            )
         self._reserve(request.stage)
         body = self.body(request)
         s = self.settings
@@ -311,7 +320,7 @@ class LLMClient:
             attempt = 0
             while True:
                 try:
-                    text, p, c = self._send(body)
+                    text, p, c, extra = self._send(body)
                     break
                 except _Retryable as exc:
                     if attempt >= s.max_retries:
@@ -348,9 +357,10 @@ class LLMClient:
             response=text,
             prompt_tokens=p,
             completion_tokens=c,
+            extra=extra,
         )
         self.ledger.record(request.stage, key, p, c, cached=False)
-        return ChatResult(text, p, c, False, key)
+        return ChatResult(text, p, c, False, key, extra)
 
     def complete_many(
         self,
@@ -379,7 +389,9 @@ class LLMClient:
             self.ledger.record(
                 req.stage, key, hit.prompt_tokens, hit.completion_tokens, cached=True
             )
-            results[i] = ChatResult(hit.text, hit.prompt_tokens, hit.completion_tokens, True, key)
+            results[i] = ChatResult(
+                hit.text, hit.prompt_tokens, hit.completion_tokens, True, key, hit.extra
+            )
             if on_result:
                 on_result(i, results[i])
             if progress:
@@ -413,6 +425,18 @@ class LLMClient:
 
     def close(self) -> None:
         self.cache.close()
+
+
+def _first_token_logprobs(response: Any) -> dict | None:
+    """``{"top_logprobs": [[token, logprob], ...]}`` of the first answer token of a chat
+    completion requested with ``logprobs``, or ``None`` when the endpoint returned none."""
+    try:
+        first = response.choices[0].logprobs.content[0]
+    except (AttributeError, IndexError, TypeError):
+        return None
+    alternatives = getattr(first, "top_logprobs", None) or [first]
+    pairs = [[str(a.token), float(a.logprob)] for a in alternatives if a is not None]
+    return {"top_logprobs": pairs} if pairs else None
 
 
 def _retry_after(exc: Any) -> float | None:
