@@ -400,3 +400,57 @@ def test_killed_run_resumes_without_repeating_a_request(birco, server, tmp_path)
     )
     assert again.returncode == 0, again.stderr
     assert len(server.log) == len(first) + len(resumed)  # the cached re-run sends nothing
+
+
+def test_identical_requests_in_one_batch_are_sent_once(server, tmp_path):
+    from nuggetbench.llm.client import ChatRequest
+
+    client = LLMClient(
+        LLMSettings(model="m", base_url=server.base_url, concurrency=4), tmp_path / "c.sqlite"
+    )
+    msgs = ({"role": "user", "content": "hello"},)
+    other = ({"role": "user", "content": "other"},)
+    reqs = [
+        ChatRequest(msgs, "s", "v1"),
+        ChatRequest(other, "s", "v1"),
+        ChatRequest(msgs, "s", "v1"),
+    ]
+    out = client.complete_many(reqs)
+    assert [r.text for r in out] == ["OK", "OK", "OK"] and len(server.log) == 2
+    assert [r.cached for r in out] == [False, False, True]
+    usage = client.ledger.summary()["s"]
+    assert usage["requests"] == 2 and usage["paid_calls"] == 2 and usage["cached_calls"] == 1
+    client.close()
+
+
+def test_a_cache_written_before_logprobs_is_upgraded(tmp_path):
+    import sqlite3
+
+    from nuggetbench.llm.cache import LLMCache
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, stage TEXT NOT NULL, "
+        "prompt_version TEXT NOT NULL, request TEXT NOT NULL, response TEXT NOT NULL, "
+        "prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created REAL NOT NULL)"
+    )
+    db.execute("INSERT INTO responses VALUES ('k', 'm', 's', 'v', '{}', 'old answer', 3, 2, 0)")
+    db.commit()
+    db.close()
+    cache = LLMCache(path)
+    hit = cache.get("k")
+    assert (hit.text, hit.prompt_tokens, hit.extra) == ("old answer", 3, None)
+    cache.put(
+        "k2",
+        model="m",
+        stage="s",
+        prompt_version="v",
+        request={},
+        response="2",
+        prompt_tokens=1,
+        completion_tokens=1,
+        extra={"top_logprobs": [["2", -0.1]]},
+    )
+    assert cache.get("k2").extra == {"top_logprobs": [["2", -0.1]]}
+    cache.close()

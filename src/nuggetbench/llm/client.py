@@ -371,8 +371,9 @@ class LLMClient:
     ) -> list[ChatResult]:
         """Answer many requests with up to ``concurrency`` in flight; results in request order.
 
-        Cached answers are served first without threads. *on_result(i, result)* is called as each
-        answer arrives (already committed to the cache); *progress(n)* advances a bar.
+        Cached answers are served first without threads; a request repeated in *requests* is
+        sent once (its copies are served from the cache). *on_result(i, result)* is called as
+        each answer arrives (already committed to the cache); *progress(n)* advances a bar.
 
         Raises:
             LLMError / BudgetError: the first failure; requests not yet sent are cancelled (those
@@ -404,8 +405,14 @@ class LLMClient:
                 if progress:
                     progress(1)
         elif todo:
+            # identical requests are sent once; the copies are answered from the cache after
+            first: dict[str, int] = {}
+            for i in todo:
+                first.setdefault(self.key(requests[i]), i)
+            sent = set(first.values())
+            copies = [i for i in todo if i not in sent]
             with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
-                futures = {pool.submit(self.complete, requests[i]): i for i in todo}
+                futures = {pool.submit(self.complete, requests[i]): i for i in first.values()}
                 pending = set(futures)
                 while pending:
                     done, pending = wait(pending, return_when=FIRST_EXCEPTION)
@@ -421,6 +428,12 @@ class LLMClient:
                             on_result(i, results[i])
                         if progress:
                             progress(1)
+            for i in copies:
+                results[i] = self.complete(requests[i])
+                if on_result:
+                    on_result(i, results[i])
+                if progress:
+                    progress(1)
         return [r for r in results if r is not None]
 
     def close(self) -> None:
