@@ -32,6 +32,7 @@ from .errors import InputError
 from .measures import Results, evaluate, get_profile, parse_measure
 from .measures.checks import Finding, query_findings
 from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
+from .retrieval.spec import public_spec
 from .text.analyzers import adapt_to_language
 
 log = logging.getLogger(__name__)
@@ -176,7 +177,9 @@ def run_experiment(
 
     Args:
         dataset: a :class:`nuggetbench.datasets.Dataset` (or an id, loaded with defaults).
-        retrievers: retriever specs (``bm25``, ``bm25:k1=0.9,b=0.4``, ...), at least one.
+        retrievers: retriever specs (``bm25``, ``bm25:k1=0.9,b=0.4``, ...), at least one; a
+            spec's ``base_url`` / ``api_key_env`` options are left out of the names saved
+            (:func:`~nuggetbench.retrieval.spec.public_spec`).
         measures: measure strings; default: the dataset's ``default_measures``.
         k: retrieval depth per query.
         profile: semantics profile name; default: the dataset's ``default_profile``.
@@ -243,7 +246,12 @@ def _retrievers(
 ) -> list[tuple[str, Any]]:
     """``(spec, retriever)`` per spec: parsed, adapted to the dataset's language (unless the spec
     names an analyzer), and wrapped in the run cache."""
-    parsed = [(spec, parse_retriever(spec)) for spec in specs]
+    parsed = [(public_spec(spec), parse_retriever(spec)) for spec in specs]
+    if len({spec for spec, _ in parsed}) != len(parsed):
+        raise InputError(
+            "two retriever specs differ only in base_url or api_key_env; give each endpoint "
+            "its own run (those options are never written to the results)"
+        )
     language = dataset.metadata.get("language")
     if language:
         parsed = [(spec, adapt_to_language(r, language)) for spec, r in parsed]

@@ -8,7 +8,9 @@ A single retriever is ``<prefix>[:<option>=<value>,...]`` (``bm25``, ``bm25:k1=0
   separated by commas and the fusion options follow a ``;`` (``weights`` as ``0.3/0.7``); a comma
   followed by ``name=value`` without a registered prefix continues the previous retriever's options;
 * ``hyde(RETRIEVER; model=M)``, ``subq(RETRIEVER; ...)``: wrappers built as
-  ``cls(inner_retriever, **options)`` (:data:`WRAPPERS`).
+  ``cls(inner_retriever, **options)`` (:data:`WRAPPERS`);
+* ``prefix(option=value, ...)``: the same as ``prefix:option=value,...`` for a registered
+  retriever (``llm_listwise(model=M, k=100)``).
 
 The prefix names a class through :data:`RETRIEVERS`, a lazy :class:`~nuggetbench.spec.Registry`
 of ``"module:Class"`` strings (nothing is imported before it is used). A registered class declares
@@ -49,6 +51,7 @@ __all__ = [
     "list_retrievers",
     "parse_literal",
     "parse_retriever",
+    "public_spec",
     "register_retriever",
     "retriever_class",
     "retriever_params",
@@ -64,6 +67,8 @@ RETRIEVERS = Registry(
         "sparse": "nuggetbench.retrieval.sparse:SparseRetriever",
         "colbert": "nuggetbench.retrieval.colbert:ColBERTRetriever",
         "rerank": "nuggetbench.retrieval.rerank:CrossEncoderReranker",
+        "llm_listwise": "nuggetbench.retrieval.llmrerank:LLMListwise",
+        "llm_pointwise": "nuggetbench.retrieval.llmrerank:LLMPointwise",
     },
     hint="Run `nuggetbench retrievers` for the list and their options.",
 )
@@ -162,6 +167,25 @@ def format_spec(
     return format_colon_spec(prefix, changed)
 
 
+#: Options naming where an endpoint is and which variable holds its key: never printed.
+PRIVATE_OPTIONS = ("base_url", "api_key_env")
+
+
+def public_spec(spec: str) -> str:
+    """*spec* without its :data:`PRIVATE_OPTIONS` assignments, as it may be printed and saved
+    (``bm25 >> llm_listwise(model=M, base_url=http://h/v1)`` -> ``bm25 >> llm_listwise(model=M)``).
+    Specs without them come back unchanged."""
+    names = "|".join(PRIVATE_OPTIONS)
+    if not re.search(rf"(?:^|[(:,;])\s*(?:{names})\s*=", spec):
+        return spec
+    out = re.sub(rf"([(:,;])\s*(?:{names})\s*=[^,;)]*", r"\1", spec)
+    out = re.sub(r"([(:;])(?:\s*,)+\s*", r"\1", out)
+    out = re.sub(r"(?:\s*,)+\s*(?=[,;)]|>>|$)", "", out)
+    out = re.sub(r",(?:\s*,)+", ",", out)
+    out = re.sub(r";\s*\)", ")", out)
+    return re.sub(r":\s*(?=>>|\)|,|$)", "", out).strip()
+
+
 # --- parsing ------------------------------------------------------------------------------------
 def parse_retriever(spec: str):
     """Build a retriever (or a pipeline, fusion or wrapper) from its spec string.
@@ -193,6 +217,11 @@ def parse_retriever(spec: str):
             return _parse_fuse(where, text)
         if name in WRAPPERS:
             return _parse_wrapper(where, text, name)
+        if name in RETRIEVERS:
+            parts = _call_parts(where, text, name)
+            if len(parts) > 1:
+                raise SpecError(f"{where}: write {name}(option=value, ...) without ';'")
+            return _parse_single(spec, f"{name}:{parts[0].strip()}" if parts[0].strip() else name)
     return _parse_single(spec, text)
 
 
