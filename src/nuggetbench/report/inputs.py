@@ -105,7 +105,11 @@ def _dataset(
     if isinstance(dataset, Dataset):
         ds = dataset
     else:
-        ds = load_dataset(dataset or results["dataset"], **dict(options or {}))
+        options = dict(options or {})
+        split = (results.get("provenance") or {}).get("split")
+        if split and "split" not in options:
+            options["split"] = split
+        ds = load_dataset(dataset or results["dataset"], **options)
     recorded = (results.get("provenance") or {}).get("dataset_fingerprint")
     if recorded and recorded != ds.fingerprint():
         raise InputError(
