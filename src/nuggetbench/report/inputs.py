@@ -106,10 +106,10 @@ def _dataset(
         ds = dataset
     else:
         options = dict(options or {})
-        split = (results.get("provenance") or {}).get("split")
-        if split and "split" not in options:
-            options["split"] = split
         ds = load_dataset(dataset or results["dataset"], **options)
+        split = (results.get("provenance") or {}).get("split")
+        if split and ds.split != split and "split" not in options:  # the run's split
+            ds = load_dataset(dataset or results["dataset"], **options, split=split)
     recorded = (results.get("provenance") or {}).get("dataset_fingerprint")
     if recorded and recorded != ds.fingerprint():
         raise InputError(

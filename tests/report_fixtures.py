@@ -1,0 +1,111 @@
+"""Synthetic output folders for the report tests: a BEIR-layout folder and a FreshStack-format
+folder, each run with two BM25 variants by ``run_experiment`` (real runs, real results.json)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+from nuggetbench.experiment import run_experiment
+
+SYSTEMS = ["bm25", "bm25:k1=0.9,b=0.4"]
+VOCAB = [f"t{i}" for i in range(60)]
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(n))
+
+
+def beir_folder(root: Path, *, n_queries: int = 12, n_docs: int = 80, seed: int = 3) -> Path:
+    """corpus.jsonl, queries.jsonl, qrels/test.tsv; graded qrels (0, 1, 2) on some documents
+    (the rest unjudged); one query text holds markup that must stay text in the page."""
+    rng = random.Random(seed)
+    folder = root / "beirlike"
+    (folder / "qrels").mkdir(parents=True)
+    docs = [{"_id": f"d{i}", "title": f"doc {i}", "text": _text(rng, 30)} for i in range(n_docs)]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    queries, qrels = [], ["query-id\tcorpus-id\tscore"]
+    for q in range(n_queries):
+        text = _text(rng, 4) + (" </script><b>bold</b>" if q == 0 else "")
+        queries.append({"_id": f"q{q}", "text": text})
+        for d in rng.sample(range(n_docs), 6):
+            qrels.append(f"q{q}\td{d}\t{rng.choice((0, 1, 1, 2))}")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in queries))
+    (folder / "qrels" / "test.tsv").write_text("\n".join(qrels) + "\n")
+    return folder
+
+
+def freshstack_folder(root: Path, *, n_queries: int = 8, n_docs: int = 60, seed: int = 5) -> Path:
+    """queries.jsonl (with nuggets and their relevant/non-relevant corpus ids) + corpus.jsonl.
+    Each query has 3 nuggets; the last nugget of every third query is supported only by a
+    document no query text matches, so some nuggets are found by no system."""
+    rng = random.Random(seed)
+    folder = root / "freshlike"
+    folder.mkdir(parents=True)
+    corpus = [{"_id": f"c{i}", "title": f"f{i}.py", "text": _text(rng, 25)} for i in range(n_docs)]
+    corpus.append({"_id": "orphan", "title": "x.md", "text": "zzz qqq"})
+    rows = []
+    for q in range(n_queries):
+        nuggets = []
+        for j in range(3):
+            rel = rng.sample(range(n_docs), 3)
+            ids = ["orphan"] if (q % 3 == 0 and j == 2) else [f"c{d}" for d in rel]
+            nuggets.append(
+                {
+                    "_id": f"{q}_{j}",
+                    "text": f"fact {j} of {q}",
+                    "relevant_corpus_ids": ids,
+                    "non_relevant_corpus_ids": [f"c{rng.randrange(n_docs)}"],
+                }
+            )
+        rows.append(
+            {
+                "query_id": str(q),
+                "query_title": _text(rng, 3),
+                "query_text": _text(rng, 5),
+                "answer_text": "a",
+                "nuggets": nuggets,
+            }
+        )
+    (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    return folder
+
+
+def run_folder(dataset: str | Path, outdir: Path, k: int = 30):
+    """``run_experiment`` with the two BM25 variants; returns the Experiment."""
+    return run_experiment(str(dataset), SYSTEMS, k=k, outdir=outdir, cache_runs=False)
+
+
+def page_data(html: str) -> dict:
+    """The JSON block a report page carries."""
+    m = re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S)
+    assert m, "no data block"
+    return json.loads(m.group(1))
+
+
+def read_trec(path: str | Path) -> dict[str, list[tuple[str, float]]]:
+    """A TREC run read independently of nuggetbench: ranked by score desc, doc id desc."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for line in Path(path).read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        out.setdefault(q, []).append((d, float(s)))
+    return {q: sorted(v, key=lambda x: (-x[1], _neg(x[0]))) for q, v in out.items()}
+
+
+def _neg(s: str) -> tuple:
+    return tuple(-ord(c) for c in s) + (1,)
+
+
+def wtl(results: dict, system: str, baseline: str, measure: str) -> tuple[int, int, int]:
+    """Wins, ties, losses from results.json alone (tie: |d| <= 1e-9)."""
+    a = results["systems"][system]["per_query"][measure]
+    b = results["systems"][baseline]["per_query"][measure]
+    d = [x - y for x, y in zip(a, b) if x is not None and y is not None]
+    return (
+        sum(x > 1e-9 for x in d),
+        sum(abs(x) <= 1e-9 for x in d),
+        sum(x < -1e-9 for x in d),
+    )
