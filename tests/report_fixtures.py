@@ -8,10 +8,77 @@ import random
 import re
 from pathlib import Path
 
+import nbformat
+from nbformat import v4
+
 from nuggetbench.experiment import run_experiment
 
 SYSTEMS = ["bm25", "bm25:k1=0.9,b=0.4"]
-VOCAB = [f"t{i}" for i in range(60)]
+VOCAB = [
+    "owl",
+    "river",
+    "stone",
+    "forest",
+    "night",
+    "mouse",
+    "honey",
+    "bee",
+    "nest",
+    "tree",
+    "wing",
+    "song",
+    "light",
+    "winter",
+    "summer",
+    "seed",
+    "flower",
+    "field",
+    "hunt",
+    "fly",
+    "moon",
+    "rain",
+    "wind",
+    "leaf",
+    "branch",
+    "root",
+    "water",
+    "sun",
+    "cloud",
+    "snow",
+    "hill",
+    "valley",
+    "lake",
+    "fish",
+    "reed",
+    "grass",
+    "path",
+    "bridge",
+    "village",
+    "farm",
+    "mill",
+    "wheat",
+    "barn",
+    "fox",
+    "hare",
+    "deer",
+    "wolf",
+    "bear",
+    "oak",
+    "pine",
+    "ash",
+    "elm",
+    "willow",
+    "moss",
+    "fern",
+    "feather",
+    "egg",
+    "hive",
+    "wax",
+    "pollen",
+    "nectar",
+    "dawn",
+    "dusk",
+]
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -72,6 +139,49 @@ def freshstack_folder(root: Path, *, n_queries: int = 8, n_docs: int = 60, seed:
     (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
     return folder
+
+
+def fastbook_root(root: Path, *, seed: int = 7) -> Path:
+    """A data root holding ``fastbook/`` in the benchmark's format with invented notebooks and
+    questions: each chapter notebook has paragraphs of generated prose, each question answer
+    components whose evidence strings are sentences of its chapter (one component has none).
+    Set ``NUGGETBENCH_DATA`` to the returned folder."""
+    rng = random.Random(seed)
+    folder = root / "fbdata" / "fastbook"
+    (folder / "notebooks").mkdir(parents=True)
+    questions = []
+    for chapter, name in ((1, "01_owls"), (2, "02_bees")):
+        sentences = [_text(rng, 9).capitalize() + "." for _ in range(40)]
+        cells = [v4.new_markdown_cell(f"# Chapter {chapter}")]
+        for i in range(0, 40, 4):
+            cells.append(v4.new_markdown_cell(" ".join(sentences[i : i + 4])))
+        nb = v4.new_notebook()
+        nb.cells = cells
+        nbformat.write(nb, str(folder / "notebooks" / f"{name}.ipynb"))
+        for number in range(1, 6):
+            evidence = rng.sample(sentences, 2)
+            components = [
+                {
+                    "answer_component": f"component {j + 1}",
+                    "scoring_type": "simple",
+                    "context": [e] if not (number == 5 and j == 1) else [],
+                    "explicit_context": "true",
+                    "extraneous_answer": "false",
+                }
+                for j, e in enumerate(evidence)
+            ]
+            questions.append(
+                {
+                    "chapter": chapter,
+                    "question_number": number,
+                    "question_text": " ".join(evidence[0].split()[:5]) + "?",
+                    "gold_standard_answer": "...",
+                    "answer_context": components,
+                    "question_context": [],
+                }
+            )
+    (folder / "fastbook-benchmark.json").write_text(json.dumps({"questions": questions}))
+    return folder.parent
 
 
 def run_folder(dataset: str | Path, outdir: Path, k: int = 30):

@@ -19,7 +19,15 @@ from nuggetbench import report
 from nuggetbench.corpus.spans import fix
 from nuggetbench.datasets import load_dataset
 from nuggetbench.experiment import run_experiment
-from report_fixtures import SYSTEMS, beir_folder, freshstack_folder, read_trec, run_folder, wtl
+from report_fixtures import (
+    SYSTEMS,
+    beir_folder,
+    fastbook_root,
+    freshstack_folder,
+    read_trec,
+    run_folder,
+    wtl,
+)
 
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -257,3 +265,36 @@ def test_beir_folder_markup_and_unknown_query(browser, tmp_path):
     pg.page.goto(path.as_uri() + "#q=nope")
     pg.page.wait_for_selector("text=No query nope in this report.")
     pg.close(tmp_path / "beir.png")
+
+
+def test_fastbook_format_spans_highlighted(browser, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(fastbook_root(tmp_path)))
+    run_experiment("fastbook", SYSTEMS, k=30, outdir=tmp_path / "out", cache_runs=False)
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    ds = load_dataset("fastbook")
+    pg = Page(browser, path)
+    _check_summary(pg, results)
+    pg.view("nuggets")
+    assert pg.page.locator("#nug-table tbody tr").count() == len(
+        results["systems"]["bm25"]["query_ids"]
+    )
+    n_marks = 0
+    for qid in results["systems"]["bm25"]["query_ids"]:
+        pg.page.goto(path.as_uri() + "#q=" + qid)
+        pg.page.wait_for_selector(f'#qv-id:text-is("{qid}")')
+        nugs = ds.qrels.nuggets.nuggets_of(qid)
+        support = ds.qrels.nuggets.supported(qid)
+        shown_docs = set(pg.attrs("#qv .doc", "data-docid"))
+        expected = {fix(s) for n in nugs for s in n.spans}
+        # every mark is an evidence string; every supporting shown passage has its marks
+        marks = pg.texts("#qv mark")
+        assert set(marks) <= expected
+        n_marks += len(marks)
+        for doc in shown_docs & set(support):
+            doc_marks = pg.texts(f'#qv .doc[data-docid="{doc}"] mark')
+            assert doc_marks and set(doc_marks) <= expected
+        unsupported = [n for n in nugs if not any(n.nugget_id in v for v in support.values())]
+        assert pg.page.locator("#qv tr.none-found").count() >= len(unsupported)
+    assert n_marks > 0
+    pg.close(tmp_path / "fastbook_synthetic.png")
