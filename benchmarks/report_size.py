@@ -8,6 +8,7 @@ are there) the seconds Chromium takes to load it from disk and to render the per
 one query view. Run::
 
     python benchmarks/report_size.py [--queries 7000] [--docs 60000] [--k 100] [--keep DIR]
+    python benchmarks/report_size.py --outdir OUTDIR     # an existing `nuggetbench run` folder
 """
 
 from __future__ import annotations
@@ -79,10 +80,19 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=60_000)
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument("--keep", default=None, help="keep the folder and report here")
+    parser.add_argument("--outdir", default=None, help="measure the report of this output folder")
     args = parser.parse_args()
 
     from nuggetbench import report
     from nuggetbench.experiment import run_experiment
+
+    if args.outdir:
+        t0 = time.perf_counter()
+        path = report.html(args.outdir, Path(args.outdir) / "report.html")
+        print(f"report.html built in {time.perf_counter() - t0:.1f} s")
+        print(f"report size: {path.stat().st_size / 1e6:.2f} MB ({path.stat().st_size} bytes)")
+        print("chromium: " + ", ".join(f"{k} {v:.2f} s" for k, v in _browser_times(path).items()))
+        return
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="nb_report_size_"))
     try:

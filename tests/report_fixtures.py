@@ -95,10 +95,13 @@ def beir_folder(root: Path, *, n_queries: int = 12, n_docs: int = 80, seed: int 
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
     queries, qrels = [], ["query-id\tcorpus-id\tscore"]
     for q in range(n_queries):
-        text = _text(rng, 4) + (" </script><b>bold</b>" if q == 0 else "")
+        judged = rng.sample(range(n_docs), 6)
+        grades = [rng.choice((0, 1, 1, 2)) for _ in judged]
+        source = docs[judged[grades.index(max(grades))]]["text"].split()  # words of a relevant doc
+        text = " ".join(rng.sample(source, 3)) + " " + _text(rng, 2)
+        text += " </script><b>bold</b>" if q == 0 else ""
         queries.append({"_id": f"q{q}", "text": text})
-        for d in rng.sample(range(n_docs), 6):
-            qrels.append(f"q{q}\td{d}\t{rng.choice((0, 1, 1, 2))}")
+        qrels += [f"q{q}\td{d}\t{g}" for d, g in zip(judged, grades)]
     (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in queries))
     (folder / "qrels" / "test.tsv").write_text("\n".join(qrels) + "\n")
     return folder
@@ -124,7 +127,9 @@ def freshstack_folder(root: Path, *, n_queries: int = 8, n_docs: int = 60, seed:
                     "_id": f"{q}_{j}",
                     "text": f"fact {j} of {q}",
                     "relevant_corpus_ids": ids,
-                    "non_relevant_corpus_ids": [f"c{rng.randrange(n_docs)}"],
+                    "non_relevant_corpus_ids": [
+                        f"c{rng.choice([d for d in range(n_docs) if d not in rel])}"
+                    ],
                 }
             )
         rows.append(

@@ -162,7 +162,7 @@ def depth_figure(data: ReportData, family: str = "R", *, wide: bool = False) -> 
         ax.set_ylabel(f"mean {family}@k")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3, lw=0.4)
-        ax.legend(loc="lower right", frameon=False)
+        ax.legend(loc="upper left", frameon=False)
         fig.tight_layout()
     return fig
 
