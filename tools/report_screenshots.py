@@ -19,10 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
-from report_fixtures import beir_folder, fastbook_root, freshstack_folder  # noqa: E402
 
 from nuggetbench import report  # noqa: E402
 from nuggetbench.experiment import run_experiment  # noqa: E402
+from report_fixtures import beir_folder, fastbook_root, freshstack_folder  # noqa: E402
 
 SYSTEMS = ["bm25", "bm25:k1=0.9,b=0.4", "bm25:k1=2.0,b=0.9"]
 
