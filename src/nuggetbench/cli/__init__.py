@@ -44,6 +44,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.compare:compare_command",
         "Compare runs: CIs, paired tests, multiple-testing correction.",
     ),
+    "report": (
+        "nuggetbench.cli.report:report_command",
+        "Write a self-contained HTML report (and paper figures) of a run's output folder.",
+    ),
     "build": (
         "nuggetbench.cli.build:build_command",
         "Build a FreshStack-style benchmark from Q&A and repositories.",

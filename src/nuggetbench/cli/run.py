@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from .. import report
 from ..datasets import load_dataset
 from ..errors import OutputError
 from ..experiment import Experiment, default_outdir, run_experiment
@@ -78,6 +79,12 @@ from ._common import (
 )
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.option(
+    "--html",
+    "with_html",
+    is_flag=True,
+    help="Also write OUTDIR/report.html (see `nuggetbench report`).",
+)
+@click.option(
     "--no-run-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache."
 )
 def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_options, **more):
@@ -91,6 +98,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
           -r bm25:k1=0.9,b=0.4 -r bm25:k1=1.5,b=0.75
     """
     aliases = {name: more.pop(name) for name in ("chunker", "query_field")}
+    with_html = more.pop("with_html")
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
         ds,
@@ -107,6 +115,8 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
     if exp.unsaved:  # the scores are printed; what could not be saved is an error (exit 2)
         raise OutputError(exp.unsaved_message())
     info(f"runs and results saved in {exp.outdir}")
+    if with_html:
+        info(f"report written to {report.html(exp, exp.outdir / 'report.html', dataset=ds)}")
 
 
 def _render(exp: Experiment, fmt: str) -> None:
