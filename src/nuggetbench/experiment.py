@@ -21,7 +21,7 @@ from . import home as _home
 from ._atomic import atomic_write
 from ._version import __version__
 from .compare import ComparisonReport, compare
-from .data import Run, write_run
+from .data import Run, read_run, write_run
 from .datasets import Dataset, load_dataset
 from .errors import InputError
 from .measures import Results, evaluate, get_profile, parse_measure
@@ -45,15 +45,27 @@ class SystemOutcome:
     """
 
     spec: str
-    run: Run
+    run: Run | None
     results: Results
     run_path: Path | None = None
     seconds: dict = field(default_factory=dict)
+    run_metadata: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"<SystemOutcome {self.spec!r}: {self.results!r}>"
 
 
-@dataclass
+@dataclass(repr=False)
 class Experiment:
-    """Everything ``run_experiment`` produced."""
+    """Everything ``run_experiment`` produced (or :meth:`load` read back from its folder).
+
+    Attributes:
+        dataset_id, measures, profile, k: what was run.
+        systems: ``{name: SystemOutcome}`` in the order run.
+        outdir: the folder of ``results.json`` and ``runs/`` (``None``: in memory only).
+        provenance: dataset fingerprint, version, times, and each system's full spec.
+        notes: warnings to show with the results.
+    """
 
     dataset_id: str
     measures: list[str]
@@ -63,6 +75,80 @@ class Experiment:
     outdir: Path | None = None
     provenance: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        where = f"; {self.outdir}" if self.outdir else ""
+        return (
+            f"<Experiment {self.dataset_id!r}: {len(self.systems)} system(s) x "
+            f"{len(self.measures)} measure(s), {self.n_queries} queries, profile "
+            f"{self.profile!r}{where}>"
+        )
+
+    @classmethod
+    def load(cls, path: str | Path, *, runs: bool = True) -> Experiment:
+        """Read an experiment back from its folder (or its ``results.json``).
+
+        Args:
+            path: the folder ``nuggetbench run -o`` wrote, or its ``results.json``.
+            runs: also read each system's run file (``SystemOutcome.run``; ``None`` when the
+                file is gone or *runs* is false).
+
+        Raises:
+            InputError: no ``results.json``, or one that is not an experiment's.
+        """
+        path = Path(path)
+        file = path / "results.json" if path.is_dir() else path
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise InputError(
+                f"{file}: no results.json here; give the folder of `nuggetbench run -o`"
+            ) from exc
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{file}: not JSON ({exc})") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("systems"), dict):
+            raise InputError(
+                f"{file} is not an experiment's results.json (no 'systems'); read one run's "
+                "results with nuggetbench.read_results"
+            )
+        try:
+            exp = cls(
+                dataset_id=str(data["dataset"]),
+                measures=[str(m) for m in data["measures"]],
+                profile=str(data["profile"]),
+                k=int(data["k"]),
+                outdir=file.parent,
+                provenance=dict(data.get("provenance") or {}),
+                notes=list(data.get("notes") or []),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"{file}: not an experiment's results.json ({exc!r})") from exc
+        for name, entry in data["systems"].items():
+            exp.systems[name] = _load_outcome(name, entry, file.parent, runs)
+        return exp
+
+    def to_pandas(self):
+        """A long DataFrame with columns ``system, query, measure, value``: every per-query
+        value of every system (the means are ``df.groupby(["system", "measure"]).value.mean()``
+        for mean-aggregated measures)."""
+        import pandas as pd
+
+        frames = []
+        for name, s in self.systems.items():
+            for m in self.measures:
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "system": name,
+                            "query": s.results.query_ids,
+                            "measure": m,
+                            "value": s.results.per_query[m],
+                        }
+                    )
+                )
+        if not frames:
+            return pd.DataFrame(columns=["system", "query", "measure", "value"])
+        return pd.concat(frames, ignore_index=True)
 
     @property
     def n_queries(self) -> int:
@@ -107,7 +193,9 @@ class Experiment:
             entry = s.results.to_dict() if per_query else {"means": dict(s.results.means)}
             entry["run_file"] = str(s.run_path) if s.run_path else None
             entry["seconds"] = s.seconds
-            entry["run_metadata"] = _jsonable(s.run.metadata)
+            entry["run_metadata"] = _jsonable(
+                s.run.metadata if s.run is not None else s.run_metadata
+            )
             systems[name] = entry
         return {
             "dataset": self.dataset_id,
@@ -119,6 +207,20 @@ class Experiment:
             "systems": systems,
             "comparison": self.comparison().to_dict() if len(self.systems) > 1 else None,
         }
+
+
+def _load_outcome(name: str, entry: dict, folder: Path, read_runs: bool) -> SystemOutcome:
+    """One system of a saved experiment; its run is read when its file is still there."""
+    results = Results.from_dict(entry)
+    run_path = Path(entry["run_file"]) if entry.get("run_file") else None
+    if run_path is not None and not run_path.exists():
+        moved = folder / "runs" / run_path.name  # the folder was moved or copied
+        run_path = moved if moved.exists() else run_path
+    metadata = dict(entry.get("run_metadata") or {})
+    run = None
+    if read_runs and run_path is not None and run_path.exists():
+        run = read_run(run_path, name=name).with_name(name, metadata)
+    return SystemOutcome(name, run, results, run_path, dict(entry.get("seconds") or {}), metadata)
 
 
 def _jsonable(value: Any) -> Any:
