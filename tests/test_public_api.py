@@ -4,9 +4,7 @@ the format-detecting readers, and experiments coming back into Python (issue 18,
 from __future__ import annotations
 
 import json
-import os
 import random
-from pathlib import Path
 
 import pytest
 
@@ -39,8 +37,6 @@ PUBLIC = [
     "write_qrels",
     "write_run",
 ]
-
-DATA = Path(os.environ.get("NUGGETBENCH_DATA", "/work/shared/data").split(":")[0])
 
 
 def test_public_api_is_pinned():
@@ -158,9 +154,8 @@ def test_readers_detect_the_format(tmp_path):
         nb.read_qrels(tmp_path)
 
 
-@pytest.mark.skipif(not (DATA / "beir" / "scifact").is_dir(), reason="needs ../shared/data")
-def test_read_qrels_reads_the_beir_file_of_the_readme():
-    qrels = nb.read_qrels(DATA / "beir" / "scifact" / "qrels" / "test.tsv")
+def test_read_qrels_reads_the_beir_file_of_the_readme(shared_data):
+    qrels = nb.read_qrels(shared_data / "beir" / "scifact" / "qrels" / "test.tsv")
     assert len(qrels) == 300 and qrels.n_judgments == 339
 
 

@@ -9,6 +9,7 @@ from rich.table import Table
 from ..build.pipeline import STAGES, run_build
 from ..build.plan import load_plan
 from ._common import console
+from ._globals import progress_wanted
 
 
 @click.command("build", context_settings={"help_option_names": ["-h", "--help"]})
@@ -44,7 +45,7 @@ def build_command(plan, stage, no_progress, top_tags):
     """
 
     loaded = load_plan(plan)
-    report = run_build(loaded, stage=stage, show_progress=not no_progress)
+    report = run_build(loaded, stage=stage, show_progress=not no_progress and progress_wanted())
     _render(report, top_tags, console(stderr=True))
 
 

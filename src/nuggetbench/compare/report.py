@@ -20,7 +20,7 @@ from ..errors import UnknownNameError, suggest
 
 __all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS"]
 
-FORMATS = ("table", "markdown", "latex", "csv", "json")
+FORMATS = ("table", "json", "jsonl", "csv", "tsv", "markdown", "latex")
 MARK = "\u2020"  # dagger
 
 
@@ -183,12 +183,20 @@ class ComparisonReport:
         """JSON text of :meth:`to_dict`."""
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
-    def to_csv(self) -> str:
-        """CSV text, one row per (system, measure), columns as in :meth:`rows`."""
+    def to_jsonl(self) -> str:
+        """JSON Lines: one object per (system, measure), keys as in :meth:`rows`."""
+        return "".join(json.dumps(_clean(r), ensure_ascii=False) + "\n" for r in self.rows())
+
+    def to_csv(self, delimiter: str = ",") -> str:
+        """CSV text, one row per (system, measure), columns as in :meth:`rows` (*delimiter*
+        ``"\\t"``: TSV)."""
         buf = io.StringIO()
         rows = self.rows()
         writer = csv.DictWriter(
-            buf, fieldnames=list(rows[0]) if rows else ["system"], lineterminator="\n"
+            buf,
+            fieldnames=list(rows[0]) if rows else ["system"],
+            lineterminator="\n",
+            delimiter=delimiter,
         )
         writer.writeheader()
         for row in rows:
@@ -253,10 +261,14 @@ class ComparisonReport:
                 d = self._diff_or_none(s, m)
                 k = self._digits(m, digits)
                 mark = r"$^{\dagger}$" if d is not None and d.significant else ""
-                cells.append(
-                    f"{_f(e.mean, k)}{mark} {{\\scriptsize [{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]}}"
+                cell = (
+                    f"{_f(e.mean, k)}{mark} {{\\scriptsize [{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]"
                 )
-            lines.append(_tex(s) + " & " + " & ".join(cells) + r" \\")
+                if d is not None:
+                    cell += f" {_signed(d.diff, k)} ($p{_eq(d.p_adjusted)}$)"
+                cells.append(cell + "}")
+            label = f"{s} (baseline)" if s == self.baseline else s
+            lines.append(_tex(label) + " & " + " & ".join(cells) + r" \\")
         lines += [
             r"\bottomrule",
             r"\end{tabular}",
@@ -296,13 +308,19 @@ class ComparisonReport:
         return table
 
     def render(self, fmt: str = "table", digits: int | None = None) -> str:
-        """Render as ``table`` (plain text of the rich table), ``markdown``, ``latex``, ``csv`` or ``json``."""
+        """Render as ``table`` (plain text of the rich table), ``json``, ``jsonl``, ``csv``, ``tsv``,
+        ``markdown`` or ``latex``; every format carries the means, intervals, differences and
+        (corrected) p-values."""
         if fmt == "markdown":
             return self.to_markdown(digits)
         if fmt == "latex":
             return self.to_latex(digits)
         if fmt == "csv":
             return self.to_csv()
+        if fmt == "tsv":
+            return self.to_csv("\t")
+        if fmt == "jsonl":
+            return self.to_jsonl()
         if fmt == "json":
             return self.to_json()
         if fmt == "table":
