@@ -25,7 +25,7 @@ import inspect
 import re
 from typing import Any
 
-from ..errors import SpecError, suggest
+from ..errors import SpecError, UnknownNameError, suggest
 from ..spec import (
     POSITIONAL,
     REQUIRED,
@@ -193,6 +193,12 @@ def parse_retriever(spec: str):
             return _parse_fuse(where, text)
         if name in WRAPPERS:
             return _parse_wrapper(where, text, name)
+        if name not in RETRIEVERS:  # name the unknown retriever rather than the parentheses
+            known = sorted({*RETRIEVERS, *WRAPPERS, "fuse"})
+            raise UnknownNameError(
+                f"{where}: unknown retriever {call.group(1)!r}.{suggest(name, known)} Known: "
+                f"{', '.join(known)}. Run `nuggetbench retrievers` for their options"
+            )
     return _parse_single(spec, text)
 
 
