@@ -9,6 +9,7 @@ from .family import DatasetFamily, JudgedCorpus, Target
 from .registry import (
     Entry,
     dataset_info,
+    dataset_patterns,
     family_of,
     fetch,
     is_dataset_id,
@@ -16,6 +17,7 @@ from .registry import (
     list_datasets,
     load_dataset,
     load_target,
+    local_folder,
     register,
 )
 
@@ -30,6 +32,8 @@ __all__ = [
     "load_target",
     "Entry",
     "dataset_info",
+    "dataset_patterns",
+    "local_folder",
     "fetch",
     "list_datasets",
     "load_dataset",
