@@ -255,6 +255,7 @@ def run_experiment(
     with_objective: bool = False,
     show_progress: bool = False,
     cache_runs: bool = True,
+    existing: str = "error",
 ) -> Experiment:
     """Retrieve with each retriever spec, apply the dataset's policies, save and score the runs.
 
@@ -272,12 +273,17 @@ def run_experiment(
         cache_runs: serve each retriever's run from the run cache under the home folder when
             the same retriever, corpus, queries, filter and objective were searched before at the
             same or a greater depth (so several specs sharing a first stage reuse it).
+        existing: what to do when *outdir* already holds an experiment: ``"error"`` (default:
+            refuse, before any work), ``"overwrite"`` (remove its ``results.json`` and run files
+            first) or ``"append"`` (add these systems to it; dataset, measures, profile and depth
+            must match, and a system already there is an error).
 
     Returns:
         An :class:`Experiment` with a :class:`SystemOutcome` per retriever.
 
     Raises:
-        InputError: no retriever, a duplicate spec, or a bad measure/spec string (before any work).
+        InputError: no retriever, a duplicate spec, a bad measure/spec string, or an *outdir*
+            holding an experiment that *existing* does not allow (all before any work).
     """
     if isinstance(dataset, str):
         dataset = load_dataset(dataset)
@@ -290,6 +296,8 @@ def run_experiment(
         parse_measure(m)  # fail before any work
     parsed = _retrievers(retrievers, dataset, cache_runs=cache_runs)  # fail before any work
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
+    if exp.outdir is not None:
+        _reuse(exp, existing, [spec for spec, _ in parsed])
     exp.provenance["with_objective"] = with_objective
     objective = dataset.objective if with_objective else None
     if with_objective and not objective:
@@ -344,6 +352,53 @@ def _new_experiment(
     if exp.outdir:
         (exp.outdir / "runs").mkdir(parents=True, exist_ok=True)
     return exp
+
+
+EXISTING = ("error", "overwrite", "append")
+
+
+def _reuse(exp: Experiment, existing: str, specs: list[str]) -> None:
+    """Apply the *existing* policy to an output folder that already holds an experiment."""
+    if existing not in EXISTING:
+        raise InputError(f"existing must be one of {', '.join(EXISTING)}, got {existing!r}")
+    results = exp.outdir / "results.json"
+    runs = sorted((exp.outdir / "runs").glob("*.trec"))
+    if not results.exists() and not runs:
+        return
+    if existing == "error":
+        raise InputError(
+            f"{exp.outdir} already holds an experiment ({len(runs)} run file(s)"
+            f"{', results.json' if results.exists() else ''}); add --append to add these systems "
+            "to it, --overwrite to replace it, or choose another -o folder"
+        )
+    if existing == "overwrite":
+        for path in [results, *runs]:
+            path.unlink(missing_ok=True)
+        return
+    old = Experiment.load(exp.outdir)
+    mine = (exp.dataset_id, exp.measures, exp.profile, exp.k)
+    theirs = (old.dataset_id, old.measures, old.profile, old.k)
+    if mine != theirs:
+        raise InputError(
+            f"--append: {exp.outdir} holds {theirs[0]} with measures {theirs[1]}, profile "
+            f"{theirs[2]!r}, k={theirs[3]}; this run has {mine[0]} with {mine[1]}, {mine[2]!r}, "
+            f"k={mine[3]}. Append with the same settings, or choose another -o folder"
+        )
+    fingerprint = old.provenance.get("dataset_fingerprint")
+    if fingerprint and fingerprint != exp.provenance.get("dataset_fingerprint"):
+        raise InputError(
+            f"--append: the dataset in {exp.outdir} had another content (fingerprint "
+            f"{fingerprint}); append only runs on the same data"
+        )
+    twice = [spec for spec in specs if spec in old.systems]
+    if twice:
+        raise InputError(
+            f"--append: {', '.join(twice)} already in {exp.outdir}; give only new systems "
+            "(or --overwrite)"
+        )
+    exp.systems.update(old.systems)
+    exp.notes[:0] = old.notes
+    exp.provenance["appended_to"] = old.provenance.get("started")
 
 
 def _run_one(

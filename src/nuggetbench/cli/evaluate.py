@@ -89,37 +89,10 @@ def _render(ev: Evaluation, fmt: str, per_query: bool, label: str) -> None:
         info(note)
     render_findings(ev.findings)
     results, measures = ev.results, ev.measures
-    if fmt == "json":
-        out = {m: results.means[m] for m in measures}
-        if per_query:
-            out = {**out, "per_query": {m: results.values(m) for m in measures}}
-        if ev.summaries:
-            out["summaries"] = {s.title: s.rows for s in ev.summaries}
-        echo_json(out)
-        return
-    if fmt == "tsv":
-        if per_query:
-            for m in measures:
-                for qid, value in results.values(m).items():
-                    click.echo(f"{m}\t{qid}\t{fmt_value(value)}")
-        for m in measures:
-            click.echo(f"{m}\tall\t{fmt_value(results.means[m])}")
+    if fmt in ("json", "jsonl", "csv", "tsv"):
+        _machine(ev, fmt, per_query)
         return
     rows = _rows(results, measures, per_query)
-    if fmt in ("jsonl", "csv"):
-        records = [
-            {"query": q, "measure": m, "value": values[m]}
-            for q, values in rows.items()
-            for m in measures
-        ]
-        records += [
-            {"query": f"{s.title}: {name}", "measure": m, "value": values.get(m)}
-            for s in ev.summaries
-            for name, values in s.rows.items()
-            for m in measures
-        ]
-        click.echo(records_text(fmt, records), nl=False)
-        return
     title = f"{label} ({len(results.query_ids)} queries, profile {results.profile!r})"
     digits = {m: measure_digits(m) for m in measures}
     if fmt in ("markdown", "latex"):
@@ -132,6 +105,37 @@ def _render(ev: Evaluation, fmt: str, per_query: bool, label: str) -> None:
         render_means_table("per query", per, measures, first="query")
     render_means_table(title, {"mean": results.means}, measures)
     render_summaries(ev.summaries, measures)
+
+
+def _machine(ev: Evaluation, fmt: str, per_query: bool) -> None:
+    """The scores as json (one object), tsv (trec_eval -q lines) or jsonl/csv records."""
+    results, measures = ev.results, ev.measures
+    if fmt == "json":
+        out = {m: results.means[m] for m in measures}
+        if per_query:
+            out = {**out, "per_query": {m: results.values(m) for m in measures}}
+        if ev.summaries:
+            out["summaries"] = {s.title: s.rows for s in ev.summaries}
+        echo_json(out)
+    elif fmt == "tsv":
+        if per_query:
+            for m in measures:
+                for qid, value in results.values(m).items():
+                    click.echo(f"{m}\t{qid}\t{fmt_value(value)}")
+        for m in measures:
+            click.echo(f"{m}\tall\t{fmt_value(results.means[m])}")
+    else:
+        rows = _rows(results, measures, per_query)
+        records = [
+            {"query": q, "measure": m, "value": v[m]} for q, v in rows.items() for m in measures
+        ]
+        records += [
+            {"query": f"{s.title}: {name}", "measure": m, "value": values.get(m)}
+            for s in ev.summaries
+            for name, values in s.rows.items()
+            for m in measures
+        ]
+        click.echo(records_text(fmt, records), nl=False)
 
 
 def _rows(results, measures, per_query: bool) -> dict[str, dict[str, float]]:

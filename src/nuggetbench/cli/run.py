@@ -75,6 +75,13 @@ from ._globals import hidden_alias, progress_wanted
     "--no-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache."
 )
 @hidden_alias("--no-run-cache", "no_run_cache", is_flag=True)
+@click.option("--overwrite", is_flag=True, help="Replace the experiment already in the -o folder.")
+@click.option(
+    "--append",
+    is_flag=True,
+    help="Add these retrievers to the experiment already in the -o folder (same dataset, "
+    "measures, profile and depth); the comparison then covers all its systems.",
+)
 def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_options, **more):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
 
@@ -87,6 +94,9 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
     """
     aliases = {name: more.pop(name) for name in ("chunker", "query_field")}
     old_outdir = more.pop("old_outdir")
+    overwrite, append = more.pop("overwrite"), more.pop("append")
+    if overwrite and append:
+        raise click.UsageError("--overwrite and --append exclude each other")
     outdir = outdir or old_outdir
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
@@ -96,6 +106,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         outdir=Path(outdir) if outdir else default_outdir(ds),
         show_progress=progress_wanted() and fmt == "table",
         cache_runs=not (more.pop("no_cache") or more.pop("no_run_cache")),
+        existing="overwrite" if overwrite else "append" if append else "error",
         **more,  # k, profile, with_objective
     )
     _render(exp, fmt)
