@@ -23,7 +23,7 @@ from ._version import __version__
 from .compare import ComparisonReport, compare
 from .data import Run, read_run, write_run
 from .datasets import Dataset, load_dataset
-from .errors import InputError
+from .errors import InputError, UnknownNameError, suggest
 from .measures import Results, evaluate, get_profile, parse_measure
 from .measures.checks import Finding, query_findings
 from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
@@ -65,6 +65,7 @@ class Experiment:
         outdir: the folder of ``results.json`` and ``runs/`` (``None``: in memory only).
         provenance: dataset fingerprint, version, times, and each system's full spec.
         notes: warnings to show with the results.
+        baseline: the system the others are compared with (default: the first).
     """
 
     dataset_id: str
@@ -75,6 +76,7 @@ class Experiment:
     outdir: Path | None = None
     provenance: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    baseline: str | None = None
 
     def __repr__(self) -> str:
         where = f"; {self.outdir}" if self.outdir else ""
@@ -120,6 +122,7 @@ class Experiment:
                 outdir=file.parent,
                 provenance=dict(data.get("provenance") or {}),
                 notes=list(data.get("notes") or []),
+                baseline=data.get("baseline"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{file}: not an experiment's results.json ({exc!r})") from exc
@@ -181,7 +184,7 @@ class Experiment:
         systems. Returns a :class:`nuggetbench.compare.ComparisonReport`."""
         return compare(
             {name: s.results for name, s in self.systems.items()},
-            baseline=baseline or next(iter(self.systems)),
+            baseline=baseline or self.baseline or next(iter(self.systems)),
             measures=self.measures,
             **options,
         )
@@ -204,6 +207,7 @@ class Experiment:
             "k": self.k,
             "provenance": self.provenance,
             "notes": self.notes,
+            "baseline": self.baseline,
             "systems": systems,
             "comparison": self.comparison().to_dict() if len(self.systems) > 1 else None,
         }
@@ -256,6 +260,7 @@ def run_experiment(
     show_progress: bool = False,
     cache_runs: bool = True,
     existing: str = "error",
+    baseline: str | None = None,
 ) -> Experiment:
     """Retrieve with each retriever spec, apply the dataset's policies, save and score the runs.
 
@@ -277,6 +282,8 @@ def run_experiment(
             refuse, before any work), ``"overwrite"`` (remove its ``results.json`` and run files
             first) or ``"append"`` (add these systems to it; dataset, measures, profile and depth
             must match, and a system already there is an error).
+        baseline: the system the comparison measures the others against: a spec (or ``name=``
+            label) given, or its 1-based position; default the first.
 
     Returns:
         An :class:`Experiment` with a :class:`SystemOutcome` per retriever.
@@ -298,6 +305,7 @@ def run_experiment(
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
     if exp.outdir is not None:
         _reuse(exp, existing, [spec for spec, _ in parsed])
+    exp.baseline = _baseline_name(baseline, [*exp.systems, *(spec for spec, _ in parsed)])
     exp.provenance["with_objective"] = with_objective
     objective = dataset.objective if with_objective else None
     if with_objective and not objective:
@@ -352,6 +360,18 @@ def _new_experiment(
     if exp.outdir:
         (exp.outdir / "runs").mkdir(parents=True, exist_ok=True)
     return exp
+
+
+def _baseline_name(baseline: str | None, names: list[str]) -> str | None:
+    """The baseline's system name from a name or a 1-based position (checked before any work)."""
+    if baseline is None or baseline in names:
+        return baseline
+    if baseline.isdigit() and 1 <= int(baseline) <= len(names):
+        return names[int(baseline) - 1]
+    raise UnknownNameError(
+        f"baseline {baseline!r} is not one of the systems.{suggest(baseline, names)} "
+        f"Systems: {', '.join(names)} (or give a 1-based position)"
+    )
 
 
 EXISTING = ("error", "overwrite", "append")

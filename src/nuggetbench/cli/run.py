@@ -77,6 +77,13 @@ from ._globals import hidden_alias, progress_wanted
 @hidden_alias("--no-run-cache", "no_run_cache", is_flag=True)
 @click.option("--overwrite", is_flag=True, help="Replace the experiment already in the -o folder.")
 @click.option(
+    "--baseline",
+    default=None,
+    metavar="NAME",
+    help="The system the others are compared with (wins/ties/losses, per-query deltas): its "
+    "spec, name= label or 1-based position (default: the first -r).",
+)
+@click.option(
     "--append",
     is_flag=True,
     help="Add these retrievers to the experiment already in the -o folder (same dataset, "

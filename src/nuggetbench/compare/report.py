@@ -22,6 +22,8 @@ __all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS"]
 
 FORMATS = ("table", "json", "jsonl", "csv", "tsv", "markdown", "latex")
 MARK = "\u2020"  # dagger
+#: Per-query differences this close to zero count as ties (floating-point noise, not a win).
+TIE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Difference:
         p_adjusted: p-value after the report's multiple-testing correction.
         significant: ``p_adjusted < alpha``.
         effect_size: Cohen's d_z of the per-query differences.
+        wins, ties, losses: queries where *system* scores above, equal to (within
+            :data:`TIE_TOLERANCE`) or below the baseline.
     """
 
     system: str
@@ -61,6 +65,14 @@ class Difference:
     p_adjusted: float
     significant: bool
     effect_size: float
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+
+    @property
+    def wtl(self) -> str:
+        """``"wins/ties/losses"``."""
+        return f"{self.wins}/{self.ties}/{self.losses}"
 
 
 @dataclass
@@ -79,6 +91,8 @@ class ComparisonReport:
             on one measure.
         alpha, ci, n_resamples, seed: significance level, confidence level, bootstrap resamples and
             random seed.
+        deltas: ``{system: {measure: {query_id: system - baseline}}}`` for every non-baseline
+            system, over the queries compared (see :meth:`delta_records`).
     """
 
     systems: list[str]
@@ -95,6 +109,7 @@ class ComparisonReport:
     n_resamples: int
     seed: int | None
     notes: list[str] = field(default_factory=list)
+    deltas: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     # --- lookup -------------------------------------------------------------------------
     def estimate(self, system: str, measure: str) -> Estimate:
@@ -117,6 +132,16 @@ class ComparisonReport:
         except KeyError:
             return None
 
+    def delta_records(self) -> list[dict[str, Any]]:
+        """The per-query differences to the baseline as flat records ``system, measure, query,
+        delta`` (long format, for ``pandas.DataFrame(...)``)."""
+        return [
+            {"system": system, "measure": m, "query": q, "delta": d}
+            for system, per in self.deltas.items()
+            for m, values in per.items()
+            for q, d in values.items()
+        ]
+
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
@@ -126,7 +151,8 @@ class ComparisonReport:
         corr = "" if self.correction == "none" else f", {self.correction}-corrected"
         return (
             f"{len(self.query_ids)} queries; [{self.ci:.0%} bootstrap CI, {self.n_resamples} resamples]; "
-            f"{MARK} significant difference to {self.baseline!r} ({self.test_method}{corr}, p < {self.alpha:g})"
+            f"{MARK} significant difference to {self.baseline!r} ({self.test_method}{corr}, p < {self.alpha:g}); "
+            "W/T/L: queries won/tied/lost against it"
         )
 
     # --- records ------------------------------------------------------------------------
@@ -154,6 +180,9 @@ class ComparisonReport:
                         "p_adjusted": d.p_adjusted if d else None,
                         "significant": d.significant if d else None,
                         "effect_size": d.effect_size if d else None,
+                        "wins": d.wins if d else None,
+                        "ties": d.ties if d else None,
+                        "losses": d.losses if d else None,
                     }
                 )
         return out
@@ -176,6 +205,7 @@ class ComparisonReport:
                 "notes": list(self.notes),
                 "estimates": [asdict(e) for e in self.estimates],
                 "differences": [asdict(d) for d in self.differences],
+                "deltas": self.deltas,
             }
         )
 
@@ -230,7 +260,7 @@ class ComparisonReport:
             mark = r"$^{\dagger}$" if latex else MARK
         text = f"{_f(e.mean, digits)}{mark} [{_f(e.ci_low, digits)}, {_f(e.ci_high, digits)}]"
         if d is not None:
-            text += f" {_signed(d.diff, digits)} (p{_eq(d.p_adjusted)})"
+            text += f" {_signed(d.diff, digits)} (p{_eq(d.p_adjusted)}, W/T/L {d.wtl})"
         return text
 
     def to_markdown(self, digits: int | None = None) -> str:
@@ -265,7 +295,7 @@ class ComparisonReport:
                     f"{_f(e.mean, k)}{mark} {{\\scriptsize [{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]"
                 )
                 if d is not None:
-                    cell += f" {_signed(d.diff, k)} ($p{_eq(d.p_adjusted)}$)"
+                    cell += f" {_signed(d.diff, k)} ($p{_eq(d.p_adjusted)}$, W/T/L {d.wtl})"
                 cells.append(cell + "}")
             label = f"{s} (baseline)" if s == self.baseline else s
             lines.append(_tex(label) + " & " + " & ".join(cells) + r" \\")
@@ -303,6 +333,7 @@ class ComparisonReport:
                 text.append(f"\n[{_f(e.ci_low, digits_m)}, {_f(e.ci_high, digits_m)}]", style="dim")
                 if d is not None:
                     text.append(f"\n{_signed(d.diff, digits_m)} p{_eq(d.p_adjusted)}", style="dim")
+                    text.append(f"\nW/T/L {d.wtl}", style="dim")
                 cells.append(text)
             table.add_row(f"{s}\n(baseline)" if s == self.baseline else s, *cells)
         return table
