@@ -27,6 +27,7 @@ from .errors import InputError, UnknownNameError, suggest
 from .measures import Results, evaluate, get_profile, parse_measure
 from .measures.checks import Finding, query_findings
 from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
+from .retrieval.spec import short_label, split_label
 from .text.analyzers import adapt_to_language
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,8 @@ class SystemOutcome:
     """One retriever's run and scores.
 
     Attributes:
-        spec: the retriever spec as given (``bm25:k1=0.9,b=0.4``).
+        spec: the retriever spec as given (``bm25:k1=0.9,b=0.4``); the system's label (its
+            key in ``Experiment.systems``) is its ``name=`` or a short form of the spec.
         run: the run (after the dataset's declared post-processing, e.g. self-hit removal).
         results: a :class:`nuggetbench.measures.Results`.
         run_path: where the TREC file was written (``None`` without an output folder).
@@ -172,7 +174,7 @@ class Experiment:
         return out
 
     def means(self) -> dict[str, dict[str, float]]:
-        """``{retriever spec: {measure: mean}}``."""
+        """``{system label: {measure: mean}}``."""
         return {
             name: {m: float(s.results.means[m]) for m in self.measures}
             for name, s in self.systems.items()
@@ -302,19 +304,28 @@ def run_experiment(
     for m in measures:
         parse_measure(m)  # fail before any work
     parsed = _retrievers(retrievers, dataset, cache_runs=cache_runs)  # fail before any work
+    labels = system_labels(retrievers)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
     if exp.outdir is not None:
-        _reuse(exp, existing, [spec for spec, _ in parsed])
-    exp.baseline = _baseline_name(baseline, [*exp.systems, *(spec for spec, _ in parsed)])
+        _reuse(exp, existing, labels)
+    exp.provenance["systems"] = {
+        **exp.provenance.get("systems", {}),
+        **dict(zip(labels, retrievers)),
+    }
+    exp.baseline = _baseline_name(
+        baseline, [*exp.systems, *labels], aliases=dict(zip(retrievers, labels))
+    )
     exp.provenance["with_objective"] = with_objective
     objective = dataset.objective if with_objective else None
     if with_objective and not objective:
         exp.notes.append(f"{dataset.id} declares no task objective; --with-objective had no effect")
-    for spec, retriever in parsed:
+    for label, (spec, retriever) in zip(labels, parsed):
         if objective and not uses_objective(retriever):
-            exp.notes.append(f"{spec} does not take instructions; the task objective was not used")
+            exp.notes.append(f"{label} does not take instructions; the task objective was not used")
         use = objective if uses_objective(retriever) else None
-        exp.systems[spec] = _run_one(exp, dataset, spec, retriever, use, show_progress)
+        outcome = _run_one(exp, dataset, label, retriever, use, show_progress)
+        outcome.spec = spec
+        exp.systems[label] = outcome
         if exp.outdir:
             save_experiment(exp)
     exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -362,10 +373,38 @@ def _new_experiment(
     return exp
 
 
-def _baseline_name(baseline: str | None, names: list[str]) -> str | None:
-    """The baseline's system name from a name or a 1-based position (checked before any work)."""
+def system_labels(specs: Sequence[str], width: int = 24) -> list[str]:
+    """The label of each system: its ``name=`` (see
+    :func:`nuggetbench.retrieval.spec.split_label`), else the spec shortened to *width*
+    characters (:func:`~nuggetbench.retrieval.spec.short_label`), made unique with ``#2``...
+
+    Raises:
+        InputError: two specs name the same label.
+    """
+    out: list[str] = []
+    named = [split_label(spec)[1] for spec in specs]
+    taken = [n for n in named if n]
+    if len(set(taken)) != len(taken):
+        raise InputError(f"two retrievers have the same name= ({', '.join(taken)}); name each once")
+    for spec, name in zip(specs, named):
+        label = name or short_label(split_label(spec)[0], width)
+        base, k = label, 2
+        while label in out or (not name and label in taken):
+            label = f"{base}#{k}"
+            k += 1
+        out.append(label)
+    return out
+
+
+def _baseline_name(
+    baseline: str | None, names: list[str], aliases: dict[str, str] | None = None
+) -> str | None:
+    """The baseline's system name from a name, a spec (*aliases*: spec -> label) or a 1-based
+    position (checked before any work)."""
     if baseline is None or baseline in names:
         return baseline
+    if aliases and baseline in aliases:
+        return aliases[baseline]
     if baseline.isdigit() and 1 <= int(baseline) <= len(names):
         return names[int(baseline) - 1]
     raise UnknownNameError(
@@ -417,6 +456,7 @@ def _reuse(exp: Experiment, existing: str, specs: list[str]) -> None:
             "(or --overwrite)"
         )
     exp.systems.update(old.systems)
+    exp.provenance["systems"] = dict(old.provenance.get("systems") or {})
     exp.notes[:0] = old.notes
     exp.provenance["appended_to"] = old.provenance.get("started")
 
@@ -444,7 +484,8 @@ def _run_one(
     )
     t2 = time.perf_counter()
     run = dataset.postprocess_run(run)
-    run = run.with_name(spec, {**run.metadata, "retriever": spec, "k": exp.k})
+    full = exp.provenance.get("systems", {}).get(spec, spec)
+    run = run.with_name(spec, {**run.metadata, "retriever": full, "k": exp.k})
     run_path = None
     if exp.outdir:
         run_path = write_run(run, exp.outdir / "runs" / f"{slug(spec)}.trec", tag=slug(spec))

@@ -79,6 +79,7 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
     for note in report.notes:
         warn(note)
     if fmt == "table":
-        console().print(report.to_rich())
+        out = console()
+        out.print(report.to_rich(width=out.width))
     else:
         click.echo(report.render(fmt), nl=False)

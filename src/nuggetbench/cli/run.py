@@ -150,6 +150,7 @@ def _render(exp: Experiment, fmt: str) -> None:
         )
     elif report is not None:
         console().print(title)
-        console().print(report.to_rich())
+        out = console()
+        out.print(report.to_rich(width=out.width))
     else:
         render_means_table(title, means, exp.measures)

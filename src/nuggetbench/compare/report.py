@@ -306,8 +306,49 @@ class ComparisonReport:
         ]
         return "\n".join(lines) + "\n"
 
-    def to_rich(self, digits: int | None = None):
-        """A :class:`rich.table.Table` (coloured: green significantly better, red significantly worse)."""
+    def to_rich(self, digits: int | None = None, *, width: int | None = None):
+        """A rich renderable (coloured: green significantly better, red significantly worse).
+
+        Every cell line (the mean, its interval ``[low, high]``, the difference and p-value,
+        ``W/T/L``) is kept whole. When *width* (the terminal's columns) is too narrow for one
+        column per measure, the layout is stacked: one small table per measure, one row per
+        system. ``width=None``: always the wide table.
+        """
+        cells = {(s, m): self._lines(s, m, digits) for s in self.systems for m in self.measures}
+        names = {s: f"{s}\n(baseline)" if s == self.baseline else s for s in self.systems}
+        if width is None or width >= self._wide_width(cells, names):
+            return self._wide(cells, names)
+        return self._stacked(cells, names, digits)
+
+    def _lines(self, s: str, m: str, digits: int | None) -> list[tuple[str, str]]:
+        """``(text, style)`` lines of one cell: mean (with the mark), interval, difference and
+        p-value, W/T/L."""
+        k = self._digits(m, digits)
+        e = self.estimate(s, m)
+        d = self._diff_or_none(s, m)
+        style = ""
+        mark = ""
+        if d is not None and d.significant:
+            mark = MARK
+            style = "bold green" if d.diff > 0 else "bold red"
+        lines = [
+            (f"{_f(e.mean, k)}{mark}", style),
+            (f"[{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]", "dim"),
+        ]
+        if d is not None:
+            lines.append((f"{_signed(d.diff, k)} p{_eq(d.p_adjusted)}", "dim"))
+            lines.append((f"W/T/L {d.wtl}", "dim"))
+        return lines
+
+    def _wide_width(self, cells: dict, names: dict) -> int:
+        """Columns the wide table needs (padding and borders included)."""
+        name_w = max(len(line) for n in names.values() for line in n.split("\n"))
+        widths = [max(len("system"), name_w)]
+        for m in self.measures:
+            widths.append(max([len(m)] + [len(t) for s in self.systems for t, _ in cells[(s, m)]]))
+        return sum(widths) + 3 * len(widths) + 1
+
+    def _wide(self, cells: dict, names: dict):
         from rich.table import Table
         from rich.text import Text
 
@@ -317,26 +358,46 @@ class ComparisonReport:
             caption=self.legend(),
             caption_justify="left",
         )
-        table.add_column("system", overflow="fold", no_wrap=False)
+        table.add_column("system", no_wrap=True)
         for m in self.measures:
-            table.add_column(m, justify="right", overflow="fold")
+            table.add_column(m, justify="right", no_wrap=True)
         for s in self.systems:
-            cells = []
+            row = []
             for m in self.measures:
-                e = self.estimate(s, m)
-                d = self._diff_or_none(s, m)
-                digits_m = self._digits(m, digits)
-                text = Text(_f(e.mean, digits_m))
-                if d is not None and d.significant:
-                    text.append(MARK)
-                    text.stylize("bold green" if d.diff > 0 else "bold red")
-                text.append(f"\n[{_f(e.ci_low, digits_m)}, {_f(e.ci_high, digits_m)}]", style="dim")
-                if d is not None:
-                    text.append(f"\n{_signed(d.diff, digits_m)} p{_eq(d.p_adjusted)}", style="dim")
-                    text.append(f"\nW/T/L {d.wtl}", style="dim")
-                cells.append(text)
-            table.add_row(f"{s}\n(baseline)" if s == self.baseline else s, *cells)
+                text = Text()
+                for i, (line, style) in enumerate(cells[(s, m)]):
+                    text.append(("\n" if i else "") + line, style=style or None)
+                row.append(text)
+            table.add_row(names[s], *row)
         return table
+
+    def _stacked(self, cells: dict, names: dict, digits: int | None):
+        """One table per measure (rows: systems; columns: mean [CI], difference, p, W/T/L)."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        parts: list = [Text(f"Comparison with {self.baseline}")]
+        wtl = max((len(d.wtl) for d in self.differences), default=5)  # same widths in every table
+        for m in self.measures:
+            table = Table(title=m, title_justify="left")
+            table.add_column("system", overflow="fold")
+            table.add_column(f"mean [{self.ci:.0%} CI]", justify="right", no_wrap=True)
+            for head, least in (("diff", 7), ("p", 6), ("W/T/L", wtl)):
+                table.add_column(head, justify="right", no_wrap=True, min_width=least)
+            for s in self.systems:
+                lines = cells[(s, m)]
+                mean = Text(lines[0][0], style=lines[0][1] or None)
+                mean.append(" " + lines[1][0], style="dim")
+                d = self._diff_or_none(s, m)
+                k = self._digits(m, digits)
+                rest = (
+                    [_signed(d.diff, k), _p(d.p_adjusted), d.wtl] if d is not None else ["", "", ""]
+                )
+                table.add_row(names[s].replace("\n", " "), mean, *rest)
+            parts.append(table)
+        parts.append(Text(self.legend()))
+        return Group(*parts)
 
     def render(self, fmt: str = "table", digits: int | None = None) -> str:
         """Render as ``table`` (plain text of the rich table), ``json``, ``jsonl``, ``csv``, ``tsv``,
