@@ -96,6 +96,8 @@ def evaluate_dataset(
     """
     for m in measures or ():
         parse_measure(m)  # fail before any reading
+    if profile is not None:
+        get_profile(profile)  # an unknown profile fails before any reading too
     target = _target(dataset, corpus, dict(options or {}))
     measures = list(measures or target.default_measures)
     prof = get_profile(profile or target.default_profile)
@@ -103,7 +105,10 @@ def evaluate_dataset(
         run = load_run(run, keep_rank=True, trailing=trailing, duplicates=duplicates)
     findings = check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
     results = evaluate(target.qrels, run, measures, profile=prof)
-    findings += query_findings(results, prof)
+    queries = query_findings(results, prof)
+    if queries:  # the warnings give the counts: do not print them twice
+        findings = [f for f in findings if f.kind != "query_overlap"]
+    findings += queries
     if target.family is not None:
         summaries = target.family.summaries(results, target.query_order)
     else:
