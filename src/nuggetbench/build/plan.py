@@ -37,6 +37,7 @@ Example (every section but ``[questions]``, ``[[repos]]`` and ``[llm] model`` is
     "gpt-4o" = { input = 2.5, output = 10.0 }
     [calibration]
     labels = "labels.jsonl"                 # human labels for the calibrate stage
+    formula = "freshstack"                  # nugget quality: the paper's eq. 2-4, or "strict"
 
 An API key in a plan is refused: keys live in the environment only.
 """
@@ -51,6 +52,7 @@ from typing import Any
 from ..errors import FormatError, InputError, suggest
 from ..llm.client import LLMSettings
 from ..retrieval.querygen import RewriteOptions
+from .calibration import FORMULAS
 from .collect import CorpusOptions
 from .export import FilterOptions
 from .judge import JudgeOptions
@@ -119,6 +121,7 @@ class Plan:
     calibration_labels: Path | None = None
     path: Path | None = None
     raw: dict = field(default_factory=dict)
+    calibration_formula: str = "freshstack"
 
     @property
     def workdir(self) -> Path:
@@ -282,8 +285,15 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
     )
     filt_out = _options(FilterOptions, "filter", _table(raw, "filter", where), where)
     cal = _table(raw, "calibration", where)
-    _check_keys("calibration", cal, {"labels"}, where)
+    _check_keys("calibration", cal, {"labels", "formula"}, where)
     labels = _resolve(base, cal["labels"]) if cal.get("labels") else None
+    formula = str(cal.get("formula", "freshstack"))
+    if formula not in FORMULAS:
+        raise InputError(
+            f"{where}: [calibration] formula {formula!r} is not one of {', '.join(FORMULAS)} "
+            "(freshstack: the paper's equations 2-4; strict: hallucinated nuggets also left out "
+            "of precision and recall)"
+        )
     output = _resolve(base, raw.get("output", "benchmark"))
     name = str(raw.get("name") or output.name)
     return Plan(
@@ -301,6 +311,7 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
         labels,
         None,
         raw,
+        formula,
     )
 
 
