@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import NuggetQrels, Run
-from nuggetbench.measures import evaluate
+from nuggetbench.measures import evaluate, get_profile
 from nuggetbench.measures.profiles import freshstack_profile
 
 fs_eval = pytest.importorskip("freshstack.retrieval.evaluation")
@@ -148,3 +148,4 @@ def test_freshstack_profile_cut_is_checked():
     with pytest.raises(InputError, match="positive integer"):
         freshstack_profile(cut=0)
     assert freshstack_profile(cut=10).name == "freshstack -cut 10"
+    assert get_profile("freshstack -cut 10") == freshstack_profile(cut=10)

@@ -19,7 +19,7 @@ from .compare.runs import compare_runs
 from .data import Corpus, JsonlCorpus, Run, load_run
 from .datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from .errors import InputError
-from .measures import Profile, Results, evaluate, get_profile, parse_measure
+from .measures import Profile, Results, evaluate, evaluate_groups, get_profile, parse_measure
 from .measures.checks import Finding, check_findings, query_findings
 
 __all__ = ["Evaluation", "compare_run_files", "evaluate_dataset"]
@@ -87,7 +87,10 @@ def evaluate_dataset(
             :func:`nuggetbench.data.load_run`.
 
     Returns:
-        An :class:`Evaluation`.
+        An :class:`Evaluation`. A dataset whose metadata declares ``mean_of_groups`` (a
+        separator; ``beir/cqadupstack``) is evaluated group by group
+        (:func:`~nuggetbench.measures.evaluate_groups`): its means are the mean of the groups'
+        means and the first summary is the per-group table.
 
     Raises:
         UnknownNameError, SpecError: an unknown dataset, measure or profile (before any reading).
@@ -104,7 +107,12 @@ def evaluate_dataset(
     if not isinstance(run, Run):
         run = load_run(run, keep_rank=True, trailing=trailing, duplicates=duplicates)
     findings = check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
-    results = evaluate(target.qrels, run, measures, profile=prof)
+    sep = (target.metadata or {}).get("mean_of_groups")
+    groups: dict[str, Results] = {}
+    if sep:  # a dataset scored as the mean of its groups (beir/cqadupstack's forums)
+        results, groups = evaluate_groups(target.qrels, run, measures, profile=prof, sep=sep)
+    else:
+        results = evaluate(target.qrels, run, measures, profile=prof)
     queries = query_findings(results, prof)
     if queries:  # the warnings give the counts: do not print them twice
         findings = [f for f in findings if f.kind != "query_overlap"]
@@ -113,9 +121,18 @@ def evaluate_dataset(
         summaries = target.family.summaries(results, target.query_order)
     else:
         summaries = profile_summaries(results, target.query_order, profile=prof)
+    if groups:
+        summaries = [_group_table(groups, results), *summaries]
     return Evaluation(
         results, measures, prof.name, findings, summaries, list(target.notes), target, run
     )
+
+
+def _group_table(groups: Mapping[str, Results], combined: Results) -> Summary:
+    """The per-group means and their mean (the reported score), one row each."""
+    rows = {g: dict(r.means) for g, r in groups.items()}
+    rows[f"mean of {len(groups)}"] = dict(combined.means)
+    return Summary(f"per group ({len(groups)}; the score is their unweighted mean)", rows, 4)
 
 
 def _target(dataset: str | Path | Dataset, corpus: Any, options: dict) -> Target:

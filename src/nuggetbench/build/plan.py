@@ -39,6 +39,7 @@ Example (every section but ``[questions]``, ``[[repos]]`` and ``[llm] model`` is
     "gpt-4o" = { input = 2.5, output = 10.0 }
     [calibration]
     labels = "labels.jsonl"                 # human labels for the calibrate stage
+    formula = "freshstack"                  # nugget quality: the paper's eq. 2-4, or "strict"
 
 An API key in a plan is refused: keys live in the environment only. Values are checked, not just
 key names (:func:`check_values`): an ``api_key_env`` shaped like a key, a URL with
@@ -59,6 +60,7 @@ from ..errors import FormatError, InputError, suggest
 from ..llm.client import LLMSettings
 from ..llm.secrets import key_name_problem, redact_url, url_problems
 from ..retrieval.querygen import RewriteOptions
+from .calibration import FORMULAS
 from .collect import CorpusOptions
 from .export import FilterOptions
 from .judge import JudgeOptions
@@ -131,6 +133,7 @@ class Plan:
     calibration_labels: Path | None = None
     path: Path | None = None
     raw: dict = field(default_factory=dict)
+    calibration_formula: str = "freshstack"
 
     @property
     def workdir(self) -> Path:
@@ -336,8 +339,15 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
     )
     filt_out = _options(FilterOptions, "filter", _table(raw, "filter", where), where)
     cal = _table(raw, "calibration", where)
-    _check_keys("calibration", cal, {"labels"}, where)
+    _check_keys("calibration", cal, {"labels", "formula"}, where)
     labels = _resolve(base, cal["labels"]) if cal.get("labels") else None
+    formula = str(cal.get("formula", "freshstack"))
+    if formula not in FORMULAS:
+        raise InputError(
+            f"{where}: [calibration] formula {formula!r} is not one of {', '.join(FORMULAS)} "
+            "(freshstack: the paper's equations 2-4; strict: hallucinated nuggets also left out "
+            "of precision and recall)"
+        )
     output = _resolve(base, raw.get("output", "benchmark"))
     name = str(raw.get("name") or output.name)
     return Plan(
@@ -355,6 +365,7 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
         labels,
         None,
         raw,
+        formula,
     )
 
 

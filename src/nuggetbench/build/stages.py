@@ -306,7 +306,9 @@ def calibrate(b: Builder, judgments, target: str | None = None):
         }
         return None
     nug, missing, support = read_labels(labels)
-    result = calibrate_judge(nug, missing, support, judgments.verdicts)
+    result = calibrate_judge(
+        nug, missing, support, judgments.verdicts, formula=b.plan.calibration_formula
+    )
     with atomic_write(b.plan.output / "calibration.json") as fh:
         fh.write(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
     b.report.stages["calibrate"] = {

@@ -170,7 +170,7 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
     """The profile named *profile* (``None``: the default, ``"trec_eval -c"``).
 
     A :class:`Profile` value is returned as is; an ndeval command line (``"ndeval -c -M 10"``)
-    builds its profile.
+    builds its profile, and so does ``"freshstack -cut N"`` (:func:`freshstack_profile`).
 
     Raises:
         UnknownNameError: no such profile; the nearest name is suggested.
@@ -185,6 +185,9 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
         return _ndeval_command_line(name)
     if name.split()[:1] == ["trec_eval"]:
         return _trec_eval_command_line(name)
+    words = name.split()
+    if len(words) == 3 and words[:2] == ["freshstack", "-cut"] and words[2].isdigit():
+        return freshstack_profile(cut=int(words[2]))
     raise REGISTRY.unknown(name)
 
 
