@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from ..evaluation import Evaluation, evaluate_dataset
+from ..evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
 from ._common import (
     dataset_options,
     echo_json,
@@ -24,15 +24,31 @@ from ._common import (
 @click.argument("qrels")
 @click.argument("run", type=click.Path(exists=True, dir_okay=False))
 @click.argument("measures", nargs=-1)
+@click.option(
+    "-m",
+    "--measure",
+    "measure_opts",
+    multiple=True,
+    metavar="MEASURE",
+    help="A measure, repeatable (as the MEASURES arguments); trec_eval's names too: "
+    "all_trec, official, P.5,7,3, ndcg.1=3,2=9, relstring.20.",
+)
 @click.option("-q", "--per-query", is_flag=True, help="Also print each query's values.")
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["table", "json", "tsv"]),
+    type=click.Choice(["table", "json", "tsv", "trec_eval"]),
     default="table",
     show_default=True,
-    help="json: exactly one JSON object {measure: mean} on stdout (with --per-query: {measure: {query: value}} under 'per_query').",
+    help="json: exactly one JSON object {measure: mean} on stdout (with --per-query: {measure: {query: value}} under 'per_query'). "
+    "trec_eval: trec_eval's own text (default measures: official; averaged as trec_eval without -c).",
 )
+@click.option("-c", "complete", is_flag=True, help="trec_eval -c: average over every judged query.")
+@click.option(
+    "-M", "max_docs", type=click.IntRange(min=1), help="trec_eval -M: documents kept per query."
+)
+@click.option("-l", "rel_level", type=int, help="trec_eval -l: the lowest relevant grade.")
+@click.option("-J", "judged_only", is_flag=True, help="trec_eval -J: rank judged documents only.")
 @click.option(
     "--corpus",
     "corpus_path",
@@ -57,6 +73,8 @@ def evaluate_command(
     split,
     corpus_path,
     ignore_trailing,
+    measure_opts,
+    **trec_flags,
 ):
     """Score RUN (TREC run file, .gz, JSON {query: {doc: score}}, or a rank file) against QRELS.
 
@@ -67,25 +85,31 @@ def evaluate_command(
     \b
     Example:
       nuggetbench evaluate qrels.test results.test nDCG@10 'P(rel=2)@5' AP --per-query
+      nuggetbench evaluate qrels.test results.test -m all_trec -q --format trec_eval
     """
     logging.getLogger("nuggetbench.measures.checks").setLevel(logging.ERROR)  # rendered below
+    measures = list(measures) + list(measure_opts) or (["official"] if fmt == "trec_eval" else [])
+    profile = trec_eval_options(profile, trec_format=fmt == "trec_eval", **trec_flags)
     ev = evaluate_dataset(
         qrels,
         run,
-        list(measures) or None,
+        measures or None,
         profile,
         corpus=corpus_path,
         options=parse_options(dataset_options, split=split),
         trailing="ignore" if ignore_trailing else "error",
     )
-    _render(ev, fmt, per_query, ev.run.name or run)
+    _render(ev, fmt, per_query, ev.run.name or run, measures)
 
 
-def _render(ev: Evaluation, fmt: str, per_query: bool, label: str) -> None:
+def _render(ev: Evaluation, fmt: str, per_query: bool, label: str, asked: list[str]) -> None:
     """Print the notes and findings (stderr), then the scores in *fmt* (stdout)."""
     for note in ev.notes:
         info(note)
     render_findings(ev.findings)
+    if fmt == "trec_eval":
+        click.echo(trec_eval_text(ev, asked, per_query=per_query), nl=False)
+        return
     results, measures = ev.results, ev.measures
     if fmt == "json":
         out = {m: results.means[m] for m in measures}
