@@ -188,3 +188,54 @@ def test_trec_names_expand_in_trec_eval_order() -> None:
         trec_selection(["utility.1,2"])
     with pytest.raises(SpecError, match="takes no parameters"):
         trec_selection(["map.3"])
+
+
+# --- nDCG gains ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [11, 12])
+def test_exp_log2_matches_ir_measures(seed: int) -> None:
+    """``nDCG(dcg=exp-log2)@k`` against ir_measures' ``nDCG(dcg='exp-log2')@k`` (gdeval, which
+    prints 5 decimals): graded and zero grades, ties, unjudged documents, missing queries."""
+    ir_measures = pytest.importorskip("ir_measures")
+    import shutil
+
+    if shutil.which("perl") is None:
+        pytest.skip("ir_measures' exp-log2 nDCG (gdeval) needs perl")
+    rng = np.random.default_rng(seed)
+    qrels, run = _random_case(rng, 150, negative=False)
+    qrels = {str(int(q[1:]) + 1): v for q, v in qrels.items()}  # gdeval wants numeric ids
+    run = {str(int(q[1:]) + 1): v for q, v in run.items()}
+    both = sorted(set(qrels) & set(run))
+    ir_qrels = [ir_measures.Qrel(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
+    ir_run = [ir_measures.ScoredDoc(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    compared = 0
+    for k in (5, 10, 20):
+        theirs = {
+            m.query_id: m.value
+            for m in ir_measures.iter_calc([ir_measures.nDCG(dcg="exp-log2") @ k], ir_qrels, ir_run)
+        }
+        results = evaluate(
+            Qrels.from_dict(qrels),
+            Run.from_dict(run),
+            [f"nDCG(dcg=exp-log2)@{k}"],
+            profile="trec_eval",
+        )
+        ours = _values(results, f"nDCG(dcg=exp-log2)@{k}")
+        for qid in both:
+            assert ours[qid] == pytest.approx(theirs[qid], abs=5e-6 + 1e-12), (k, qid)
+            compared += 1
+    print(f"seed {seed}: {compared} exp-log2 values agree with ir_measures within 5e-6")
+    assert compared > 200
+
+
+def test_gain_map_as_trec_eval() -> None:
+    qrels = Qrels.from_dict({"q": {"a": 1, "b": 2, "c": 4, "d": 0, "e": -1}})
+    run = Run.from_dict({"q": {"a": 5.0, "b": 4.0, "x": 3.0, "c": 2.0, "d": 1.0, "e": 0.5}})
+    got = evaluate(qrels, run, ["nDCG(gains='1=3,2=9,4=4.5,0=1')", "nDCG(gains='1=1')"]).means
+    disc = 1 / np.log2(np.arange(2, 8))
+    dcg = 3 * disc[0] + 9 * disc[1] + 4.5 * disc[3] + 1 * disc[4]
+    idcg = 9 * disc[0] + 4.5 * disc[1] + 3 * disc[2] + 1 * disc[3]
+    assert got["nDCG(gains='1=3,2=9,4=4.5,0=1')"] == pytest.approx(dcg / idcg, abs=1e-12)
+    linear = evaluate(qrels, run, ["nDCG"]).means["nDCG"]
+    assert got["nDCG(gains='1=1')"] == pytest.approx(linear, abs=1e-12)
+    with pytest.raises(SpecError, match="level=gain"):
+        evaluate(qrels, run, ["nDCG(gains='1:3')"])
