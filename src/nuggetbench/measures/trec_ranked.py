@@ -37,8 +37,8 @@ import numpy as np
 from ..errors import SpecError
 from ..spec import Param, params_table
 from .base import Measure
-from .context import EvalContext, Ranked
-from .gains import position_in_query
+from .context import UNJUDGED, EvalContext, Ranked
+from .gains import cumsum_by_query, position_in_query
 from .params import JUDGED_ONLY, REL
 from .registry import MeasureFamily, get_family, register
 
@@ -98,6 +98,22 @@ def recall_points(text: str, where: str = "recalls") -> list[float]:
     return points
 
 
+def _iprec_state(ctx: EvalContext, rel: int, judged_only: bool):
+    """Per-query arrays shared by every recall point (cached on the context)."""
+    key = ("iprec", int(rel), bool(judged_only))
+    if key not in ctx._cache:
+        view = ctx.ranked(rel=rel, judged_only=judged_only)
+        n = len(ctx.query_ids)
+        q = view.qidx[view.relevant]
+        nth = position_in_query(q, n) + 1
+        smax = _group_suffix_max(nth / (view.rank[view.relevant] + 1.0), q)
+        first = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(q, minlength=n), out=first[1:])
+        empty = (view.num_ret == 0) & (ctx.num_ret() > 0)
+        ctx._cache[key] = (smax, first, np.diff(first), ctx.num_rel(rel), empty)
+    return ctx._cache[key]
+
+
 def iprec_values(
     ctx: EvalContext, rel: int, judged_only: bool, points: list[float], legacy: bool = False
 ) -> np.ndarray:
@@ -106,17 +122,8 @@ def iprec_values(
     *legacy*: the k-th relevant document is k = floor(r R + 0.9) (trec_eval up to 9.0.7, and
     pytrec_eval) instead of trec_eval 9.0.8's round(r R).
     """
-    view = ctx.ranked(rel=rel, judged_only=judged_only)
-    n = len(ctx.query_ids)
-    q = view.qidx[view.relevant]
-    nth = position_in_query(q, n) + 1
-    smax = _group_suffix_max(nth / (view.rank[view.relevant] + 1.0), q)
-    first = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(q, minlength=n), out=first[1:])
-    rel_ret = np.diff(first)
-    nrel = ctx.num_rel(rel)
-    out = np.zeros((n, len(points)), dtype=np.float64)
-    empty = (view.num_ret == 0) & (ctx.num_ret() > 0)
+    smax, first, rel_ret, nrel, empty = _iprec_state(ctx, rel, judged_only)
+    out = np.zeros((len(ctx.query_ids), len(points)), dtype=np.float64)
     for j, r in enumerate(points):
         # trec_eval 9.0.8: lround(r R); up to 9.0.7 (and pytrec_eval): (long)(r R + 0.9)
         k = np.floor(r * nrel + (0.9 if legacy else 0.5)).astype(np.int64)
@@ -126,6 +133,23 @@ def iprec_values(
         # a ranking emptied by judged_only: trec_eval's num_rel_ret / num_ret is 0/0 where k = 0
         out[empty & (k <= rel_ret), j] = np.nan
     return out
+
+
+def relevant_above(ctx: EvalContext, view: Ranked, rel: int, judged_only: bool, cut: np.ndarray):
+    """Per-query number of relevant entries ranked above the float (Q,) *cut*, float64 (Q,).
+
+    Searches the (few) relevant entries' sorted ``(query, rank)`` keys instead of all entries.
+    """
+    key = ("relevant_keys", int(rel), bool(judged_only))
+    if key not in ctx._cache:
+        width = np.int64(int(view.num_ret.max(initial=0)) + 1)
+        ctx._cache[key] = (view.qidx[view.relevant] * width + view.rank[view.relevant], width)
+    keys, width = ctx._cache[key]
+    qs = np.arange(len(ctx.query_ids), dtype=np.int64)
+    lo = np.searchsorted(keys, qs * width)
+    cut = np.clip(np.ceil(cut), 0, width).astype(np.int64)
+    hi = np.searchsorted(keys, qs * width + cut)
+    return (hi - lo).astype(np.float64)
 
 
 class IPrec(MeasureFamily):
@@ -162,12 +186,11 @@ class RprecMult(MeasureFamily):
     description = "precision at floor(m R + 0.9) (trec_eval Rprec_mult)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        rel, judged_only = measure.param("rel"), measure.param("judged_only")
         view = _view(ctx, measure)
-        nrel = ctx.num_rel(measure.param("rel"))
-        cut = np.floor(measure.param("mult") * nrel + 0.9)
-        within = view.relevant & (view.rank < cut[view.qidx])
+        cut = np.floor(measure.param("mult") * ctx.num_rel(rel) + 0.9)
         out = np.zeros(len(ctx.query_ids), dtype=np.float64)
-        np.divide(view.count(within), cut, out=out, where=cut > 0)
+        np.divide(relevant_above(ctx, view, rel, judged_only, cut), cut, out=out, where=cut > 0)
         return out
 
 
@@ -197,23 +220,23 @@ class InfAP(MeasureFamily):
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         rel = measure.param("rel")
         view = _view(ctx, measure)
-        g = view.grade
-        is_rel = view.relevant
-        is_non = (g >= 0) & (g < rel)
-        in_pool = (g < 0) & (g != np.iinfo(np.int64).min)
-        counts = []
-        for flag in (is_rel, is_non, in_pool):  # entries strictly before, inside the query
-            c = np.cumsum(flag) - flag
-            base = np.append(c, 0)[view.starts[:-1]]
-            counts.append((c - np.repeat(base, view.num_ret)).astype(np.float64))
-        rel_before, non_before, pool_before = (c[is_rel] for c in counts)
-        j = view.rank[is_rel].astype(np.float64)
-        safe_j = np.maximum(j, 1.0)
+        n = len(ctx.query_ids)
+        pool = view.grade != UNJUDGED  # documents outside the pool are skipped (few are in it)
+        q, g, j = view.qidx[pool], view.grade[pool], view.rank[pool].astype(np.float64)
+        starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(q, minlength=n), out=starts[1:])
+        is_rel = (g >= rel) & (g >= 0)
+        before = []  # judged relevant, judged non-relevant, in the pool unjudged: strictly before
+        for flag in (is_rel, (g >= 0) & (g < rel), g < 0):
+            f = flag.astype(np.float64)
+            before.append((cumsum_by_query(f, starts) - f)[is_rel])
+        rel_before, non_before, pool_before = before
+        j = j[is_rel]
         term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * (
-            (rel_before + non_before + pool_before) / safe_j
+            (rel_before + non_before + pool_before) / np.maximum(j, 1.0)
         ) * ((rel_before + INFAP_EPSILON) / (rel_before + non_before + 2 * INFAP_EPSILON))
         term = np.where(j == 0, 1.0, term)
-        total = np.bincount(view.qidx[is_rel], weights=term, minlength=len(ctx.query_ids))
+        total = np.bincount(q[is_rel], weights=term, minlength=n)
         nrel = ctx.num_rel(rel)
         out = total.copy()
         np.divide(total, nrel, out=out, where=nrel > 0)
