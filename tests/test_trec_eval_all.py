@@ -239,3 +239,55 @@ def test_gain_map_as_trec_eval() -> None:
     assert got["nDCG(gains='1=1')"] == pytest.approx(linear, abs=1e-12)
     with pytest.raises(SpecError, match="level=gain"):
         evaluate(qrels, run, ["nDCG(gains='1:3')"])
+
+
+# --- trec_eval's command-line flags -------------------------------------------------------------
+def test_trec_eval_profiles_from_flags() -> None:
+    from nuggetbench.errors import InputError, UnknownNameError
+    from nuggetbench.measures import get_profile
+
+    prof = get_profile("trec_eval -c -J -M 2 -l 2")
+    assert prof.name == "trec_eval -c -J -M 2 -l 2" and prof.average_over == "qrels"
+    assert prof.options["measure_defaults"] == {"rel": 2, "judged_only": True}
+    assert trec_eval_options(None, rel_level=2).name == "trec_eval -l 2"
+    assert trec_eval_options("birco") == "birco"  # no flag: the profile as given
+    assert trec_eval_options(None, trec_format=True).name == "trec_eval"
+    with pytest.raises(InputError, match="cannot be combined"):
+        trec_eval_options("birco", complete=True)
+    with pytest.raises(UnknownNameError, match="-M N"):
+        get_profile("trec_eval -x")
+    qrels = Qrels.from_dict({"q": {"a": 1, "b": 2, "c": 0}, "r": {"a": 1}})
+    run = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "c": 1.0, "u": 0.5}})
+    # -M 2 keeps a and b; -l 2 makes only b relevant; -c averages over q and r
+    res = evaluate(qrels, run, ["num_ret", "P.1", "set_recall"], profile=prof)
+    assert res.values("num_ret") == {"q": 2.0, "r": 0.0}
+    assert res.values("P.1") == {"q": 0.0, "r": 0.0}
+    assert res.values("set_recall") == {"q": 1.0, "r": 0.0}
+    assert res.means["set_recall"] == 0.5
+
+
+def test_cli_trec_eval_json_and_flags(tmp_path: Path) -> None:
+    import json
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 a 1\n1 0 b 2\n2 0 a 1\n")
+    run = tmp_path / "run.txt"
+    run.write_text("1 Q0 a 1 3.0 tag\n1 Q0 b 2 2.0 tag\n1 Q0 x 3 1.0 tag\n")
+    out = CliRunner().invoke(
+        cli, ["evaluate", str(qrels), str(run), "-m", "all_trec", "--format", "json"]
+    )
+    assert out.exit_code == 0, out.output
+    means = json.loads(out.stdout)
+    assert means["P_5"] == pytest.approx(0.2) and means["num_q"] == 2  # default: trec_eval -c
+    args = ["evaluate", str(qrels), str(run), "-m", "P.1,2", "-m", "runid", "-l", "2"]
+    out = CliRunner().invoke(cli, [*args, "-q", "--format", "trec_eval"])
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines() == [
+        "P_1                   \t1\t0.0000",
+        "P_2                   \t1\t0.5000",
+        "runid                 \tall\ttag",
+        "P_1                   \tall\t0.0000",
+        "P_2                   \tall\t0.5000",
+    ]
+    bad = CliRunner().invoke(cli, [*args, "--profile", "birco", "--format", "trec_eval"])
+    assert bad.exit_code != 0 and "cannot be combined" in str(bad.exception)
