@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from ..evaluation import Evaluation, evaluate_dataset
+from ..evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
 from ._common import (
     dataset_options,
     echo_json,
@@ -29,10 +29,19 @@ from ._formats import format_option, measure_digits, records_text, wide_text
 @measure_option
 @click.option("-q", "--per-query", is_flag=True, help="Also print each query's values.")
 @format_option(
+    "trec_eval",
     help="table, json (one object {measure: mean}; with --per-query {measure: {query: value}} "
     "under 'per_query'), jsonl/csv (records query, measure, value; query 'all' for the mean), "
-    "tsv (measure, query, value lines, as trec_eval -q), markdown or latex."
+    "tsv (measure, query, value lines, as trec_eval -q), markdown or latex; trec_eval: "
+    "trec_eval's own text (default measures: official; averaged as trec_eval without -c). "
+    "trec_eval's measure names work too: all_trec, official, P.5,7,3, ndcg.1=3,2=9.",
 )
+@click.option("-c", "complete", is_flag=True, help="trec_eval -c: average over every judged query.")
+@click.option(
+    "-M", "max_docs", type=click.IntRange(min=1), help="trec_eval -M: documents kept per query."
+)
+@click.option("-l", "rel_level", type=int, help="trec_eval -l: the lowest relevant grade.")
+@click.option("-J", "judged_only", is_flag=True, help="trec_eval -J: rank judged documents only.")
 @click.option(
     "--corpus",
     "corpus_path",
@@ -54,20 +63,7 @@ from ._formats import format_option, measure_digits, records_text, wide_text
     "warning), 'error' refuses the file. Default: 'first' for rank files, 'error' for TREC and "
     "JSON runs (as trec_eval).",
 )
-def evaluate_command(
-    qrels,
-    run,
-    positional_measures,
-    measures,
-    per_query,
-    fmt,
-    profile,
-    dataset_options,
-    split,
-    corpus_path,
-    ignore_trailing,
-    duplicates,
-):
+def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
     """Score RUN (TREC run file, .gz, JSON {query: {doc: score}}, or a rank file) against QRELS.
 
     QRELS is a judgments file (TREC qrels, BEIR tsv, JSON, ndeval diversity qrels, a FreshStack
@@ -78,26 +74,33 @@ def evaluate_command(
     \b
     Example:
       nuggetbench evaluate qrels.test results.test -m nDCG@10 -m 'P(rel=2)@5' -m AP --per-query
+      nuggetbench evaluate qrels.test results.test -m all_trec -q --format trec_eval
     """
     logging.getLogger("nuggetbench.measures.checks").setLevel(logging.ERROR)  # rendered below
+    measures = [*measures, *positional_measures] or (["official"] if fmt == "trec_eval" else [])
+    flags = {k: opts.pop(k) for k in ("complete", "max_docs", "rel_level", "judged_only")}
+    profile = trec_eval_options(opts["profile"], trec_format=fmt == "trec_eval", **flags)
     ev = evaluate_dataset(
         qrels,
         run,
-        [*measures, *positional_measures] or None,
+        measures or None,
         profile,
-        corpus=corpus_path,
-        options=parse_options(dataset_options, split=split),
-        trailing="ignore" if ignore_trailing else "error",
-        duplicates=duplicates,
+        corpus=opts["corpus_path"],
+        options=parse_options(opts["dataset_options"], split=opts["split"]),
+        trailing="ignore" if opts["ignore_trailing"] else "error",
+        duplicates=opts["duplicates"],
     )
-    _render(ev, fmt, per_query, ev.run.name or run)
+    _render(ev, fmt, opts["per_query"], ev.run.name or run, measures)
 
 
-def _render(ev: Evaluation, fmt: str, per_query: bool, label: str) -> None:
+def _render(ev: Evaluation, fmt: str, per_query: bool, label: str, asked: list[str]) -> None:
     """Print the notes and findings (stderr), then the scores in *fmt* (stdout)."""
     for note in ev.notes:
         info(note)
     render_findings(ev.findings)
+    if fmt == "trec_eval":
+        click.echo(trec_eval_text(ev, asked, per_query=per_query), nl=False)
+        return
     results, measures = ev.results, ev.measures
     if fmt in ("json", "jsonl", "csv", "tsv"):
         _machine(ev, fmt, per_query)

@@ -32,40 +32,47 @@ __all__: list[str] = []
 
 
 class _Graded:
-    """The flat arrays of one graded evaluation: run gains and the ideal ranking."""
+    """One graded evaluation: the run entries with a non-zero gain (few) and the ideal ranking.
+
+    Entries without gain add nothing to a DCG, so the sums run over the non-zero ones only and
+    their ranks say where they sit.
+    """
 
     def __init__(self, ctx: EvalContext, measure: Measure):
         gains = measure.param("gains")
         self.n = len(ctx.query_ids)
-        self.view: Ranked = ctx.ranked(judged_only=measure.param("judged_only"))
-        self.gain = grade_gains(self.view.grade, "linear", gains)
+        view: Ranked = ctx.ranked(judged_only=measure.param("judged_only"))
+        self.num_ret = view.num_ret
+        gain = grade_gains(view.grade, "linear", gains)
+        nz = gain != 0
+        self.q, self.rank, self.gain = view.qidx[nz], view.rank[nz], gain[nz]
+        self.starts = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.q, minlength=self.n), out=self.starts[1:])
         self.iq, self.ig, self.istarts = ideal_gains(ctx, "linear", gains)
         self.npos = np.diff(self.istarts)
         self.ipos = position_in_query(self.iq, self.n)
 
-    def ideal_at_entries(self) -> np.ndarray:
-        """The ideal gain at each run entry's rank (0 past the positive ones), float64 (n,)."""
-        v = self.view
-        inside = v.rank < self.npos[v.qidx]
-        idx = np.where(inside, self.istarts[:-1][v.qidx] + v.rank, 0)
-        return np.where(inside, self.ig[idx] if len(self.ig) else 0.0, 0.0)
-
     def run_dcg(self) -> np.ndarray:
-        """DCG through each entry (inclusive), float64 (n,)."""
-        v = self.view
-        return cumsum_by_query(self.gain / np.log2(v.rank + 2.0), v.starts)
+        """DCG through each non-zero entry (inclusive), float64 (m,)."""
+        return cumsum_by_query(self.gain / np.log2(self.rank + 2.0), self.starts)
 
     def ideal_dcg(self) -> np.ndarray:
-        """IDCG through each ideal position (inclusive), float64 (m,)."""
+        """IDCG through each ideal position (inclusive), float64 (p,)."""
         return cumsum_by_query(self.ig / np.log2(self.ipos + 2.0), self.istarts)
 
-    def run_dcg_end(self, rdcg: np.ndarray) -> np.ndarray:
+    def run_dcg_end(self) -> np.ndarray:
         """DCG of each whole ranking, float64 (Q,)."""
-        out = np.zeros(self.n, dtype=np.float64)
-        ends = self.view.starts[1:] - 1
-        has = self.view.num_ret > 0
-        out[has] = rdcg[ends[has]]
-        return out
+        terms = self.gain / np.log2(self.rank + 2.0)
+        return np.bincount(self.q, weights=terms, minlength=self.n)
+
+    def run_dcg_at(self, q: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """DCG of the first *b* ranks of queries *q* (int64 (k,) each), float64 (k,)."""
+        width = np.int64(int(max(self.num_ret.max(initial=0), b.max(initial=0))) + 1)
+        keys = self.q * width + self.rank
+        cum = np.concatenate(([0.0], np.cumsum(self.gain / np.log2(self.rank + 2.0))))
+        hi = np.searchsorted(keys, q * width + b)
+        lo = self.starts[q]
+        return cum[hi] - cum[lo]
 
     def ideal_full(self, idcg: np.ndarray) -> np.ndarray:
         """IDCG over all positive ideal gains, float64 (Q,)."""
@@ -84,12 +91,14 @@ class G(MeasureFamily):
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         gr = _Graded(ctx, measure)
-        v = gr.view
-        cost = cumsum_by_query(np.maximum(gr.ideal_at_entries(), 1.0), v.starts)
-        got = cumsum_by_query(gr.gain, v.starts)
-        nz = gr.gain != 0
-        terms = gr.gain[nz] / np.log2(2.0 + cost[nz] - got[nz])
-        total = np.bincount(v.qidx[nz], weights=terms, minlength=gr.n)
+        # C_i = sum_{j<=i} max(I_j, 1) = (i + 1) + sum_{j<=min(i, P-1)} max(I_j - 1, 0)
+        extra = cumsum_by_query(np.maximum(gr.ig - 1.0, 0.0), gr.istarts)
+        has = gr.npos[gr.q] > 0
+        at = gr.istarts[:-1][gr.q] + np.minimum(gr.rank, gr.npos[gr.q] - 1)
+        cost = gr.rank + 1.0 + np.where(has, extra[np.where(has, at, 0)] if len(extra) else 0, 0)
+        got = cumsum_by_query(gr.gain, gr.starts)
+        terms = gr.gain / np.log2(2.0 + cost - got)
+        total = np.bincount(gr.q, weights=terms, minlength=gr.n)
         ideal = np.bincount(gr.iq, weights=gr.ig, minlength=gr.n)
         out = np.zeros(gr.n, dtype=np.float64)
         np.divide(total, ideal, out=out, where=ideal > 0)
@@ -105,16 +114,15 @@ class NDCGRel(MeasureFamily):
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         gr = _Graded(ctx, measure)
-        v = gr.view
         rdcg, idcg = gr.run_dcg(), gr.ideal_dcg()
-        hit = (gr.gain > 0) & (gr.npos[v.qidx] > 0)
-        q = v.qidx[hit]
-        at = gr.istarts[:-1][q] + np.minimum(v.rank[hit], gr.npos[q] - 1)
+        hit = (gr.gain > 0) & (gr.npos[gr.q] > 0)
+        q = gr.q[hit]
+        at = gr.istarts[:-1][q] + np.minimum(gr.rank[hit], gr.npos[q] - 1)
         total = np.bincount(q, weights=rdcg[hit] / idcg[at], minlength=gr.n)
         found = np.bincount(q, minlength=gr.n)
         full = gr.ideal_full(idcg)
         rest = np.zeros(gr.n, dtype=np.float64)
-        np.divide(gr.run_dcg_end(rdcg), full, out=rest, where=full > 0)
+        np.divide(gr.run_dcg_end(), full, out=rest, where=full > 0)
         total += (gr.npos - found) * rest
         out = np.zeros(gr.n, dtype=np.float64)
         np.divide(total, gr.npos, out=out, where=(total > 0) & (gr.npos > 0))
@@ -130,8 +138,7 @@ class Rndcg(MeasureFamily):
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         gr = _Graded(ctx, measure)
-        v = gr.view
-        rdcg, idcg = gr.run_dcg(), gr.ideal_dcg()
+        idcg = gr.ideal_dcg()
         # boundaries b (1-based count of ideal ranks before the change): gain changes, and b = P
         change = np.zeros(len(gr.ig), dtype=bool)
         change[1:] = (gr.ig[1:] != gr.ig[:-1]) & (gr.iq[1:] == gr.iq[:-1])
@@ -140,14 +147,12 @@ class Rndcg(MeasureFamily):
         bq = np.concatenate((gr.iq[change], gr.iq[last]))
         b = np.concatenate((gr.ipos[change], gr.ipos[last] + 1))
         ideal_b = np.concatenate((idcg[np.flatnonzero(change) - 1], idcg[last]))
-        upto = np.minimum(b, v.num_ret[bq])
-        src = rdcg if len(rdcg) else np.zeros(1)
-        run_b = np.where(upto > 0, src[np.maximum(v.starts[:-1][bq] + upto - 1, 0)], 0.0)
+        run_b = gr.run_dcg_at(bq, b)
         total = np.bincount(bq, weights=run_b / ideal_b, minlength=gr.n)
         points = np.bincount(bq, minlength=gr.n).astype(np.float64)
-        extra = (v.num_ret > gr.npos + 1) & (gr.npos > 0)
+        extra = (gr.num_ret > gr.npos + 1) & (gr.npos > 0)
         full = gr.ideal_full(idcg)
-        total[extra] += gr.run_dcg_end(rdcg)[extra] / full[extra]
+        total[extra] += gr.run_dcg_end()[extra] / full[extra]
         points[extra] += 1
         out = np.zeros(gr.n, dtype=np.float64)
         ok = (points > 0) & (ctx.num_rel(measure.param("rel")) > 0)

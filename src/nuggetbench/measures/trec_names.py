@@ -203,9 +203,10 @@ def _entries(name: str, params: str | None) -> list[TrecEntry]:
 def trec_selection(items: Iterable[str | Measure]) -> list[TrecEntry]:
     """The entries trec_eval prints for the ``-m`` *items*, in trec_eval's order.
 
-    trec_eval specs (:func:`is_trec_spec` or ``name.k``) are merged as trec_eval merges repeated
-    ``-m`` options (a later spec of the same measure replaces an earlier one) and ordered like
-    its measure table; our own measure strings follow, keyed as given.
+    Every item spelled with a trec_eval name (``P.5``, ``map``, ``all_trec``) is read as
+    trec_eval reads it; the specs are merged as trec_eval merges repeated ``-m`` options (a later
+    spec of the same measure replaces an earlier one) and ordered like its measure table; our own
+    measure strings (``nDCG@10``) follow, keyed as given.
 
     Raises:
         SpecError, UnknownNameError: a malformed spec.
@@ -216,7 +217,7 @@ def trec_selection(items: Iterable[str | Measure]) -> list[TrecEntry]:
         if isinstance(item, str) and item.strip() in GROUPS:
             for name in GROUPS[item.strip()]:
                 chosen.setdefault(name, None)
-        elif isinstance(item, str) and is_trec_spec(item):
+        elif isinstance(item, str) and _base(item)[0] in _ORDER:
             name, params = _base(item)
             chosen[name] = params
         else:

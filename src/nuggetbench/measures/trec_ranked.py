@@ -9,12 +9,14 @@ family        trec_eval             value per query
 ============  ====================  ==========================================================
 IPrec         iprec_at_recall_r     interpolated precision at recall r: the highest precision at
                                     or after the k-th relevant document, k = round(r R)
-                                    (``lround``); 0 when fewer than k relevant are retrieved
-                                    (m_iprec_at_recall.c)
+                                    (``lround``, trec_eval 9.0.8; ``legacy=true``:
+                                    floor(r R + 0.9), trec_eval <= 9.0.7 and pytrec_eval);
+                                    0 when fewer than k relevant are retrieved; NaN (0/0)
+                                    when judged_only leaves nothing (m_iprec_at_recall.c)
 IPrecAvg      11pt_avg              mean of IPrec over the recall points (m_11pt_avg.c)
 RprecMult     Rprec_mult_m          precision at c = floor(m R + 0.9), 0 when c = 0
                                     (m_Rprec_mult.c)
-RelP@k        relative_P_k          relevant in the top k / min(k, R) (m_rel_P.c)
+RelP@k        relative_P_k          relevant in the top k / min(k, R), 0 when R = 0 (m_rel_P.c)
 InfAP         infAP                 Yilmaz & Aslam, CIKM 2006, as m_infap.c (epsilon 1e-5)
 BinG          binG                  sum over relevant retrieved of 1 / log2(2 + nonrelevant
                                     above it), divided by R (m_binG.c)
@@ -35,8 +37,8 @@ import numpy as np
 from ..errors import SpecError
 from ..spec import Param, params_table
 from .base import Measure
-from .context import EvalContext, Ranked
-from .gains import position_in_query
+from .context import UNJUDGED, EvalContext, Ranked
+from .gains import cumsum_by_query, position_in_query
 from .params import JUDGED_ONLY, REL
 from .registry import MeasureFamily, get_family, register
 
@@ -51,6 +53,12 @@ RECALLS = Param(
     str,
     "0.0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0",
     "the recall points averaged, comma-separated (quoted)",
+)
+LEGACY = Param(
+    "legacy",
+    bool,
+    False,
+    "k = floor(r R + 0.9) as trec_eval <= 9.0.7 and pytrec_eval, not 9.0.8's round(r R)",
 )
 MULT = Param("mult", float, 1.0, "multiple m of R: precision at floor(m R + 0.9)", minimum=0)
 
@@ -90,49 +98,84 @@ def recall_points(text: str, where: str = "recalls") -> list[float]:
     return points
 
 
-def iprec_values(ctx: EvalContext, rel: int, judged_only: bool, points: list[float]) -> np.ndarray:
-    """Interpolated precision at each recall point, float64 (Q, len(points)) (m_iprec_at_recall.c)."""
-    view = ctx.ranked(rel=rel, judged_only=judged_only)
-    n = len(ctx.query_ids)
-    q = view.qidx[view.relevant]
-    nth = position_in_query(q, n) + 1
-    smax = _group_suffix_max(nth / (view.rank[view.relevant] + 1.0), q)
-    first = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(q, minlength=n), out=first[1:])
-    rel_ret = np.diff(first)
-    nrel = ctx.num_rel(rel)
-    out = np.zeros((n, len(points)), dtype=np.float64)
+def _iprec_state(ctx: EvalContext, rel: int, judged_only: bool):
+    """Per-query arrays shared by every recall point (cached on the context)."""
+    key = ("iprec", int(rel), bool(judged_only))
+    if key not in ctx._cache:
+        view = ctx.ranked(rel=rel, judged_only=judged_only)
+        n = len(ctx.query_ids)
+        q = view.qidx[view.relevant]
+        nth = position_in_query(q, n) + 1
+        smax = _group_suffix_max(nth / (view.rank[view.relevant] + 1.0), q)
+        first = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(q, minlength=n), out=first[1:])
+        empty = (view.num_ret == 0) & (ctx.num_ret() > 0)
+        ctx._cache[key] = (smax, first, np.diff(first), ctx.num_rel(rel), empty)
+    return ctx._cache[key]
+
+
+def iprec_values(
+    ctx: EvalContext, rel: int, judged_only: bool, points: list[float], legacy: bool = False
+) -> np.ndarray:
+    """Interpolated precision at each recall point, float64 (Q, len(points)) (m_iprec_at_recall.c).
+
+    *legacy*: the k-th relevant document is k = floor(r R + 0.9) (trec_eval up to 9.0.7, and
+    pytrec_eval) instead of trec_eval 9.0.8's round(r R).
+    """
+    smax, first, rel_ret, nrel, empty = _iprec_state(ctx, rel, judged_only)
+    out = np.zeros((len(ctx.query_ids), len(points)), dtype=np.float64)
     for j, r in enumerate(points):
-        k = np.floor(r * nrel + 0.5).astype(np.int64)  # lround of a non-negative value
+        # trec_eval 9.0.8: lround(r R); up to 9.0.7 (and pytrec_eval): (long)(r R + 0.9)
+        k = np.floor(r * nrel + (0.9 if legacy else 0.5)).astype(np.int64)
         ok = (rel_ret > 0) & (k <= rel_ret)
         idx = first[:-1] + np.maximum(k, 1) - 1
         out[ok, j] = smax[idx[ok]]
+        # a ranking emptied by judged_only: trec_eval's num_rel_ret / num_ret is 0/0 where k = 0
+        out[empty & (k <= rel_ret), j] = np.nan
     return out
+
+
+def relevant_above(ctx: EvalContext, view: Ranked, rel: int, judged_only: bool, cut: np.ndarray):
+    """Per-query number of relevant entries ranked above the float (Q,) *cut*, float64 (Q,).
+
+    Searches the (few) relevant entries' sorted ``(query, rank)`` keys instead of all entries.
+    """
+    key = ("relevant_keys", int(rel), bool(judged_only))
+    if key not in ctx._cache:
+        width = np.int64(int(view.num_ret.max(initial=0)) + 1)
+        ctx._cache[key] = (view.qidx[view.relevant] * width + view.rank[view.relevant], width)
+    keys, width = ctx._cache[key]
+    qs = np.arange(len(ctx.query_ids), dtype=np.int64)
+    lo = np.searchsorted(keys, qs * width)
+    cut = np.clip(np.ceil(cut), 0, width).astype(np.int64)
+    hi = np.searchsorted(keys, qs * width + cut)
+    return (hi - lo).astype(np.float64)
 
 
 class IPrec(MeasureFamily):
     name = "IPrec"
     aliases = ("IPrec_at_recall",)
-    params: ClassVar[dict[str, Any]] = params_table(RECALL, REL, JUDGED_ONLY)
+    params: ClassVar[dict[str, Any]] = params_table(RECALL, REL, JUDGED_ONLY, LEGACY)
     cutoff = "forbidden"
     description = "interpolated precision at a recall level (trec_eval iprec_at_recall)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         points = [measure.param("recall")]
-        return iprec_values(ctx, measure.param("rel"), measure.param("judged_only"), points)[:, 0]
+        rel, judged_only, legacy = (measure.param(k) for k in ("rel", "judged_only", "legacy"))
+        return iprec_values(ctx, rel, judged_only, points, legacy)[:, 0]
 
 
 class IPrecAvg(MeasureFamily):
     name = "IPrecAvg"
     aliases = ("ircl_avg",)
-    params: ClassVar[dict[str, Any]] = params_table(RECALLS, REL, JUDGED_ONLY)
+    params: ClassVar[dict[str, Any]] = params_table(RECALLS, REL, JUDGED_ONLY, LEGACY)
     cutoff = "forbidden"
     description = "interpolated precision averaged over recall points (trec_eval 11pt_avg)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         points = recall_points(measure.param("recalls"), where=f"measure {measure}")
-        values = iprec_values(ctx, measure.param("rel"), measure.param("judged_only"), points)
-        return values.mean(axis=1)
+        rel, judged_only, legacy = (measure.param(k) for k in ("rel", "judged_only", "legacy"))
+        return iprec_values(ctx, rel, judged_only, points, legacy).mean(axis=1)
 
 
 class RprecMult(MeasureFamily):
@@ -143,12 +186,11 @@ class RprecMult(MeasureFamily):
     description = "precision at floor(m R + 0.9) (trec_eval Rprec_mult)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        rel, judged_only = measure.param("rel"), measure.param("judged_only")
         view = _view(ctx, measure)
-        nrel = ctx.num_rel(measure.param("rel"))
-        cut = np.floor(measure.param("mult") * nrel + 0.9)
-        within = view.relevant & (view.rank < cut[view.qidx])
+        cut = np.floor(measure.param("mult") * ctx.num_rel(rel) + 0.9)
         out = np.zeros(len(ctx.query_ids), dtype=np.float64)
-        np.divide(view.count(within), cut, out=out, where=cut > 0)
+        np.divide(relevant_above(ctx, view, rel, judged_only, cut), cut, out=out, where=cut > 0)
         return out
 
 
@@ -162,37 +204,39 @@ class RelP(MeasureFamily):
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         view = _view(ctx, measure, measure.cutoff)
         nrel = ctx.num_rel(measure.param("rel"))
-        with np.errstate(invalid="ignore", divide="ignore"):  # R = 0: 0/0 as trec_eval
-            return view.count(view.relevant) / np.minimum(float(measure.cutoff), nrel)
+        den = np.minimum(float(measure.cutoff), nrel)
+        out = np.zeros(len(ctx.query_ids), dtype=np.float64)
+        np.divide(view.count(view.relevant), den, out=out, where=den > 0)
+        return out
 
 
 class InfAP(MeasureFamily):
     name = "infAP"
     aliases = ("InfAP",)
-    params: ClassVar[dict[str, Any]] = params_table(REL)
+    params = _REL_JUDGED
     cutoff = "forbidden"
     description = "inferred AP (Yilmaz & Aslam 2006; trec_eval infAP)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         rel = measure.param("rel")
-        view = ctx.ranked(rel=rel)
-        g = view.grade
-        is_rel = view.relevant
-        is_non = (g >= 0) & (g < rel)
-        in_pool = (g < 0) & (g != np.iinfo(np.int64).min)
-        counts = []
-        for flag in (is_rel, is_non, in_pool):  # entries strictly before, inside the query
-            c = np.cumsum(flag) - flag
-            base = np.append(c, 0)[view.starts[:-1]]
-            counts.append((c - np.repeat(base, view.num_ret)).astype(np.float64))
-        rel_before, non_before, pool_before = (c[is_rel] for c in counts)
-        j = view.rank[is_rel].astype(np.float64)
-        safe_j = np.maximum(j, 1.0)
+        view = _view(ctx, measure)
+        n = len(ctx.query_ids)
+        pool = view.grade != UNJUDGED  # documents outside the pool are skipped (few are in it)
+        q, g, j = view.qidx[pool], view.grade[pool], view.rank[pool].astype(np.float64)
+        starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(q, minlength=n), out=starts[1:])
+        is_rel = (g >= rel) & (g >= 0)
+        before = []  # judged relevant, judged non-relevant, in the pool unjudged: strictly before
+        for flag in (is_rel, (g >= 0) & (g < rel), g < 0):
+            f = flag.astype(np.float64)
+            before.append((cumsum_by_query(f, starts) - f)[is_rel])
+        rel_before, non_before, pool_before = before
+        j = j[is_rel]
         term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * (
-            (rel_before + non_before + pool_before) / safe_j
+            (rel_before + non_before + pool_before) / np.maximum(j, 1.0)
         ) * ((rel_before + INFAP_EPSILON) / (rel_before + non_before + 2 * INFAP_EPSILON))
         term = np.where(j == 0, 1.0, term)
-        total = np.bincount(view.qidx[is_rel], weights=term, minlength=len(ctx.query_ids))
+        total = np.bincount(q[is_rel], weights=term, minlength=n)
         nrel = ctx.num_rel(rel)
         out = total.copy()
         np.divide(total, nrel, out=out, where=nrel > 0)

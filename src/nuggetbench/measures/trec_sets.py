@@ -177,8 +177,12 @@ class NumNonrelJudgedRet(MeasureFamily):
 
 
 def _rbp_gains(ctx: EvalContext, view: Ranked, gains: str) -> np.ndarray:
-    """Gains of *view*'s entries scaled per query to [0, 1] as m_rbp.c does."""
-    g = grade_gains(view.grade, "linear", gains)
+    """Gains of *view*'s entries scaled per query to [0, 1] as m_rbp.c does, float64 (n,).
+
+    The gains of a query are its levels 0..top (top: its highest judged grade), each mapped by
+    *gains* or kept, plus every gain of the map; when one falls outside [0, 1] they are all
+    scaled by (g - min) / (max - min). Unjudged entries have gain 0.
+    """
     n = len(ctx.query_ids)
     jq, _, jgrades = ctx.judgments()
     top = np.full(n, -1, dtype=np.int64)  # highest non-negative level judged per query
@@ -186,17 +190,24 @@ def _rbp_gains(ctx: EvalContext, view: Ranked, gains: str) -> np.ndarray:
     np.maximum.at(top, jq[keep], jgrades[keep])
     top = np.maximum(top, 0)
     table = gain_table(gains)
-    lo = np.full(n, min(table.values(), default=0.0))
-    hi = np.full(n, max(table.values(), default=0.0))
-    for level in range(int(top.max(initial=0)) + 1):  # default levels 0..top keep gain = level
-        if level not in table:
-            present = top >= level
-            lo[present] = np.minimum(lo[present], level)
-            hi[present] = np.maximum(hi[present], level)
+    lo = np.full(n, min(table.values(), default=np.inf))
+    hi = np.full(n, max(table.values(), default=-np.inf))
+    unmapped_min = next(level for level in range(len(table) + 1) if level not in table)
+    lo = np.where(unmapped_min <= top, np.minimum(lo, unmapped_min), lo)
+    found = np.zeros(n, dtype=bool)  # the highest level <= top that the map leaves alone
+    for j in range(len(table) + 1):
+        level = top - j
+        free = ~found & (level >= 0) & ~np.isin(level, list(table))
+        hi[free] = np.maximum(hi[free], level[free])
+        found |= free
+    judged = view.grade >= 0
+    q = view.qidx[judged]
+    g = grade_gains(view.grade[judged], "linear", gains)
+    span = np.where(hi > lo, hi - lo, 1.0)
     scale = (lo < 0) | (hi > 1)
-    qlo, qhi, qscale = lo[view.qidx], hi[view.qidx], scale[view.qidx]
-    scaled = np.where(view.grade >= 0, (g - qlo) / np.where(qhi > qlo, qhi - qlo, 1.0), 0.0)
-    return np.where(qscale, scaled, g)
+    out = np.zeros(len(view.grade), dtype=np.float64)
+    out[judged] = np.where(scale[q], (g - lo[q]) / span[q], g)
+    return out
 
 
 class TrecRBP(MeasureFamily):
@@ -209,8 +220,10 @@ class TrecRBP(MeasureFamily):
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         p = measure.param("p")
         view = ctx.ranked(judged_only=measure.param("judged_only"))
-        g = _rbp_gains(ctx, view, measure.param("gains"))
-        return (1.0 - p) * view.total(g * np.power(p, view.rank))
+        g = _rbp_gains(ctx, view, measure.param("gains"))  # 0 on unjudged entries
+        nz = g != 0
+        terms = g[nz] * np.power(p, view.rank[nz])
+        return (1.0 - p) * np.bincount(view.qidx[nz], weights=terms, minlength=len(ctx.query_ids))
 
 
 class TrecRBPResid(MeasureFamily):
@@ -223,10 +236,13 @@ class TrecRBPResid(MeasureFamily):
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         p = measure.param("p")
         view = ctx.ranked(judged_only=measure.param("judged_only"))
-        unj = view.grade < 0
-        mass = view.total(np.power(p, view.rank), unj)
-        value = np.power(p, view.num_ret.astype(np.float64)) + (1.0 - p) * mass
-        return np.where(view.count(unj) > 0, value, 0.0)
+        judged = view.grade >= 0  # few: the unjudged mass is every rank's minus theirs
+        n = view.num_ret.astype(np.float64)
+        every = (1.0 - np.power(p, n)) / (1.0 - p)
+        seen = np.power(p, view.rank[judged])
+        mass = every - np.bincount(view.qidx[judged], weights=seen, minlength=len(ctx.query_ids))
+        value = np.power(p, n) + (1.0 - p) * mass
+        return np.where(view.count(judged) < n, value, 0.0)
 
 
 for _family in (
