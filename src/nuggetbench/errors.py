@@ -38,7 +38,16 @@ class FormatError(InputError):
 
 
 class DuplicateError(InputError):
-    """The same key appears twice where it must be unique (e.g. a (query, doc) pair in a run)."""
+    """The same key appears twice where it must be unique (e.g. a (query, doc) pair in a run).
+
+    Args:
+        message: what repeats, where, and what to do.
+        key: the repeated key (e.g. ``(query_id, doc_id)``), for a reader that names the line.
+    """
+
+    def __init__(self, message: str, *, key: object = None):
+        super().__init__(message)
+        self.key = key
 
 
 class SpecError(InputError):

@@ -62,6 +62,7 @@ def evaluate_dataset(
     corpus: Corpus | str | Path | None = None,
     options: Mapping[str, Any] | None = None,
     trailing: str = "error",
+    duplicates: str | None = None,
 ) -> Evaluation:
     """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
 
@@ -80,6 +81,10 @@ def evaluate_dataset(
         options: dataset loader options (``{"split": "dev"}``).
         trailing: TREC run lines with more than six fields: ``"error"`` (default) or ``"ignore"``
             (trec_eval's behaviour).
+        duplicates: a run file listing a (query, doc) pair twice: ``"first"`` (the first
+            occurrence wins, with a warning), ``"error"``, or ``None`` (the format's default:
+            ``"first"`` for rank files, ``"error"`` for TREC and JSON runs); see
+            :func:`nuggetbench.data.load_run`.
 
     Returns:
         An :class:`Evaluation`.
@@ -91,14 +96,19 @@ def evaluate_dataset(
     """
     for m in measures or ():
         parse_measure(m)  # fail before any reading
+    if profile is not None:
+        get_profile(profile)  # an unknown profile fails before any reading too
     target = _target(dataset, corpus, dict(options or {}))
     measures = list(measures or target.default_measures)
     prof = get_profile(profile or target.default_profile)
     if not isinstance(run, Run):
-        run = load_run(run, keep_rank=True, trailing=trailing)
+        run = load_run(run, keep_rank=True, trailing=trailing, duplicates=duplicates)
     findings = check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
     results = evaluate(target.qrels, run, measures, profile=prof)
-    findings += query_findings(results, prof)
+    queries = query_findings(results, prof)
+    if queries:  # the warnings give the counts: do not print them twice
+        findings = [f for f in findings if f.kind != "query_overlap"]
+    findings += queries
     if target.family is not None:
         summaries = target.family.summaries(results, target.query_order)
     else:

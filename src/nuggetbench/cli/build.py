@@ -9,6 +9,7 @@ from rich.table import Table
 from ..build.pipeline import STAGES, check_build, run_build
 from ..build.plan import load_plan
 from ._common import console, echo_json
+from ._globals import progress_wanted
 
 
 @click.command("build", context_settings={"help_option_names": ["-h", "--help"]})
@@ -62,7 +63,7 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
         echo_json({"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)})
         return
     report = run_build(
-        loaded, stage=stage, show_progress=not no_progress, accept_failures=accept_failures
+        loaded, stage=stage, show_progress=not no_progress and progress_wanted(), accept_failures=accept_failures
     )
     _render(report, top_tags, console(stderr=True))
 

@@ -9,6 +9,7 @@ from .family import DatasetFamily, JudgedCorpus, Target
 from .registry import (
     Entry,
     dataset_info,
+    dataset_patterns,
     ensure_local,
     family_of,
     fetch,
@@ -17,6 +18,7 @@ from .registry import (
     list_datasets,
     load_dataset,
     load_target,
+    local_folder,
     register,
 )
 
@@ -32,6 +34,8 @@ __all__ = [
     "Entry",
     "dataset_info",
     "ensure_local",
+    "dataset_patterns",
+    "local_folder",
     "fetch",
     "list_datasets",
     "load_dataset",

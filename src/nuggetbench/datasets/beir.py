@@ -270,9 +270,30 @@ def info(dataset_id: str) -> dict:
         "default_measures": list(DEFAULT_MEASURES),
         "default_profile": "trec_eval -c",
         "loadable": not (name == "cqadupstack" and forum is None),
+        "counts": _counts(folder) if folder and _marker(dataset_id) == "corpus.jsonl" else None,
         "citation": "Thakur et al., BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of "
         "Information Retrieval Models, NeurIPS 2021 Datasets and Benchmarks",
     }
+
+
+def _counts(folder: Path) -> dict[str, int]:
+    """Documents, queries and judgments (per qrels split) of a local BEIR folder, by counting
+    lines (no parsing: a few seconds for MS MARCO's 8.8M passages)."""
+    out = {
+        "documents": _count_lines(folder / "corpus.jsonl"),
+        "queries": _count_lines(folder / "queries.jsonl"),
+    }
+    for qrels in sorted((folder / "qrels").glob("*.tsv")):
+        out[f"judgments ({qrels.stem})"] = max(_count_lines(qrels) - 1, 0)  # header line
+    return out
+
+
+def _count_lines(path: Path) -> int:
+    """Non-empty lines of *path* (0 when absent)."""
+    if not path.is_file():
+        return 0
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
 
 
 # --- the family -----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from typing import Any
 
 from .. import home as _home
 from ..data import InMemoryCorpus, Qrels, Queries
-from ..data.safepickle import safe_load, to_builtin
+from ..data.safepickle import load_builtin_file
 from ..errors import DownloadError, FormatError, UnknownNameError, suggest
 from ..spec import Param, params_table
 from . import hub
@@ -251,7 +251,7 @@ def fetch(dataset_id: str, *, show_progress: bool = False) -> Path:
 
 def _read_pickle(path: Path) -> dict:
 
-    raw = to_builtin(safe_load(path))
+    raw = load_builtin_file(path)
     if not isinstance(raw, dict) or not {"query", "corpus", "qrel"} <= set(raw):
         keys = sorted(map(str, raw)) if isinstance(raw, dict) else type(raw).__name__
         raise FormatError(

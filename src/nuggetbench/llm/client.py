@@ -168,13 +168,19 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class ChatResult:
-    """An answer: text, token usage, whether it came from the cache, and its cache key."""
+    """An answer: text, token usage, whether it came from the cache, and its cache key.
+
+    ``extra`` holds what the answer carries besides its text: ``{"top_logprobs": [[token,
+    logprob], ...]}`` (the first answer token's alternatives) when the request asked for
+    ``logprobs`` and the endpoint returned them; ``None`` otherwise.
+    """
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     cached: bool
     key: str
+    extra: dict | None = None
 
 
 class _Retryable(Exception):
@@ -192,7 +198,7 @@ class LLMClient:
         cache: an :class:`~.llmcache.LLMCache` or the path of its database.
         ledger: where usage is recorded (a new one by default).
         transport: for tests, a callable ``(body: dict) -> (text, prompt_tokens,
-            completion_tokens)`` used instead of the ``openai`` package.
+            completion_tokens[, extra])`` used instead of the ``openai`` package.
 
     Raises:
         LLMError: the ``openai`` package is missing.
@@ -204,7 +210,7 @@ class LLMClient:
         cache: LLMCache | str | Path,
         *,
         ledger: UsageLedger | None = None,
-        transport: Callable[[dict], tuple[str, int, int]] | None = None,
+        transport: Callable[[dict], tuple] | None = None,
     ):
         self.settings = settings
         self.cache = cache if isinstance(cache, LLMCache) else LLMCache(cache)
@@ -250,9 +256,10 @@ class LLMClient:
     def _where(self) -> str:
         return self.settings.endpoint()
 
-    def _send(self, body: dict) -> tuple[str, int, int]:
+    def _send(self, body: dict) -> tuple[str, int, int, dict | None]:
         if self._transport is not None:
-            return self._transport(body)
+            out = tuple(self._transport(body))
+            return (*out[:3], out[3] if len(out) > 3 else None)
         import openai
 
         try:
@@ -289,7 +296,7 @@ class LLMClient:
         usage = getattr(response, "usage", None)
         p = int(getattr(usage, "prompt_tokens", 0) or 0)
         c = int(getattr(usage, "completion_tokens", 0) or 0)
-        return text, p, c
+        return text, p, c, _first_token_logprobs(response) if body.get("logprobs") else None
 
     # --- one request ------------------------------------------------------------------
     def body(self, request: ChatRequest) -> dict:
@@ -340,7 +347,9 @@ class LLMClient:
             self.ledger.record(
                 request.stage, key, hit.prompt_tokens, hit.completion_tokens, cached=True
             )
-            return ChatResult(hit.text, hit.prompt_tokens, hit.completion_tokens, True, key)
+            return ChatResult(
+                hit.text, hit.prompt_tokens, hit.completion_tokens, True, key, hit.extra
+            )
         self._reserve(request.stage)
         body = self.body(request)
         s = self.settings
@@ -349,7 +358,7 @@ class LLMClient:
             attempt = 0
             while True:
                 try:
-                    text, p, c = self._send(body)
+                    text, p, c, extra = self._send(body)
                     break
                 except _Retryable as exc:
                     if attempt >= s.max_retries:
@@ -386,9 +395,10 @@ class LLMClient:
             response=text,
             prompt_tokens=p,
             completion_tokens=c,
+            extra=extra,
         )
         self.ledger.record(request.stage, key, p, c, cached=False)
-        return ChatResult(text, p, c, False, key)
+        return ChatResult(text, p, c, False, key, extra)
 
     def complete_many(
         self,
@@ -399,8 +409,9 @@ class LLMClient:
     ) -> list[ChatResult]:
         """Answer many requests with up to ``concurrency`` in flight; results in request order.
 
-        Cached answers are served first without threads. *on_result(i, result)* is called as each
-        answer arrives (already committed to the cache); *progress(n)* advances a bar.
+        Cached answers are served first without threads; a request repeated in *requests* is
+        sent once (its copies are served from the cache). *on_result(i, result)* is called as
+        each answer arrives (already committed to the cache); *progress(n)* advances a bar.
 
         Raises:
             LLMError / BudgetError: the first failure; requests not yet sent are cancelled (those
@@ -417,7 +428,9 @@ class LLMClient:
             self.ledger.record(
                 req.stage, key, hit.prompt_tokens, hit.completion_tokens, cached=True
             )
-            results[i] = ChatResult(hit.text, hit.prompt_tokens, hit.completion_tokens, True, key)
+            results[i] = ChatResult(
+                hit.text, hit.prompt_tokens, hit.completion_tokens, True, key, hit.extra
+            )
             if on_result:
                 on_result(i, results[i])
             if progress:
@@ -430,8 +443,14 @@ class LLMClient:
                 if progress:
                     progress(1)
         elif todo:
+            # identical requests are sent once; the copies are answered from the cache after
+            first: dict[str, int] = {}
+            for i in todo:
+                first.setdefault(self.key(requests[i]), i)
+            sent = set(first.values())
+            copies = [i for i in todo if i not in sent]
             with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
-                futures = {pool.submit(self.complete, requests[i]): i for i in todo}
+                futures = {pool.submit(self.complete, requests[i]): i for i in first.values()}
                 pending = set(futures)
                 while pending:
                     done, pending = wait(pending, return_when=FIRST_EXCEPTION)
@@ -447,6 +466,12 @@ class LLMClient:
                             on_result(i, results[i])
                         if progress:
                             progress(1)
+            for i in copies:
+                results[i] = self.complete(requests[i])
+                if on_result:
+                    on_result(i, results[i])
+                if progress:
+                    progress(1)
         return [r for r in results if r is not None]
 
     def forget(self, keys: Sequence[str]) -> int:
@@ -457,6 +482,18 @@ class LLMClient:
 
     def close(self) -> None:
         self.cache.close()
+
+
+def _first_token_logprobs(response: Any) -> dict | None:
+    """``{"top_logprobs": [[token, logprob], ...]}`` of the first answer token of a chat
+    completion requested with ``logprobs``, or ``None`` when the endpoint returned none."""
+    try:
+        first = response.choices[0].logprobs.content[0]
+    except (AttributeError, IndexError, TypeError):
+        return None
+    alternatives = getattr(first, "top_logprobs", None) or [first]
+    pairs = [[str(a.token), float(a.logprob)] for a in alternatives if a is not None]
+    return {"top_logprobs": pairs} if pairs else None
 
 
 def _retry_after(exc: Any) -> float | None:

@@ -8,7 +8,9 @@ A single retriever is ``<prefix>[:<option>=<value>,...]`` (``bm25``, ``bm25:k1=0
   separated by commas and the fusion options follow a ``;`` (``weights`` as ``0.3/0.7``); a comma
   followed by ``name=value`` without a registered prefix continues the previous retriever's options;
 * ``hyde(RETRIEVER; model=M)``, ``subq(RETRIEVER; ...)``: wrappers built as
-  ``cls(inner_retriever, **options)`` (:data:`WRAPPERS`).
+  ``cls(inner_retriever, **options)`` (:data:`WRAPPERS`);
+* ``prefix(option=value, ...)``: the same as ``prefix:option=value,...`` for a registered
+  retriever (``llm_listwise(model=M, k=100)``).
 
 The prefix names a class through :data:`RETRIEVERS`, a lazy :class:`~nuggetbench.spec.Registry`
 of ``"module:Class"`` strings (nothing is imported before it is used). A registered class declares
@@ -21,11 +23,12 @@ option dicts (``preset=pyserini``), explicit options overriding the preset; a ba
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 from typing import Any
 
-from ..errors import SpecError, suggest
+from ..errors import SpecError, UnknownNameError, suggest
 from ..spec import (
     POSITIONAL,
     REQUIRED,
@@ -49,10 +52,13 @@ __all__ = [
     "list_retrievers",
     "parse_literal",
     "parse_retriever",
+    "public_spec",
     "register_retriever",
     "retriever_class",
     "retriever_params",
+    "short_label",
     "spec_options",
+    "split_label",
 ]
 
 #: Single retrievers and rerankers: ``prefix -> "module:Class"``.
@@ -64,6 +70,8 @@ RETRIEVERS = Registry(
         "sparse": "nuggetbench.retrieval.sparse:SparseRetriever",
         "colbert": "nuggetbench.retrieval.colbert:ColBERTRetriever",
         "rerank": "nuggetbench.retrieval.rerank:CrossEncoderReranker",
+        "llm_listwise": "nuggetbench.retrieval.llmrerank:LLMListwise",
+        "llm_pointwise": "nuggetbench.retrieval.llmrerank:LLMPointwise",
     },
     hint="Run `nuggetbench retrievers` for the list and their options.",
 )
@@ -162,12 +170,110 @@ def format_spec(
     return format_colon_spec(prefix, changed)
 
 
+#: Options naming where an endpoint is and which variable holds its key: never printed.
+PRIVATE_OPTIONS = ("base_url", "api_key_env")
+
+
+def public_spec(spec: str) -> str:
+    """*spec* without its :data:`PRIVATE_OPTIONS` assignments, as it may be printed and saved
+    (``bm25 >> llm_listwise(model=M, base_url=http://h/v1)`` -> ``bm25 >> llm_listwise(model=M)``).
+    Specs without them come back unchanged."""
+    names = "|".join(PRIVATE_OPTIONS)
+    if not re.search(rf"(?:^|[(:,;])\s*(?:{names})\s*=", spec):
+        return spec
+    out = re.sub(rf"([(:,;])\s*(?:{names})\s*=[^,;)]*", r"\1", spec)
+    out = re.sub(r"([(:;])(?:\s*,)+\s*", r"\1", out)
+    out = re.sub(r"(?:\s*,)+\s*(?=[,;)]|>>|$)", "", out)
+    out = re.sub(r",(?:\s*,)+", ",", out)
+    out = re.sub(r";\s*\)", ")", out)
+    return re.sub(r":\s*(?=>>|\)|,|$)", "", out).strip()
+
+
+# --- labels -------------------------------------------------------------------------------------
+_CALL = re.compile(r"^(\s*[A-Za-z][A-Za-z0-9_\-]*\s*\()(.*)(\)\s*(?:@\s*\d+)?\s*)$", re.S)
+_DEPTH = re.compile(r"^(.*?)(@\s*\d+\s*)?$", re.S)
+
+
+def split_label(spec: str) -> tuple[str, str | None]:
+    """Take the ``name=LABEL`` option out of a retriever spec: ``(spec without it, LABEL)``.
+
+    Every spec takes ``name=``: a single retriever among its options
+    (``bm25:preset=pyserini,name=pyserini``, ``rerank:MODEL,name=ce@100``), a pipeline on its
+    last stage (``bm25 >> rerank:MODEL,name=ce``), ``fuse(...)`` and the wrappers after the
+    ``;`` (``fuse(bm25, dense:M; method=rrf, name=hybrid)``). The label names the system in
+    tables, ``results.json`` and run files; the spec without it is what is run and cached.
+
+    Raises:
+        SpecError: an empty label, or unbalanced parentheses.
+    """
+    text = spec.strip()
+    stages = split_top(text, (">>",), where="retriever spec")
+    last = stages[-1]
+    call = _CALL.match(last)
+    if call is not None:
+        head, inner, tail = call.groups()
+        parts = split_top(inner, (";",), where="retriever spec")
+        if len(parts) < 2:  # a retriever called with options: llm_listwise(model=M, name=x)
+            if head.strip()[:-1].strip().lower() in ("fuse", *WRAPPERS):
+                return text, None
+            options, label = _drop_name(parts[0], spec)
+            new_last = head + options + tail
+        else:
+            options, label = _drop_name(parts[-1], spec)
+            kept = ";".join(parts[:-1]) + (";" + options if options.strip() else "")
+            new_last = head + kept + tail
+    else:
+        prefix, sep, rest = last.partition(":")
+        if not sep:
+            return text, None
+        body, depth = _DEPTH.match(rest).groups()  # type: ignore[union-attr]
+        options, label = _drop_name(body, spec)
+        new_last = prefix + (":" + options if options.strip() else "") + (depth or "")
+    if label is None:
+        return text, None
+    return ">>".join([*stages[:-1], new_last]).strip(), label
+
+
+def _drop_name(options: str, spec: str) -> tuple[str, str | None]:
+    """``options`` without its ``name=`` item, and the name (``None`` when there is none)."""
+    items = split_top(options, (",",), where="retriever spec")
+    label = None
+    kept = []
+    for item in items:
+        key, eq, value = item.partition("=")
+        if eq and key.strip() == "name":
+            label = str(parse_literal(value.strip())).strip()
+            if not label:
+                raise SpecError(
+                    f"retriever spec {spec!r}: name= needs a label, e.g. name=bm25-tuned"
+                )
+        else:
+            kept.append(item)
+    return ",".join(kept), label
+
+
+def short_label(spec: str, width: int = 24) -> str:
+    """A label of at most *width* characters for a spec without ``name=``: the spec itself when
+    short enough, else with each path or hub id cut to its last part
+    (``dense:/models/e5-small-v2`` -> ``dense:e5-small-v2``), else cut in the middle with
+    ``…``. The full spec stays in the experiment's provenance."""
+    text = spec.strip()
+    if len(text) <= width:
+        return text
+    text = re.sub(r"[^\s:,;()=>]*/([^\s:,;()=>/]+)/?", r"\1", text)
+    if len(text) <= width:
+        return text
+    head = (width - 1) * 2 // 3
+    return text[:head] + "\u2026" + text[len(text) - (width - 1 - head) :]
+
+
 # --- parsing ------------------------------------------------------------------------------------
 def parse_retriever(spec: str):
     """Build a retriever (or a pipeline, fusion or wrapper) from its spec string.
 
     Examples: ``bm25``, ``bm25:k1=0.9,b=0.4``, ``bm25:preset=pyserini``,
     ``bm25 >> rerank:MODEL@100``, ``fuse(bm25, dense:MODEL; method=rrf)``, ``hyde(bm25)``.
+    Any spec may carry ``name=LABEL`` (see :func:`split_label`), set as ``retriever.label``.
 
     Returns:
         An object following :class:`nuggetbench.retrieval.base.Retriever`.
@@ -180,6 +286,12 @@ def parse_retriever(spec: str):
     text = spec.strip() if isinstance(spec, str) else ""
     if not text:
         raise SpecError("empty retriever spec; write e.g. 'bm25' or 'bm25:k1=0.9,b=0.4'")
+    text, label = split_label(text)
+    if label is not None:  # a label names the system; it is not an option of the retriever
+        retriever = parse_retriever(text)
+        with contextlib.suppress(AttributeError):  # __slots__: the experiment keeps the label
+            retriever.label = label
+        return retriever
     where = f"retriever spec {spec!r}"
     stages = split_top(text, (">>",), where="retriever spec")
     if len(stages) > 1:
@@ -193,6 +305,16 @@ def parse_retriever(spec: str):
             return _parse_fuse(where, text)
         if name in WRAPPERS:
             return _parse_wrapper(where, text, name)
+        if name in RETRIEVERS:
+            parts = _call_parts(where, text, name)
+            if len(parts) > 1:
+                raise SpecError(f"{where}: write {name}(option=value, ...) without ';'")
+            return _parse_single(spec, f"{name}:{parts[0].strip()}" if parts[0].strip() else name)
+        known = sorted({*RETRIEVERS, *WRAPPERS, "fuse"})
+        raise UnknownNameError(  # name the unknown retriever rather than the parentheses
+            f"{where}: unknown retriever {call.group(1)!r}.{suggest(name, known)} Known: "
+            f"{', '.join(known)}. Run `nuggetbench retrievers` for their options"
+        )
     return _parse_single(spec, text)
 
 
