@@ -190,3 +190,14 @@ def test_check_reports_every_problem_and_exits_non_zero(
         capsys, "build", str(write_plan(tmp_path / "q", inputs)), "--check", "--stage", "corpus"
     )
     assert code == 0, err
+
+
+def test_a_stage_that_does_not_call_the_model_needs_no_key(server, inputs, tmp_path, monkeypatch):
+    plan = load_plan(write_plan(tmp_path / "p", inputs))
+    run_build(plan)  # the whole build, with the key
+    monkeypatch.delenv("OPENAI_API_KEY")
+    n = len(server.log)
+    report = run_build(plan, stage="export")  # reads the judged pairs; calls nothing
+    assert report.stages["export"]["status"] == "ran" and len(server.log) == n
+    with pytest.raises(InputError, match="no API key"):
+        run_build(plan, stage="judge")

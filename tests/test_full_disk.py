@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from build_fixtures import make_inputs, write_plan
 from nuggetbench.cli import main
 from nuggetbench.datasets import load_dataset
 from nuggetbench.experiment import run_experiment
@@ -119,3 +120,16 @@ def test_saved_normally_when_the_disk_has_room(dataset, tmp_path, monkeypatch, c
         raise SystemExit(0)
     assert exit_info.value.code == 0
     assert (out_dir / "results.json").is_file() and (out_dir / "runs" / "bm25.trec").is_file()
+
+
+def test_a_build_on_a_full_disk_names_the_file_without_a_traceback(full_home, capsys):
+    inputs = make_inputs(full_home.parent / "inputs")
+    plan = write_plan(full_home / "p", inputs)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", str(plan), "--stage", "questions", "--no-progress"])
+    assert exit_info.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    target = full_home / "p" / "out" / "_build" / "questions.jsonl"
+    assert f"error: {target}: No space left on device [errno {errno.ENOSPC}]" in err
+    assert "Traceback" not in err
+    assert not (full_home / "p" / "out" / "_build" / "questions.meta.json").exists()

@@ -10,6 +10,8 @@ code takes its "online" path and must discover by itself that the hub cannot be 
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -126,3 +128,15 @@ def test_fetch_of_a_dataset_with_no_download_and_no_copy_is_an_error(tmp_path, m
         ensure_local("nodl/one")
     code, out, err = run_cli(capsys, "datasets", "fetch", "nodl/one")
     assert code != 0 and "None" not in out and "could not be fetched" in err
+
+
+def test_hub_library_warnings_are_printed_once():
+    code = (
+        "from nuggetbench.cli import cli\n"
+        "cli.main(['measures'], standalone_mode=False)\n"
+        "from huggingface_hub.utils import logging as hl\n"
+        "hl.get_logger('huggingface_hub.utils._http').warning('Retrying in 8s [Retry 4/5].')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("Retrying in 8s [Retry 4/5].") == 1

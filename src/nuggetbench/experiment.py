@@ -94,7 +94,7 @@ class Experiment:
         return (
             f"the scores were computed (shown above) but {n} output file{'s' if n > 1 else ''} "
             f"could not be saved: {items}. Free space in {self.outdir} (or save elsewhere with "
-            "-o DIR or NUGGETBENCH_HOME) and run again; the runs that were cached are reused"
+            "-o DIR or NUGGETBENCH_HOME) and run again"
         )
 
     baseline: str | None = None
@@ -378,14 +378,14 @@ def run_experiment(
 
 
 def _saving(exp: Experiment, path: Path, write: Any, *args: Any, **kwargs: Any) -> Any:
-    """``write(*args, **kwargs)``; an ``OSError`` is recorded in ``exp.unsaved[path]`` (and
-    logged) instead of raised, and ``None`` returned. A later success clears the record."""
+    """``write(*args, **kwargs)``; an ``OSError`` is recorded in ``exp.unsaved[path]`` instead of
+    raised, and ``None`` returned. A later success clears the record."""
     try:
         out = write(*args, **kwargs)
     except OSError as exc:
         why = f"{exc.strerror or exc}" + (f" [errno {exc.errno}]" if exc.errno else "")
         exp.unsaved[str(path)] = why
-        log.warning("could not save %s: %s", path, why)
+        log.info("could not save %s: %s", path, why)  # reported once, by unsaved_message()
         return None
     exp.unsaved.pop(str(path), None)
     return out

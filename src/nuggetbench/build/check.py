@@ -45,7 +45,9 @@ def plan_problems(
     Args:
         plan: the parsed plan.
         stages: the stages that will run or be read (a stage and its inputs).
-        need_key: check the LLM key (``False`` when a test transport replaces the endpoint).
+        need_key: check the LLM key (the caller says whether a stage that calls the model will
+            run: a whole build, or ``--stage`` of one of :data:`LLM_STAGES`; ``False`` when a
+            test transport replaces the endpoint).
     """
     out: list[str] = []
     if "questions" in stages and not plan.questions.source.is_file():
@@ -80,7 +82,7 @@ def plan_problems(
             out.append(str(exc))
     if not _writable(plan.output):
         out.append(f"the output folder {plan.output} cannot be created or written; fix output")
-    if need_key and stages & set(LLM_STAGES):
+    if need_key:
         problem = plan.llm.key_problem()
         if problem:
             out.append(problem)

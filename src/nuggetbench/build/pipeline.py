@@ -31,7 +31,7 @@ from ..errors import InputError, StageFailedError, UnknownNameError, suggest
 from ..llm.cache import UsageLedger
 from ..llm.client import LLMClient
 from . import stages
-from .check import check_plan, describe_plan
+from .check import LLM_STAGES, check_plan, describe_plan
 from .manifest import fill_report, write_run_log
 from .plan import Plan
 from .store import StageStore
@@ -186,7 +186,7 @@ class Builder:
                 f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
             )
         wanted = set(STAGES) if stage is None else _closure(stage)
-        check_plan(self.plan, wanted, need_key=self._transport is None)
+        check_plan(self.plan, wanted, need_key=self._transport is None and _calls_model(stage))
         try:
             if "questions" in wanted:
                 questions = stages.questions(self, stage)
@@ -227,6 +227,12 @@ def failure_message(stage: str, failed: dict[str, Any]) -> str:
     )
 
 
+def _calls_model(stage: str | None) -> bool:
+    """Whether running *stage* (``None``: the whole build) may call the model: the stages it
+    only reads are loaded from their outputs."""
+    return stage is None or stage in LLM_STAGES
+
+
 def _closure(stage: str) -> set[str]:
     """*stage* and every stage it reads, directly or not."""
     out, todo = set(), [stage]
@@ -250,7 +256,9 @@ def check_build(plan: Plan, *, stage: str | None = None) -> dict[str, Any]:
         raise UnknownNameError(
             f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
         )
-    check_plan(plan, set(STAGES) if stage is None else _closure(stage))
+    check_plan(
+        plan, set(STAGES) if stage is None else _closure(stage), need_key=_calls_model(stage)
+    )
     return describe_plan(plan)
 
 

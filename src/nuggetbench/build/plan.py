@@ -87,7 +87,7 @@ SECTIONS = {
 }
 _SECRET_KEYS = {"api_key", "key", "token", "secret", "password", "azure_ad_token"}
 _KEY_SHAPE = re.compile(
-    r"^(?:(?:sk|rk|pk)-[A-Za-z0-9_-]{12,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"^(?:(?:sk|rk|pk)-(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|github_pat_\w{20,}|AIza[0-9A-Za-z_-]{30,}|xox[abpr]-[A-Za-z0-9-]{10,}|Bearer\s+\S{8,})$"
 )
 

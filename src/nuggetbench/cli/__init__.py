@@ -131,6 +131,16 @@ def main(argv: list[str] | None = None) -> None:
     except NuggetbenchError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    except OSError as exc:  # a full disk, a read-only folder: say which file, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        click.echo(
+            f"error: {where}{reason}"
+            + (f" [errno {exc.errno}]" if exc.errno else "")
+            + ". Free some space or choose another folder (-o, NUGGETBENCH_HOME), then try again",
+            err=True,
+        )
+        sys.exit(2)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)

@@ -17,6 +17,8 @@ def configure_logging(verbose: int) -> None:
     logging.getLogger().setLevel(level)
     for handler in logging.getLogger().handlers:  # some libraries set their own loggers to DEBUG
         handler.setLevel(level)
+    for name in ("huggingface_hub", "datasets"):  # they print through their own handler: once
+        logging.getLogger(name).propagate = False
 
 
 def _verbose_callback(ctx: click.Context, param: click.Parameter, value: int) -> None:
