@@ -19,7 +19,7 @@ from .compare.runs import compare_runs
 from .data import Corpus, JsonlCorpus, Run, load_run
 from .datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from .errors import InputError
-from .measures import Profile, Results, evaluate, get_profile, parse_measure
+from .measures import Profile, Results, evaluate, get_profile, measure_keys, parse_measure
 from .measures.checks import Finding, check_findings, query_findings
 
 __all__ = ["Evaluation", "compare_run_files", "evaluate_dataset"]
@@ -92,7 +92,7 @@ def evaluate_dataset(
     for m in measures or ():
         parse_measure(m)  # fail before any reading
     target = _target(dataset, corpus, dict(options or {}))
-    measures = list(measures or target.default_measures)
+    measures = measure_keys(list(measures or target.default_measures))
     prof = get_profile(profile or target.default_profile)
     if not isinstance(run, Run):
         run = load_run(run, keep_rank=True, trailing=trailing)
@@ -170,7 +170,7 @@ def compare_run_files(
     return compare_runs(
         target.qrels,
         loaded,
-        list(measures or target.default_measures),
+        measure_keys(list(measures or target.default_measures)),
         profile=profile or target.default_profile,
         doc_filter=target.doc_filter,
         baseline=baseline,

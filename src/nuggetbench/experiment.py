@@ -24,7 +24,7 @@ from .compare import ComparisonReport, compare
 from .data import Run, write_run
 from .datasets import Dataset, load_dataset
 from .errors import InputError
-from .measures import Results, evaluate, get_profile, parse_measure
+from .measures import Results, evaluate, get_profile, measure_keys
 from .measures.checks import Finding, query_findings
 from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
 from .text.analyzers import adapt_to_language
@@ -183,9 +183,7 @@ def run_experiment(
         raise InputError("give at least one retriever (-r bm25)")
     if len(set(retrievers)) != len(retrievers):
         raise InputError("the same retriever spec is given twice; give each once")
-    measures = list(measures or dataset.default_measures)
-    for m in measures:
-        parse_measure(m)  # fail before any work
+    measures = measure_keys(list(measures or dataset.default_measures))  # fails before any work
     parsed = _retrievers(retrievers, dataset, cache_runs=cache_runs)  # fail before any work
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
     exp.provenance["with_objective"] = with_objective

@@ -48,6 +48,20 @@ def _measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tup
     return list(seen.items())
 
 
+def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[str]:
+    """The keys :func:`evaluate` gives *measures* in its :class:`Results`, in order.
+
+    A string keeps the user's spelling without surrounding whitespace (``" nDCG@10 "`` ->
+    ``"nDCG@10"``); a :class:`Measure` becomes its canonical string; repeats are dropped. Callers
+    that index results by the measures they were given use these keys, so stray whitespace can
+    never make a lookup miss.
+
+    Raises:
+        UnknownNameError, SpecError: as :func:`~.base.parse_measure` (also when nothing is given).
+    """
+    return [key for key, _ in _measure_keys(measures)]
+
+
 def _provenance(qrels: Any, run: Any, profile: Profile) -> dict[str, Any]:
 
     def describe(obj: Any) -> tuple[Any, Any]:
