@@ -31,7 +31,7 @@ from .freshstack_io import (
 )
 from .nuggets import Nugget, NuggetQrels
 from .qrels import Qrels
-from .source import decode_id_text, read_source, short
+from .source import decode_id_text, read_source, short, split_fields
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,9 @@ def read_ndeval_qrels(path: str | Path, *, name: str | None = None) -> NuggetQre
     text = decode_id_text(read_source(path, what="qrels"), path=path)
     # one pass over the lines of a file read once (ids keep their bytes)
     for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip() or line.startswith("#"):
+        parts = split_fields(line)
+        if not parts or line.startswith("#"):
             continue
-        parts = line.split()
         if len(parts) != 4:
             raise FormatError(
                 path,
