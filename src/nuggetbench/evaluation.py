@@ -111,7 +111,7 @@ def evaluate_dataset(
     if profile is not None:
         get_profile(profile)  # an unknown profile fails before any reading too
     target = _target(dataset, corpus, dict(options or {}))
-    measures = list(measures or target.default_measures)
+    measures = measure_keys(list(measures or target.default_measures))
     expanded = any(is_trec_spec(m) for m in measures)
     prof = get_profile(profile or target.default_profile)
     if not isinstance(run, Run):
@@ -275,7 +275,7 @@ def compare_run_files(
     return compare_runs(
         target.qrels,
         loaded,
-        list(measures or target.default_measures),
+        measure_keys(list(measures or target.default_measures)),
         profile=profile or target.default_profile,
         doc_filter=target.doc_filter,
         baseline=baseline,

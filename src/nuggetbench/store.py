@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import home
-from ._atomic import atomic_write
+from ._atomic import atomic_write, clean_stale, staging_prefix
 from ._version import __version__
 from .errors import CacheError
 from .jsonl import iter_jsonl, write_jsonl
@@ -138,8 +138,11 @@ class Artifact:
         with a ``meta.json`` holding the key fields plus *extra_meta* (written last). On error
         nothing is kept. When another process finished the same artifact first, theirs is kept."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(self.path.parent)  # staging folders of killed builds
         staging = Path(
-            tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            tempfile.mkdtemp(
+                prefix=staging_prefix(self.path.name), suffix=".tmp", dir=self.path.parent
+            )
         )
         extra: dict = {}
         try:

@@ -24,10 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate", "measure_keys"]
+__all__ = ["evaluate", "measure_keys", "measure_pairs"]
 
 
-def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
+def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
     """``(key, Measure)`` pairs of *measures* as :func:`evaluate` keys its results.
 
     A key is the measure as given (stripped; duplicates dropped). trec_eval's specs
@@ -83,6 +83,26 @@ def _aggregate(values: np.ndarray, how: str) -> float:
     return float(values.mean())
 
 
+def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[str]:
+    """The measures as callers should keep them: each string without surrounding whitespace
+    (``" nDCG@10 "`` -> ``"nDCG@10"``), a :class:`Measure` as its canonical string, repeats
+    dropped. For plain measures these are the keys :func:`evaluate` gives its
+    :class:`Results`, so stray whitespace can never make a lookup miss; trec_eval's specs
+    (``all_trec``, ``P.5,7,3``) are kept as given, and :func:`evaluate` expands them into
+    trec_eval's output names (``Results.measures``; see :func:`measure_pairs`).
+
+    Raises:
+        UnknownNameError, SpecError: as :func:`parse_measure` (also when nothing is given).
+    """
+    measure_pairs(measures)  # validates
+    if isinstance(measures, (str, Measure)):
+        return [key for key, _ in measure_pairs(measures)]
+    out: dict[str, None] = {}
+    for item in measures:
+        out.setdefault(item.strip() if isinstance(item, str) else str(item), None)
+    return list(out)
+
+
 def _provenance(qrels: Any, run: Any, profile: Profile) -> dict[str, Any]:
 
     def describe(obj: Any) -> tuple[Any, Any]:
@@ -133,7 +153,7 @@ def evaluate(
             format, e.g. ``"1"`` vs ``"01"``).
     """
     prof = get_profile(profile)
-    keyed = [(k, _with_defaults(m, prof)) for k, m in measure_keys(measures)]
+    keyed = [(k, _with_defaults(m, prof)) for k, m in measure_pairs(measures)]
     ctx = EvalContext(qrels, run, prof)
     n = len(ctx.query_ids)
     if n == 0:

@@ -185,7 +185,8 @@ class BM25(Composable):
         """Index *corpus* (``title + " " + text`` of each document), or load the cached index.
 
         Raises:
-            InputError: the corpus is empty.
+            InputError: the corpus is empty, or no document has a single indexable term (every
+                text empty or made of stop words / one-letter tokens): nothing could be ranked.
         """
         artifact = self._artifact(corpus) if self.cache else None
         if artifact is not None and artifact.path.exists():
@@ -204,6 +205,14 @@ class BM25(Composable):
             raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
         tokens = self._tokenize(texts, return_ids=True, show_progress=show_progress)
         del texts
+        if not len(getattr(tokens, "vocab", None) or {}):
+            raise InputError(
+                f"cannot index the corpus{' ' + repr(corpus.name) if corpus.name else ''}: none of "
+                f"its {len(doc_ids)} documents "
+                f"has an indexable term (every title and text is empty or made of stop words "
+                f"after {self.analyzer!r} analysis with stopwords={self.stopwords!r}); check the "
+                "corpus's text fields, or index with bm25:stopwords=none"
+            )
         retriever = bm25s.BM25(
             k1=self.k1, b=self.b, delta=self.delta, method=self.method, backend="numpy"
         )
