@@ -160,7 +160,8 @@ def depth_figure(data: ReportData, family: str = "R", *, wide: bool = False) -> 
         ax.set_xscale("log")
         ax.set_xlabel("k (log scale)")
         ax.set_ylabel(f"mean {family}@k")
-        ax.set_ylim(0, 1.02)
+        top = max(float(np.nanmax(c)) for c in data.depth[family].values())
+        ax.set_ylim(0, max(1.0, top) * 1.02)  # profiles that scale by 100 (birco) go above 1
         ax.grid(alpha=0.3, lw=0.4)
         ax.legend(loc="upper left", frameon=False)
         fig.tight_layout()
