@@ -31,15 +31,21 @@ def make_folder(folder: Path, n_queries: int, n_docs: int, seed: int = 0) -> Non
     rng = random.Random(seed)
     vocab = [f"w{i}" for i in range(20_000)]
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    texts = [_words(rng, vocab, 50) for _ in range(n_docs)]
     with open(folder / "corpus.jsonl", "w") as fh:
-        for i in range(n_docs):
-            row = {"_id": f"d{i}", "title": _words(rng, vocab, 5), "text": _words(rng, vocab, 50)}
+        for i, text in enumerate(texts):
+            row = {"_id": f"d{i}", "title": _words(rng, vocab, 5), "text": text}
             fh.write(json.dumps(row) + "\n")
     with open(folder / "queries.jsonl", "w") as fq, open(folder / "qrels" / "test.tsv", "w") as fr:
         fr.write("query-id\tcorpus-id\tscore\n")
         for q in range(n_queries):
-            fq.write(json.dumps({"_id": f"q{q}", "text": _words(rng, vocab, 6)}) + "\n")
-            for d in rng.sample(range(n_docs), rng.choice((1, 1, 1, 2))):
+            relevant = rng.sample(range(n_docs), rng.choice((1, 1, 1, 2)))
+            # 3 words of a relevant passage and 3 random words: retrieval finds it, not always first
+            words = rng.sample(texts[relevant[0]].split(), 3) + [
+                rng.choice(vocab) for _ in range(3)
+            ]
+            fq.write(json.dumps({"_id": f"q{q}", "text": " ".join(words)}) + "\n")
+            for d in relevant:
                 fr.write(f"q{q}\td{d}\t1\n")
 
 
