@@ -1,7 +1,7 @@
 """Size and load time of the HTML report at MS MARCO dev scale (synthetic data).
 
 Writes a synthetic BEIR-layout folder (``--queries`` queries, 6 words each; ``--docs`` passages of
-about 55 words, i.e. ~400 characters like MS MARCO passages; 1-2 relevant passages per query),
+20-90 words, ~400 characters on average like MS MARCO passages; 1-2 relevant passages per query),
 runs three BM25 variants on it with ``run_experiment`` (depth ``--k``), builds the report and
 prints: the seconds to build it, its size in MB, and (when ``/usr/bin/chromium`` and playwright
 are there) the seconds Chromium takes to load it from disk and to render the per-query table and
@@ -31,7 +31,7 @@ def make_folder(folder: Path, n_queries: int, n_docs: int, seed: int = 0) -> Non
     rng = random.Random(seed)
     vocab = [f"w{i}" for i in range(20_000)]
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    texts = [_words(rng, vocab, 50) for _ in range(n_docs)]
+    texts = [_words(rng, vocab, rng.randint(20, 90)) for _ in range(n_docs)]  # ~55 words
     with open(folder / "corpus.jsonl", "w") as fh:
         for i, text in enumerate(texts):
             row = {"_id": f"d{i}", "title": _words(rng, vocab, 5), "text": text}
