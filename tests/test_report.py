@@ -16,6 +16,8 @@ from nuggetbench import report
 from nuggetbench.cli import cli
 from nuggetbench.data import Run
 from nuggetbench.errors import InputError
+from nuggetbench.evaluation import evaluate_dataset
+from nuggetbench.experiment import run_experiment
 from nuggetbench.report import outcome
 from nuggetbench.report.data import MISSING
 from report_fixtures import (
@@ -256,3 +258,21 @@ def test_document_missing_from_corpus_is_named(beir_out):
     first = data.payload["top"]["bm25"]["docs"][qi][0]
     assert data.payload["docs"][first] == ["ghost", MISSING]
     assert data.payload["top"]["bm25"]["grades"][qi][0] is None
+
+
+@pytest.mark.realdata
+def test_birco_bootstrap_table_as_evaluate_prints_it(shared_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
+    out = tmp_path / "out"
+    run_experiment("birco/arguana", SYSTEMS, k=50, outdir=out, cache_runs=False)
+    data = report.report_data(out)
+    [table] = data.summaries
+    results = json.loads((out / "results.json").read_text())
+    for s in SYSTEMS:
+        ev = evaluate_dataset("birco/arguana", results["systems"][s]["run_file"])
+        [expected] = ev.summaries
+        assert table.title == expected.title
+        for label, row in expected.rows.items():
+            assert table.rows[f"{s}: {label}"] == pytest.approx(row)
+    html = report.html(out).read_text()
+    assert table.title in html and f"{SYSTEMS[1]}: bootstrap std" in html

@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import compare
+from ..compare import Summary, compare, profile_summaries
 from ..corpus.spans import fix
 from ..data import NuggetQrels
+from ..datasets import family_of, is_dataset_id
 from ..errors import InputError
-from ..measures import evaluate
+from ..measures import Results, evaluate
 from .inputs import ReportInputs
 
 __all__ = ["ReportData", "build_report_data", "outcome", "TIE_TOLERANCE", "MISSING"]
@@ -64,6 +65,8 @@ class ReportData:
             ``Coverage`` only when the judgments have nuggets).
         payload: the JSON-ready dict embedded in the page.
         span_judged: whether the nuggets carry evidence spans (fastbook).
+        summaries: the extra tables the dataset family or profile declares (BIRCO's bootstrap),
+            one per title, rows ``"<system>: <label>"``.
     """
 
     title: str
@@ -79,6 +82,7 @@ class ReportData:
     depth: dict[str, dict[str, np.ndarray]]
     payload: dict = field(repr=False)
     span_judged: bool = False
+    summaries: list[Summary] = field(default_factory=list)
 
 
 def _per_query(results: dict, systems: Sequence[str]) -> tuple[list[str], dict]:
@@ -126,6 +130,22 @@ def _comparison(results: dict, per_query: dict, baseline: str, qids: list[str]) 
         **settings,
     )
     return report.to_dict()
+
+
+def _summaries(inputs: ReportInputs) -> list[Summary]:
+    """What ``nuggetbench evaluate`` prints under the means (the family's or profile's tables,
+    over the dataset's query order), for every system, merged by title."""
+    ds = inputs.dataset
+    family = family_of(ds.id) if is_dataset_id(ds.id) else None
+    order = list(ds.queries)
+    merged: dict[str, dict[str, Any]] = {}
+    for name, entry in inputs.results["systems"].items():
+        res = Results.from_dict(entry)
+        tables = family.summaries(res, order) if family else profile_summaries(res, order)
+        for t in tables:
+            table = merged.setdefault(t.title, {"rows": {}, "digits": t.digits})
+            table["rows"].update({f"{name}: {label}": row for label, row in t.rows.items()})
+    return [Summary(title, t["rows"], t["digits"]) for title, t in merged.items()]
 
 
 def _depth(inputs: ReportInputs, depth: int) -> tuple[list[int], dict]:
@@ -337,4 +357,5 @@ def build_report_data(
         curves,
         payload,
         span_judged,
+        _summaries(inputs),
     )
