@@ -14,8 +14,12 @@ from click.testing import CliRunner
 
 from nuggetbench import report
 from nuggetbench.cli import cli
+from nuggetbench.data import Run
 from nuggetbench.errors import InputError
+from nuggetbench.evaluation import evaluate_dataset
+from nuggetbench.experiment import run_experiment
 from nuggetbench.report import outcome
+from nuggetbench.report.data import MISSING
 from report_fixtures import (
     SYSTEMS,
     beir_folder,
@@ -181,7 +185,12 @@ def test_errors_name_the_problem(beir_out, tmp_path):
         entry["run_file"] = "/nowhere/" + entry["run_file"].rsplit("/", 1)[-1]
     (moved / "results.json").write_text(json.dumps(results))
     assert report.html(moved).is_file()  # found under runs/ beside results.json
-    (moved / "runs" / "bm25.trec").unlink()
+    run_file = moved / "runs" / "bm25.trec"
+    lines = run_file.read_text().splitlines(keepends=True)
+    run_file.write_text("".join(lines[1:]))  # one line dropped: not the run that was scored
+    with pytest.raises(InputError, match="not the one scored"):
+        report.html(moved)
+    run_file.unlink()
     with pytest.raises(InputError, match="run of system 'bm25' is missing"):
         report.html(moved)
     # a dataset edited since the run: grades would be wrong, so it is refused
@@ -234,3 +243,36 @@ def test_cli_report_and_run_html(beir_out, tmp_path):
     assert res.exit_code == 0, res.output
     data = page_data((out2 / "report.html").read_text())
     assert data["systems"] == ["bm25"] and len(data["qids"]) == 12
+
+
+def test_document_missing_from_corpus_is_named(beir_out):
+    _, out = beir_out
+    inputs = report.load_inputs(out)
+    run = inputs.runs["bm25"]
+    qid = run.query_ids[0]
+    extra = {q: dict(run[q]) for q in run.query_ids}
+    extra[qid]["ghost"] = 1e9  # ranked first
+    inputs.runs["bm25"] = Run.from_dict(extra, name="bm25")
+    data = report.build_report_data(inputs)
+    qi = data.query_ids.index(qid)
+    first = data.payload["top"]["bm25"]["docs"][qi][0]
+    assert data.payload["docs"][first] == ["ghost", MISSING]
+    assert data.payload["top"]["bm25"]["grades"][qi][0] is None
+
+
+@pytest.mark.realdata
+def test_birco_bootstrap_table_as_evaluate_prints_it(shared_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
+    out = tmp_path / "out"
+    run_experiment("birco/arguana", SYSTEMS, k=50, outdir=out, cache_runs=False)
+    data = report.report_data(out)
+    [table] = data.summaries
+    results = json.loads((out / "results.json").read_text())
+    for s in SYSTEMS:
+        ev = evaluate_dataset("birco/arguana", results["systems"][s]["run_file"])
+        [expected] = ev.summaries
+        assert table.title == expected.title
+        for label, row in expected.rows.items():
+            assert table.rows[f"{s}: {label}"] == pytest.approx(row)
+    html = report.html(out).read_text()
+    assert table.title in html and f"{SYSTEMS[1]}: bootstrap std" in html

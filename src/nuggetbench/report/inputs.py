@@ -99,6 +99,19 @@ def _run_path(name: str, entry: Mapping[str, Any], folder: Path) -> Path:
     )
 
 
+def _read_checked(name: str, entry: Mapping[str, Any], folder: Path) -> Run:
+    """Read one system's run; its fingerprint must be the one its results record."""
+    path = _run_path(name, entry, folder)
+    run = read_run(path, name=name)
+    recorded = (entry.get("provenance") or {}).get("run_fingerprint")
+    if recorded and recorded != run.fingerprint():
+        raise InputError(
+            f"{path}: this run (fingerprint {run.fingerprint()}) is not the one scored in "
+            f"results.json for {name!r} ({recorded}); it changed since; rerun `nuggetbench run`"
+        )
+    return run
+
+
 def _dataset(
     results: dict, dataset: Dataset | str | None, options: Mapping[str, Any] | None
 ) -> Dataset:
@@ -148,8 +161,7 @@ def load_inputs(
     else:
         results, folder = read_results(source)
         runs = {
-            name: read_run(_run_path(name, entry, folder), name=name)
-            for name, entry in results["systems"].items()
+            name: _read_checked(name, entry, folder) for name, entry in results["systems"].items()
         }
         origin = str(folder)
     return ReportInputs(results, runs, _dataset(results, dataset, options), origin)

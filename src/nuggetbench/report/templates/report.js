@@ -119,7 +119,7 @@ function renderQuery(q) {
     const T = D.top[s];
     const docs = T.docs[qi].map((d, r) => {
       const g = T.grades[qi][r], [id, snip] = D.docs[d];
-      const also = where.get(d).filter(([o]) => o !== s).map(([o, rr]) => `<span class="badge sh" data-doc="${d}" title="also ranked by ${esc(o)}">${esc(o)} #${rr}</span>`).join("");
+      const also = where.get(d).filter(([o]) => o !== s).map(([o, rr]) => `<span class="badge sh" data-doc="${d}" data-system="${esc(o)}" title="also ranked by ${esc(o)}: click to scroll to it">${esc(o)} #${rr}</span>`).join("");
       const nd = N && N.docs[String(d)];
       const ng = nd ? nd[0].map((j) => `<span class="badge ng">${esc(N.ids[j])}</span>`).join("") : "";
       const cls = g === null ? "unjudged" : g > 0 ? "rel" : "nonrel";
@@ -132,6 +132,12 @@ function renderQuery(q) {
 }
 $("#qv-ids").innerHTML = D.qids.slice(0, 5000).map((q) => `<option value="${esc(q)}">`).join("");
 $("#qv-input").addEventListener("change", (e) => { location.hash = "q=" + encodeURIComponent(e.target.value); });
+$("#qv").addEventListener("click", (e) => {
+  const b = e.target.closest(".badge.sh");
+  const col = b && $$("#qv .col").find((c) => c.dataset.system === b.dataset.system);
+  const doc = col && col.querySelector(`.doc[data-doc="${b.dataset.doc}"]`);
+  if (doc) doc.scrollIntoView({block: "center"});
+});
 $("#qv").addEventListener("mouseover", (e) => {
   const b = e.target.closest(".badge.sh");
   $$("#qv .doc.hl").forEach((x) => x.classList.remove("hl"));
