@@ -454,3 +454,17 @@ def test_a_cache_written_before_logprobs_is_upgraded(tmp_path):
     )
     assert cache.get("k2").extra == {"top_logprobs": [["2", -0.1]]}
     cache.close()
+
+
+def test_rate_limits_and_server_errors_are_retried(server, tmp_path):
+    server.relevance = lambda q, p: float(p.endswith("1"))
+    server.inject("429", task="listwise")
+    server.inject("500", task="listwise")
+    corpus = _corpus({f"d{i}": f"text {i}" for i in range(3)})
+    first = Run(["q"] * 3, ["d0", "d1", "d2"], np.array([3.0, 2, 1]))
+    rr = LLMListwise(model="m", base_url=server.base_url, window=3, step=1)
+    out = rr.rerank(Queries({"q": "query"}), first, corpus, 3)
+    assert out.doc_ids("q")[0] == "d1"
+    llm = out.metadata["llm"]
+    assert llm["retries"] == 2 and llm["paid_calls"] == 1 and llm["failed_calls"] == 0
+    assert [e.status for e in server.log] == [429, 500, 200]
