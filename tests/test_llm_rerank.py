@@ -140,9 +140,11 @@ def test_oracle_listwise_turns_a_random_first_stage_into_the_ideal_ranking(birco
     assert llm["repaired"] == 0 and llm["cached_calls"] == 0
     assert llm["prompt_tokens"] > 0 and llm["completion_tokens"] > 0
     # the task objective is in the system prompt of every request
+    task = load_dataset("birco/wtb").objective
     for e in _llm_requests(server):
         assert e.body["messages"][0]["role"] == "system"
-        assert OBJECTIVE not in e.body["messages"][1]["content"]
+        assert task in e.body["messages"][0]["content"]
+        assert task not in e.body["messages"][1]["content"]
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["systems"][spec]["run_metadata"]["llm"]["windows"] == 10
     # a re-run is served by the LLM cache: no request reaches the endpoint
