@@ -55,7 +55,8 @@ def test_run_json_output_is_one_object(beir_folder, tmp_path):
     )
     assert result.exit_code == 0, result.output
     obj = json.loads(result.stdout)
-    assert set(obj) == {"dataset", "results"}
+    assert set(obj) == {"dataset", "results", "comparison"}  # issue 18: json carries the comparison
+    assert obj["comparison"]["baseline"] == "bm25" and len(obj["comparison"]["differences"]) == 2
     assert set(obj["results"]) == {"bm25", "bm25:k1=0.9,b=0.4"}
     assert obj["results"]["bm25"]["RR"] == pytest.approx(1.0)
     saved = json.loads((out / "results.json").read_text())

@@ -121,7 +121,9 @@ def test_registering_a_family_is_one_entry(tmp_path, monkeypatch):
         load_dataset("fake/three")
 
 
-def test_cqadupstack_as_a_whole_is_refused_with_the_forums(tmp_path, monkeypatch):
+def test_cqadupstack_as_a_whole_names_an_absent_forum(tmp_path, monkeypatch):
+    # issue 12: the whole loads as its 12 forums (tests/test_cqadupstack_whole.py); absent, the
+    # error names the forum folder to fill
     with pytest.raises(DatasetError) as exc:
         load_dataset("beir/cqadupstack")
     assert "beir/cqadupstack/android" in str(exc.value)

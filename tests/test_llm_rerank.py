@@ -30,6 +30,13 @@ OBJECTIVE = "Rank the passages that name the same secret topic first."
 _DOC = re.compile(r"\bD\d+\b")
 
 
+def _saved_system(saved: dict, spec: str) -> dict:
+    """A system's entry in a saved results.json, found by its spec (systems are keyed by label)."""
+    labels = [k for k, v in saved["provenance"]["systems"].items() if v == spec]
+    assert len(labels) == 1, saved["provenance"]["systems"]
+    return saved["systems"][labels[0]]
+
+
 def _corpus(texts):
     return InMemoryCorpus([Document(d, t) for d, t in texts.items()])
 
@@ -130,12 +137,12 @@ def _run(specs, tmp_path, name="out", **kw):
 def test_oracle_listwise_turns_a_random_first_stage_into_the_ideal_ranking(birco, server, tmp_path):
     spec = "shuffle >> llm_listwise(model=test-model, k=100, window=20, step=10)"
     exp = _run(["shuffle", spec], tmp_path, with_objective=True)
-    random_ndcg = exp.systems["shuffle"].results.per_query["nDCG@10"]
-    ndcg = exp.systems[spec].results.per_query["nDCG@10"]
+    random_ndcg = exp.system("shuffle").results.per_query["nDCG@10"]
+    ndcg = exp.system(spec).results.per_query["nDCG@10"]
     assert np.all(ndcg == 100.0) and random_ndcg.mean() < 90
     # pools of 30: windows (10, 30) and (0, 20) per query
     assert len(_llm_requests(server, "listwise")) == 2 * 5
-    llm = exp.systems[spec].run.metadata["llm"]
+    llm = exp.system(spec).run.metadata["llm"]
     assert llm["requests"] == llm["paid_calls"] == llm["windows"] == 10
     assert llm["repaired"] == 0 and llm["cached_calls"] == 0
     assert llm["prompt_tokens"] > 0 and llm["completion_tokens"] > 0
@@ -146,15 +153,15 @@ def test_oracle_listwise_turns_a_random_first_stage_into_the_ideal_ranking(birco
         assert task in e.body["messages"][0]["content"]
         assert task not in e.body["messages"][1]["content"]
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert saved["systems"][spec]["run_metadata"]["llm"]["windows"] == 10
+    assert _saved_system(saved, spec)["run_metadata"]["llm"]["windows"] == 10
     # a re-run is served by the LLM cache: no request reaches the endpoint
     before = len(server.log)
     again = _run([spec], tmp_path, name="again", with_objective=True)
     assert len(server.log) == before
-    llm2 = again.systems[spec].run.metadata["llm"]
+    llm2 = again.system(spec).run.metadata["llm"]
     assert llm2["paid_calls"] == 0 and llm2["cached_calls"] == 10
     assert np.all(
-        again.systems[spec].results.per_query["nDCG@10"] == 100.0
+        again.system(spec).results.per_query["nDCG@10"] == 100.0
     )  # the birco profile scales by 100
 
 
@@ -185,16 +192,16 @@ def test_oracle_pointwise_with_and_without_logprobs(birco, server, tmp_path):
     exp = _run([with_lp, text_only], tmp_path)
     for spec in (with_lp, text_only):
         assert np.all(
-            exp.systems[spec].results.per_query["nDCG@10"] == 100.0
+            exp.system(spec).results.per_query["nDCG@10"] == 100.0
         )  # the birco profile scales by 100
-    a = exp.systems[with_lp].run.metadata["llm"]
-    b = exp.systems[text_only].run.metadata["llm"]
+    a = exp.system(with_lp).run.metadata["llm"]
+    b = exp.system(text_only).run.metadata["llm"]
     assert a["pairs"] == a["expected_grades"] == a["requests"] == 5 * 30
     assert b["expected_grades"] == 0 and b["requests"] == 150
     bodies = [e.body for e in _llm_requests(server, "pointwise")]
     assert sum(bool(b.get("logprobs")) for b in bodies) == 150
     # expected grades from the server's distribution (70% on the grade, 30% on neighbours)
-    run = exp.systems[with_lp].run
+    run = exp.system(with_lp).run
     grades = birco["qrel"]["q0"]
     scores = dict(run["q0"])
     expected = {0: 0.3, 1: 1.0, 2: 2.0}
@@ -244,18 +251,18 @@ def test_noisy_server_with_malformed_answers(birco, server, tmp_path):
     spec = "shuffle >> llm_listwise(model=test-model, k=100, window=10, step=5)"
     pw = "shuffle >> llm_pointwise(model=test-model, k=100, logprobs=false)"
     exp = _run(["shuffle", spec, pw], tmp_path)
-    llm = exp.systems[spec].run.metadata["llm"]
+    llm = exp.system(spec).run.metadata["llm"]
     assert 0 < llm["repaired"] < llm["windows"] == 5 * 5
     assert llm["unknown_ids"] + llm["duplicate_ids"] + llm["missing_ids"] >= llm["repaired"]
     for q in birco["query"]:  # every pool document is still ranked once
-        assert sorted(exp.systems[spec].run.doc_ids(q)) == sorted(birco["qrel"][q])
-    p = exp.systems[pw].run.metadata["llm"]
+        assert sorted(exp.system(spec).run.doc_ids(q)) == sorted(birco["qrel"][q])
+    p = exp.system(pw).run.metadata["llm"]
     # malformed grades were re-asked once (the server answers repair turns well)
     assert p["repaired"] > 0 and p["unparsed"] == 0
     assert p["requests"] == 150 + p["repaired"]
-    random_mean = exp.systems["shuffle"].results.means["nDCG@10"]
-    assert exp.systems[spec].results.means["nDCG@10"] > random_mean
-    assert exp.systems[pw].results.means["nDCG@10"] > random_mean
+    random_mean = exp.system("shuffle").results.means["nDCG@10"]
+    assert exp.system(spec).results.means["nDCG@10"] > random_mean
+    assert exp.system(pw).results.means["nDCG@10"] > random_mean
 
 
 def test_unparsable_grades_after_the_repairs_are_counted(tmp_path, monkeypatch):
@@ -292,7 +299,10 @@ def test_spec_names_hide_the_endpoint_and_the_key_variable(birco, server, tmp_pa
     exp = _run([spec], tmp_path)
     text = (tmp_path / "out" / "results.json").read_text()
     assert url not in text and "MY_KEY_VAR" not in text
-    assert list(exp.systems) == ["shuffle >> llm_listwise(model=test-model, k=20)"]
+    assert [o.spec for o in exp.systems.values()] == [
+        "shuffle >> llm_listwise(model=test-model, k=20)"
+    ]
+    assert all(url not in label for label in exp.systems)
     assert public_spec("bm25 >> llm_pointwise:base_url=http://h:1/v1,model=M") == (
         "bm25 >> llm_pointwise:model=M"
     )
@@ -326,7 +336,7 @@ def test_passages_are_cut_to_the_token_budget():
 def test_usage_and_cost_in_results(birco, server, tmp_path):
     spec = "shuffle >> llm_pointwise(model=test-model, k=5, price_in=2.5, price_out=10)"
     exp = _run([spec], tmp_path)
-    llm = exp.systems[spec].run.metadata["llm"]
+    llm = exp.system(spec).run.metadata["llm"]
     expected = (llm["prompt_tokens"] * 2.5 + llm["completion_tokens"] * 10) / 1e6
     assert llm["cost_usd"] == pytest.approx(expected, abs=1e-6) and llm["cost_usd"] > 0
     assert llm["requests"] == 25
@@ -394,7 +404,7 @@ def test_killed_run_resumes_without_repeating_a_request(birco, server, tmp_path)
     answered = [e.key for e in server.log if e.answered]
     assert len(answered) == len(set(answered)) == 5 * 5  # 5 queries x 5 windows, each asked once
     saved = json.loads((tmp_path / "resumed" / "results.json").read_text())
-    llm = saved["systems"][spec]["run_metadata"]["llm"]
+    llm = _saved_system(saved, spec)["run_metadata"]["llm"]
     assert llm["cached_calls"] == 7 and llm["paid_calls"] == 25 - 7
 
     again = subprocess.run(

@@ -27,7 +27,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("measures", "corpus"),
     ("compare",),
     ("retrieval", "datasets"),
-    ("build", "evaluation", "experiment"),
+    ("build", "evaluation", "experiment", "api"),
+    ("report",),
     ("cli", "__init__"),
     ("__main__",),
 ]

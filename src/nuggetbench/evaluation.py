@@ -19,10 +19,19 @@ from .compare.runs import compare_runs
 from .data import Corpus, JsonlCorpus, Run, load_run
 from .datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from .errors import InputError
-from .measures import Profile, Results, evaluate, get_profile, parse_measure
+from .measures import EvalContext, Profile, Results, evaluate, evaluate_groups, get_profile
 from .measures.checks import Finding, check_findings, query_findings
+from .measures.evaluate import measure_keys
+from .measures.profiles import trec_eval_profile
+from .measures.trec_names import format_trec_eval, is_trec_spec, relstrings, trec_selection
 
-__all__ = ["Evaluation", "compare_run_files", "evaluate_dataset"]
+__all__ = [
+    "Evaluation",
+    "compare_run_files",
+    "evaluate_dataset",
+    "trec_eval_options",
+    "trec_eval_text",
+]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +71,7 @@ def evaluate_dataset(
     corpus: Corpus | str | Path | None = None,
     options: Mapping[str, Any] | None = None,
     trailing: str = "error",
+    duplicates: str | None = None,
 ) -> Evaluation:
     """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
 
@@ -80,32 +90,127 @@ def evaluate_dataset(
         options: dataset loader options (``{"split": "dev"}``).
         trailing: TREC run lines with more than six fields: ``"error"`` (default) or ``"ignore"``
             (trec_eval's behaviour).
+        duplicates: a run file listing a (query, doc) pair twice: ``"first"`` (the first
+            occurrence wins, with a warning), ``"error"``, or ``None`` (the format's default:
+            ``"first"`` for rank files, ``"error"`` for TREC and JSON runs); see
+            :func:`nuggetbench.data.load_run`.
 
     Returns:
-        An :class:`Evaluation`.
+        An :class:`Evaluation`. A dataset whose metadata declares ``mean_of_groups`` (a
+        separator; ``beir/cqadupstack``) is evaluated group by group
+        (:func:`~nuggetbench.measures.evaluate_groups`): its means are the mean of the groups'
+        means and the first summary is the per-group table.
 
     Raises:
         UnknownNameError, SpecError: an unknown dataset, measure or profile (before any reading).
         InputError: *corpus* given for a dataset whose judgments do not depend on a corpus.
         FormatError, DatasetError: from the readers and loaders.
     """
-    for m in measures or ():
-        parse_measure(m)  # fail before any reading
+    if measures:
+        measure_keys(list(measures))  # fail before any reading (trec_eval's names included)
+    if profile is not None:
+        get_profile(profile)  # an unknown profile fails before any reading too
     target = _target(dataset, corpus, dict(options or {}))
     measures = list(measures or target.default_measures)
+    expanded = any(is_trec_spec(m) for m in measures)
     prof = get_profile(profile or target.default_profile)
     if not isinstance(run, Run):
-        run = load_run(run, keep_rank=True, trailing=trailing)
+        run = load_run(run, keep_rank=True, trailing=trailing, duplicates=duplicates)
     findings = check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
-    results = evaluate(target.qrels, run, measures, profile=prof)
-    findings += query_findings(results, prof)
+    sep = (target.metadata or {}).get("mean_of_groups")
+    groups: dict[str, Results] = {}
+    if sep:  # a dataset scored as the mean of its groups (beir/cqadupstack's forums)
+        results, groups = evaluate_groups(target.qrels, run, measures, profile=prof, sep=sep)
+    else:
+        results = evaluate(target.qrels, run, measures, profile=prof)
+    queries = query_findings(results, prof)
+    if queries:  # the warnings give the counts: do not print them twice
+        findings = [f for f in findings if f.kind != "query_overlap"]
+    findings += queries
     if target.family is not None:
         summaries = target.family.summaries(results, target.query_order)
     else:
         summaries = profile_summaries(results, target.query_order, profile=prof)
+    if groups:
+        summaries = [_group_table(groups, results), *summaries]
+    shown = list(results.measures) if expanded else measures
     return Evaluation(
-        results, measures, prof.name, findings, summaries, list(target.notes), target, run
+        results, shown, prof.name, findings, summaries, list(target.notes), target, run
     )
+
+
+def trec_eval_options(
+    profile: str | Profile | None,
+    *,
+    complete: bool = False,
+    max_docs: int | None = None,
+    rel_level: int | None = None,
+    judged_only: bool = False,
+    trec_format: bool = False,
+) -> str | Profile | None:
+    """The profile for trec_eval's flags ``-c``, ``-M``, ``-l``, ``-J`` (``nuggetbench evaluate``).
+
+    Returns *profile* when no flag is given and *trec_format* is false; otherwise the
+    ``trec_eval_profile`` of the flags (so ``--format trec_eval`` without ``-c`` averages, like
+    trec_eval, over the queries in both the run and the qrels).
+
+    Raises:
+        InputError: a flag is combined with a *profile* that is not trec_eval's.
+    """
+    flags = complete or judged_only or max_docs is not None or rel_level is not None
+    if not flags and (profile is not None or not trec_format):
+        return profile
+    if profile is not None and not str(profile).startswith("trec_eval"):
+        raise InputError(
+            f"trec_eval's -c/-M/-l/-J cannot be combined with profile {str(profile)!r}: "
+            "drop --profile or the flags"
+        )
+    if profile is not None and not flags:
+        return profile
+    return trec_eval_profile(
+        complete=complete or str(profile or "").startswith("trec_eval -c"),
+        max_docs=max_docs,
+        rel_level=rel_level,
+        judged_only=judged_only,
+    )
+
+
+def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool = False) -> str:
+    """trec_eval's own text output for *ev* (``nuggetbench evaluate --format trec_eval``).
+
+    Args:
+        ev: from :func:`evaluate_dataset` (its target and run are used for ``relstring``).
+        measures: the measure items as given (``["all_trec", "relstring.20"]``), which name the
+            text measures ``runid`` and ``relstring`` too.
+        per_query: trec_eval ``-q``: per-query lines for the run's queries first.
+
+    Returns:
+        The text (see :func:`~nuggetbench.measures.trec_names.format_trec_eval`).
+    """
+    results = ev.results
+    entries = trec_selection(measures)
+    wanted = [e for e in entries if e.text == "relstring"]
+    rel = None
+    if wanted and per_query and ev.target is not None and ev.run is not None:
+        rel = relstrings(EvalContext(ev.target.qrels, ev.run, ev.profile), wanted[0].length)
+    missing = set(results.missing_queries)
+    printed = [q for q in results.query_ids if q not in missing] if per_query else None
+    return format_trec_eval(
+        entries,
+        {k: results.per_query[k] for k in results.measures},
+        results.means,
+        results.query_ids,
+        printed_queries=printed,
+        runid=(ev.run.name if ev.run is not None else None) or "",
+        relstring=rel,
+    )
+
+
+def _group_table(groups: Mapping[str, Results], combined: Results) -> Summary:
+    """The per-group means and their mean (the reported score), one row each."""
+    rows = {g: dict(r.means) for g, r in groups.items()}
+    rows[f"mean of {len(groups)}"] = dict(combined.means)
+    return Summary(f"per group ({len(groups)}; the score is their unweighted mean)", rows, 4)
 
 
 def _target(dataset: str | Path | Dataset, corpus: Any, options: dict) -> Target:

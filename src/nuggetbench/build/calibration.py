@@ -8,18 +8,28 @@ Human labels, one JSON object per line of a labels file:
 * ``{"type": "missing", "query_id", "missing": int}``: how many facts of the answer no nugget holds;
 * ``{"type": "support", "query_id", "nugget_id", "doc_id", "supported": bool}``: does the chunk
   support the nugget? (the judge's verdict for the pair is looked up in the build's judgments, or
-  given as ``"judge": bool``).
+  given as ``"judge": bool``). Instead of (or with) ``supported``, ``"relevance"`` gives the
+  paper's three-level label: ``relevant``, ``partially_relevant`` or ``non_relevant``
+  (``supported`` is then true unless non-relevant: the paper counts only non-relevant pairs as
+  the judge's mistakes).
 
-Nugget quality, per question with ``N`` nuggets of which ``H`` hallucinated and ``R`` minor or
-redundant (and not hallucinated), and ``K`` missing facts:
+Nugget quality (FreshStack, Thakur et al., section 5.2.1, equations 2-4): per question with
+``N = |Nuggets|`` nuggets, ``sum(A)`` of them hallucinated (question A), ``sum(B)`` minor or
+redundant (question B) and ``C`` additional nuggets needed (question C):
 
-* groundedness ``= (N - H) / N``: the share of nuggets the answer states;
-* precision ``= (N - H - R) / N``: the share of nuggets that are grounded and substantive;
-* recall ``= (N - H - R) / (N - H - R + K)``: the share of the answer's substantive facts captured.
+* precision ``= (N - sum(B)) / N`` (eq. 2);
+* recall ``= (N - sum(B)) / (N - sum(B) + C)`` (eq. 3);
+* groundedness ``= (N - sum(A)) / N`` (eq. 4).
 
-These follow the three questions the FreshStack annotator answered (hallucinated? minor or
-redundant? how many missing?); the paper's exact aggregation could not be checked offline, so both
-micro (pooled over nuggets) and macro (mean over questions) values are returned.
+This is ``formula="freshstack"`` (the default). ``formula="strict"`` is nuggetbench's earlier
+variant, which also takes the hallucinated nuggets out of precision and recall: with ``H``
+hallucinated and ``R`` minor or redundant but not hallucinated, precision ``= (N - H - R) / N``
+and recall ``= (N - H - R) / (N - H - R + C)`` (groundedness is the same). The paper does not
+say how it aggregates its 60 questions, so both micro (pooled over nuggets) and macro (mean over
+questions) values are returned.
+
+Judgment quality (section 5.2.2, Table 5): the shares of sampled (nugget, document) pairs the
+expert labels relevant, partially relevant and non-relevant (:func:`judgment_levels`).
 
 Judge agreement: accuracy and Cohen's kappa (Cohen, 1960): ``kappa = (p_o - p_e) / (1 - p_e)`` with
 ``p_o`` the observed agreement and ``p_e = sum_c P_human(c) P_judge(c)`` the agreement expected by
@@ -57,6 +67,13 @@ class SupportLabel:
     doc_id: str
     supported: bool
     judge: bool | None = None
+    relevance: str | None = None  # the three-level label, when given (see RELEVANCE_LEVELS)
+
+
+#: The paper's three-level relevance labels (section 5.2.2), in Table 5's order.
+RELEVANCE_LEVELS = ("relevant", "partially_relevant", "non_relevant")
+#: Nugget quality formulas (see the module docstring).
+FORMULAS = ("freshstack", "strict")
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
@@ -99,33 +116,44 @@ def agreement(human: Sequence[bool], judge: Sequence[bool]) -> dict[str, Any]:
     }
 
 
-def nugget_quality(labels: Sequence[NuggetLabel], missing: Mapping[str, int]) -> dict[str, Any]:
+def nugget_quality(
+    labels: Sequence[NuggetLabel], missing: Mapping[str, int], *, formula: str = "freshstack"
+) -> dict[str, Any]:
     """Precision, recall and groundedness of generated nuggets (see the module docstring).
 
     Args:
         labels: one per labelled nugget.
-        missing: ``{query_id: number of missing facts}`` (a labelled question absent here counts 0).
+        missing: ``{query_id: C}``, the additional nuggets a question needs (a labelled question
+            absent here counts 0).
+        formula: ``"freshstack"`` (the paper's equations 2-4, default) or ``"strict"``
+            (hallucinated nuggets also left out of precision and recall).
 
     Returns:
-        ``{"questions", "nuggets", "micro": {...}, "macro": {...}, "per_query": {qid: {...}}}``.
+        ``{"questions", "nuggets", "formula", "micro": {...}, "macro": {...},
+        "per_query": {qid: {...}}}``; each holds ``precision``, ``recall``, ``groundedness``
+        (recall is ``nan`` for a question with ``N - sum(B) + C = 0``, left out of the macro mean).
 
     Raises:
-        InputError: no labels, or a count of missing facts that is negative.
+        InputError: no labels, a count of missing nuggets that is negative, or an unknown
+            *formula*.
     """
+    if formula not in FORMULAS:
+        raise InputError(f"unknown calibration formula {formula!r}; use one of {FORMULAS}")
     if not labels:
         raise InputError("nugget quality needs at least one labelled nugget")
     per: dict[str, list[int]] = {}
+    strict = formula == "strict"
     for lab in labels:
-        row = per.setdefault(lab.query_id, [0, 0, 0])  # N, H, R
+        row = per.setdefault(lab.query_id, [0, 0, 0])  # N, sum(A), sum(B)
         row[0] += 1
         row[1] += bool(lab.hallucinated)
-        row[2] += bool(lab.minor_or_redundant) and not lab.hallucinated
+        row[2] += bool(lab.minor_or_redundant) and not (strict and lab.hallucinated)
     for q, k in missing.items():
         if int(k) < 0:
             raise InputError(f"question {q!r}: the number of missing nuggets must be >= 0, got {k}")
 
     def scores(n: int, h: int, r: int, k: int) -> dict[str, float]:
-        good = n - h - r
+        good = n - h - r if strict else n - r
         return {
             "groundedness": (n - h) / n,
             "precision": good / n,
@@ -145,6 +173,7 @@ def nugget_quality(labels: Sequence[NuggetLabel], missing: Mapping[str, int]) ->
     return {
         "questions": len(per),
         "nuggets": tn,
+        "formula": formula,
         "micro": scores(tn, th, tr, tk),
         "macro": macro,
         "per_query": per_query,
@@ -181,13 +210,21 @@ def read_labels(path: str | Path) -> tuple[list[NuggetLabel], dict[str, int], li
                 missing[str(obj["query_id"])] = int(obj["missing"])
             elif kind == "support":
                 judge = obj.get("judge")
+                level = _level(obj["relevance"]) if "relevance" in obj else None
+                if "supported" in obj:
+                    supported = _bool(obj["supported"])
+                elif level is not None:
+                    supported = level != "non_relevant"
+                else:
+                    raise KeyError("'supported' or 'relevance'")
                 support.append(
                     SupportLabel(
                         str(obj["query_id"]),
                         str(obj["nugget_id"]),
                         str(obj["doc_id"]),
-                        _bool(obj["supported"]),
+                        supported,
                         None if judge is None else _bool(judge),
+                        level,
                     )
                 )
             else:
@@ -200,6 +237,33 @@ def read_labels(path: str | Path) -> tuple[list[NuggetLabel], dict[str, int], li
                 "'nugget', 'missing' or 'support' (see nuggetbench.build.calibration)",
             ) from None
     return nuggets, missing, support
+
+
+def _level(value: Any) -> str:
+    """A three-level relevance label, spelled with spaces, hyphens or underscores."""
+    text = str(value).strip().lower().replace(" ", "_").replace("-", "_")
+    if text not in RELEVANCE_LEVELS:
+        raise ValueError(f"relevance {value!r} is not one of {', '.join(RELEVANCE_LEVELS)}")
+    return text
+
+
+def judgment_levels(support: Sequence[SupportLabel]) -> dict[str, Any] | None:
+    """The paper's judgment quality (Table 5): shares of the three relevance levels.
+
+    Args:
+        support: support labels; those with a three-level ``relevance`` are counted.
+
+    Returns:
+        ``{"pairs": n, "relevant": share, "partially_relevant": share, "non_relevant": share,
+        "counts": {level: count}}`` (shares in [0, 1], summing to 1), or ``None`` when no label
+        has a level.
+    """
+    levels = [lab.relevance for lab in support if lab.relevance is not None]
+    if not levels:
+        return None
+    counts = {level: sum(x == level for x in levels) for level in RELEVANCE_LEVELS}
+    n = len(levels)
+    return {"pairs": n, **{k: v / n for k, v in counts.items()}, "counts": counts}
 
 
 def _bool(value: Any) -> bool:
@@ -217,20 +281,27 @@ def calibrate(
     missing: Mapping[str, int],
     support: Sequence[SupportLabel],
     verdicts: Mapping[str, Mapping[tuple[str, str], tuple[bool, str]]] | None = None,
+    *,
+    formula: str = "freshstack",
 ) -> dict[str, Any]:
-    """Nugget quality and judge agreement in one report.
+    """Nugget quality, judgment quality and judge agreement in one report.
 
     Args:
         nugget_labels, missing, support: the human labels (:func:`read_labels`).
         verdicts: the build's judgments ``{qid: {(nugget_id, doc_id): (supported, reasoning)}}``,
             used for support labels without a ``judge`` value.
+        formula: the nugget quality formula (:data:`FORMULAS`; default the paper's).
 
     Returns:
-        ``{"nuggets": nugget_quality(...) or None, "judge": agreement(...) or None,
+        ``{"nuggets": nugget_quality(...) or None, "judgments": judgment_levels(...) (None
+        without three-level labels), "judge": agreement(...) or None,
         "support_pairs_without_verdict": n}``.
     """
     out: dict[str, Any] = {
-        "nuggets": nugget_quality(nugget_labels, missing) if nugget_labels else None
+        "nuggets": nugget_quality(nugget_labels, missing, formula=formula)
+        if nugget_labels
+        else None,
+        "judgments": judgment_levels(support),
     }
     human, judge, unmatched = [], [], 0
     for lab in support:
@@ -254,6 +325,9 @@ __all__ = [
     "cohen_kappa",
     "agreement",
     "nugget_quality",
+    "judgment_levels",
+    "RELEVANCE_LEVELS",
+    "FORMULAS",
     "read_labels",
     "calibrate",
 ]

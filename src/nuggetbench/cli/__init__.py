@@ -13,6 +13,7 @@ import click
 
 from .._version import __version__
 from ..errors import NuggetbenchError
+from ._globals import configure_logging, global_params
 
 # name -> (module:attribute, one-line help shown by `nuggetbench --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -44,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.compare:compare_command",
         "Compare runs: CIs, paired tests, multiple-testing correction.",
     ),
+    "report": (
+        "nuggetbench.cli.report:report_command",
+        "Write a self-contained HTML report (and paper figures) of a run's output folder.",
+    ),
     "build": (
         "nuggetbench.cli.build:build_command",
         "Build a FreshStack-style benchmark from Q&A and repositories.",
@@ -62,7 +67,9 @@ class LazyGroup(click.Group):
         if entry is None:
             return None
         module_name, attr = entry[0].split(":")
-        return getattr(importlib.import_module(module_name), attr)
+        command = getattr(importlib.import_module(module_name), attr)
+        _add_global_params(command)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
@@ -70,31 +77,44 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _add_global_params(command: click.Command) -> None:
+    """Give *command* (and a group's subcommands) ``-v`` and ``--no-progress``, once."""
+    taken = {opt for p in command.params for opt in getattr(p, "opts", ())}
+    command.params.extend(p for p in global_params() if not taken & set(p.opts))
+    for sub in getattr(command, "commands", {}).values():
+        _add_global_params(sub)
+
+
 @click.group(
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="nuggetbench")
-@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
-def cli(verbose: int) -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="More log output (-v info, -vv debug); also after the command.",
+)
+@click.option("--no-progress", is_flag=True, help="Hide progress bars; also after the command.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, no_progress: bool) -> None:
     """nuggetbench: measure how well retrieval systems find the evidence people need.
 
     \b
     Examples:
       nuggetbench run beir/scifact -r bm25 -r bm25:preset=pyserini
-      nuggetbench evaluate qrels.txt run.trec nDCG@10 AP --per-query
+      nuggetbench evaluate qrels.txt run.trec -m nDCG@10 -m AP --per-query
       nuggetbench datasets list
 
     Environment: NUGGETBENCH_HOME (datasets, caches; default ~/.cache/nuggetbench),
     NUGGETBENCH_DATA (read-only dataset folders searched first, ':'-separated),
     NUGGETBENCH_OFFLINE=1 (no downloads).
     """
-    import logging
-
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:  # some libraries set their own loggers to DEBUG
-        handler.setLevel(level)
+    obj = ctx.ensure_object(dict)
+    obj["verbose"] = max(obj.get("verbose", 0), verbose)
+    obj["no_progress"] = obj.get("no_progress", False) or no_progress
+    configure_logging(obj["verbose"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -110,6 +130,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except NuggetbenchError as exc:
         click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except OSError as exc:  # a full disk, a read-only folder: say which file, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        click.echo(
+            f"error: {where}{reason}"
+            + (f" [errno {exc.errno}]" if exc.errno else "")
+            + ". Free some space or choose another folder (-o, NUGGETBENCH_HOME), then try again",
+            err=True,
+        )
         sys.exit(2)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from ._formats import measure_digits
+
 
 def console(stderr: bool = False):
     from rich.console import Console
@@ -26,7 +28,7 @@ def info(message: str) -> None:
     console(stderr=True).print(message, markup=False)
 
 
-#: ``-m/--measure``, repeatable: the measures of ``run`` and ``compare``.
+#: ``-m/--measure``, repeatable: the measures of ``run``, ``evaluate`` and ``compare``.
 measure_option = click.option(
     "-m",
     "--measure",
@@ -105,16 +107,18 @@ def render_means_table(
     rows: Mapping[str, Mapping[str, float]],
     measures: Sequence[str],
     *,
-    digits: int = 4,
+    digits: int | None = None,
     extra_columns: Mapping[str, Mapping[str, str]] | None = None,
+    first: str = "system",
 ) -> None:
-    """Print a rich table: one row per system, one column per measure."""
+    """Print a rich table: one row per system (or query: *first* heads the column), one column
+    per measure, each column with fixed decimals (*digits*, else per measure: 0 for counts, 4)."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
-    table.add_column("system", overflow="fold")
+    table.add_column(first, overflow="fold")
     for m in measures:
-        table.add_column(m, justify="right")
+        table.add_column(m, justify="right", no_wrap=True)
     extra_names: list[str] = []
     if extra_columns:
         for cols in extra_columns.values():
@@ -123,12 +127,19 @@ def render_means_table(
                     extra_names.append(c)
         for c in extra_names:
             table.add_column(c, justify="right")
+    places = {m: digits if digits is not None else measure_digits(m) for m in measures}
     for name, means in rows.items():
-        cells = [fmt_value(means.get(m, float("nan")), digits) for m in measures]
+        cells = [_fixed(means.get(m, float("nan")), places[m]) for m in measures]
         if extra_columns:
             cells += [extra_columns.get(name, {}).get(c, "") for c in extra_names]
         table.add_row(name, *cells)
     console().print(table)
+
+
+def _fixed(value: float, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "nan"
+    return f"{value:.{digits}f}"
 
 
 def markdown_table(

@@ -6,6 +6,7 @@ import click
 
 from ..evaluation import compare_run_files
 from ._common import console, dataset_options, measure_option, parse_options, warn
+from ._formats import format_option
 
 
 @click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})
@@ -57,14 +58,7 @@ from ._common import console, dataset_options, measure_option, parse_options, wa
     help="Bootstrap resamples (and Monte Carlo sign flips of the randomization test).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "markdown", "latex", "csv", "json"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
+@format_option()
 def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt, **stats):
     """Compare RUNS on QRELS: means with bootstrap CIs, and each run against the baseline
     with a paired test, corrected p-values and effect sizes.
@@ -85,6 +79,7 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
     for note in report.notes:
         warn(note)
     if fmt == "table":
-        console().print(report.to_rich())
+        out = console()
+        out.print(report.to_rich(width=out.width))
     else:
         click.echo(report.render(fmt), nl=False)

@@ -6,33 +6,42 @@ import logging
 
 import click
 
-from ..evaluation import Evaluation, evaluate_dataset
+from ..evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
 from ._common import (
     dataset_options,
     echo_json,
     fmt_value,
     info,
+    measure_option,
     parse_options,
     render_findings,
     render_means_table,
     render_summaries,
 )
+from ._formats import format_option, measure_digits, records_text, wide_text
 
 
 @click.command("evaluate", context_settings={"help_option_names": ["-h", "--help"]})
 @dataset_options
 @click.argument("qrels")
 @click.argument("run", type=click.Path(exists=True, dir_okay=False))
-@click.argument("measures", nargs=-1)
+@click.argument("positional_measures", nargs=-1, metavar="[MEASURES]...")
+@measure_option
 @click.option("-q", "--per-query", is_flag=True, help="Also print each query's values.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "tsv"]),
-    default="table",
-    show_default=True,
-    help="json: exactly one JSON object {measure: mean} on stdout (with --per-query: {measure: {query: value}} under 'per_query').",
+@format_option(
+    "trec_eval",
+    help="table, json (one object {measure: mean}; with --per-query {measure: {query: value}} "
+    "under 'per_query'), jsonl/csv (records query, measure, value; query 'all' for the mean), "
+    "tsv (measure, query, value lines, as trec_eval -q), markdown or latex; trec_eval: "
+    "trec_eval's own text (default measures: official; averaged as trec_eval without -c). "
+    "trec_eval's measure names work too: all_trec, official, P.5,7,3, ndcg.1=3,2=9.",
 )
+@click.option("-c", "complete", is_flag=True, help="trec_eval -c: average over every judged query.")
+@click.option(
+    "-M", "max_docs", type=click.IntRange(min=1), help="trec_eval -M: documents kept per query."
+)
+@click.option("-l", "rel_level", type=int, help="trec_eval -l: the lowest relevant grade.")
+@click.option("-J", "judged_only", is_flag=True, help="trec_eval -J: rank judged documents only.")
 @click.option(
     "--corpus",
     "corpus_path",
@@ -46,67 +55,108 @@ from ._common import (
     is_flag=True,
     help="Ignore fields after the 6th column of run lines, as trec_eval does (default: an error).",
 )
-def evaluate_command(
-    qrels,
-    run,
-    measures,
-    per_query,
-    fmt,
-    profile,
-    dataset_options,
-    split,
-    corpus_path,
-    ignore_trailing,
-):
+@click.option(
+    "--duplicates",
+    type=click.Choice(["first", "error"]),
+    default=None,
+    help="A run listing a (query, doc) pair twice: 'first' keeps the first occurrence (with a "
+    "warning), 'error' refuses the file. Default: 'first' for rank files, 'error' for TREC and "
+    "JSON runs (as trec_eval).",
+)
+def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
     """Score RUN (TREC run file, .gz, JSON {query: {doc: score}}, or a rank file) against QRELS.
 
     QRELS is a judgments file (TREC qrels, BEIR tsv, JSON, ndeval diversity qrels, a FreshStack
-    queries file) or a dataset id or folder. MEASURES default to the dataset's, or
-    nDCG@10 R@100 RR@10 AP for a qrels file.
+    queries file) or a dataset id or folder. Measures (-m, repeatable, as in `run` and `compare`;
+    MEASURES after RUN is the older spelling) default to the dataset's, or nDCG@10 R@100 RR@10 AP
+    for a qrels file.
 
     \b
     Example:
-      nuggetbench evaluate qrels.test results.test nDCG@10 'P(rel=2)@5' AP --per-query
+      nuggetbench evaluate qrels.test results.test -m nDCG@10 -m 'P(rel=2)@5' -m AP --per-query
+      nuggetbench evaluate qrels.test results.test -m all_trec -q --format trec_eval
     """
     logging.getLogger("nuggetbench.measures.checks").setLevel(logging.ERROR)  # rendered below
+    measures = [*measures, *positional_measures] or (["official"] if fmt == "trec_eval" else [])
+    flags = {k: opts.pop(k) for k in ("complete", "max_docs", "rel_level", "judged_only")}
+    profile = trec_eval_options(opts["profile"], trec_format=fmt == "trec_eval", **flags)
     ev = evaluate_dataset(
         qrels,
         run,
-        list(measures) or None,
+        measures or None,
         profile,
-        corpus=corpus_path,
-        options=parse_options(dataset_options, split=split),
-        trailing="ignore" if ignore_trailing else "error",
+        corpus=opts["corpus_path"],
+        options=parse_options(opts["dataset_options"], split=opts["split"]),
+        trailing="ignore" if opts["ignore_trailing"] else "error",
+        duplicates=opts["duplicates"],
     )
-    _render(ev, fmt, per_query, ev.run.name or run)
+    _render(ev, fmt, opts["per_query"], ev.run.name or run, measures)
 
 
-def _render(ev: Evaluation, fmt: str, per_query: bool, label: str) -> None:
+def _render(ev: Evaluation, fmt: str, per_query: bool, label: str, asked: list[str]) -> None:
     """Print the notes and findings (stderr), then the scores in *fmt* (stdout)."""
     for note in ev.notes:
         info(note)
     render_findings(ev.findings)
+    if fmt == "trec_eval":
+        click.echo(trec_eval_text(ev, asked, per_query=per_query), nl=False)
+        return
+    results, measures = ev.results, ev.measures
+    if fmt in ("json", "jsonl", "csv", "tsv"):
+        _machine(ev, fmt, per_query)
+        return
+    rows = _rows(results, measures, per_query)
+    title = f"{label} ({len(results.query_ids)} queries, profile {results.profile!r})"
+    digits = {m: measure_digits(m) for m in measures}
+    if fmt in ("markdown", "latex"):
+        click.echo(wide_text(fmt, "query", rows, measures, digits=digits, caption=title), nl=False)
+        for s in ev.summaries:
+            click.echo("\n" + wide_text(fmt, "", s.rows, measures, caption=s.title), nl=False)
+        return
+    if per_query:
+        per = {q: v for q, v in rows.items() if q != "all"}
+        render_means_table("per query", per, measures, first="query")
+    render_means_table(title, {"mean": results.means}, measures)
+    render_summaries(ev.summaries, measures)
+
+
+def _machine(ev: Evaluation, fmt: str, per_query: bool) -> None:
+    """The scores as json (one object), tsv (trec_eval -q lines) or jsonl/csv records."""
     results, measures = ev.results, ev.measures
     if fmt == "json":
         out = {m: results.means[m] for m in measures}
         if per_query:
             out = {**out, "per_query": {m: results.values(m) for m in measures}}
+        if ev.summaries:
+            out["summaries"] = {s.title: s.rows for s in ev.summaries}
         echo_json(out)
-        return
-    if fmt == "tsv":
+    elif fmt == "tsv":
         if per_query:
             for m in measures:
                 for qid, value in results.values(m).items():
                     click.echo(f"{m}\t{qid}\t{fmt_value(value)}")
         for m in measures:
             click.echo(f"{m}\tall\t{fmt_value(results.means[m])}")
-        return
+    else:
+        rows = _rows(results, measures, per_query)
+        records = [
+            {"query": q, "measure": m, "value": v[m]} for q, v in rows.items() for m in measures
+        ]
+        records += [
+            {"query": f"{s.title}: {name}", "measure": m, "value": values.get(m)}
+            for s in ev.summaries
+            for name, values in s.rows.items()
+            for m in measures
+        ]
+        click.echo(records_text(fmt, records), nl=False)
+
+
+def _rows(results, measures, per_query: bool) -> dict[str, dict[str, float]]:
+    """``{query: {measure: value}}`` (with ``--per-query``), then ``{"all": means}``."""
+    rows: dict[str, dict[str, float]] = {}
     if per_query:
-        rows = {qid: {m: results.values(m)[qid] for m in measures} for qid in results.query_ids}
-        render_means_table("per query", rows, measures)
-    render_means_table(
-        f"{label} ({len(results.query_ids)} queries, profile {results.profile!r})",
-        {"mean": results.means},
-        measures,
-    )
-    render_summaries(ev.summaries, measures)
+        columns = {m: results.per_query[m].tolist() for m in measures}
+        for i, qid in enumerate(results.query_ids):
+            rows[qid] = {m: columns[m][i] for m in measures}
+    rows["all"] = {m: results.means[m] for m in measures}
+    return rows

@@ -6,19 +6,22 @@ from pathlib import Path
 
 import click
 
+from .. import report
 from ..datasets import load_dataset
+from ..errors import OutputError
 from ..experiment import Experiment, default_outdir, run_experiment
 from ._common import (
     console,
     dataset_options,
     echo_json,
     info,
-    markdown_table,
     measure_option,
     parse_options,
     render_findings,
     render_means_table,
 )
+from ._formats import format_option, measure_digits, records_text, wide_text
+from ._globals import hidden_alias, progress_wanted
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,19 +48,14 @@ from ._common import (
 )
 @click.option(
     "-o",
-    "--outdir",
+    "--output",
+    "outdir",
     type=click.Path(file_okay=False),
     default=None,
     help="Folder for runs/*.trec and results.json (default: $NUGGETBENCH_HOME/outputs/<dataset>/<time>).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "markdown"]),
-    default="table",
-    show_default=True,
-    help="How to print the scores (json: exactly one JSON object on stdout).",
-)
+@hidden_alias("--outdir", "old_outdir", type=click.Path(file_okay=False), default=None)
+@format_option()
 @click.option(
     "--chunker",
     default=None,
@@ -75,9 +73,29 @@ from ._common import (
     is_flag=True,
     help="Give the dataset's task objective to retrievers that accept instructions.",
 )
-@click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.option(
-    "--no-run-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache."
+    "--html",
+    "with_html",
+    is_flag=True,
+    help="Also write OUTDIR/report.html (see `nuggetbench report`).",
+)
+@click.option(
+    "--no-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache."
+)
+@hidden_alias("--no-run-cache", "no_run_cache", is_flag=True)
+@click.option("--overwrite", is_flag=True, help="Replace the experiment already in the -o folder.")
+@click.option(
+    "--baseline",
+    default=None,
+    metavar="NAME",
+    help="The system the others are compared with (wins/ties/losses, per-query deltas): its "
+    "spec, name= label or 1-based position (default: the first -r).",
+)
+@click.option(
+    "--append",
+    is_flag=True,
+    help="Add these retrievers to the experiment already in the -o folder (same dataset, "
+    "measures, profile and depth); the comparison then covers all its systems.",
 )
 def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_options, **more):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
@@ -90,37 +108,62 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
           -r bm25:k1=0.9,b=0.4 -r bm25:k1=1.5,b=0.75
     """
     aliases = {name: more.pop(name) for name in ("chunker", "query_field")}
+    with_html = more.pop("with_html")
+    old_outdir = more.pop("old_outdir")
+    overwrite, append = more.pop("overwrite"), more.pop("append")
+    if overwrite and append:
+        raise click.UsageError("--overwrite and --append exclude each other")
+    outdir = outdir or old_outdir
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
         ds,
         list(retrievers),
         measures=list(measures) or None,
         outdir=Path(outdir) if outdir else default_outdir(ds),
-        show_progress=not more.pop("no_progress") and fmt == "table",
-        cache_runs=not more.pop("no_run_cache"),
+        show_progress=progress_wanted() and fmt == "table",
+        cache_runs=not (more.pop("no_cache") or more.pop("no_run_cache")),
+        existing="overwrite" if overwrite else "append" if append else "error",
         **more,  # k, profile, with_objective
     )
     _render(exp, fmt)
     for note in ds.notes:
         info(note)
+    if exp.unsaved:  # the scores are printed; what could not be saved is an error (exit 2)
+        raise OutputError(exp.unsaved_message())
     info(f"runs and results saved in {exp.outdir}")
+    if with_html:
+        info(f"report written to {report.html(exp, exp.outdir / 'report.html', dataset=ds)}")
 
 
 def _render(exp: Experiment, fmt: str) -> None:
     """The experiment's warnings (stderr), then its scores in *fmt* (stdout)."""
     render_findings(exp.findings())
     means = exp.means()
-    if fmt == "json":
-        echo_json({"dataset": exp.dataset_id, "results": means})
-        return
     report = exp.comparison() if len(exp.systems) > 1 else None
+    if fmt == "json":
+        out = {"dataset": exp.dataset_id, "results": means}
+        if report is not None:
+            out["comparison"] = report.to_dict()
+        echo_json(out)
+        return
     title = f"{exp.dataset_id} ({exp.n_queries} queries, profile {exp.profile!r})"
-    if fmt == "markdown":
+    if report is not None and fmt != "table":
+        click.echo(report.render(fmt), nl=False)
+    elif fmt in ("jsonl", "csv", "tsv"):
+        records = [
+            {"system": n, "measure": m, "mean": v[m]}
+            for n, v in means.items()
+            for m in exp.measures
+        ]
+        click.echo(records_text(fmt, records), nl=False)
+    elif fmt in ("markdown", "latex"):
+        digits = {m: measure_digits(m) for m in exp.measures}
         click.echo(
-            report.to_markdown() if report is not None else markdown_table(means, exp.measures)
+            wide_text(fmt, "system", means, exp.measures, digits=digits, caption=title), nl=False
         )
     elif report is not None:
         console().print(title)
-        console().print(report.to_rich())
+        out = console()
+        out.print(report.to_rich(width=out.width))
     else:
         render_means_table(title, means, exp.measures)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError, UnknownNameError, suggest
 from .corrections import adjust_pvalues, normalize_correction
-from .report import ComparisonReport, Difference, Estimate
+from .report import TIE_TOLERANCE, ComparisonReport, Difference, Estimate
 from .stats import (
     TESTS,
     bootstrap_means,
@@ -125,8 +126,24 @@ def compare(
                 f"{m}: {int((~mask).sum())} of {len(qids)} queries not averaged (NaN for every system)"
             )
         methods |= _compare_measure(report, m, matrix[:, mask])
+        _add_deltas(report, m, matrix[:, mask], [q for q, keep in zip(qids, mask) if keep])
     report.test_method = "; ".join(sorted(methods)) or test_name
     return report
+
+
+def _add_deltas(report: ComparisonReport, m: str, matrix: np.ndarray, qids: list[str]) -> None:
+    """Per-query differences to the baseline (row 0) and each difference's win/tie/loss counts
+    (a difference within :data:`~.report.TIE_TOLERANCE` of zero is a tie)."""
+    by_system = {d.system: i for i, d in enumerate(report.differences) if d.measure == m}
+    for row, name in enumerate(report.systems[1:], start=1):
+        delta = matrix[row] - matrix[0]
+        report.deltas.setdefault(name, {})[m] = dict(zip(qids, delta.tolist()))
+        wins = int((delta > TIE_TOLERANCE).sum())
+        losses = int((delta < -TIE_TOLERANCE).sum())
+        i = by_system[name]
+        report.differences[i] = replace(
+            report.differences[i], wins=wins, ties=len(delta) - wins - losses, losses=losses
+        )
 
 
 def _baseline(names: list[str], baseline: str | int | None) -> str:

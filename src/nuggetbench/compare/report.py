@@ -20,8 +20,10 @@ from ..errors import UnknownNameError, suggest
 
 __all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS"]
 
-FORMATS = ("table", "markdown", "latex", "csv", "json")
+FORMATS = ("table", "json", "jsonl", "csv", "tsv", "markdown", "latex")
 MARK = "\u2020"  # dagger
+#: Per-query differences this close to zero count as ties (floating-point noise, not a win).
+TIE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Difference:
         p_adjusted: p-value after the report's multiple-testing correction.
         significant: ``p_adjusted < alpha``.
         effect_size: Cohen's d_z of the per-query differences.
+        wins, ties, losses: queries where *system* scores above, equal to (within
+            :data:`TIE_TOLERANCE`) or below the baseline.
     """
 
     system: str
@@ -61,6 +65,14 @@ class Difference:
     p_adjusted: float
     significant: bool
     effect_size: float
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+
+    @property
+    def wtl(self) -> str:
+        """``"wins/ties/losses"``."""
+        return f"{self.wins}/{self.ties}/{self.losses}"
 
 
 @dataclass
@@ -79,6 +91,8 @@ class ComparisonReport:
             on one measure.
         alpha, ci, n_resamples, seed: significance level, confidence level, bootstrap resamples and
             random seed.
+        deltas: ``{system: {measure: {query_id: system - baseline}}}`` for every non-baseline
+            system, over the queries compared (see :meth:`delta_records`).
     """
 
     systems: list[str]
@@ -95,6 +109,7 @@ class ComparisonReport:
     n_resamples: int
     seed: int | None
     notes: list[str] = field(default_factory=list)
+    deltas: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     # --- lookup -------------------------------------------------------------------------
     def estimate(self, system: str, measure: str) -> Estimate:
@@ -117,6 +132,16 @@ class ComparisonReport:
         except KeyError:
             return None
 
+    def delta_records(self) -> list[dict[str, Any]]:
+        """The per-query differences to the baseline as flat records ``system, measure, query,
+        delta`` (long format, for ``pandas.DataFrame(...)``)."""
+        return [
+            {"system": system, "measure": m, "query": q, "delta": d}
+            for system, per in self.deltas.items()
+            for m, values in per.items()
+            for q, d in values.items()
+        ]
+
     @property
     def n_queries(self) -> int:
         return len(self.query_ids)
@@ -126,7 +151,8 @@ class ComparisonReport:
         corr = "" if self.correction == "none" else f", {self.correction}-corrected"
         return (
             f"{len(self.query_ids)} queries; [{self.ci:.0%} bootstrap CI, {self.n_resamples} resamples]; "
-            f"{MARK} significant difference to {self.baseline!r} ({self.test_method}{corr}, p < {self.alpha:g})"
+            f"{MARK} significant difference to {self.baseline!r} ({self.test_method}{corr}, p < {self.alpha:g}); "
+            "W/T/L: queries won/tied/lost against it"
         )
 
     # --- records ------------------------------------------------------------------------
@@ -154,6 +180,9 @@ class ComparisonReport:
                         "p_adjusted": d.p_adjusted if d else None,
                         "significant": d.significant if d else None,
                         "effect_size": d.effect_size if d else None,
+                        "wins": d.wins if d else None,
+                        "ties": d.ties if d else None,
+                        "losses": d.losses if d else None,
                     }
                 )
         return out
@@ -176,6 +205,7 @@ class ComparisonReport:
                 "notes": list(self.notes),
                 "estimates": [asdict(e) for e in self.estimates],
                 "differences": [asdict(d) for d in self.differences],
+                "deltas": self.deltas,
             }
         )
 
@@ -183,12 +213,20 @@ class ComparisonReport:
         """JSON text of :meth:`to_dict`."""
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
-    def to_csv(self) -> str:
-        """CSV text, one row per (system, measure), columns as in :meth:`rows`."""
+    def to_jsonl(self) -> str:
+        """JSON Lines: one object per (system, measure), keys as in :meth:`rows`."""
+        return "".join(json.dumps(_clean(r), ensure_ascii=False) + "\n" for r in self.rows())
+
+    def to_csv(self, delimiter: str = ",") -> str:
+        """CSV text, one row per (system, measure), columns as in :meth:`rows` (*delimiter*
+        ``"\\t"``: TSV)."""
         buf = io.StringIO()
         rows = self.rows()
         writer = csv.DictWriter(
-            buf, fieldnames=list(rows[0]) if rows else ["system"], lineterminator="\n"
+            buf,
+            fieldnames=list(rows[0]) if rows else ["system"],
+            lineterminator="\n",
+            delimiter=delimiter,
         )
         writer.writeheader()
         for row in rows:
@@ -222,7 +260,7 @@ class ComparisonReport:
             mark = r"$^{\dagger}$" if latex else MARK
         text = f"{_f(e.mean, digits)}{mark} [{_f(e.ci_low, digits)}, {_f(e.ci_high, digits)}]"
         if d is not None:
-            text += f" {_signed(d.diff, digits)} (p{_eq(d.p_adjusted)})"
+            text += f" {_signed(d.diff, digits)} (p{_eq(d.p_adjusted)}, W/T/L {d.wtl})"
         return text
 
     def to_markdown(self, digits: int | None = None) -> str:
@@ -253,10 +291,14 @@ class ComparisonReport:
                 d = self._diff_or_none(s, m)
                 k = self._digits(m, digits)
                 mark = r"$^{\dagger}$" if d is not None and d.significant else ""
-                cells.append(
-                    f"{_f(e.mean, k)}{mark} {{\\scriptsize [{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]}}"
+                cell = (
+                    f"{_f(e.mean, k)}{mark} {{\\scriptsize [{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]"
                 )
-            lines.append(_tex(s) + " & " + " & ".join(cells) + r" \\")
+                if d is not None:
+                    cell += f" {_signed(d.diff, k)} ($p{_eq(d.p_adjusted)}$, W/T/L {d.wtl})"
+                cells.append(cell + "}")
+            label = f"{s} (baseline)" if s == self.baseline else s
+            lines.append(_tex(label) + " & " + " & ".join(cells) + r" \\")
         lines += [
             r"\bottomrule",
             r"\end{tabular}",
@@ -264,8 +306,49 @@ class ComparisonReport:
         ]
         return "\n".join(lines) + "\n"
 
-    def to_rich(self, digits: int | None = None):
-        """A :class:`rich.table.Table` (coloured: green significantly better, red significantly worse)."""
+    def to_rich(self, digits: int | None = None, *, width: int | None = None):
+        """A rich renderable (coloured: green significantly better, red significantly worse).
+
+        Every cell line (the mean, its interval ``[low, high]``, the difference and p-value,
+        ``W/T/L``) is kept whole. When *width* (the terminal's columns) is too narrow for one
+        column per measure, the layout is stacked: one small table per measure, one row per
+        system. ``width=None``: always the wide table.
+        """
+        cells = {(s, m): self._lines(s, m, digits) for s in self.systems for m in self.measures}
+        names = {s: f"{s}\n(baseline)" if s == self.baseline else s for s in self.systems}
+        if width is None or width >= self._wide_width(cells, names):
+            return self._wide(cells, names)
+        return self._stacked(cells, names, digits)
+
+    def _lines(self, s: str, m: str, digits: int | None) -> list[tuple[str, str]]:
+        """``(text, style)`` lines of one cell: mean (with the mark), interval, difference and
+        p-value, W/T/L."""
+        k = self._digits(m, digits)
+        e = self.estimate(s, m)
+        d = self._diff_or_none(s, m)
+        style = ""
+        mark = ""
+        if d is not None and d.significant:
+            mark = MARK
+            style = "bold green" if d.diff > 0 else "bold red"
+        lines = [
+            (f"{_f(e.mean, k)}{mark}", style),
+            (f"[{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]", "dim"),
+        ]
+        if d is not None:
+            lines.append((f"{_signed(d.diff, k)} p{_eq(d.p_adjusted)}", "dim"))
+            lines.append((f"W/T/L {d.wtl}", "dim"))
+        return lines
+
+    def _wide_width(self, cells: dict, names: dict) -> int:
+        """Columns the wide table needs (padding and borders included)."""
+        name_w = max(len(line) for n in names.values() for line in n.split("\n"))
+        widths = [max(len("system"), name_w)]
+        for m in self.measures:
+            widths.append(max([len(m)] + [len(t) for s in self.systems for t, _ in cells[(s, m)]]))
+        return sum(widths) + 3 * len(widths) + 1
+
+    def _wide(self, cells: dict, names: dict):
         from rich.table import Table
         from rich.text import Text
 
@@ -275,34 +358,61 @@ class ComparisonReport:
             caption=self.legend(),
             caption_justify="left",
         )
-        table.add_column("system", overflow="fold", no_wrap=False)
+        table.add_column("system", no_wrap=True)
         for m in self.measures:
-            table.add_column(m, justify="right", overflow="fold")
+            table.add_column(m, justify="right", no_wrap=True)
         for s in self.systems:
-            cells = []
+            row = []
             for m in self.measures:
-                e = self.estimate(s, m)
-                d = self._diff_or_none(s, m)
-                digits_m = self._digits(m, digits)
-                text = Text(_f(e.mean, digits_m))
-                if d is not None and d.significant:
-                    text.append(MARK)
-                    text.stylize("bold green" if d.diff > 0 else "bold red")
-                text.append(f"\n[{_f(e.ci_low, digits_m)}, {_f(e.ci_high, digits_m)}]", style="dim")
-                if d is not None:
-                    text.append(f"\n{_signed(d.diff, digits_m)} p{_eq(d.p_adjusted)}", style="dim")
-                cells.append(text)
-            table.add_row(f"{s}\n(baseline)" if s == self.baseline else s, *cells)
+                text = Text()
+                for i, (line, style) in enumerate(cells[(s, m)]):
+                    text.append(("\n" if i else "") + line, style=style or None)
+                row.append(text)
+            table.add_row(names[s], *row)
         return table
 
+    def _stacked(self, cells: dict, names: dict, digits: int | None):
+        """One table per measure (rows: systems; columns: mean [CI], difference, p, W/T/L)."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        parts: list = [Text(f"Comparison with {self.baseline}")]
+        wtl = max((len(d.wtl) for d in self.differences), default=5)  # same widths in every table
+        for m in self.measures:
+            table = Table(title=m, title_justify="left")
+            table.add_column("system", overflow="fold")
+            table.add_column(f"mean [{self.ci:.0%} CI]", justify="right", no_wrap=True)
+            for head, least in (("diff", 7), ("p", 6), ("W/T/L", wtl)):
+                table.add_column(head, justify="right", no_wrap=True, min_width=least)
+            for s in self.systems:
+                lines = cells[(s, m)]
+                mean = Text(lines[0][0], style=lines[0][1] or None)
+                mean.append(" " + lines[1][0], style="dim")
+                d = self._diff_or_none(s, m)
+                k = self._digits(m, digits)
+                rest = (
+                    [_signed(d.diff, k), _p(d.p_adjusted), d.wtl] if d is not None else ["", "", ""]
+                )
+                table.add_row(names[s].replace("\n", " "), mean, *rest)
+            parts.append(table)
+        parts.append(Text(self.legend()))
+        return Group(*parts)
+
     def render(self, fmt: str = "table", digits: int | None = None) -> str:
-        """Render as ``table`` (plain text of the rich table), ``markdown``, ``latex``, ``csv`` or ``json``."""
+        """Render as ``table`` (plain text of the rich table), ``json``, ``jsonl``, ``csv``, ``tsv``,
+        ``markdown`` or ``latex``; every format carries the means, intervals, differences and
+        (corrected) p-values."""
         if fmt == "markdown":
             return self.to_markdown(digits)
         if fmt == "latex":
             return self.to_latex(digits)
         if fmt == "csv":
             return self.to_csv()
+        if fmt == "tsv":
+            return self.to_csv("\t")
+        if fmt == "jsonl":
+            return self.to_jsonl()
         if fmt == "json":
             return self.to_json()
         if fmt == "table":

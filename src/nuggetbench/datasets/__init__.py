@@ -9,6 +9,8 @@ from .family import DatasetFamily, JudgedCorpus, Target
 from .registry import (
     Entry,
     dataset_info,
+    dataset_patterns,
+    ensure_local,
     family_of,
     fetch,
     is_dataset_id,
@@ -16,6 +18,7 @@ from .registry import (
     list_datasets,
     load_dataset,
     load_target,
+    local_folder,
     register,
 )
 
@@ -30,6 +33,9 @@ __all__ = [
     "load_target",
     "Entry",
     "dataset_info",
+    "ensure_local",
+    "dataset_patterns",
+    "local_folder",
     "fetch",
     "list_datasets",
     "load_dataset",

@@ -7,6 +7,13 @@ published MD5 and extracted safely into ``$NUGGETBENCH_HOME/beir/<name>/`` (the 
 official zip: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``). Nothing is ever
 written into a ``NUGGETBENCH_DATA`` folder.
 
+``beir/cqadupstack`` as a whole is the 12 forums side by side, every query and document id
+prefixed by its forum (``android/12345``): a run for the whole dataset must use those ids (the
+forums' own ids collide, so no other mapping is safe). It is scored forum by forum and reported
+as the unweighted mean of the 12 forums' means, the BEIR and MTEB convention, with the per-forum
+table (``Dataset.metadata["mean_of_groups"] = "/"``, read by
+:func:`nuggetbench.evaluation.evaluate_dataset`).
+
 Self hits: BEIR's evaluation drops a retrieved document whose id equals the query id
 (``ignore_identical_ids``). nuggetbench declares that policy per dataset instead: it is on for
 ``beir/arguana`` and ``beir/quora``, whose queries are corpus documents, and off elsewhere.
@@ -15,12 +22,16 @@ Self hits: BEIR's evaluation drops a retrieved document whose id equals the quer
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import home as _home
-from ..data import read_beir_folder
+from ..data import Corpus, Document, Qrels, Queries, read_beir_folder
 from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
 from ..spec import Param, params_table
 from ._ids import BEIR_NAMES, CQADUPSTACK_FORUMS
@@ -161,17 +172,15 @@ def load(
 
     Raises:
         UnknownNameError: not a BEIR id (the nearest is suggested).
-        DatasetError: ``beir/cqadupstack`` as a whole (load its sub-forums), or the folder is absent
-            and *download* is false.
+        DatasetError: the folder is absent and *download* is false. ``beir/cqadupstack`` as a
+            whole loads its 12 forums with ``<forum>/`` id prefixes (see the module docstring).
         DownloadError, ChecksumError, UnsafeArchiveError: see :func:`fetch`.
         InputError: the split has no ``qrels/<split>.tsv`` (the available splits are listed).
     """
     name, forum = _parse(dataset_id)
     if name == "cqadupstack" and forum is None:
-        raise DatasetError(
-            "beir/cqadupstack is 12 separate sub-forum datasets and BEIR reports the mean of their "
-            "scores; load them one by one: "
-            + ", ".join(f"beir/cqadupstack/{f}" for f in CQADUPSTACK_FORUMS)
+        return _load_cqadupstack(
+            split=split, remove_self_hits=remove_self_hits, download=download, source=source
         )
     if source not in ("server", "hub"):
         raise DatasetError(f"source must be 'server' or 'hub', got {source!r}")
@@ -206,6 +215,81 @@ def load(
         }
     )
     return dataset
+
+
+def _load_cqadupstack(
+    *, split: str | None, remove_self_hits: bool | None, download: bool, source: str
+) -> Dataset:
+    """The 12 forums as one dataset with ``<forum>/<id>`` ids, scored as the mean of the forums."""
+    parts = {
+        f: load(
+            f"beir/cqadupstack/{f}",
+            split=split,
+            remove_self_hits=remove_self_hits,
+            download=download,
+            source=source,
+        )
+        for f in CQADUPSTACK_FORUMS
+    }
+    first = next(iter(parts.values()))
+    q, d, r = [], [], []
+    texts: dict[str, str] = {}
+    for f, ds in parts.items():
+        qids, starts, docids, rels = ds.qrels.arrays()
+        lengths = np.diff(starts)
+        q += [f"{f}/{x}" for x in np.repeat(qids, lengths).tolist()]
+        d += [f"{f}/{x}" for x in docids.tolist()]
+        r += rels.tolist()
+        texts |= {f"{f}/{qid}": ds.queries[qid] for qid in ds.queries}
+    return Dataset(
+        id="beir/cqadupstack",
+        corpus=GroupedCorpus({f: ds.corpus for f, ds in parts.items()}),
+        queries=Queries(texts, name="beir/cqadupstack"),
+        qrels=Qrels(q, d, r, name="beir/cqadupstack"),
+        split=first.split,
+        default_measures=list(DEFAULT_MEASURES),
+        remove_self_hits=first.remove_self_hits,
+        metadata={
+            "format": "beir",
+            "mean_of_groups": "/",
+            "groups": list(CQADUPSTACK_FORUMS),
+            "self_hit_policy": first.metadata.get("self_hit_policy"),
+        },
+        notes=[
+            "beir/cqadupstack: the mean of its 12 forums' scores (BEIR/MTEB); query and document "
+            "ids are '<forum>/<id>'"
+        ],
+    )
+
+
+class GroupedCorpus(Corpus):
+    """Several corpora side by side under ``<group>/<doc id>`` ids (read lazily from each)."""
+
+    def __init__(self, corpora: dict[str, Corpus], sep: str = "/"):
+        self._corpora = dict(corpora)
+        self._sep = sep
+        self.name = "+".join(self._corpora)
+
+    def __getitem__(self, doc_id: str) -> Document:
+        group, _, inner = doc_id.partition(self._sep)
+        if group not in self._corpora or not inner:
+            raise KeyError(doc_id)
+        doc = self._corpora[group][inner]
+        return Document(doc_id, doc.text, doc.title, doc.metadata)
+
+    def __iter__(self) -> Iterator[str]:
+        for group, corpus in self._corpora.items():
+            for doc_id in corpus:
+                yield f"{group}{self._sep}{doc_id}"
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self._corpora.values())
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for group, corpus in self._corpora.items():
+            h.update(f"{group}\x1f{corpus.fingerprint()}\x1e".encode())
+        return h.hexdigest()[:16]
 
 
 def load_folder(
@@ -269,10 +353,32 @@ def info(dataset_id: str) -> dict:
         "self_hit_policy": _self_hit_policy(name, policy),
         "default_measures": list(DEFAULT_MEASURES),
         "default_profile": "trec_eval -c",
-        "loadable": not (name == "cqadupstack" and forum is None),
+        "loadable": True,
+        "mean_of_groups": name == "cqadupstack" and forum is None,
+        "counts": _counts(folder) if folder and _marker(dataset_id) == "corpus.jsonl" else None,
         "citation": "Thakur et al., BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of "
         "Information Retrieval Models, NeurIPS 2021 Datasets and Benchmarks",
     }
+
+
+def _counts(folder: Path) -> dict[str, int]:
+    """Documents, queries and judgments (per qrels split) of a local BEIR folder, by counting
+    lines (no parsing: a few seconds for MS MARCO's 8.8M passages)."""
+    out = {
+        "documents": _count_lines(folder / "corpus.jsonl"),
+        "queries": _count_lines(folder / "queries.jsonl"),
+    }
+    for qrels in sorted((folder / "qrels").glob("*.tsv")):
+        out[f"judgments ({qrels.stem})"] = max(_count_lines(qrels) - 1, 0)  # header line
+    return out
+
+
+def _count_lines(path: Path) -> int:
+    """Non-empty lines of *path* (0 when absent)."""
+    if not path.is_file():
+        return 0
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
 
 
 # --- the family -----------------------------------------------------------------------------------

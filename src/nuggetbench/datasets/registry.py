@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import home as _home
 from ..data import load_qrels
 from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels
-from ..errors import DatasetError, UnknownNameError, suggest
+from ..errors import DatasetError, DownloadError, InputError, UnknownNameError, suggest
 from ..spec import REQUIRED, Param, resolve
 from ._ids import (
     BEIR_NAMES,
@@ -46,7 +47,9 @@ __all__ = [
     "REGISTRY",
     "Entry",
     "dataset_info",
+    "dataset_patterns",
     "family_of",
+    "local_folder",
     "fetch",
     "is_dataset_id",
     "judge_corpus",
@@ -172,12 +175,37 @@ def register(entry: Entry, *, first: bool = False) -> None:
 def list_datasets(pattern: str | None = None) -> list[str]:
     """All registered dataset ids (optionally those matching an ``fnmatch`` *pattern*), sorted.
 
-    Imports no family module.
+    Entries that accept a whole pattern of ids (``mmarco/*/*``) are not ids; see
+    :func:`dataset_patterns`. Imports no family module.
     """
-    ids = sorted({i for entry in REGISTRY for i in entry.listed_ids()})
+    ids = sorted({i for entry in REGISTRY for i in entry.listed_ids() if not _is_pattern(i)})
     if pattern:
         ids = [i for i in ids if fnmatch.fnmatchcase(i, pattern)]
     return ids
+
+
+def _is_pattern(text: str) -> bool:
+    return any(ch in text for ch in "*?[")
+
+
+def dataset_patterns() -> list[tuple[str, str]]:
+    """``(pattern, description)`` of the entries that take any id of a pattern (cross-lingual
+    mMARCO's ``mmarco/<doc_lang>/<query_lang>``), for listings. Imports nothing."""
+    return [(e.pattern, e.description) for e in REGISTRY if not e.ids and _is_pattern(e.pattern)]
+
+
+def local_folder(dataset_id: str) -> Path | None:
+    """Where *dataset_id* is on disk (``NUGGETBENCH_DATA`` or the home), or ``None`` when it
+    would have to be downloaded (or its family keeps it in another cache, as the hub datasets).
+
+    Raises:
+        UnknownNameError: not a registered id.
+    """
+    try:
+        found = family_of(dataset_id).find(dataset_id)
+    except (DatasetError, InputError):  # an id the family cannot place on disk
+        return None
+    return Path(found) if found else None
 
 
 def _entry(dataset_id: str) -> Entry | None:
@@ -207,7 +235,7 @@ def family_of(dataset_id: str) -> DatasetFamily:
 def _unknown(dataset_id: str) -> UnknownNameError:
     return UnknownNameError(
         f"unknown dataset {dataset_id!r}.{suggest(dataset_id, list_datasets())} "
-        "Run `nuggetbench datasets` (or nuggetbench.datasets.list_datasets()) for the list; "
+        "Run `nuggetbench datasets list` (or nuggetbench.list_datasets()) for the list; "
         "a local BEIR-format folder can be given by its path"
     )
 
@@ -356,3 +384,25 @@ def fetch(dataset_id: str, *, show_progress: bool = False) -> Path | None:
         DownloadError, ChecksumError, UnsafeArchiveError: from the download.
     """
     return family_of(dataset_id).fetch(dataset_id, show_progress=show_progress)
+
+
+def ensure_local(dataset_id: str, *, show_progress: bool = False) -> Path:
+    """Make sure *dataset_id* is on disk: :func:`fetch` it, or find the local copy of a family
+    that has nothing to download; returns its local path (what ``datasets fetch`` prints).
+
+    Raises:
+        UnknownNameError: not a registered id.
+        DownloadError: the family cannot download it and it is not on disk (the message says
+            where nuggetbench looks), or the download failed (offline, unreachable...).
+        ChecksumError, UnsafeArchiveError: from the download.
+    """
+    family = family_of(dataset_id)
+    path = family.fetch(dataset_id, show_progress=show_progress) or family.find(dataset_id)
+    if path is None:
+        searched = ", ".join(str(p) for p in _home.search_path())
+        raise DownloadError(
+            f"{dataset_id} could not be fetched: nuggetbench has no download for it and it is not "
+            f"on disk (searched under {searched}). Put its files in a folder on NUGGETBENCH_DATA "
+            f"(`nuggetbench datasets info {dataset_id}` describes them)"
+        )
+    return Path(path)

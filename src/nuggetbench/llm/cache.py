@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,17 @@ class LLMCache:
                 ),
             )
             self._db.commit()
+
+    def discard(self, keys: Iterable[str]) -> int:
+        """Delete the answers stored under *keys* (unusable answers must not be served again);
+        returns how many were stored. Commits at once."""
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return 0
+        with self._lock:
+            cur = self._db.executemany("DELETE FROM responses WHERE key = ?", [(k,) for k in keys])
+            self._db.commit()
+            return int(cur.rowcount)
 
     def __len__(self) -> int:
         with self._lock:

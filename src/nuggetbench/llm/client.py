@@ -35,6 +35,7 @@ from typing import Any
 
 from ..errors import BudgetError, InputError, LLMError
 from .cache import LLMCache, UsageLedger, request_key
+from .secrets import key_name_problem, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,11 @@ class LLMSettings:
             ``openai`` default (api.openai.com). For Azure, the resource endpoint.
         provider: ``"openai"`` (any compatible server) or ``"azure"``.
         api_version: Azure API version.
-        api_key_env: environment variable holding the key (never the key itself).
+        api_key_env: environment variable holding the key (never the key itself; a value
+            shaped like a key is refused without being quoted).
+        no_api_key: the endpoint needs no key (a local vLLM, Ollama, llama.cpp server): none is
+            read or sent. Without it a missing key is an error for every endpoint built from a
+            plan (:func:`key_problem`), never a silent placeholder.
         timeout: seconds to wait for one answer.
         max_retries: retries after the first attempt on retryable failures.
         backoff, backoff_max: first retry delay and cap, seconds.
@@ -67,6 +72,7 @@ class LLMSettings:
     provider: str = "openai"
     api_version: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    no_api_key: bool = False
     timeout: float = 120.0
     max_retries: int = 6
     backoff: float = 1.0
@@ -83,6 +89,14 @@ class LLMSettings:
             raise InputError(f"[llm] provider must be 'openai' or 'azure', got {self.provider!r}")
         if self.concurrency < 1 or self.max_retries < 0 or self.timeout <= 0:
             raise InputError("[llm] concurrency must be >= 1, max_retries >= 0 and timeout > 0")
+        problem = key_name_problem(self.api_key_env)
+        if problem:
+            raise InputError(problem)
+        if self.no_api_key and (self.base_url is None or self.provider == "azure"):
+            raise InputError(
+                "[llm] no_api_key = true is for a local OpenAI-compatible server: give its "
+                "base_url (provider 'openai'); OpenAI and Azure endpoints need a key"
+            )
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LLMSettings:
@@ -96,17 +110,41 @@ class LLMSettings:
         return cls(**values)
 
     def api_key(self) -> str | None:
-        """The key from the environment (``NUGGETBENCH_LLM_API_KEY`` first, then ``api_key_env``)."""
+        """The key from the environment (``NUGGETBENCH_LLM_API_KEY`` first, then ``api_key_env``);
+        ``None`` with ``no_api_key``."""
+        if self.no_api_key:
+            return None
         return os.environ.get(ENV_API_KEY) or os.environ.get(self.api_key_env) or None
 
+    def key_problem(self) -> str | None:
+        """Why no usable key is available (``None``: a key is set, or ``no_api_key`` is stated)."""
+        if self.no_api_key or self.api_key() is not None:
+            return None
+        local = (
+            f"; for a server that needs no key ({redact_url(self.base_url)}), state it in the "
+            "plan: [llm] no_api_key = true"
+            if self.base_url is not None and self.provider != "azure"
+            else ""
+        )
+        return (
+            f"no API key: set {self.api_key_env} (the variable named by [llm] api_key_env) or "
+            f"{ENV_API_KEY} in the environment; keys are never read from the plan{local}"
+        )
+
+    def endpoint(self) -> str:
+        """The endpoint for messages, credentials masked."""
+        return redact_url(self.base_url) or "the OpenAI API"
+
     def describe(self) -> dict[str, Any]:
-        """What may be written to a manifest: everything but credentials."""
+        """What may be written to a manifest: everything but credentials (the ``base_url`` is
+        passed through :func:`~.secrets.redact_url`)."""
         return {
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": redact_url(self.base_url),
             "provider": self.provider,
             "api_version": self.api_version,
             "api_key_env": self.api_key_env,
+            "no_api_key": self.no_api_key,
         }
 
 
@@ -195,12 +233,12 @@ class LLMClient:
                     ) from exc
                 s = self.settings
                 key = s.api_key()
-                if key is None and (s.base_url is None or s.provider == "azure"):
-                    raise LLMError(
-                        f"no API key: set {s.api_key_env} (or {ENV_API_KEY}) in the environment; "
-                        "keys are never read from the plan"
-                    )
-                key = key or "not-needed"  # local servers (vLLM, Ollama) accept any key
+                if key is None and not s.no_api_key:
+                    if s.base_url is None or s.provider == "azure":
+                        raise LLMError(s.key_problem() or "no API key")
+                    log.warning("%s; sending no key to %s", s.key_problem(), s.endpoint())
+                # openai refuses an empty key; a server that needs none ignores this one
+                key = key or "no-key"
                 if s.provider == "azure":
                     self._client = openai.AzureOpenAI(
                         azure_endpoint=s.base_url,
@@ -216,7 +254,7 @@ class LLMClient:
             return self._client
 
     def _where(self) -> str:
-        return self.settings.base_url or "the OpenAI API"
+        return self.settings.endpoint()
 
     def _send(self, body: dict) -> tuple[str, int, int, dict | None]:
         if self._transport is not None:
@@ -435,6 +473,12 @@ class LLMClient:
                 if progress:
                     progress(1)
         return [r for r in results if r is not None]
+
+    def forget(self, keys: Sequence[str]) -> int:
+        """Remove unusable answers from the cache (by their :attr:`ChatResult.key`), so that the
+        next run sends those requests again instead of replaying a failure; returns how many
+        were removed."""
+        return self.cache.discard(keys)
 
     def close(self) -> None:
         self.cache.close()

@@ -8,6 +8,7 @@
 from .base import Measure, parse_measure, parse_measures
 from .context import UNJUDGED, EvalContext, Ranked
 from .evaluate import evaluate
+from .groups import evaluate_groups
 from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile, register_profile
 from .registry import FAMILY_MODULES, MeasureFamily, all_family_names, get_family, register
 from .results import Results, read_results
@@ -20,6 +21,7 @@ __all__ = [
     "Ranked",
     "UNJUDGED",
     "evaluate",
+    "evaluate_groups",
     "Profile",
     "PROFILES",
     "DEFAULT_PROFILE",

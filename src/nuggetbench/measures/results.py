@@ -159,20 +159,48 @@ class Results:
         return frame
 
 
-def read_results(path: str | Path) -> Results:
-    """Read results written by :meth:`Results.to_json`.
+def read_results(path: str | Path, *, system: str | None = None) -> Results:
+    """Read results written by :meth:`Results.to_json`, or one system's results from an
+    experiment's ``results.json`` (``nuggetbench run -o DIR``; a folder holding one is taken too).
+
+    Args:
+        path: the JSON file, or an experiment folder.
+        system: the system to take from an experiment file (needed when it holds several; the
+            whole experiment is read by ``nuggetbench.Experiment.load``).
 
     Raises:
         InputError: the file is missing, not JSON, or not a results dict.
+        UnknownNameError: *system* is not in the experiment, or it holds several and none is named.
     """
     path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise InputError(f"{path}: no such results file") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not JSON ({exc})") from exc
+    if isinstance(data, dict) and isinstance(data.get("systems"), dict):
+        return Results.from_dict(_pick_system(data["systems"], system, path))
+    if system is not None:
+        raise InputError(f"{path} holds the results of one run, not an experiment's systems")
     return Results.from_dict(data)
+
+
+def _pick_system(systems: dict[str, Any], system: str | None, path: Path) -> dict[str, Any]:
+    """The results dict of *system* in an experiment's ``systems`` (the only one if unnamed)."""
+    names = list(systems)
+    if system is None and len(names) == 1:
+        return systems[names[0]]
+    if system is None or system not in systems:
+        what = "name one with system=" if system is None else f"no system {system!r}."
+        raise UnknownNameError(
+            f"{path} is an experiment with {len(names)} systems; {what}"
+            f"{suggest(system or '', names)} Systems: {', '.join(names)} "
+            "(nuggetbench.Experiment.load reads them all)"
+        )
+    return systems[system]
 
 
 def _clean(value: float) -> float | None:

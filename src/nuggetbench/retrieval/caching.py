@@ -148,6 +148,8 @@ class CachedIndex:
 
     Attributes:
         hits, misses: cache lookups served and missed.
+        index_seconds: wall-clock seconds spent building the wrapped index (0 while it was not
+            built: every search so far was served from the cache).
     """
 
     def __init__(self, retriever: Any, corpus, *, show_progress: bool = False):
@@ -158,6 +160,7 @@ class CachedIndex:
         self._show_progress = show_progress
         self.hits = 0
         self.misses = 0
+        self.index_seconds = 0.0
 
     def _cache(self, queries, doc_filter, objective) -> RunCache | None:
         identity = retriever_identity(self.retriever)
@@ -192,9 +195,11 @@ class CachedIndex:
             return run
         self.misses += 1
         if self._inner is None:
+            started = time.perf_counter()
             self._inner = self.retriever.index(
                 self.corpus, show_progress=show_progress or self._show_progress
             )
+            self.index_seconds = time.perf_counter() - started
         run = search(
             self._inner,
             queries,
@@ -204,5 +209,8 @@ class CachedIndex:
             objective=objective,
         )
         if cache is not None:
-            cache.save(run, k)
+            try:
+                cache.save(run, k)
+            except OSError as exc:  # a cache is optional: a full disk must not cost the run
+                log.warning("could not save the run in the run cache %s: %s", cache.path, exc)
         return run

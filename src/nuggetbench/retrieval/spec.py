@@ -23,11 +23,12 @@ option dicts (``preset=pyserini``), explicit options overriding the preset; a ba
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 from typing import Any
 
-from ..errors import SpecError, suggest
+from ..errors import SpecError, UnknownNameError, suggest
 from ..spec import (
     POSITIONAL,
     REQUIRED,
@@ -55,7 +56,9 @@ __all__ = [
     "register_retriever",
     "retriever_class",
     "retriever_params",
+    "short_label",
     "spec_options",
+    "split_label",
 ]
 
 #: Single retrievers and rerankers: ``prefix -> "module:Class"``.
@@ -186,12 +189,91 @@ def public_spec(spec: str) -> str:
     return re.sub(r":\s*(?=>>|\)|,|$)", "", out).strip()
 
 
+# --- labels -------------------------------------------------------------------------------------
+_CALL = re.compile(r"^(\s*[A-Za-z][A-Za-z0-9_\-]*\s*\()(.*)(\)\s*(?:@\s*\d+)?\s*)$", re.S)
+_DEPTH = re.compile(r"^(.*?)(@\s*\d+\s*)?$", re.S)
+
+
+def split_label(spec: str) -> tuple[str, str | None]:
+    """Take the ``name=LABEL`` option out of a retriever spec: ``(spec without it, LABEL)``.
+
+    Every spec takes ``name=``: a single retriever among its options
+    (``bm25:preset=pyserini,name=pyserini``, ``rerank:MODEL,name=ce@100``), a pipeline on its
+    last stage (``bm25 >> rerank:MODEL,name=ce``), ``fuse(...)`` and the wrappers after the
+    ``;`` (``fuse(bm25, dense:M; method=rrf, name=hybrid)``). The label names the system in
+    tables, ``results.json`` and run files; the spec without it is what is run and cached.
+
+    Raises:
+        SpecError: an empty label, or unbalanced parentheses.
+    """
+    text = spec.strip()
+    stages = split_top(text, (">>",), where="retriever spec")
+    last = stages[-1]
+    call = _CALL.match(last)
+    if call is not None:
+        head, inner, tail = call.groups()
+        parts = split_top(inner, (";",), where="retriever spec")
+        if len(parts) < 2:  # a retriever called with options: llm_listwise(model=M, name=x)
+            if head.strip()[:-1].strip().lower() in ("fuse", *WRAPPERS):
+                return text, None
+            options, label = _drop_name(parts[0], spec)
+            new_last = head + options + tail
+        else:
+            options, label = _drop_name(parts[-1], spec)
+            kept = ";".join(parts[:-1]) + (";" + options if options.strip() else "")
+            new_last = head + kept + tail
+    else:
+        prefix, sep, rest = last.partition(":")
+        if not sep:
+            return text, None
+        body, depth = _DEPTH.match(rest).groups()  # type: ignore[union-attr]
+        options, label = _drop_name(body, spec)
+        new_last = prefix + (":" + options if options.strip() else "") + (depth or "")
+    if label is None:
+        return text, None
+    return ">>".join([*stages[:-1], new_last]).strip(), label
+
+
+def _drop_name(options: str, spec: str) -> tuple[str, str | None]:
+    """``options`` without its ``name=`` item, and the name (``None`` when there is none)."""
+    items = split_top(options, (",",), where="retriever spec")
+    label = None
+    kept = []
+    for item in items:
+        key, eq, value = item.partition("=")
+        if eq and key.strip() == "name":
+            label = str(parse_literal(value.strip())).strip()
+            if not label:
+                raise SpecError(
+                    f"retriever spec {spec!r}: name= needs a label, e.g. name=bm25-tuned"
+                )
+        else:
+            kept.append(item)
+    return ",".join(kept), label
+
+
+def short_label(spec: str, width: int = 24) -> str:
+    """A label of at most *width* characters for a spec without ``name=``: the spec itself when
+    short enough, else with each path or hub id cut to its last part
+    (``dense:/models/e5-small-v2`` -> ``dense:e5-small-v2``), else cut in the middle with
+    ``…``. The full spec stays in the experiment's provenance."""
+    text = spec.strip()
+    if len(text) <= width:
+        return text
+    text = re.sub(r"[^\s:,;()=>]*/([^\s:,;()=>/]+)/?", r"\1", text)
+    if len(text) <= width:
+        return text
+    head = (width - 1) * 2 // 3
+    return text[:head] + "\u2026" + text[len(text) - (width - 1 - head) :]
+
+
 # --- parsing ------------------------------------------------------------------------------------
 def parse_retriever(spec: str):
     """Build a retriever (or a pipeline, fusion or wrapper) from its spec string.
 
     Examples: ``bm25``, ``bm25:k1=0.9,b=0.4``, ``bm25:preset=pyserini``,
     ``bm25 >> rerank:MODEL@100``, ``fuse(bm25, dense:MODEL; method=rrf)``, ``hyde(bm25)``.
+    Any spec may carry ``name=LABEL`` (see :func:`split_label`), set as ``retriever.label``.
 
     Returns:
         An object following :class:`nuggetbench.retrieval.base.Retriever`.
@@ -204,6 +286,12 @@ def parse_retriever(spec: str):
     text = spec.strip() if isinstance(spec, str) else ""
     if not text:
         raise SpecError("empty retriever spec; write e.g. 'bm25' or 'bm25:k1=0.9,b=0.4'")
+    text, label = split_label(text)
+    if label is not None:  # a label names the system; it is not an option of the retriever
+        retriever = parse_retriever(text)
+        with contextlib.suppress(AttributeError):  # __slots__: the experiment keeps the label
+            retriever.label = label
+        return retriever
     where = f"retriever spec {spec!r}"
     stages = split_top(text, (">>",), where="retriever spec")
     if len(stages) > 1:
@@ -222,6 +310,11 @@ def parse_retriever(spec: str):
             if len(parts) > 1:
                 raise SpecError(f"{where}: write {name}(option=value, ...) without ';'")
             return _parse_single(spec, f"{name}:{parts[0].strip()}" if parts[0].strip() else name)
+        known = sorted({*RETRIEVERS, *WRAPPERS, "fuse"})
+        raise UnknownNameError(  # name the unknown retriever rather than the parentheses
+            f"{where}: unknown retriever {call.group(1)!r}.{suggest(name, known)} Known: "
+            f"{', '.join(known)}. Run `nuggetbench retrievers` for their options"
+        )
     return _parse_single(spec, text)
 
 

@@ -1,0 +1,164 @@
+"""The functions ``import nuggetbench as nb`` gives, taking what users already hold.
+
+``nb.evaluate`` scores qrels and a run given as our own values, plain dicts (pytrec_eval, ranx),
+pandas DataFrames (ir_measures, PyTerrier), ir_measures records, files, a :class:`Dataset` or a
+dataset id, on measures given as strings or ir_measures measure objects; everything is converted
+here, at the edge, and the measures layer sees only :class:`Qrels`, :class:`Run` and measure
+strings. ``nb.read_qrels`` / ``nb.read_run`` are the format-detecting readers (the older names
+``load_qrels`` / ``load_run`` are aliases).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .data import Qrels, Run, load_run
+from .data.convert import as_qrels, as_run
+from .datasets import Dataset, Target, is_dataset_id, load_target
+from .errors import InputError
+from .measures import Measure, Profile, Results
+from .measures import evaluate as _evaluate
+
+__all__ = ["evaluate", "read_qrels", "read_run", "load_qrels", "load_run"]
+
+
+def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
+    """Read judgments from a file, whatever its format.
+
+    Formats (detected from the content): TREC qrels (``qid iter docid grade``), BEIR tsv (with
+    its ``query-id corpus-id score`` header), JSON ``{qid: {docid: grade}}``, ndeval / TREC Web
+    diversity qrels (``topic subtopic docno judgment``; nugget-level, see
+    :func:`nuggetbench.data.diversity_io.sniff_nugget_qrels` for how they are told apart) and a
+    FreshStack queries file (JSONL with ``nuggets``). ``.gz`` TREC files are read transparently.
+
+    Args:
+        path: the file.
+        name: a label for the qrels (default: the file name).
+
+    Returns:
+        :class:`Qrels`; nugget-level files carry their nugget judgments in ``qrels.nuggets``.
+
+    Raises:
+        InputError: the path does not exist or is a folder (load a dataset folder with
+            ``nb.load_dataset``); FormatError / DuplicateError from the readers (file and line
+            named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        hint = " (a dataset folder: nb.load_dataset(path))" if path.is_dir() else ""
+        raise InputError(f"qrels file {path} does not exist or is not a file{hint}")
+    qrels = load_target(path).qrels
+    if name is not None:
+        qrels.name = name
+    return qrels
+
+
+def read_run(
+    path: str | Path, *, name: str | None = None, keep_rank: bool = False, trailing: str = "error"
+) -> Run:
+    """Read a run from a file, whatever its format: a TREC run (6 columns, ``.gz`` too), JSON
+    ``{qid: {docid: score}}``, or a rank file ``{qid: [docid, ...]}`` best first (a restricted
+    pickle or JSON, as BIRCO's).
+
+    Args:
+        path: the file.
+        name: the run's label (default: the TREC tag, else the file name).
+        keep_rank: keep a TREC file's rank column as ``run.input_ranks`` (ndeval's order).
+        trailing: TREC lines with more than six fields: ``"error"`` (default) or ``"ignore"``.
+
+    Raises:
+        InputError: the file does not exist; FormatError / DuplicateError from the readers.
+    """
+    return load_run(path, name=name, keep_rank=keep_rank, trailing=trailing)
+
+
+#: Older names of the format-detecting readers, kept as aliases.
+load_qrels = read_qrels
+
+
+def evaluate(
+    qrels: Any,
+    run: Any,
+    measures: Any = None,
+    *,
+    profile: str | Profile | None = None,
+) -> Results:
+    """Score *run* against *qrels* on *measures*; anything a Python user holds is accepted.
+
+    Args:
+        qrels: a :class:`Qrels`; ``{query_id: {doc_id: grade}}``; a DataFrame with ``query_id``
+            (or ``qid``), ``doc_id`` (or ``docno``) and ``relevance`` (or ``label``) columns;
+            ir_measures ``Qrel`` records; a judgments file path (:func:`read_qrels`); a
+            :class:`Dataset`; or a dataset id (``"beir/scifact"``, loaded with defaults).
+        run: a :class:`Run`; ``{query_id: {doc_id: score}}``; ``{query_id: [doc_id, ...]}`` best
+            first; a DataFrame with query, doc and ``score`` columns; ir_measures ``ScoredDoc``
+            records; or a run file path (:func:`read_run`).
+        measures: measure strings (``"nDCG@10"``), :class:`Measure` values or ir_measures measure
+            objects (``ir_measures.nDCG@10``), one or a list, or one string of several
+            (``"nDCG@10 AP"``); default: the dataset's measures (``nDCG@10 R@100 RR@10 AP`` for
+            plain qrels).
+        profile: a profile name or value; default: the dataset's (``"trec_eval -c"`` for plain
+            qrels). See :mod:`nuggetbench.measures.profiles`.
+
+    Returns:
+        :class:`Results` (per-query values, means, provenance), exactly as
+        :func:`nuggetbench.measures.evaluate` computes them.
+
+    Raises:
+        InputError: a value of an unsupported type or shape (the message lists the shapes taken).
+        UnknownNameError, SpecError: an unknown dataset, measure or profile.
+        FormatError, DatasetError: from the readers and loaders.
+    """
+    target = _target(qrels)
+    texts = _measure_texts(measures) if measures is not None else list(target.default_measures)
+    run_value = read_run(run) if isinstance(run, (str, Path)) else as_run(run)
+    return _evaluate(
+        target.qrels,
+        run_value,
+        texts,
+        profile=profile or target.default_profile or "trec_eval -c",
+    )
+
+
+def _target(qrels: Any) -> Target:
+    """Judgments and their conventions from any accepted *qrels* value."""
+    if isinstance(qrels, Dataset):
+        return load_target(qrels)
+    if isinstance(qrels, (str, Path)):
+        text = str(qrels)
+        if Path(text).expanduser().exists() or is_dataset_id(text):
+            return load_target(
+                Path(text).expanduser() if Path(text).expanduser().exists() else text
+            )
+        raise InputError(
+            f"qrels {text!r} is neither a file, a folder nor a dataset id; give a path, an id "
+            "(nuggetbench datasets list) or the judgments themselves"
+        )
+    return Target(as_qrels(qrels))
+
+
+def _measure_texts(measures: Any) -> str | list[str | Measure]:
+    """Measure strings or values from strings, :class:`Measure` values and ir_measures objects.
+
+    An ir_measures measure prints itself in the same spelling (``str(ir_measures.nDCG@10) ==
+    "nDCG@10"``), so it is converted with ``str``; anything else is left to the parser, which
+    names it in its error.
+    """
+    if isinstance(measures, str):
+        return measures  # one measure, or several separated by spaces or commas
+    if isinstance(measures, Measure) or not isinstance(measures, Iterable):
+        measures = [measures]
+    out: list[str | Measure] = []
+    for m in measures:
+        if isinstance(m, (str, Measure)):
+            out.append(m)
+        elif type(m).__module__.split(".")[0] == "ir_measures":
+            out.append(str(m))
+        else:
+            raise InputError(
+                f"measure {m!r} ({type(m).__name__}) is not a measure string, a nuggetbench "
+                "Measure or an ir_measures measure; write it as text, e.g. 'nDCG@10'"
+            )
+    return out

@@ -1,0 +1,112 @@
+"""One ``--format`` everywhere (issue 18, point 5): the same seven choices on ``run``, ``evaluate``
+and ``compare``, each carrying the same values as the JSON output."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from nuggetbench.cli import cli
+
+FORMATS = ["table", "json", "jsonl", "csv", "tsv", "markdown", "latex"]
+
+
+@pytest.fixture()
+def files(tmp_path):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("1 0 a 1\n1 0 b 0\n2 0 c 1\n2 0 d 2\n3 0 e 1\n")
+    run1 = tmp_path / "one.trec"
+    run1.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n2 Q0 d 1 3.0 t\n3 Q0 x 1 1.0 t\n")
+    run2 = tmp_path / "two.trec"
+    run2.write_text("1 Q0 b 1 2.0 t\n1 Q0 a 2 1.0 t\n2 Q0 c 1 3.0 t\n3 Q0 e 1 1.0 t\n")
+    return qrels, run1, run2
+
+
+@pytest.mark.parametrize("command", ["run", "evaluate", "compare"])
+def test_every_command_offers_the_same_formats(command):
+    out = CliRunner(env={"COLUMNS": "200"}).invoke(cli, [command, "--help"])
+    assert out.exit_code == 0
+    assert "[table|json|jsonl|csv|tsv|markdown|latex" in out.output.replace("\n", "")
+
+
+def test_evaluate_formats_carry_the_same_values(files):
+    qrels, run1, _ = files
+    args = ["evaluate", str(qrels), str(run1), "-m", "P@1", "-m", "NumRet", "--per-query"]
+    js = json.loads(CliRunner().invoke(cli, [*args, "--format", "json"]).stdout)
+    for fmt in ("jsonl", "csv"):
+        text = CliRunner().invoke(cli, [*args, "--format", fmt]).stdout
+        if fmt == "jsonl":
+            records = [json.loads(line) for line in text.splitlines()]
+        else:
+            records = list(csv.DictReader(io.StringIO(text)))
+        got = {(r["query"], r["measure"]): float(r["value"]) for r in records}
+        for m in ("P@1", "NumRet"):
+            assert got[("all", m)] == pytest.approx(js[m])
+            for q, v in js["per_query"][m].items():
+                assert got[(q, m)] == pytest.approx(v)
+    md = CliRunner().invoke(cli, [*args, "--format", "markdown"]).stdout
+    assert "| query | P@1 | NumRet |" in md
+    assert "| 1 | 1.0000 | 2 |" in md  # fixed decimals per measure, counts as integers
+    tex = CliRunner().invoke(cli, [*args, "--format", "latex"]).stdout
+    assert r"\begin{tabular}" in tex and "1.0000 & 2" in tex
+    table = CliRunner(env={"COLUMNS": "120"}).invoke(cli, [*args]).stdout
+    assert "query" in table.splitlines()[2] or "query" in table  # the per-query column is "query"
+    assert "1.0000" in table and "0.6667" in table
+
+
+def test_compare_and_run_formats_carry_differences_and_p_values(files):
+    qrels, run1, run2 = files
+    args = ["compare", str(qrels), str(run1), str(run2), "-m", "P@1", "--resamples", "200"]
+    js = json.loads(CliRunner().invoke(cli, [*args, "--format", "json"]).stdout)
+    diff = js["differences"][0]
+    for fmt in ("jsonl", "csv", "tsv"):
+        text = CliRunner().invoke(cli, [*args, "--format", fmt]).stdout
+        if fmt == "jsonl":
+            rows = [json.loads(line) for line in text.splitlines()]
+        else:
+            rows = list(csv.DictReader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ","))
+        two = next(r for r in rows if r["system"] == "two")
+        assert float(two["diff"]) == pytest.approx(diff["diff"])
+        assert float(two["p_adjusted"]) == pytest.approx(diff["p_adjusted"])
+    tex = CliRunner().invoke(cli, [*args, "--format", "latex"]).stdout
+    md = CliRunner().invoke(cli, [*args, "--format", "markdown"]).stdout
+    sign = f"{diff['diff']:+.4f}"
+    assert sign in tex and sign in md  # LaTeX no longer drops the differences
+    assert "$p=" in tex or "$p<" in tex
+
+
+# --- point 7: options global where they are global, one name everywhere ------------------------
+
+
+def test_verbose_and_no_progress_before_or_after_the_command(files):
+    qrels, run1, _ = files
+    for args in (
+        ["-v", "--no-progress", "evaluate", str(qrels), str(run1), "-m", "P@1"],
+        ["evaluate", str(qrels), str(run1), "-m", "P@1", "-v", "--no-progress"],
+    ):
+        out = CliRunner().invoke(cli, [*args, "--format", "json"])
+        assert out.exit_code == 0, out.output
+        assert json.loads(out.stdout) == {"P@1": pytest.approx(2 / 3)}
+    for command in ("run", "evaluate", "compare", "chunk", "build", "measures", "retrievers"):
+        text = CliRunner(env={"COLUMNS": "200"}).invoke(cli, [command, "--help"]).output
+        assert "--verbose" in text and "--no-progress" in text, command
+    sub = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["datasets", "list", "--help"]).output
+    assert "--no-progress" in sub
+
+
+def test_measures_by_option_or_position_and_hidden_old_spellings(files, tmp_path):
+    qrels, run1, _ = files
+    by_option = CliRunner().invoke(
+        cli, ["evaluate", str(qrels), str(run1), "-m", "P@1", "--format", "json"]
+    )
+    by_position = CliRunner().invoke(
+        cli, ["evaluate", str(qrels), str(run1), "P@1", "--format", "json"]
+    )
+    assert json.loads(by_option.stdout) == json.loads(by_position.stdout)
+    help_text = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["run", "--help"]).output
+    assert "--no-cache" in help_text and "--output" in help_text
+    assert "--no-run-cache" not in help_text and "--outdir" not in help_text  # hidden aliases
