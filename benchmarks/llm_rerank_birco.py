@@ -58,27 +58,29 @@ class ShuffleRetriever:
         return Run(q_col, d_col, np.asarray(s_col, float), name=self.name)
 
 
-def _key(text: str) -> str:
-    return " ".join(text.split())[:300]
+def oracle_relevance(ds, passage_tokens: int = 300):
+    """``(query text, passage shown) -> qrels grade``: the passage is found by its exact text as
+    the reranker shows it (whitespace-normalised, cut to *passage_tokens* whitespace tokens) among
+    the query's pool. Returns the function and the number of pool passages whose shown text equals
+    another's with a different grade (the oracle then answers the higher grade)."""
+    from nuggetbench.retrieval.llmrerank import truncate_tokens
+    from nuggetbench.text.tokenizers import load_tokenizer
 
-
-def oracle_relevance(ds):
-    """``(query text, passage shown) -> qrels grade``: the passage is found by its first 300
-    characters (whitespace-normalised) among the query's pool."""
+    tok = load_tokenizer("whitespace")
     by_query: dict[str, dict[str, float]] = {}
     clashes = 0
     qrels = ds.qrels.to_dict()
-    for qid, text in ((q, ds.queries[q]) for q in ds.queries):
+    for qid in ds.queries:
         table: dict[str, float] = {}
         for doc, grade in qrels.get(qid, {}).items():
-            k = _key(ds.corpus[doc].text)
+            k = truncate_tokens(ds.corpus[doc].text, tok, passage_tokens)
             if k in table and table[k] != grade:
                 clashes += 1
             table[k] = max(table.get(k, 0.0), float(grade))
-        by_query[" ".join(text.split())] = table
+        by_query[" ".join(ds.queries[qid].split())] = table
 
     def relevance(query: str, passage: str) -> float:
-        return by_query.get(" ".join(query.split()), {}).get(_key(passage), 0.0)
+        return by_query.get(" ".join(query.split()), {}).get(passage, 0.0)
 
     return relevance, clashes
 
@@ -116,7 +118,7 @@ def main() -> None:
             ds = load_dataset(f"birco/{name}")
             server.relevance, clashes = oracle_relevance(ds)
             if clashes:
-                print(f"<!-- {name}: {clashes} pool passages share a prefix with another grade -->")
+                print(f"<!-- {name}: {clashes} pool passages have the text of another grade -->")
             for setting, noise, malformed in (
                 ("oracle", 0.0, 0.0),
                 ("noisy", args.noise, args.malformed),

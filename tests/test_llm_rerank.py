@@ -147,9 +147,11 @@ def test_oracle_listwise_turns_a_random_first_stage_into_the_ideal_ranking(birco
     assert llm["repaired"] == 0 and llm["cached_calls"] == 0
     assert llm["prompt_tokens"] > 0 and llm["completion_tokens"] > 0
     # the task objective is in the system prompt of every request
+    task = load_dataset("birco/wtb").objective
     for e in _llm_requests(server):
         assert e.body["messages"][0]["role"] == "system"
-        assert OBJECTIVE not in e.body["messages"][1]["content"]
+        assert task in e.body["messages"][0]["content"]
+        assert task not in e.body["messages"][1]["content"]
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert _saved_system(saved, spec)["run_metadata"]["llm"]["windows"] == 10
     # a re-run is served by the LLM cache: no request reaches the endpoint
@@ -464,3 +466,17 @@ def test_a_cache_written_before_logprobs_is_upgraded(tmp_path):
     )
     assert cache.get("k2").extra == {"top_logprobs": [["2", -0.1]]}
     cache.close()
+
+
+def test_rate_limits_and_server_errors_are_retried(server, tmp_path):
+    server.relevance = lambda q, p: float(p.endswith("1"))
+    server.inject("429", task="listwise")
+    server.inject("500", task="listwise")
+    corpus = _corpus({f"d{i}": f"text {i}" for i in range(3)})
+    first = Run(["q"] * 3, ["d0", "d1", "d2"], np.array([3.0, 2, 1]))
+    rr = LLMListwise(model="m", base_url=server.base_url, window=3, step=1)
+    out = rr.rerank(Queries({"q": "query"}), first, corpus, 3)
+    assert out.doc_ids("q")[0] == "d1"
+    llm = out.metadata["llm"]
+    assert llm["retries"] == 2 and llm["paid_calls"] == 1 and llm["failed_calls"] == 0
+    assert [e.status for e in server.log] == [429, 500, 200]

@@ -94,6 +94,7 @@ class _LLMReranker(Composable):
             ):
                 raise SpecError(f"{self.KIND}: {name} must be a number >= 0 (USD), got {value!r}")
         check_tokenizer_name(self.options.tokenizer)
+        self.prompt = load_prompt(self.PROMPT)
         self.depth = int(self.options.k)
         self.params = {k: v for k, v in self.options.as_dict().items() if k not in _TRANSPORT}
         shown = [
@@ -114,7 +115,7 @@ class _LLMReranker(Composable):
             "reranker": self.KIND,
             "model": self.model(),
             "params": self.params,
-            "prompt": load_prompt(self.PROMPT).sha256,
+            "prompt": self.prompt.sha256,
         }
 
     def client(self) -> LLMClient:
@@ -179,7 +180,7 @@ class _LLMReranker(Composable):
                 "depth": k,
                 "llm": {
                     "model": client.settings.model,
-                    "prompt": load_prompt(self.PROMPT).version,
+                    "prompt": self.prompt.version,
                     **usage,
                     **counts,
                 },
@@ -248,7 +249,7 @@ class LLMListwise(_LLMReranker):
 
     def request(self, query: str, passages: list[str], objective: str | None) -> ChatRequest:
         """The request ranking *passages* (shown as ``[1] ...``, ``[2] ...``) for *query*."""
-        prompt = load_prompt(self.PROMPT)
+        prompt = self.prompt
         messages = prompt.render(
             objective=self._system_objective(objective),
             num=str(len(passages)),
@@ -317,7 +318,7 @@ class LLMPointwise(_LLMReranker):
 
     def request(self, query: str, passage: str, objective: str | None) -> ChatRequest:
         """The request asking for the grade of *passage* for *query*."""
-        prompt = load_prompt(self.PROMPT)
+        prompt = self.prompt
         messages = prompt.render(
             objective=self._system_objective(objective),
             low=str(self.scale.low),
