@@ -8,7 +8,19 @@ It answers deterministically from the prompt's content, so a build against it is
   ``<pairs>n1:c2 ...</pairs>`` only those pairs are judged;
 * sub-question prompts (``<question>`` and the word "sub-questions"): two sub-questions;
 * HyDE prompts (``<question>`` otherwise): a short passage made of the question's words;
+* listwise ranking prompts (``<query>`` and passages ``[1] ...``): the permutation of the
+  passages by a hidden relevance, ``[3] > [1] > [2]``;
+* pointwise grading prompts (``<query>``, ``<passage>``, "on a scale from LOW to HIGH"): the
+  hidden relevance as a grade, with the first token's log-probabilities when the request asks
+  for them (70% on the grade, the rest on its neighbours);
 * anything else: ``"OK"``.
+
+The hidden relevance is :attr:`LLMServer.relevance` ``(query, passage) -> grade`` (default: the
+number of the query's content words in the passage). :attr:`LLMServer.noise` adds Gaussian noise
+(standard deviation, seeded by the request) to it; :attr:`LLMServer.malformed` is the share of
+first-turn ranking answers that are malformed, chosen by the request's hash: a permutation with an
+id dropped, repeated, or unknown, or prose without ids; a grade answer in prose without a number
+(a repair turn is always answered well).
 
 Every request is logged (:attr:`LLMServer.log`: path, task, body, status, whether it was answered).
 Faults are queued with :meth:`LLMServer.inject` and consumed by the next matching requests:
@@ -51,6 +63,10 @@ def _one(tag: str, text: str) -> str | None:
 
 
 def task_of(prompt: str) -> str:
+    if "<query>" in prompt and "passages, each indicated by" in prompt:
+        return "listwise"
+    if "<query>" in prompt and "<passage>" in prompt:
+        return "pointwise"
     if "<chunk id=" in prompt and "<nugget id=" in prompt:
         return "judge"
     if "<answer>" in prompt:
@@ -121,6 +137,67 @@ def answer_hyde(prompt: str) -> str:
     return "A likely answer mentions " + " ".join(words) + "."
 
 
+def _unit(key: str, salt: str) -> float:
+    """A number in [0, 1) fixed by a request key and a salt."""
+    return int(hashlib.sha256(f"{salt}:{key}".encode()).hexdigest()[:12], 16) / float(16**12)
+
+
+def _gauss(key: str, salt: str) -> float:
+    """A standard normal number fixed by a request key and a salt (Box-Muller)."""
+    import math
+
+    u1, u2 = max(_unit(key, salt + "1"), 1e-12), _unit(key, salt + "2")
+    return math.sqrt(-2 * math.log(u1)) * math.cos(2 * math.pi * u2)
+
+
+def overlap_relevance(query: str, passage: str) -> float:
+    """The default hidden relevance: the query's content words found in the passage."""
+    return float(len(content_words(query) & content_words(passage)))
+
+
+def answer_listwise(prompt: str, relevance, *, noise: float, key: str, malformed: bool) -> str:
+    query = _one("query", prompt) or ""
+    passages = [
+        (int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", prompt, re.M)
+    ]
+    scored = [(relevance(query, text) + noise * _gauss(key, f"p{i}"), i) for i, text in passages]
+    ids = [i for _, i in sorted(scored, key=lambda t: (-t[0], t[1]))]
+    if malformed and ids:
+        kind = int(_unit(key, "kind") * 4)
+        if kind == 0:
+            ids = ids[:-1]  # a passage left out
+        elif kind == 1:
+            ids = [*ids[:2], ids[0], *ids[2:]]  # an id repeated
+        elif kind == 2:
+            ids = [*ids[:1], len(ids) + 3, *ids[1:]]  # an id naming no passage
+        else:
+            return "I am sorry, but these passages are all equally relevant."
+    return " > ".join(f"[{i}]" for i in ids)
+
+
+def answer_pointwise(prompt: str, relevance, *, noise: float, key: str) -> tuple[int, int, int]:
+    """``(grade, low, high)`` for a grading prompt."""
+    m = re.search(r"on a scale from (\d+) to (\d+)", prompt)
+    low, high = (int(m.group(1)), int(m.group(2))) if m else (0, 3)
+    value = relevance(_one("query", prompt) or "", _one("passage", prompt) or "")
+    value += noise * _gauss(key, "grade")
+    return min(high, max(low, int(round(value)))), low, high
+
+
+def grade_logprobs(grade: int, low: int, high: int) -> dict:
+    """The ``logprobs`` of a one-token grade answer: 70% on *grade*, 30% on its neighbours."""
+    import math
+
+    near = [g for g in (grade - 1, grade + 1) if low <= g <= high]
+    probs = {grade: 0.7, **{g: 0.3 / len(near) for g in near}} if near else {grade: 1.0}
+    top = [
+        {"token": str(g), "logprob": math.log(p), "bytes": None}
+        for g, p in sorted(probs.items(), key=lambda t: -t[1])
+    ]
+    first = {**top[0], "top_logprobs": top}
+    return {"content": [first]}
+
+
 @dataclass
 class Entry:
     """One logged request."""
@@ -139,6 +216,10 @@ class LLMServer:
     """Start with ``with LLMServer() as server:``; ``server.base_url`` ends in ``/v1``."""
 
     def __init__(self, *, hang_seconds: float = 30.0):
+        self.relevance: Callable[[str, str], float] = overlap_relevance
+        self.noise = 0.0
+        self.malformed = 0.0
+        self.logprobs = True
         self.log: list[Entry] = []
         self.faults: list[tuple[str, str | None]] = []
         self.on_request: Callable[[Entry], bool | None] | None = None
@@ -273,8 +354,22 @@ class LLMServer:
             entry.status = 200
             self._send(handler, 200, b"<html>upstream proxy error</html>")
             return
+        logprobs = None
+        first_turn = len(messages) <= 2
+        bad = first_turn and _unit(key, "malformed") < self.malformed
         if fault == "not_json":
             content = "Sure! Here are the facts you asked for, in prose rather than JSON."
+        elif task == "listwise":
+            content = answer_listwise(
+                last_user, self.relevance, noise=self.noise, key=key, malformed=bad
+            )
+        elif task == "pointwise":
+            grade, low, high = answer_pointwise(
+                messages[1].get("content", ""), self.relevance, noise=self.noise, key=key
+            )
+            content = "The passage is hard to judge." if bad else str(grade)
+            if body.get("logprobs") and self.logprobs and not bad:
+                logprobs = grade_logprobs(grade, low, high)
         elif len(messages) > 2 and task in ("nuggets", "subq"):
             # a repair turn: answer the original task again, correctly this time
             content = answer_nuggets(prompt) if task == "nuggets" else answer_subq(prompt)
@@ -299,6 +394,7 @@ class LLMServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content},
+                    "logprobs": logprobs,
                     "finish_reason": "stop",
                 }
             ],
@@ -309,4 +405,12 @@ class LLMServer:
         entry.answered = True
 
 
-__all__ = ["LLMServer", "Entry", "supports", "content_words", "task_of"]
+__all__ = [
+    "LLMServer",
+    "Entry",
+    "supports",
+    "content_words",
+    "task_of",
+    "overlap_relevance",
+    "grade_logprobs",
+]

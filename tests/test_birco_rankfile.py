@@ -57,8 +57,9 @@ def test_bad_shapes_and_duplicates(tmp_path):
     with pytest.raises(FormatError, match="'q1'"):
         read_rank_file(p)
     p.write_text(json.dumps({"q1": ["d1", "d2", "d1"]}))
-    with pytest.raises(DuplicateError, match="d1"):
-        read_rank_file(p)
+    with pytest.raises(DuplicateError, match="d1"):  # issue 12: rank files keep the first by default
+        read_rank_file(p, duplicates="error")
+    assert read_rank_file(p).doc_ids("q1") == ["d1", "d2"]
     with pytest.raises(InputError, match="does not exist"):
         read_rank_file(tmp_path / "missing.pickle")
 

@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("compare",),
     ("retrieval", "datasets"),
     ("build", "evaluation", "experiment", "api"),
+    ("report",),
     ("cli", "__init__"),
     ("__main__",),
 ]

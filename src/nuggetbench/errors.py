@@ -38,7 +38,16 @@ class FormatError(InputError):
 
 
 class DuplicateError(InputError):
-    """The same key appears twice where it must be unique (e.g. a (query, doc) pair in a run)."""
+    """The same key appears twice where it must be unique (e.g. a (query, doc) pair in a run).
+
+    Args:
+        message: what repeats, where, and what to do.
+        key: the repeated key (e.g. ``(query_id, doc_id)``), for a reader that names the line.
+    """
+
+    def __init__(self, message: str, *, key: object = None):
+        super().__init__(message)
+        self.key = key
 
 
 class SpecError(InputError):
@@ -86,6 +95,16 @@ class LLMError(NuggetbenchError):
 
 class BudgetError(LLMError):
     """A build would exceed the call or cost budget of its plan (answers so far are cached)."""
+
+
+class StageFailedError(LLMError):
+    """A build stage got unusable LLM answers: it was not recorded as done and the unusable answers
+    were not cached, so running the build again re-sends exactly the failed requests."""
+
+
+class OutputError(NuggetbenchError):
+    """Results were computed but could not be written (a full disk, a read-only folder); the
+    message names what could not be saved and where."""
 
 
 def suggest(name: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:

@@ -62,6 +62,7 @@ def evaluate_dataset(
     corpus: Corpus | str | Path | None = None,
     options: Mapping[str, Any] | None = None,
     trailing: str = "error",
+    duplicates: str | None = None,
 ) -> Evaluation:
     """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
 
@@ -80,6 +81,10 @@ def evaluate_dataset(
         options: dataset loader options (``{"split": "dev"}``).
         trailing: TREC run lines with more than six fields: ``"error"`` (default) or ``"ignore"``
             (trec_eval's behaviour).
+        duplicates: a run file listing a (query, doc) pair twice: ``"first"`` (the first
+            occurrence wins, with a warning), ``"error"``, or ``None`` (the format's default:
+            ``"first"`` for rank files, ``"error"`` for TREC and JSON runs); see
+            :func:`nuggetbench.data.load_run`.
 
     Returns:
         An :class:`Evaluation`.
@@ -97,7 +102,7 @@ def evaluate_dataset(
     measures = list(measures or target.default_measures)
     prof = get_profile(profile or target.default_profile)
     if not isinstance(run, Run):
-        run = load_run(run, keep_rank=True, trailing=trailing)
+        run = load_run(run, keep_rank=True, trailing=trailing, duplicates=duplicates)
     findings = check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
     results = evaluate(target.qrels, run, measures, profile=prof)
     queries = query_findings(results, prof)

@@ -3,6 +3,11 @@
 This is the library function behind ``nuggetbench run``. Every run is written as a TREC file as
 soon as it exists, and ``results.json`` is rewritten (atomically) after each system, so an
 interrupted experiment loses nothing that finished.
+
+Saving never costs the scores: a file that cannot be written (a full disk, a read-only folder) is
+recorded in :attr:`Experiment.unsaved` (path and reason; its partial file is removed by the atomic
+writer) and the experiment goes on; :meth:`Experiment.unsaved_message` says what could not be saved
+and where (``nuggetbench run`` prints the scores, then that message, and exits non-zero).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from .errors import InputError, UnknownNameError, suggest
 from .measures import Results, evaluate, get_profile, parse_measure
 from .measures.checks import Finding, query_findings
 from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
-from .retrieval.spec import short_label, split_label
+from .retrieval.spec import public_spec, split_label
 from .text.analyzers import adapt_to_language
 
 log = logging.getLogger(__name__)
@@ -155,6 +160,20 @@ class Experiment:
             return pd.DataFrame(columns=["system", "query", "measure", "value"])
         return pd.concat(frames, ignore_index=True)
 
+    unsaved: dict[str, str] = field(default_factory=dict)
+
+    def unsaved_message(self) -> str | None:
+        """What could not be saved, where and why, and what to do; ``None`` when all was saved."""
+        if not self.unsaved:
+            return None
+        items = "; ".join(f"{path} ({why})" for path, why in self.unsaved.items())
+        n = len(self.unsaved)
+        return (
+            f"the scores were computed (shown above) but {n} output file{'s' if n > 1 else ''} "
+            f"could not be saved: {items}. Free space in {self.outdir} (or save elsewhere with "
+            "-o DIR or NUGGETBENCH_HOME) and run again; the runs that were cached are reused"
+        )
+
     @property
     def n_queries(self) -> int:
         """Queries evaluated (those of the first system's results)."""
@@ -268,12 +287,15 @@ def run_experiment(
 
     Args:
         dataset: a :class:`nuggetbench.datasets.Dataset` (or an id, loaded with defaults).
-        retrievers: retriever specs (``bm25``, ``bm25:k1=0.9,b=0.4``, ...), at least one.
+        retrievers: retriever specs (``bm25``, ``bm25:k1=0.9,b=0.4``, ...), at least one; a
+            spec's ``base_url`` / ``api_key_env`` options are left out of the names saved
+            (:func:`~nuggetbench.retrieval.spec.public_spec`).
         measures: measure strings; default: the dataset's ``default_measures``.
         k: retrieval depth per query.
         profile: semantics profile name; default: the dataset's ``default_profile``.
         outdir: folder for ``runs/<spec>.trec`` and ``results.json`` (created); ``None`` keeps
-            everything in memory.
+            everything in memory. Files that cannot be written are listed in
+            :attr:`Experiment.unsaved` (never raised: the scores are kept).
         with_objective: pass the dataset's task objective to retrievers that use instructions
             (BIRCO's "+O" setting; ``Retriever.uses_objective``).
         show_progress: progress bars on indexing and search.
@@ -304,16 +326,17 @@ def run_experiment(
     for m in measures:
         parse_measure(m)  # fail before any work
     parsed = _retrievers(retrievers, dataset, cache_runs=cache_runs)  # fail before any work
-    labels = system_labels(retrievers)
+    public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
+    labels = system_labels(public)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
     if exp.outdir is not None:
         _reuse(exp, existing, labels)
     exp.provenance["systems"] = {
         **exp.provenance.get("systems", {}),
-        **dict(zip(labels, retrievers)),
+        **dict(zip(labels, public)),
     }
     exp.baseline = _baseline_name(
-        baseline, [*exp.systems, *labels], aliases=dict(zip(retrievers, labels))
+        baseline, [*exp.systems, *labels], aliases=dict(zip(public, labels))
     )
     exp.provenance["with_objective"] = with_objective
     objective = dataset.objective if with_objective else None
@@ -327,11 +350,25 @@ def run_experiment(
         outcome.spec = spec
         exp.systems[label] = outcome
         if exp.outdir:
-            save_experiment(exp)
+            _saving(exp, exp.outdir / "results.json", save_experiment, exp)
     exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     if exp.outdir:
-        save_experiment(exp)
+        _saving(exp, exp.outdir / "results.json", save_experiment, exp)
     return exp
+
+
+def _saving(exp: Experiment, path: Path, write: Any, *args: Any, **kwargs: Any) -> Any:
+    """``write(*args, **kwargs)``; an ``OSError`` is recorded in ``exp.unsaved[path]`` (and
+    logged) instead of raised, and ``None`` returned. A later success clears the record."""
+    try:
+        out = write(*args, **kwargs)
+    except OSError as exc:
+        why = f"{exc.strerror or exc}" + (f" [errno {exc.errno}]" if exc.errno else "")
+        exp.unsaved[str(path)] = why
+        log.warning("could not save %s: %s", path, why)
+        return None
+    exp.unsaved.pop(str(path), None)
+    return out
 
 
 def _retrievers(
@@ -339,7 +376,12 @@ def _retrievers(
 ) -> list[tuple[str, Any]]:
     """``(spec, retriever)`` per spec: parsed, adapted to the dataset's language (unless the spec
     names an analyzer), and wrapped in the run cache."""
-    parsed = [(spec, parse_retriever(spec)) for spec in specs]
+    parsed = [(public_spec(spec), parse_retriever(spec)) for spec in specs]
+    if len({spec for spec, _ in parsed}) != len(parsed):
+        raise InputError(
+            "two retriever specs differ only in base_url or api_key_env; give each endpoint "
+            "its own run (those options are never written to the results)"
+        )
     language = dataset.metadata.get("language")
     if language:
         parsed = [(spec, adapt_to_language(r, language)) for spec, r in parsed]
@@ -369,14 +411,15 @@ def _new_experiment(
         "remove_self_hits": bool(dataset.remove_self_hits),
     }
     if exp.outdir:
-        (exp.outdir / "runs").mkdir(parents=True, exist_ok=True)
+        runs = exp.outdir / "runs"
+        _saving(exp, runs, runs.mkdir, parents=True, exist_ok=True)
     return exp
 
 
-def system_labels(specs: Sequence[str], width: int = 24) -> list[str]:
+def system_labels(specs: Sequence[str]) -> list[str]:
     """The label of each system: its ``name=`` (see
-    :func:`nuggetbench.retrieval.spec.split_label`), else the spec shortened to *width*
-    characters (:func:`~nuggetbench.retrieval.spec.short_label`), made unique with ``#2``...
+    :func:`nuggetbench.retrieval.spec.split_label`), else the spec itself (tables shorten long
+    ones for display: :func:`nuggetbench.spec.short_label`); made unique with ``#2``...
 
     Raises:
         InputError: two specs name the same label.
@@ -387,7 +430,7 @@ def system_labels(specs: Sequence[str], width: int = 24) -> list[str]:
     if len(set(taken)) != len(taken):
         raise InputError(f"two retrievers have the same name= ({', '.join(taken)}); name each once")
     for spec, name in zip(specs, named):
-        label = name or short_label(split_label(spec)[0], width)
+        label = name or spec
         base, k = label, 2
         while label in out or (not name and label in taken):
             label = f"{base}#{k}"
@@ -488,7 +531,8 @@ def _run_one(
     run = run.with_name(spec, {**run.metadata, "retriever": full, "k": exp.k})
     run_path = None
     if exp.outdir:
-        run_path = write_run(run, exp.outdir / "runs" / f"{slug(spec)}.trec", tag=slug(spec))
+        path = exp.outdir / "runs" / f"{slug(spec)}.trec"
+        run_path = _saving(exp, path, write_run, run, path, tag=slug(spec))
     results = evaluate(dataset.qrels, run, exp.measures, profile=exp.profile)
     # a cached retriever builds its index inside the first search that misses the cache
     built = float(getattr(index, "index_seconds", 0.0))

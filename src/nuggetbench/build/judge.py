@@ -7,11 +7,17 @@ for a structured verdict per (nugget, chunk) pair: ``{"judgments": [{"nugget", "
 prompt. Pairs missing from an answer (a malformed, truncated or partial answer) are re-asked in a
 new request that lists only the missing pairs (with only the nuggets and chunks they involve),
 for up to ``max_rounds`` rounds in all; pairs still missing are reported as unjudged and left out
-of the qrels (neither relevant nor non-relevant).
+of the qrels (neither relevant nor non-relevant), and the stage reports them as failures.
+
+Failures are never cached as results: when a batch still has unjudged pairs after every round, the
+answers of that batch that did not give every pair they were asked for are removed from the LLM
+cache (:meth:`~nuggetbench.llm.client.LLMClient.forget`), so a later run re-sends exactly those
+requests; answers that settled their pairs stay cached.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,12 +56,15 @@ class JudgeItem:
 @dataclass
 class JudgeResult:
     """``verdicts``: ``{qid: {(nugget_id, doc_id): (supported, reasoning)}}``; ``unjudged``:
-    ``{qid: [(nugget_id, doc_id), ...]}`` pairs with no usable verdict after every round."""
+    ``{qid: [(nugget_id, doc_id), ...]}`` pairs with no usable verdict after every round;
+    ``problems``: ``{why: number of answers}`` of the answers that left pairs unjudged (not saved
+    in the rows: a stage with unjudged pairs is not recorded)."""
 
     verdicts: dict[str, dict[tuple[str, str], tuple[bool, str]]] = field(default_factory=dict)
     unjudged: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     rounds: int = 0
     reasked_pairs: int = 0
+    problems: Counter[str] = field(default_factory=Counter)
 
     def as_rows(self) -> list[dict[str, Any]]:
         rows = []
@@ -189,6 +198,7 @@ def judge_pool(
     pending: dict[int, list[tuple[str, str]] | None] = dict.fromkeys(
         range(len(batches))
     )  # None: all pairs
+    unsettled: dict[int, list[tuple[str, str]]] = {}  # batch -> [(answer key, why)]
     for round_no in range(options.max_rounds):
         if not pending:
             break
@@ -204,10 +214,11 @@ def judge_pool(
             ]
             n_global = {f"n{k + 1}": nid for k, (nid, _) in enumerate(batch.item.nuggets)}
             c_global = {f"c{k + 1}": did for k, did in enumerate(batch.chunks)}
+            why = None
             try:
                 parsed = parse_judgments(answer.text)
-            except InvalidAnswer:
-                parsed = []
+            except InvalidAnswer as exc:
+                parsed, why = [], str(exc)
             got: dict[tuple[str, str], tuple[bool, str]] = {}
             for n, c, supported, reasoning in parsed:
                 pair = (n_global.get(n), c_global.get(c))
@@ -222,12 +233,19 @@ def judge_pool(
                     missing.append(pair)
             if missing:
                 still[i] = missing
+                why = why or f"the answer gave no usable verdict for {len(missing)} pair(s)"
+                unsettled.setdefault(i, []).append((answer.key, why))
                 if round_no + 1 < options.max_rounds:
                     result.reasked_pairs += len(missing)
         pending = still  # type: ignore[assignment]
+    forget = []
     for i, missing in pending.items():
         if missing:
             result.unjudged.setdefault(batches[i].item.query_id, []).extend(missing)
+            for key, why in unsettled.get(i, []):
+                forget.append(key)
+                result.problems[why] += 1
+    client.forget(forget)
     # canonical order: nugget declaration order, then pool order
     for item in items:
         store = result.verdicts[item.query_id]

@@ -3,7 +3,11 @@
 Each stage writes its rows and a meta file under ``<output>/_build/`` (:mod:`.store`); a stage whose
 key (its parameters and its inputs' keys) is unchanged is skipped on a re-run. Every LLM answer is
 in ``<output>/_build/llm_cache.sqlite`` as soon as it arrives, so a build killed inside a stage
-re-sends only the requests that never got an answer. ``run(stage=...)`` runs one stage, reading its
+re-sends only the requests that never got an answer. A stage whose LLM answers stay unusable (prose
+instead of JSON, pairs the judge never answered) is **not** recorded as done: the build stops with
+:class:`~nuggetbench.errors.StageFailedError` saying how many failed and why, the unusable answers
+are removed from the cache, and the next run re-sends exactly the failed requests
+(``accept_failures=True`` records the stage with its failures listed instead). ``run(stage=...)`` runs one stage, reading its
 inputs from earlier runs (an input that is missing or stale is an error naming the stage to run).
 
 The benchmark (:mod:`.export`) is written to ``<output>/``; its ``manifest.json`` is deterministic
@@ -23,10 +27,11 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from ..errors import InputError, UnknownNameError, suggest
+from ..errors import InputError, StageFailedError, UnknownNameError, suggest
 from ..llm.cache import UsageLedger
 from ..llm.client import LLMClient
 from . import stages
+from .check import check_plan, describe_plan
 from .manifest import fill_report, write_run_log
 from .plan import Plan
 from .store import StageStore
@@ -48,7 +53,7 @@ _DETERMINISTIC = ("requests", "prompt_tokens", "completion_tokens", "cost_usd")
 
 @dataclass
 class BuildReport:
-    """What a build did: per stage ``{"status": "ran" | "cached" | "skipped", ...figures}``, this
+    """What a build did: per stage ``{"status": "ran" | "cached" | "skipped" | "failed", ...}``, this
     process's LLM usage per stage (paid and cached calls), and the output folder."""
 
     output: Path
@@ -68,11 +73,21 @@ class Builder:
         plan: the plan.
         show_progress: progress bars (tqdm).
         transport: for tests, passed to :class:`~.llm.LLMClient`.
+        accept_failures: record a stage whose LLM answers partly failed (the failures are listed
+            in its meta) instead of stopping the build.
     """
 
-    def __init__(self, plan: Plan, *, show_progress: bool = False, transport=None):
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        show_progress: bool = False,
+        transport=None,
+        accept_failures: bool = False,
+    ):
         self.plan = plan
         self.show_progress = show_progress
+        self.accept_failures = accept_failures
         self.store = StageStore(plan.workdir)
         self.ledger = UsageLedger(plan.llm.price)
         self._transport = transport
@@ -110,7 +125,12 @@ class Builder:
         """Load a stage when its output has *key* (and it is not the target), else compute it.
 
         *compute* returns ``(value, rows, info)``; *info* may be a callable evaluated after the rows
-        are written (a streamed stage knows its figures only then)."""
+        are written (a streamed stage knows its figures only then). An *info* with
+        ``failures["count"] > 0`` is not written (unless ``accept_failures``).
+
+        Raises:
+            StageFailedError: the stage had failures (see the module docstring).
+        """
         self.keys[stage] = key
         if target is not None and stage != target:
             if not self.store.done(stage, key):
@@ -133,6 +153,13 @@ class Builder:
             return load()
         started = time.time()
         value, rows, info = compute()
+        failed = info.get("failures") if isinstance(info, dict) else None
+        if failed and failed["count"] and not self.accept_failures:
+            self.report.stages[stage] = {
+                "status": "failed",
+                "failed": f"{failed['count']} of {failed['of']} {failed['unit']}",
+            }
+            raise StageFailedError(failure_message(stage, failed))
         meta = self.store.write(stage, key, rows, info)
         self.report.stages[stage] = {
             "status": "ran",
@@ -147,7 +174,10 @@ class Builder:
 
         Raises:
             UnknownNameError: an unknown stage name.
-            InputError: a missing or stale input of the stage asked for, bad plan values.
+            InputError: the plan cannot run (every problem :func:`~.check.plan_problems` sees,
+                the LLM key's absence included, raised before any stage runs), a missing or
+                stale input of the stage asked for.
+            StageFailedError: a stage's LLM answers stayed unusable (how many and why).
             LLMError / BudgetError: the endpoint failed or a budget is spent (answers so far are
                 cached: run again to resume).
         """
@@ -156,6 +186,7 @@ class Builder:
                 f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
             )
         wanted = set(STAGES) if stage is None else _closure(stage)
+        check_plan(self.plan, wanted, need_key=self._transport is None)
         try:
             if "questions" in wanted:
                 questions = stages.questions(self, stage)
@@ -182,6 +213,20 @@ class Builder:
         return self.report
 
 
+def failure_message(stage: str, failed: dict[str, Any]) -> str:
+    """The error of a stage with failures: how many, why (the commonest reasons), what to do."""
+    reasons = list(failed["reasons"].items())
+    why = "; ".join(f"{n} x {text[:200]}" for text, n in reasons[:3])
+    more = f"; {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
+    return (
+        f"stage {stage!r}: {failed['count']} of {failed['of']} {failed['unit']} got no usable LLM "
+        f"answer (unusable answers: {why}{more}). The stage was not recorded as done and the "
+        "unusable answers were not cached. Check that the model follows the prompt's JSON form "
+        "(a model or endpoint change may be needed), then run the build again: only the failed "
+        "requests are re-sent. To keep the stage without them, run again with --accept-failures."
+    )
+
+
 def _closure(stage: str) -> set[str]:
     """*stage* and every stage it reads, directly or not."""
     out, todo = set(), [stage]
@@ -193,11 +238,35 @@ def _closure(stage: str) -> set[str]:
     return out
 
 
+def check_build(plan: Plan, *, stage: str | None = None) -> dict[str, Any]:
+    """Check *plan* as :meth:`Builder.run` does before its first stage, run nothing, and return
+    :func:`~.check.describe_plan` (what ``nuggetbench build --check`` prints).
+
+    Raises:
+        UnknownNameError: an unknown stage name.
+        InputError: every problem of the plan at once.
+    """
+    if stage is not None and stage not in STAGES:
+        raise UnknownNameError(
+            f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
+        )
+    check_plan(plan, set(STAGES) if stage is None else _closure(stage))
+    return describe_plan(plan)
+
+
 def run_build(
-    plan: Plan, *, stage: str | None = None, show_progress: bool = False, transport=None
+    plan: Plan,
+    *,
+    stage: str | None = None,
+    show_progress: bool = False,
+    transport=None,
+    accept_failures: bool = False,
 ) -> BuildReport:
     """Run a plan (all stages, or one); see :class:`Builder`."""
-    return Builder(plan, show_progress=show_progress, transport=transport).run(stage)
+    builder = Builder(
+        plan, show_progress=show_progress, transport=transport, accept_failures=accept_failures
+    )
+    return builder.run(stage)
 
 
-__all__ = ["Builder", "BuildReport", "run_build", "STAGES"]
+__all__ = ["Builder", "BuildReport", "run_build", "check_build", "STAGES"]

@@ -22,6 +22,8 @@ Example (every section but ``[questions]``, ``[[repos]]`` and ``[llm] model`` is
     [llm]
     model = "gpt-4o"                        # base_url, provider ("openai" | "azure"), api_version,
     concurrency = 8                         # api_key_env (the NAME of the variable), timeout, max_retries
+    # no_api_key = true                     # a local server that needs no key: say so (else the
+                                            # key must be set before any stage runs)
 
     [nuggets]                               # max_nuggets, temperature = 0.1, prompt = "v1"
     [pooling]
@@ -38,18 +40,24 @@ Example (every section but ``[questions]``, ``[[repos]]`` and ``[llm] model`` is
     [calibration]
     labels = "labels.jsonl"                 # human labels for the calibrate stage
 
-An API key in a plan is refused: keys live in the environment only.
+An API key in a plan is refused: keys live in the environment only. Values are checked, not just
+key names (:func:`check_values`): an ``api_key_env`` shaped like a key, a URL with
+``user:password@`` or a credential in its query (``?api-key=``), or any value shaped like a
+provider's key is an error that never quotes the value.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, InputError, suggest
 from ..llm.client import LLMSettings
+from ..llm.secrets import key_name_problem, redact_url, url_problems
 from ..retrieval.querygen import RewriteOptions
 from .collect import CorpusOptions
 from .export import FilterOptions
@@ -76,6 +84,10 @@ SECTIONS = {
     "calibration",
 }
 _SECRET_KEYS = {"api_key", "key", "token", "secret", "password", "azure_ad_token"}
+_KEY_SHAPE = re.compile(
+    r"^(?:(?:sk|rk|pk)-[A-Za-z0-9_-]{12,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_\w{20,}|AIza[0-9A-Za-z_-]{30,}|xox[abpr]-[A-Za-z0-9-]{10,}|Bearer\s+\S{8,})$"
+)
 
 
 def _toml_loads(text: str, where: str) -> dict[str, Any]:
@@ -140,6 +152,47 @@ def _check_keys(section: str, table: dict[str, Any], allowed: set[str], where: s
             )
 
 
+def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{path}[{i}]")
+
+
+def check_values(raw: dict[str, Any], where: str) -> None:
+    """Refuse credentials among the plan's values (see the module docstring).
+
+    Raises:
+        InputError: every offending value, named by its place in the plan (``llm.base_url``),
+            never quoted.
+    """
+    problems = []
+    llm = raw.get("llm") if isinstance(raw.get("llm"), dict) else {}
+    if "api_key_env" in llm:
+        problem = key_name_problem(llm["api_key_env"])
+        if problem:
+            problems.append(problem)
+    for path, value in _strings(raw, ""):
+        if path == "llm.api_key_env":
+            continue
+        if "://" in value:
+            problems += [
+                f"{path}: {p} (shown masked: {redact_url(value)})" for p in url_problems(value)
+            ]
+        elif _KEY_SHAPE.match(value.strip()):
+            problems.append(f"{path} holds what looks like an API key (the value is not shown)")
+    if problems:
+        raise InputError(
+            f"{where}: credentials do not belong in a plan (it is copied into the published "
+            "manifest.json): " + "; ".join(problems) + ". Keep keys in the environment variable "
+            "named by [llm] api_key_env; if a key was shared, revoke it"
+        )
+
+
 def _table(raw: dict[str, Any], name: str, where: str) -> dict[str, Any]:
     value = raw.get(name, {})
     if not isinstance(value, dict):
@@ -183,6 +236,7 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
             missing ``[questions] source`` / ``[[repos]]`` / ``[llm] model``, or bad values.
     """
     _check_keys("plan", raw, SECTIONS, where)
+    check_values(raw, where)
     q = _table(raw, "questions", where)
     _check_keys(
         "questions",
@@ -319,4 +373,4 @@ def load_plan(path: str | Path) -> Plan:
     return Plan(**{**{f.name: getattr(plan, f.name) for f in fields(Plan)}, "path": path.resolve()})
 
 
-__all__ = ["Plan", "QuestionsSpec", "load_plan", "parse_plan", "SECTIONS"]
+__all__ = ["Plan", "QuestionsSpec", "load_plan", "parse_plan", "check_values", "SECTIONS"]

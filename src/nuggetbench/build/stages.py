@@ -9,8 +9,10 @@ the value later stages read.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._atomic import atomic_write
 from ..data import JsonlCorpus
@@ -33,6 +35,16 @@ from .store import stage_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pipeline import Builder
+
+
+def failures(
+    reasons: Iterable[str], total: int, unit: str, *, count: int | None = None
+) -> dict[str, Any]:
+    """A stage's failure record: ``{"count", "of", "unit", "reasons": {why: n}}``; *count*
+    defaults to the number of *reasons* (one per failed item)."""
+    why = Counter(reasons)
+    n = sum(why.values()) if count is None else count
+    return {"count": n, "of": total, "unit": unit, "reasons": dict(why.most_common())}
 
 
 def questions(b: Builder, target: str | None = None):
@@ -120,6 +132,7 @@ def nuggets(b: Builder, questions, target: str | None = None):
         info = {
             "usage": b.usage(NUGGETS_STAGE),
             "failed": result.failed,
+            "failures": failures(result.failed.values(), len(questions), "questions"),
             "summary": {
                 "nuggets": n,
                 "questions_with_nuggets": len(result.nuggets),
@@ -163,9 +176,10 @@ def pool(b: Builder, questions, nuggets, corpus, target: str | None = None):
         texts: dict[str, dict[str, str]] = {}
         subq: dict[str, list[str]] = {}
         hyde: dict[str, str] = {}
+        bad: dict[str, str] = {}
         if "subq" in popts.techniques:
             with b.progress(len(todo), "sub-questions") as step:
-                subq, _ = generate_subquestions(b.client(), qtext, ropts, progress=step)
+                subq, bad = generate_subquestions(b.client(), qtext, ropts, progress=step)
             texts["subq"] = {q: "\n".join(v) for q, v in subq.items()}
         if "hyde" in popts.techniques:
             with b.progress(len(todo), "hyde") as step:
@@ -187,7 +201,11 @@ def pool(b: Builder, questions, nuggets, corpus, target: str | None = None):
             }
             for q in result.pool
         ]
-        info = {"usage": b.usage("subq", "hyde"), "summary": result.sizes()}
+        info = {
+            "usage": b.usage("subq", "hyde"),
+            "failures": failures(bad.values(), len(todo), "sub-question requests"),
+            "summary": result.sizes(),
+        }
         return {r["query_id"]: r["pool"] for r in rows}, rows, info
 
     def load():
@@ -217,7 +235,17 @@ def judge(b: Builder, questions, nuggets, pool, corpus, target: str | None = Non
         n_batches = sum(-(-len(i.pool) // opts.batch_size) for i in items)
         with b.progress(n_batches, "judging") as step:
             result = judge_pool(b.client(), items, corpus, opts, progress=step)
-        info = {"usage": b.usage(JUDGE_STAGE), "summary": result.counts()}
+        counts = result.counts()
+        info = {
+            "usage": b.usage(JUDGE_STAGE),
+            "failures": failures(
+                result.problems.elements(),
+                counts["judged_pairs"] + counts["unjudged_pairs"],
+                "(nugget, chunk) pairs",
+                count=counts["unjudged_pairs"],
+            ),
+            "summary": counts,
+        }
         return result, result.as_rows(), info
 
     def load():

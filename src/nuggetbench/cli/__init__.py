@@ -49,6 +49,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.cache:cache_group",
         "See and clear the caches: list, size, clear [--older-than 30d].",
     ),
+    "report": (
+        "nuggetbench.cli.report:report_command",
+        "Write a self-contained HTML report (and paper figures) of a run's output folder.",
+    ),
     "build": (
         "nuggetbench.cli.build:build_command",
         "Build a FreshStack-style benchmark from Q&A and repositories.",

@@ -6,9 +6,9 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..build.pipeline import STAGES, run_build
+from ..build.pipeline import STAGES, check_build, run_build
 from ..build.plan import load_plan
-from ._common import console
+from ._common import console, echo_json
 from ._globals import progress_wanted
 
 
@@ -28,7 +28,20 @@ from ._globals import progress_wanted
     show_default=True,
     help="Rows of the co-occurring tag table (0: none).",
 )
-def build_command(plan, stage, no_progress, top_tags):
+@click.option(
+    "--accept-failures",
+    is_flag=True,
+    help="Record a stage even when some LLM answers stayed unusable (they are listed in its "
+    "meta) instead of stopping with an error.",
+)
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Check the whole plan (files, prompts, output folder, the API key's presence) and run "
+    "nothing.",
+)
+def build_command(plan, stage, no_progress, top_tags, accept_failures, check_only):
     """Build a benchmark from Q&A and repositories, as PLAN.toml describes.
 
     Stages: questions, corpus, nuggets, pool, judge, export, calibrate. Every LLM answer is cached
@@ -42,10 +55,19 @@ def build_command(plan, stage, no_progress, top_tags):
       nuggetbench build plan.toml
       nuggetbench build plan.toml --stage questions     # read the questions, show the tag table
       nuggetbench build plan.toml --stage judge
+      nuggetbench build plan.toml --check               # check everything, run nothing
     """
 
     loaded = load_plan(plan)
-    report = run_build(loaded, stage=stage, show_progress=not no_progress and progress_wanted())
+    if check_only:
+        echo_json({"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)})
+        return
+    report = run_build(
+        loaded,
+        stage=stage,
+        show_progress=not no_progress and progress_wanted(),
+        accept_failures=accept_failures,
+    )
     _render(report, top_tags, console(stderr=True))
 
 

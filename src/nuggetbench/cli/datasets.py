@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..datasets import dataset_info, dataset_patterns, fetch, list_datasets, local_folder
+from ..datasets import dataset_info, dataset_patterns, ensure_local, list_datasets, local_folder
 from ._common import console, echo_json
 
 
@@ -76,8 +76,12 @@ def _text(value) -> str:
 @datasets_group.command("fetch")
 @click.argument("dataset", nargs=-1, required=True)
 def fetch_command(dataset):
-    """Download DATASET(s) into $NUGGETBENCH_HOME (verified, atomic)."""
+    """Download DATASET(s) into $NUGGETBENCH_HOME (verified, atomic); print each local path.
+
+    A dataset that cannot be fetched (offline, unreachable, no download and no local copy) is an
+    error naming the folder to fill (exit status 2).
+    """
 
     for did in dataset:
-        path = fetch(did)
+        path = ensure_local(did)
         click.echo(f"{did}: {path}")

@@ -46,6 +46,14 @@ from ._formats import format_option, measure_digits, records_text, wide_text
     is_flag=True,
     help="Ignore fields after the 6th column of run lines, as trec_eval does (default: an error).",
 )
+@click.option(
+    "--duplicates",
+    type=click.Choice(["first", "error"]),
+    default=None,
+    help="A run listing a (query, doc) pair twice: 'first' keeps the first occurrence (with a "
+    "warning), 'error' refuses the file. Default: 'first' for rank files, 'error' for TREC and "
+    "JSON runs (as trec_eval).",
+)
 def evaluate_command(
     qrels,
     run,
@@ -58,6 +66,7 @@ def evaluate_command(
     split,
     corpus_path,
     ignore_trailing,
+    duplicates,
 ):
     """Score RUN (TREC run file, .gz, JSON {query: {doc: score}}, or a rank file) against QRELS.
 
@@ -79,6 +88,7 @@ def evaluate_command(
         corpus=corpus_path,
         options=parse_options(dataset_options, split=split),
         trailing="ignore" if ignore_trailing else "error",
+        duplicates=duplicates,
     )
     _render(ev, fmt, per_query, ev.run.name or run)
 

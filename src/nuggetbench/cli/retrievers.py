@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..retrieval.spec import FUSE_PARAMS, RETRIEVERS, WRAPPERS, retriever_class, retriever_params
+from ..retrieval import spec as retrieval_spec
+from ..retrieval.spec import FUSE_PARAMS, list_retrievers, retriever_class, retriever_params
 from ..spec import lookup
 from ._common import console
 
@@ -22,11 +23,12 @@ def retrievers_command():
     table = Table(title="retrievers (-r SPEC)", title_justify="left")
     for column in ("spec", "option=default: meaning", "description"):
         table.add_column(column, overflow="fold")
-    for prefix in sorted(RETRIEVERS):
+    # registries read at call time (plugins may register after this module was imported)
+    for prefix in list_retrievers():
         cls = retriever_class(prefix)
         table.add_row(f"{prefix}:...", _options(retriever_params(cls)), _summary(cls))
-    for name in sorted(WRAPPERS):
-        cls = lookup(WRAPPERS, name, kind="retriever wrapper")
+    for name in sorted(retrieval_spec.WRAPPERS):
+        cls = lookup(retrieval_spec.WRAPPERS, name, kind="retriever wrapper")
         table.add_row(f"{name}(RETRIEVER; ...)", _options(retriever_params(cls)), _summary(cls))
     table.add_row(
         "fuse(A, B, ...; ...)", _options(FUSE_PARAMS), "fuse the runs of several retrievers"

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
+from .. import report
 from ..datasets import load_dataset
+from ..errors import OutputError
 from ..experiment import Experiment, default_outdir, run_experiment
 from ._common import (
     console,
@@ -89,6 +91,12 @@ from ._globals import hidden_alias, progress_wanted
     help="Add these retrievers to the experiment already in the -o folder (same dataset, "
     "measures, profile and depth); the comparison then covers all its systems.",
 )
+@click.option(
+    "--html",
+    "with_html",
+    is_flag=True,
+    help="Also write OUTDIR/report.html (see `nuggetbench report`).",
+)
 def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_options, **more):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
 
@@ -105,6 +113,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
     if overwrite and append:
         raise click.UsageError("--overwrite and --append exclude each other")
     outdir = outdir or old_outdir
+    with_html = more.pop("with_html")
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
         ds,
@@ -119,7 +128,11 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
     _render(exp, fmt)
     for note in ds.notes:
         info(note)
+    if exp.unsaved:  # the scores are printed; what could not be saved is an error (exit 2)
+        raise OutputError(exp.unsaved_message())
     info(f"runs and results saved in {exp.outdir}")
+    if with_html:
+        info(f"report written to {report.html(exp, exp.outdir / 'report.html', dataset=ds)}")
 
 
 def _render(exp: Experiment, fmt: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -14,46 +15,60 @@ from ..jsonl import iter_jsonl, write_jsonl
 from .corpus import Corpus, Document, JsonlCorpus, Queries
 from .qrels import Qrels
 from .run import Run
+from .source import decode_id_text, encode_id_text, parse_grade, read_source, short
 
 
-def read_beir_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
+def read_beir_qrels(
+    path: str | Path, *, name: str | None = None, content: bytes | None = None
+) -> Qrels:
     """Read a BEIR qrels TSV (``query-id<TAB>corpus-id<TAB>score`` with a header row; CRLF or LF).
 
+    The file is read once (*content*: its bytes when the caller has read them; ``.gz`` and a
+    byte-order mark handled); ids keep their bytes (:func:`.source.decode_id_text`); scores exactly
+    as integers (see :func:`.source.parse_grade`).
+
     Raises:
-        FormatError: a row does not have 3 tab-separated fields, or the score is not an integer.
+        FormatError: a row does not have 3 tab-separated fields, or the score is not an integer in
+            the 64-bit range (file, line and a short prefix of the value named).
+        DuplicateError: a (query, doc) pair is judged twice with different grades.
     """
     path = Path(path)
+    data = read_source(path, what="qrels") if content is None else content
     q: list[str] = []
     d: list[str] = []
     r: list[int] = []
-    with open(path, encoding="utf-8", newline="") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if lineno == 1 and not _is_int(parts[-1]):
-                continue  # header row
-            if len(parts) != 3:
-                raise FormatError(
-                    path,
-                    lineno,
-                    f"expected 3 tab-separated fields (query-id, corpus-id, score), found {len(parts)}: {line!r}",
-                )
-            if not _is_int(parts[2]):
-                raise FormatError(path, lineno, f"score must be an integer, got {parts[2]!r}")
-            q.append(parts[0].strip())
-            d.append(parts[1].strip())
-            r.append(int(float(parts[2])))
-    return Qrels(q, d, r, name=name or path.name, metadata={"source": str(path)}, source=str(path))
-
-
-def _is_int(value: str) -> bool:
-    try:
-        f = float(value)
-    except ValueError:
-        return False
-    return f == int(f)
+    for lineno, line in enumerate(decode_id_text(data, path=path).split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if lineno == 1 and parse_grade(parts[-1]) is None:
+            continue  # header row
+        if len(parts) != 3:
+            raise FormatError(
+                path,
+                lineno,
+                f"expected 3 tab-separated fields (query-id, corpus-id, score), found {len(parts)}: "
+                + short(line, 120),
+            )
+        grade = parse_grade(parts[2])
+        if grade is None or not -(2**63) <= grade < 2**63:
+            raise FormatError(
+                path,
+                lineno,
+                f"score must be an integer in the 64-bit range, got {short(parts[2])}",
+            )
+        q.append(parts[0].strip())
+        d.append(parts[1].strip())
+        r.append(grade)
+    return Qrels(
+        q,
+        d,
+        np.asarray(r, dtype=np.int64),
+        name=name or path.name,
+        metadata={"source": str(path)},
+        source=str(path),
+    )
 
 
 def read_queries_jsonl(path: str | Path, *, name: str | None = None) -> Queries:
@@ -65,7 +80,7 @@ def read_queries_jsonl(path: str | Path, *, name: str | None = None) -> Queries:
     path = Path(path)
     texts: dict[str, str] = {}
     meta: dict[str, dict] = {}
-    for lineno, obj in iter_jsonl(path, encoding="utf-8"):
+    for lineno, obj in iter_jsonl(path, encoding="utf-8-sig"):
         if not isinstance(obj, dict) or "_id" not in obj or "text" not in obj:
             raise FormatError(path, lineno, "a query line needs '_id' and 'text'")
         qid = str(obj["_id"])
@@ -132,31 +147,78 @@ def write_queries_jsonl(queries: Queries, path: str | Path) -> Path:
 
 def write_beir_qrels(qrels: Qrels, path: str | Path) -> Path:
     """Write qrels as a BEIR TSV with its header row, atomically."""
-    with atomic_write(path) as fh:
-        fh.write("query-id\tcorpus-id\tscore\n")
-        for q, docs in qrels.items():
-            for d, r in docs.items():
-                fh.write(f"{q}\t{d}\t{r}\n")
+    lines = ["query-id\tcorpus-id\tscore\n"]
+    for q, docs in qrels.items():
+        for d, r in docs.items():
+            lines.append(f"{q}\t{d}\t{r}\n")
+    with atomic_write(path, "wb") as fh:
+        fh.write(encode_id_text("".join(lines)))
     return Path(path)
 
 
-def read_json_run(path: str | Path, *, name: str | None = None) -> Run:
-    """Read ``{query_id: {doc_id: score}}`` (or ``{query_id: [doc_id, ...]}`` best first) from JSON.
+def _load_json(path: Path, content: bytes | None, what: str) -> object:
+    """Decode a JSON file read once; ``NaN``/``Infinity`` and overflowing numbers (``1e400``) are
+    refused (strict JSON has none; a TREC run rejects them too)."""
+    data = read_source(path, what=what) if content is None else content
 
-    Raises:
-        FormatError: the top level is not an object, or a query's value is neither an object of
-            numbers nor a list of ids (the query is named).
-    """
-    path = Path(path)
+    def constant(name: str) -> float:
+        raise _NonFinite(name)
+
+    def number(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise _NonFinite(text)
+        return value
+
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(
+            decode_id_text(data, path=path), parse_constant=constant, parse_float=number
+        )
     except json.JSONDecodeError as exc:
         raise FormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
-    return run_from_json_object(obj, path=path, name=name)
+    except _NonFinite as exc:
+        raise FormatError(
+            path,
+            None,
+            f"a number is not finite ({short(exc.args[0])}); scores and grades must be finite numbers",
+        ) from None
+    except RecursionError:
+        raise FormatError(path, None, "the JSON is nested too deeply") from None
 
 
-def run_from_json_object(obj, *, path: str | Path | None = None, name: str | None = None) -> Run:
-    """A run from a decoded JSON object: ``{qid: {doc: score}}`` or ``{qid: [doc, ...]}``."""
+class _NonFinite(ValueError):
+    pass
+
+
+def read_json_run(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    duplicates: str = "error",
+    content: bytes | None = None,
+) -> Run:
+    """Read ``{query_id: {doc_id: score}}`` (or ``{query_id: [doc_id, ...]}`` best first) from JSON.
+
+    The file is read once (*content*: its bytes when the caller has read them). Scores must be
+    finite: ``NaN``, ``Infinity`` and ``1e400`` are refused, as in a TREC run.
+    *duplicates*: ``"error"`` or ``"first"`` for a list naming a document twice (see :class:`Run`).
+
+    Raises:
+        FormatError: invalid JSON, a non-finite number, the top level is not an object, or a
+            query's value is neither an object of numbers nor a list of ids (the query is named).
+    """
+    path = Path(path)
+    obj = _load_json(path, content, "run")
+    return run_from_json_object(obj, path=path, name=name, duplicates=duplicates)
+
+
+def run_from_json_object(
+    obj, *, path: str | Path | None = None, name: str | None = None, duplicates: str = "error"
+) -> Run:
+    """A run from a decoded JSON object: ``{qid: {doc: score}}`` or ``{qid: [doc, ...]}``.
+
+    *duplicates* (a list naming a document twice): ``"error"`` or ``"first"`` (see :class:`Run`).
+    """
     if not isinstance(obj, Mapping):
         raise FormatError(
             path,
@@ -169,9 +231,16 @@ def run_from_json_object(obj, *, path: str | Path | None = None, name: str | Non
     for qid, value in obj.items():
         if isinstance(value, Mapping):
             for did, score in value.items():
-                if not isinstance(score, (int, float)) or isinstance(score, bool):
+                if (
+                    not isinstance(score, (int, float))
+                    or isinstance(score, bool)
+                    or not math.isfinite(score)
+                ):
                     raise FormatError(
-                        path, None, f"query {qid!r}, doc {did!r}: score {score!r} is not a number"
+                        path,
+                        None,
+                        f"query {short(qid)}, doc {short(did)}: score {short(score)} is not a "
+                        "finite number",
                     )
                 q.append(str(qid))
                 d.append(str(did))
@@ -186,7 +255,7 @@ def run_from_json_object(obj, *, path: str | Path | None = None, name: str | Non
             raise FormatError(
                 path,
                 None,
-                f"query {qid!r}: expected an object of scores or a list of doc ids, got {type(value).__name__}",
+                f"query {short(qid)}: expected an object of scores or a list of doc ids, got {type(value).__name__}",
             )
     return Run(
         q,
@@ -195,6 +264,7 @@ def run_from_json_object(obj, *, path: str | Path | None = None, name: str | Non
         name=name or (Path(path).name if path else None),
         metadata={"source": str(path)} if path else {},
         source=str(path) if path else None,
+        duplicates=duplicates,
     )
 
 
@@ -205,13 +275,17 @@ def write_json_run(run: Run, path: str | Path) -> Path:
     return Path(path)
 
 
-def read_json_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
-    """Read ``{query_id: {doc_id: relevance}}`` from JSON."""
+def read_json_qrels(
+    path: str | Path, *, name: str | None = None, content: bytes | None = None
+) -> Qrels:
+    """Read ``{query_id: {doc_id: relevance}}`` from JSON (read once; grades exact integers).
+
+    Raises:
+        FormatError: invalid JSON or a non-finite number; InputError: a grade is not an integer in
+            the 64-bit range (query and doc named).
+    """
     path = Path(path)
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    obj = _load_json(path, content, "qrels")
     if not isinstance(obj, Mapping):
         raise FormatError(
             path, None, "JSON qrels must be an object {query_id: {doc_id: relevance}}"
@@ -220,13 +294,15 @@ def read_json_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     for qid, docs in obj.items():
         if not isinstance(docs, Mapping):
             raise FormatError(
-                path, None, f"query {qid!r}: expected an object {{doc_id: relevance}}"
+                path, None, f"query {short(qid)}: expected an object {{doc_id: relevance}}"
             )
         for did, rel in docs.items():
             q.append(str(qid))
             d.append(str(did))
             r.append(rel)
-    return Qrels(q, d, np.asarray(r, dtype=np.float64), name=name or path.name, source=str(path))
+    grades = np.empty(len(r), dtype=object)
+    grades[:] = r
+    return Qrels(q, d, grades, name=name or path.name, source=str(path))
 
 
 def write_json_qrels(qrels: Qrels, path: str | Path) -> Path:

@@ -1,4 +1,8 @@
-"""Format sniffing: read a run or qrels file whatever its format."""
+"""Format sniffing: read a run or qrels file whatever its format, reading the path once.
+
+The file's bytes are read once (:func:`.source.read_source`: pipes and FIFOs work, gzip and a
+byte-order mark are handled) and the format is decided from them, never by opening the path again.
+"""
 
 from __future__ import annotations
 
@@ -7,51 +11,71 @@ from pathlib import Path
 from ..errors import InputError
 from .beir import read_beir_qrels, read_json_qrels, read_json_run
 from .qrels import Qrels
-from .rankfile import is_rank_file, read_rank_file
-from .run import Run
+from .rankfile import looks_like_rank_file, read_rank_file
+from .run import DUPLICATE_POLICIES, Run
+from .source import read_source
 from .trec import read_qrels, read_run
 
 
-def _first_data_line(path: Path) -> str:
-    import gzip
-
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:  # type: ignore[operator]
-        for line in fh:
-            if line.strip() and not line.startswith("#"):
-                return line
-    return ""
+def _first_data_line(data: bytes) -> bytes:
+    for line in data[: 1 << 20].splitlines():
+        if line.strip() and not line.startswith(b"#"):
+            return line
+    return b""
 
 
 def load_run(
-    path: str | Path, *, name: str | None = None, keep_rank: bool = False, trailing: str = "error"
+    path: str | Path,
+    *,
+    name: str | None = None,
+    keep_rank: bool = False,
+    trailing: str = "error",
+    duplicates: str | None = None,
 ) -> Run:
     """Read a run from a TREC run file (``.gz`` too), a JSON file (``{qid: {doc: score}}``) or a
     rank file (``{qid: [doc, ...]}`` best first, as a restricted pickle or JSON; see
     :mod:`.rankfile`).
 
+    The path is read once, so ``<(cat run)``, a named FIFO or ``/dev/stdin`` work.
     *keep_rank* keeps a TREC file's rank column as ``run.input_ranks`` (JSON runs have none).
-    """
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"run file {path} does not exist")
+    *duplicates* is what a (query, doc) pair listed twice does: ``"error"`` or ``"first"`` (the
+    first occurrence wins, with a warning); ``None`` (default): each format's own default, i.e.
+    ``"first"`` for rank files (BIRCO's published ones repeat documents) and ``"error"`` for TREC
+    and JSON runs (trec_eval refuses them).
 
-    if is_rank_file(path):
-        return read_rank_file(path, name=name)
-    first = _first_data_line(path).lstrip()
-    if path.suffix == ".json" or first.startswith("{"):
-        return read_json_run(path, name=name)
-    return read_run(path, name=name, keep_rank=keep_rank, trailing=trailing)
+    Raises:
+        InputError: the file does not exist, or *duplicates* is not ``None``/``"error"``/``"first"``;
+            FormatError / DuplicateError: as the format's reader (file and line named).
+    """
+    if duplicates not in (None, *DUPLICATE_POLICIES):
+        raise InputError(
+            f"duplicates must be one of {', '.join(DUPLICATE_POLICIES)} (or None for the "
+            f"format's default), got {duplicates!r}"
+        )
+    path = Path(path)
+    data = read_source(path, what="run")
+    if looks_like_rank_file(path, data):
+        return read_rank_file(path, name=name, duplicates=duplicates or "first", content=data)
+    first = _first_data_line(data).lstrip()
+    if path.suffix == ".json" or first.startswith(b"{"):
+        return read_json_run(path, name=name, duplicates=duplicates or "error", content=data)
+    return read_run(
+        path,
+        name=name,
+        keep_rank=keep_rank,
+        trailing=trailing,
+        duplicates=duplicates or "error",
+        content=data,
+    )
 
 
 def load_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
-    """Read qrels from a TREC qrels file, a BEIR TSV (header row) or a JSON file."""
+    """Read qrels from a TREC qrels file, a BEIR TSV (header row) or a JSON file (path read once)."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"qrels file {path} does not exist")
-    first = _first_data_line(path)
-    if path.suffix == ".json" or first.lstrip().startswith("{"):
-        return read_json_qrels(path, name=name)
-    if path.suffix == ".tsv" or "\t" in first and len(first.rstrip("\r\n").split("\t")) == 3:
-        return read_beir_qrels(path, name=name)
-    return read_qrels(path, name=name)
+    data = read_source(path, what="qrels")
+    first = _first_data_line(data)
+    if path.suffix == ".json" or first.lstrip().startswith(b"{"):
+        return read_json_qrels(path, name=name, content=data)
+    if path.suffix == ".tsv" or b"\t" in first and len(first.split(b"\t")) == 3:
+        return read_beir_qrels(path, name=name, content=data)
+    return read_qrels(path, name=name, content=data)

@@ -12,6 +12,9 @@ from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
 from .ranking import factorize_sorted
 from .run import _as_str_array
+from .source import INT64_MAX as _INT64_MAX
+from .source import INT64_MIN as _INT64_MIN
+from .source import parse_grade, short
 
 
 class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
@@ -54,18 +57,9 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         """
         q = _as_str_array(query_ids)
         d = _as_str_array(doc_ids)
-        r_float = np.asarray(relevance, dtype=np.float64)
-        if not (len(q) == len(d) == len(r_float)):
+        r = _as_grades(relevance, q, d, source)
+        if not (len(q) == len(d) == len(r)):
             raise InputError("qrels columns differ in length")
-        if len(r_float) and not np.all(np.isfinite(r_float)):
-            raise InputError(f"{source or 'qrels'}: relevance values must be finite integers")
-        r = r_float.astype(np.int64)
-        if len(r) and not np.array_equal(r, r_float):
-            i = int(np.flatnonzero(r != r_float)[0])
-            raise InputError(
-                f"{source or 'qrels'}: relevance of query {q[i]!r}, doc {d[i]!r} is {r_float[i]!r}; "
-                "grades must be integers"
-            )
         if len(q):
             uq, qcodes = factorize_sorted(q)
             _, dcodes = factorize_sorted(d)
@@ -80,7 +74,8 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
                     raise DuplicateError(
                         f"{source or 'qrels'}: document {d[i]!r} is judged twice for query "
                         f"{uq[qcodes[i]]!r} with different grades ({r[i]} and {r[i + 1]}); "
-                        "keep one judgment per (query, doc)"
+                        "keep one judgment per (query, doc)",
+                        key=(str(uq[qcodes[i]]), str(d[i])),
                     )
                 keep = np.ones(len(d), dtype=bool)
                 keep[:-1][same] = False  # keep the last of each run of equal pairs
@@ -196,3 +191,48 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         )
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _as_grades(
+    relevance: Iterable[Any], q: np.ndarray, d: np.ndarray, source: str | None
+) -> np.ndarray:
+    """Integer grades as int64, exactly: no float rounding, no wrap-around (shape (n,)).
+
+    Raises:
+        InputError: a grade is not a finite integer, or lies outside the 64-bit range (the query,
+            document and value are named).
+    """
+    arr = np.asarray(relevance if not isinstance(relevance, range) else list(relevance))
+    if arr.ndim != 1:
+        arr = arr.reshape(-1) if arr.size else np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind in "bi":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "u":
+        bad = arr > np.uint64(_INT64_MAX)
+        if bad.any():
+            _bad_grade(int(np.flatnonzero(bad)[0]), arr, q, d, source)
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f":
+        ok = np.isfinite(arr) & (arr == np.round(arr)) & (np.abs(arr) < 2.0**63)
+        if not ok.all():
+            _bad_grade(int(np.flatnonzero(~ok)[0]), arr, q, d, source)
+        return arr.astype(np.int64)
+    out = np.empty(len(arr), dtype=np.int64)
+    for i, value in enumerate(arr.tolist()):
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2.0**63:
+            value = int(value)
+        elif isinstance(value, (str, np.str_)):
+            value = parse_grade(str(value))
+        if not isinstance(value, int) or not _INT64_MIN <= value <= _INT64_MAX:
+            _bad_grade(i, arr, q, d, source)
+        out[i] = value
+    return out
+
+
+def _bad_grade(i: int, arr: np.ndarray, q: np.ndarray, d: np.ndarray, source: str | None) -> None:
+    value = arr[i]
+    where = f"query {short(q[i])}, doc {short(d[i])}: " if i < len(q) and i < len(d) else ""
+    raise InputError(
+        f"{source or 'qrels'}: {where}relevance {short(value)} is not an integer grade in the "
+        f"64-bit range [{_INT64_MIN}, {_INT64_MAX}]; grades must be integers"
+    )

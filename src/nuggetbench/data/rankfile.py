@@ -20,36 +20,32 @@ import numpy as np
 
 from ..errors import FormatError, InputError
 from .run import Run
-from .safepickle import safe_load, to_builtin
+from .safepickle import load_builtin
+from .source import read_source, short, strip_bom
 
-__all__ = ["read_rank_file", "is_rank_file", "check_pools", "filter_to_pools", "PoolCheck"]
+__all__ = [
+    "read_rank_file",
+    "is_rank_file",
+    "looks_like_rank_file",
+    "check_pools",
+    "filter_to_pools",
+    "PoolCheck",
+]
 
 _PICKLE_SUFFIXES = {".pickle", ".pkl", ".pck", ".p"}
 
 
-def _is_pickle(path: Path) -> bool:
+def _is_pickle(path: Path, head: bytes) -> bool:
     if path.suffix.lower() in _PICKLE_SUFFIXES:
         return True
-    with open(path, "rb") as fh:
-        head = fh.read(2)
     return head[:1] == b"\x80"  # protocol 2+ pickles start with PROTO
 
 
-def is_rank_file(path: str | Path) -> bool:
-    """Whether *path* looks like a rank file: a pickle, or JSON whose first value is a list.
-
-    Only the start of a JSON file is inspected; nothing is unpickled.
-    """
-    path = Path(path)
-    if not path.is_file():
+def _json_starts_with_list(head: bytes) -> bool:
+    text = head.decode("utf-8", errors="replace").lstrip()
+    if not text.startswith("{"):
         return False
-    if _is_pickle(path):
-        return True
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        head = fh.read(4096).lstrip()
-    if not head.startswith("{"):
-        return False
-    rest = head[1:].lstrip()
+    rest = text[1:].lstrip()
     try:  # the first key, a JSON string that may itself contain ':' or '['
         _, end = json.JSONDecoder().raw_decode(rest)
     except ValueError:
@@ -58,13 +54,47 @@ def is_rank_file(path: str | Path) -> bool:
     return rest.startswith(":") and rest[1:].lstrip().startswith("[")
 
 
-def read_rank_file(path: str | Path, *, name: str | None = None) -> Run:
+def looks_like_rank_file(path: str | Path, data: bytes) -> bool:
+    """Whether content *data* (of file *path*) is a rank file: a pickle, or JSON whose first
+    value is a list. Only the start of *data* is inspected; nothing is unpickled."""
+    return _is_pickle(Path(path), data[:2]) or _json_starts_with_list(data[:4096])
+
+
+def is_rank_file(path: str | Path) -> bool:
+    """Whether the regular file *path* looks like a rank file (see :func:`looks_like_rank_file`).
+
+    Only the start of the file is read; nothing is unpickled. A pipe is never opened here (read
+    it once with :func:`.source.read_source` and call :func:`looks_like_rank_file`).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return False
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    return looks_like_rank_file(path, strip_bom(head))
+
+
+def read_rank_file(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    duplicates: str = "first",
+    content: bytes | None = None,
+) -> Run:
     """Read ``{query_id: [doc_id, ...]}`` (best first) from a pickle or JSON file as a run.
 
     Args:
         path: a ``.pickle``/``.pkl`` file (restricted unpickler: builtin containers and numpy
             scalars only) or a JSON file.
         name: the run's name (default: the file's stem).
+        duplicates: a list naming a document twice: ``"first"`` (the default; some published
+            BIRCO rank files do: the first occurrence keeps its rank, the later ones are
+            dropped so the documents below move up one place, and a warning names the query,
+            the document and both positions) or ``"error"``. BIRCO's ``rank2metric.py`` scores
+            the list as it is: its recall and reciprocal rank (sets and first hits) agree with
+            ``"first"`` unless the repeat lies inside the cutoff, where the repeat still takes a
+            slot there; its nDCG@10 and AP count a repeated relevant document twice.
+        content: the file's bytes when the caller has read them already (a pipe is read once).
 
     Returns:
         A :class:`Run`; the document at position ``i`` (0-based) of a list of length ``n`` gets
@@ -72,27 +102,31 @@ def read_rank_file(path: str | Path, *, name: str | None = None) -> Run:
 
     Raises:
         InputError: the file does not exist.
-        FormatError: the pickle names a disallowed global (nothing is executed), the JSON is
-            invalid, or the content is not a mapping of query ids to lists of doc ids.
-        DuplicateError: a list names the same document twice (the pair is named).
+        FormatError: the pickle names a disallowed global (nothing is executed) or is too large or
+            too deep, the JSON is invalid, or the content is not a mapping of query ids to lists of
+            doc ids (messages quote at most a short prefix of a value).
+        DuplicateError: a list names the same document twice and *duplicates* is ``"error"``
+            (the pair is named).
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"rank file {path} does not exist")
-    if _is_pickle(path):
-        data = to_builtin(safe_load(path))
+    data_bytes = read_source(path, what="rank") if content is None else content
+    if _is_pickle(path, data_bytes[:2]):
+        data = load_builtin(data_bytes, source=str(path))
     else:
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise FormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+            data = json.loads(data_bytes)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            line = getattr(exc, "lineno", None)
+            raise FormatError(path, line, f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
+        except RecursionError:
+            raise FormatError(path, None, "the JSON is nested too deeply for a rank file") from None
     lists = _validate(data, path)
     return Run.from_ranked_lists(
         lists,
         name=name or path.stem,
         metadata={"source": str(path), "format": "rank-lists"},
         source=str(path),
+        duplicates=duplicates,
     )
 
 
@@ -109,21 +143,21 @@ def _validate(data: Any, path: Path) -> dict[str, list[str]]:
             raise FormatError(
                 path,
                 None,
-                f"query {qid!r} maps to a dict ({{doc_id: score}}): that is a scored run, read it "
+                f"query {short(qid)} maps to a dict ({{doc_id: score}}): that is a scored run, read it "
                 "with nuggetbench.data.load_run; a rank file maps each query to a list of doc ids",
             )
         if not isinstance(docs, (list, tuple)):
             raise FormatError(
                 path,
                 None,
-                f"query {qid!r} maps to a {type(docs).__name__}, expected a list of doc ids",
+                f"query {short(qid)} maps to a {type(docs).__name__}, expected a list of doc ids",
             )
         for d in docs:
             if not isinstance(d, (str, int)) or isinstance(d, bool):
                 raise FormatError(
                     path,
                     None,
-                    f"query {qid!r}: doc id {d!r} is a {type(d).__name__}, expected a string",
+                    f"query {short(qid)}: doc id {short(d)} is a {type(d).__name__}, expected a string",
                 )
         out[str(qid)] = [str(d) for d in docs]
     return out

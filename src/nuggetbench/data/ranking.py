@@ -4,7 +4,10 @@ Within a query, documents are ordered by score descending; ties are broken by do
 **descending** string order (``strcmp`` on the docno, as trec_eval's ``form_res_rels.c`` does).
 Any rank column of an input file is ignored. Every ranking in the package goes through
 :func:`rank_order`; profiles that sort differently (ndeval's rank column, pyndeval's ascending
-doc ids) pass an explicit ``tie_break``.
+doc ids, FreshStack's input order) pass an explicit ``tie_break``: ``"docid_desc"`` (the rule),
+``"docid_asc"`` (pyndeval) or ``"input"`` (ties keep the order in which the entries arrived, as a
+stable sort of a ``{doc: score}`` dict in Python does; it needs the input positions,
+``Run.input_order``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from typing import Literal
 
 import numpy as np
 
-TieBreak = Literal["docid_desc", "docid_asc"]
+TieBreak = Literal["docid_desc", "docid_asc", "input"]
+#: The tie orders a profile can name.
+TIE_BREAKS = ("docid_desc", "docid_asc", "input")
 
 
 def factorize_sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -30,6 +35,7 @@ def rank_order(
     doc_ids: np.ndarray,
     *,
     tie_break: TieBreak = "docid_desc",
+    positions: np.ndarray | None = None,
 ) -> np.ndarray:
     """Permutation that groups entries by query (ascending code) and ranks them within each query.
 
@@ -37,16 +43,29 @@ def rank_order(
         query_codes: int array, shape (n,), the query of each entry.
         scores: float array, shape (n,).
         doc_ids: object/str array, shape (n,).
-        tie_break: ``"docid_desc"`` (trec_eval, the default) or ``"docid_asc"`` (pyndeval/FreshStack).
+        tie_break: ``"docid_desc"`` (trec_eval, the default), ``"docid_asc"`` (pyndeval) or
+            ``"input"`` (ties ordered by *positions* ascending: FreshStack's ``sorted(...,
+            reverse=True)`` over a dict in file order).
+        positions: int array (n,), the input position of each entry; required for ``"input"``.
 
     Returns:
         int64 array of shape (n,): apply it to the three arrays to obtain the ranked order.
+
+    Raises:
+        ValueError: ``tie_break="input"`` without *positions*, or an unknown *tie_break*.
     """
     import pandas as pd
 
     n = len(scores)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    if tie_break == "input":
+        if positions is None:
+            raise ValueError("tie_break='input' needs the entries' input positions")
+        q = np.asarray(query_codes, dtype=np.int64)
+        return np.lexsort((np.asarray(positions), -np.asarray(scores, dtype=np.float64), q))
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"unknown tie_break {tie_break!r}; use one of {TIE_BREAKS}")
     codes, uniques = pd.factorize(np.asarray(doc_ids, dtype=object))
     order = rank_codes(
         query_codes, scores, np.asarray(uniques, dtype=object), codes, tie_break=tie_break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,7 +11,13 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
-from .ranking import TieBreak, _n_distinct, factorize_sorted, rank_codes
+from .ranking import TieBreak, _n_distinct, factorize_sorted, rank_codes, rank_order
+
+logger = logging.getLogger(__name__)
+
+#: What a run does with a (query, doc) pair listed twice: ``"error"`` (trec_eval refuses them)
+#: or ``"first"`` (the first occurrence wins; the later ones are dropped, with a warning).
+DUPLICATE_POLICIES = ("error", "first")
 
 
 class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
@@ -28,6 +35,10 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         input_ranks: ``None``, or the rank column of the input file (int64, shape (n,), aligned
             with the ranked entries of :meth:`arrays`); kept only on request
             (``read_run(path, keep_rank=True)``) for profiles that order by it (ndeval's default).
+        input_order: int64 (n,) aligned with the ranked entries: the position at which each
+            entry arrived (its index in the constructor's columns, i.e. the file order), for
+            profiles that break ties by input order (FreshStack's Coverage). Only the relative
+            order within a query is meaningful.
     """
 
     __slots__ = (
@@ -41,6 +52,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         "input_ranks",
         "_doc_uniques",
         "_doc_codes",
+        "_input_pos",
     )
 
     def __init__(
@@ -54,6 +66,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         tie_break: TieBreak = "docid_desc",
         source: str | None = None,
         ranks: Iterable[int] | None = None,
+        duplicates: str = "error",
     ):
         """Build a run from three parallel columns (one entry per (query, doc) pair).
 
@@ -66,10 +79,15 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             source: where the data came from, used in error messages.
             ranks: optional input rank column (integers, shape (n,)), stored aligned with the
                 ranked entries as ``input_ranks``; it never changes the ranking.
+            duplicates: a (query, doc) pair listed twice: ``"error"`` (the default, as trec_eval)
+                or ``"first"`` (the first occurrence in input order is kept, the later ones are
+                dropped and a warning names the query, the document and the positions).
 
         Raises:
-            DuplicateError: a (query_id, doc_id) pair occurs twice (the pair is named).
-            InputError: the columns differ in length or a score is not a finite number or NaN.
+            DuplicateError: a (query_id, doc_id) pair occurs twice and *duplicates* is
+                ``"error"`` (the pair is named).
+            InputError: the columns differ in length, a score is NaN, or *duplicates* is not one
+                of :data:`DUPLICATE_POLICIES`.
         """
         q = _as_str_array(query_ids)
         d = _as_str_array(doc_ids)
@@ -96,6 +114,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             tie_break=tie_break,
             source=source,
             ranks=ranks,
+            duplicates=duplicates,
         )
 
     def _init_ranked(
@@ -111,23 +130,38 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         tie_break: TieBreak,
         source: str | None,
         ranks: Iterable[int] | None,
+        duplicates: str = "error",
     ) -> None:
         """Rank factorised columns (``uq`` sorted; ``du`` in any order) and fill the slots."""
-        order = rank_codes(qcodes, s, du, dcodes, tie_break=tie_break)
-        self.input_sorted = _arrived_sorted(qcodes, s)
-        if order is not None:
-            qcodes = qcodes[order]
-            dcodes = dcodes[order]
-            s = s[order]
+        r = None
         if ranks is not None:
             r = np.asarray(
                 list(ranks) if not isinstance(ranks, np.ndarray) else ranks, dtype=np.int64
             )
             if len(r) != len(s):
                 raise InputError(f"run columns differ in length: {len(s)} entries, {len(r)} ranks")
-            self.input_ranks = r if order is None else r[order]
+        if duplicates not in DUPLICATE_POLICIES:
+            raise InputError(
+                f"duplicates must be one of {', '.join(DUPLICATE_POLICIES)}, got {duplicates!r}"
+            )
+        kept: np.ndarray | None = None
+        if duplicates == "first":
+            kept = _first_occurrences(qcodes, dcodes, uq, du, source)
+            if kept is not None:
+                qcodes, dcodes, s = qcodes[kept], dcodes[kept], s[kept]
+                r = None if r is None else r[kept]
+        if tie_break == "input":
+            order = rank_order(qcodes, s, dcodes, tie_break="input", positions=np.arange(len(s)))
+            order = None if np.array_equal(order, np.arange(len(s))) else order
         else:
-            self.input_ranks = None
+            order = rank_codes(qcodes, s, du, dcodes, tie_break=tie_break)
+        self.input_sorted = _arrived_sorted(qcodes, s)
+        if order is not None:
+            qcodes = qcodes[order]
+            dcodes = dcodes[order]
+            s = s[order]
+        self._input_pos = order if kept is None else (kept if order is None else kept[order])
+        self.input_ranks = None if r is None else (r if order is None else r[order])
         starts = np.searchsorted(qcodes, np.arange(len(uq) + 1)).astype(np.int64)
         _check_duplicate_codes(qcodes, dcodes, uq, du, source)
         self._qids = uq
@@ -153,12 +187,13 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         tie_break: TieBreak = "docid_desc",
         source: str | None = None,
         ranks: np.ndarray | None = None,
+        duplicates: str = "error",
     ) -> Run:
         """Build a run from factorised columns (a fast reader's output).
 
         ``query_uniques`` / ``doc_uniques``: distinct ids (object arrays, any order);
         ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``scores`` float64 (n,).
-        Same ranking, checks and errors as the constructor.
+        Same ranking, checks, *duplicates* policy and errors as the constructor.
         """
         s = np.asarray(scores, dtype=np.float64)
         qu = np.asarray(query_uniques, dtype=object)
@@ -183,6 +218,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             tie_break=tie_break,
             source=source,
             ranks=ranks,
+            duplicates=duplicates,
         )
         return run
 
@@ -228,9 +264,11 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         input_sorted: bool = True,
         input_ranks: np.ndarray | None = None,
         doc_codes: tuple[np.ndarray, np.ndarray] | None = None,
+        input_pos: np.ndarray | None = None,
     ) -> Run:
         run = cls.__new__(cls)
         run.input_ranks = input_ranks
+        run._input_pos = input_pos  # None: the entries arrived in ranked order
         run._doc_uniques, run._doc_codes = doc_codes if doc_codes is not None else (None, None)
         run._qids = qids
         run._starts = starts
@@ -297,6 +335,18 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
     def _codes_subset(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         return None if self._doc_codes is None else (self._doc_uniques, self._doc_codes[keep])
 
+    @property
+    def input_order(self) -> np.ndarray:
+        """int64 (n,), aligned with :meth:`arrays`: the input position of each ranked entry.
+
+        The order in which the entries arrived (a file's line order, a dict's insertion order);
+        equal to ``arange(n)`` when they arrived already ranked. Only the relative order inside a
+        query is meaningful (a filtered run keeps its entries' original positions).
+        """
+        if self._input_pos is None:
+            return np.arange(self.n_entries, dtype=np.int64)
+        return self._input_pos
+
     def lengths(self) -> np.ndarray:
         """Number of entries per query, shape (q,)."""
         return np.diff(self._starts)
@@ -344,6 +394,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             input_sorted=self.input_sorted,
             input_ranks=None if self.input_ranks is None else self.input_ranks[keep],
             doc_codes=self._codes_subset(keep),
+            input_pos=None if self._input_pos is None else self._input_pos[keep],
         )
 
     def with_name(self, name: str | None, metadata: dict | None = None) -> Run:
@@ -358,6 +409,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             input_sorted=self.input_sorted,
             input_ranks=self.input_ranks,
             doc_codes=None if self._doc_codes is None else (self._doc_uniques, self._doc_codes),
+            input_pos=self._input_pos,
         )
 
     def to_dict(self) -> dict[str, dict[str, float]]:
@@ -446,6 +498,44 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(uniques, dtype=object), codes.astype(np.int64, copy=False)
 
 
+def _first_occurrences(
+    qcodes: np.ndarray, dcodes: np.ndarray, uq: np.ndarray, du: np.ndarray, source: str | None
+) -> np.ndarray | None:
+    """Input positions to keep so that each (query, doc) pair occurs once (its first occurrence),
+    or ``None`` when no pair repeats. Each repeated pair is logged as a warning naming the query,
+    the document and its 1-based positions in the query's input order (a rank file's list)."""
+    import pandas as pd
+
+    if len(dcodes) < 2:
+        return None
+    frame = pd.DataFrame({"q": qcodes, "d": dcodes})
+    repeated = frame.duplicated(keep="first").to_numpy()
+    if not repeated.any():
+        return None
+    # 1-based position of each entry among its query's entries, in input order
+    by_query = np.argsort(qcodes, kind="stable")
+    counts = np.bincount(qcodes, minlength=len(uq))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    position = np.empty(len(qcodes), dtype=np.int64)
+    position[by_query] = np.arange(len(qcodes)) - np.repeat(starts, counts) + 1
+    involved = frame.duplicated(keep=False).to_numpy()
+    where = f"{source}: " if source else ""
+    groups = pd.Series(position[involved]).groupby([qcodes[involved], dcodes[involved]], sort=False)
+    for (qc, dc), pos in groups:
+        listed = ", ".join(str(int(p)) for p in pos.tolist())
+        logger.warning(
+            "%squery %r lists document %r %d times (positions %s); the first occurrence "
+            "(position %d) is kept",
+            where,
+            uq[qc],
+            du[dc],
+            len(pos),
+            listed,
+            int(pos.iloc[0]),
+        )
+    return np.flatnonzero(~repeated).astype(np.int64)
+
+
 def _check_duplicate_codes(
     qcodes: np.ndarray, dcodes: np.ndarray, uq: np.ndarray, du: np.ndarray, source: str | None
 ) -> None:
@@ -471,5 +561,7 @@ def _check_duplicate_codes(
     where = f"{source}: " if source else ""
     raise DuplicateError(
         f"{where}query {uq[qcodes[i]]!r} retrieves document {du[dcodes[i]]!r} more than once; "
-        "a run may list each (query, doc) pair once: remove the duplicate or fuse the scores first"
+        "a run may list each (query, doc) pair once: remove the duplicate or fuse the scores first, "
+        "or keep the first occurrence (duplicates='first'; nuggetbench evaluate --duplicates first)",
+        key=(str(uq[qcodes[i]]), str(du[dcodes[i]])),
     )

@@ -5,7 +5,11 @@ execute arbitrary code. :func:`safe_load` never calls :func:`pickle.load`: it us
 :class:`pickle.Unpickler` whose ``find_class`` admits only
 
 - builtin containers and scalars: ``dict``, ``list``, ``tuple``, ``set``, ``frozenset``, ``str``,
-  ``bytes``, ``int``, ``float``, ``bool``, ``complex`` (and ``None``, which needs no global);
+  ``bytes``, ``int``, ``float``, ``bool``, ``complex`` (and ``None``, which needs no global). These
+  names resolve to *rebuilders*, never to the types themselves: a rebuilder only copies a value the
+  pickle already holds (``set([..])``, ``bytes()``, ``complex(1.0, 2.0)``) and refuses anything that
+  would allocate from a number (``bytes(200000000)``, ``str``/``list`` of a huge ``bytes``), so a
+  68-byte pickle cannot ask for gigabytes;
 - ``_codecs.encode`` with the ``latin1``/``latin-1`` codec only (how protocol 0-2 pickles spell
   ``bytes``);
 - numpy *scalars* (``numpy.str_``, ``numpy.int64``, ``numpy.float32``...), which numpy pickles as
@@ -17,6 +21,11 @@ execute arbitrary code. :func:`safe_load` never calls :func:`pickle.load`: it us
 Every other global (a class, ``os.system``, ``builtins.eval``, ``numpy`` arrays...) is refused with
 :class:`~nuggetbench.errors.FormatError` naming the file and the global, before anything is
 called. Persistent ids are refused too.
+
+:func:`to_builtin` converts the result to plain Python values with a bounded depth (a
+self-referential or deeply nested pickle is a clear error, not ``RecursionError``) and, through
+:func:`load_builtin`, a bounded number of values (shared references cannot expand a small file
+into a huge structure). Error messages quote at most a short prefix of any value.
 
 The BIRCO pickles (``test_set.pickle`` and the published rank files) reference exactly
 ``numpy.core.multiarray.scalar`` and ``numpy.dtype`` (query ids stored as ``numpy.str_``), checked
@@ -35,8 +44,20 @@ from typing import Any
 import numpy as np
 
 from ..errors import FormatError, InputError
+from .source import read_source, short
 
-__all__ = ["safe_load", "safe_loads", "to_builtin", "ALLOWED_GLOBALS"]
+__all__ = [
+    "safe_load",
+    "safe_loads",
+    "load_builtin",
+    "load_builtin_file",
+    "to_builtin",
+    "ALLOWED_GLOBALS",
+    "MAX_DEPTH",
+]
+
+#: containers nested deeper than this are refused (BIRCO's deepest is 3)
+MAX_DEPTH = 64
 
 # dtype kinds whose scalars are plain values: bool, signed/unsigned int, float, complex,
 # bytes, unicode, datetime, timedelta. Excluded: 'O' (object) and 'V' (void/structured).
@@ -55,7 +76,7 @@ def _safe_dtype(*args: Any) -> np.dtype:
     """``numpy.dtype(code, align, copy)`` restricted to plain scalar type codes."""
     if not args or not isinstance(args[0], str):
         raise pickle.UnpicklingError(
-            f"numpy.dtype called with {args!r}; only a type code string is allowed"
+            f"numpy.dtype called with {short(args)}; only a type code string is allowed"
         )
     dtype = np.dtype(args[0])
     if (
@@ -64,7 +85,7 @@ def _safe_dtype(*args: Any) -> np.dtype:
         or dtype.subdtype is not None
         or dtype.hasobject
     ):
-        raise pickle.UnpicklingError(f"numpy dtype {args[0]!r} is not a plain scalar type")
+        raise pickle.UnpicklingError(f"numpy dtype {short(args[0])} is not a plain scalar type")
     return np.dtype(*args)
 
 
@@ -90,16 +111,96 @@ def _safe_scalar(dtype: Any, data: Any = None) -> Any:
 def _latin1_encode(text: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
     """``_codecs.encode`` limited to latin-1 (protocol 0-2 pickles spell bytes this way)."""
     if not isinstance(text, str) or encoding.lower().replace("_", "-") not in {"latin1", "latin-1"}:
-        raise pickle.UnpicklingError(f"_codecs.encode with encoding {encoding!r} is not allowed")
+        raise pickle.UnpicklingError(
+            f"_codecs.encode with encoding {short(encoding)} is not allowed"
+        )
     return text.encode("latin-1", errors)
+
+
+_SEQUENCES = (list, tuple)
+
+
+def _refuse(name: str, args: tuple) -> Any:
+    kinds = ", ".join(type(a).__name__ for a in args[:4])
+    raise pickle.UnpicklingError(
+        f"builtins.{name} called with ({kinds}); the restricted unpickler only rebuilds values "
+        "the pickle holds (nothing is allocated from a number)"
+    )
+
+
+def _rebuild_container(kind: type) -> Callable[..., Any]:
+    """``list``/``tuple``/``set``/``frozenset`` of a list or tuple the pickle holds, or empty."""
+
+    def rebuild(*args: Any) -> Any:
+        if not args:
+            return kind()
+        if len(args) == 1 and isinstance(args[0], _SEQUENCES + (set, frozenset)):
+            return kind(args[0])
+        return _refuse(kind.__name__, args)
+
+    rebuild.__name__ = kind.__name__
+    return rebuild
+
+
+def _rebuild_dict(*args: Any) -> dict:
+    if not args:
+        return {}
+    if len(args) == 1 and isinstance(args[0], dict):
+        return dict(args[0])
+    pairs = len(args) == 1 and isinstance(args[0], _SEQUENCES)
+    if pairs and all(isinstance(p, _SEQUENCES) and len(p) == 2 for p in args[0]):
+        return dict(args[0])
+    return _refuse("dict", args)
+
+
+def _rebuild_str(*args: Any) -> str:
+    if not args:
+        return ""
+    if len(args) == 1 and isinstance(args[0], str):
+        return args[0]
+    return _refuse("str", args)
+
+
+def _rebuild_bytes(*args: Any) -> bytes:
+    if not args:
+        return b""
+    if len(args) == 1 and isinstance(args[0], bytes):
+        return args[0]
+    values = len(args) == 1 and isinstance(args[0], _SEQUENCES)  # byte values it holds
+    if values and all(isinstance(b, int) and not isinstance(b, bool) for b in args[0]):
+        try:
+            return bytes(args[0])
+        except ValueError:
+            pass
+    return _refuse("bytes", args)
+
+
+def _rebuild_number(kind: type) -> Callable[..., Any]:
+    """``int``/``float``/``bool``/``complex`` of numbers, or of a short decimal string."""
+
+    def rebuild(*args: Any) -> Any:
+        if not args:
+            return kind()
+        numbers = all(isinstance(a, (int, float, complex)) for a in args)
+        text = len(args) <= 2 and isinstance(args[0], str) and len(args[0]) <= 100
+        if (numbers and len(args) <= 2) or text:
+            try:
+                return kind(*args)
+            except (TypeError, ValueError, OverflowError):
+                pass
+        return _refuse(kind.__name__, args)
+
+    rebuild.__name__ = kind.__name__
+    return rebuild
 
 
 #: ``(module, name) -> object`` that the restricted unpickler hands out; nothing else resolves.
 ALLOWED_GLOBALS: dict[tuple[str, str], Any] = {
-    **{
-        ("builtins", t.__name__): t
-        for t in (dict, list, tuple, set, frozenset, str, bytes, int, float, bool, complex)
-    },
+    **{("builtins", t.__name__): _rebuild_container(t) for t in (list, tuple, set, frozenset)},
+    **{("builtins", t.__name__): _rebuild_number(t) for t in (int, float, bool, complex)},
+    ("builtins", "dict"): _rebuild_dict,
+    ("builtins", "str"): _rebuild_str,
+    ("builtins", "bytes"): _rebuild_bytes,
     ("_codecs", "encode"): _latin1_encode,
     ("numpy", "dtype"): _safe_dtype,
     ("numpy.core.multiarray", "scalar"): _safe_scalar,
@@ -124,7 +225,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
             raise FormatError(
                 self._source,
                 None,
-                f"pickle refers to {module}.{name}, which the restricted unpickler does not allow "
+                f"pickle refers to {module[:80]}.{name[:80]}, which the restricted unpickler does not allow "
                 "(only builtin containers/scalars and numpy scalars are loaded; nothing was executed). "
                 "Convert the file to JSON or to a pickle of plain dicts, lists and strings.",
             ) from None
@@ -164,15 +265,20 @@ def safe_loads(data: bytes, *, source: str = "<bytes>") -> Any:
         UnicodeDecodeError,
     ) as exc:
         raise FormatError(
-            source, None, f"not a valid data pickle ({type(exc).__name__}: {exc})"
+            source, None, f"not a valid data pickle ({type(exc).__name__}: {_short_text(exc)})"
         ) from None
+
+
+def _short_text(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def safe_load(path: str | Path) -> Any:
     """Read a pickle file with the restricted unpickler; never calls plain :func:`pickle.load`.
 
     Args:
-        path: the pickle file.
+        path: the pickle file (read once, size-bounded: see :func:`.source.read_source`).
 
     Returns:
         The unpickled object (builtin containers/scalars and numpy scalars only).
@@ -183,25 +289,104 @@ def safe_load(path: str | Path) -> Any:
         InputError: the file does not exist.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"pickle file {path} does not exist")
-    return safe_loads(path.read_bytes(), source=str(path))
+    return safe_loads(read_source(path, what="pickle"), source=str(path))
 
 
-def to_builtin(value: Any) -> Any:
+def load_builtin(data: bytes, *, source: str = "<bytes>") -> Any:
+    """:func:`safe_loads` then :func:`to_builtin`, bounded: at most ``MAX_DEPTH`` levels and at
+    most ``2 * len(data) + 1000`` values (every value a pickle holds costs at least one byte, so
+    only shared references could exceed it: a small file cannot expand into a huge structure).
+
+    Raises:
+        FormatError: as :func:`safe_loads`, or the bounds are exceeded (source named).
+    """
+    return to_builtin(
+        safe_loads(data, source=source), source=source, max_items=2 * len(data) + 1000
+    )
+
+
+def load_builtin_file(path: str | Path) -> Any:
+    """:func:`load_builtin` of a pickle file (read once, size-bounded).
+
+    Raises:
+        InputError: the file does not exist. FormatError: as :func:`load_builtin`.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"pickle file {path} does not exist")
+    return load_builtin(read_source(path, what="pickle"), source=str(path))
+
+
+def to_builtin(
+    value: Any,
+    *,
+    source: str | None = None,
+    max_depth: int = MAX_DEPTH,
+    max_items: int | None = None,
+) -> Any:
     """Recursively turn numpy scalars into Python scalars (``numpy.str_`` -> ``str``...).
 
     Dicts, lists, tuples, sets and frozensets are rebuilt with converted members; other values
-    are returned unchanged.
+    are returned unchanged. A value met twice is converted once (shared references stay shared).
+
+    Args:
+        value: an unpickled value.
+        source: the file, for errors.
+        max_depth: containers nested deeper are refused (a self-referential value never ends).
+        max_items: at most this many values are visited (``None``: no bound).
+
+    Raises:
+        FormatError: nesting deeper than *max_depth* (or a value containing itself), or more than
+            *max_items* values.
     """
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, dict):
-        return {to_builtin(k): to_builtin(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [to_builtin(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(to_builtin(v) for v in value)
-    if isinstance(value, (set, frozenset)):
-        return type(value)(to_builtin(v) for v in value)
-    return value
+    memo: dict[int, tuple[Any, int]] = {}  # id -> (converted, values in its subtree)
+    active: set[int] = set()
+    seen = [0]
+
+    def charge(n: int) -> None:
+        seen[0] += n
+        if max_items is not None and seen[0] > max_items:
+            raise FormatError(
+                source,
+                None,
+                f"the pickle expands to more than {max_items} values (shared references); "
+                "write each value out, or convert the file to JSON",
+            )
+
+    def convert(v: Any, depth: int) -> Any:
+        if isinstance(v, np.generic):
+            charge(1)
+            return v.item()
+        if not isinstance(v, (dict, list, tuple, set, frozenset)):
+            charge(1)
+            return v
+        key = id(v)
+        if key in memo:  # shared: converted once, counted every time it is used
+            out, size = memo[key]
+            charge(size)
+            return out
+        if key in active or depth >= max_depth:
+            raise FormatError(
+                source,
+                None,
+                f"the pickle nests containers deeper than {max_depth} levels or a container "
+                "contains itself; a data file holds plain nested dicts and lists",
+            )
+        active.add(key)
+        before = seen[0]
+        charge(1)
+        if isinstance(v, dict):
+            out = {convert(k, depth + 1): convert(x, depth + 1) for k, x in v.items()}
+        elif isinstance(v, list):
+            out = [convert(x, depth + 1) for x in v]
+        elif isinstance(v, tuple):
+            out = tuple(convert(x, depth + 1) for x in v)
+        else:
+            out = type(v)(convert(x, depth + 1) for x in v)
+        active.discard(key)
+        memo[key] = (out, seen[0] - before)
+        return out
+
+    return convert(value, 0)

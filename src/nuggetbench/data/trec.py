@@ -17,21 +17,22 @@ from pathlib import Path
 import numpy as np
 
 from .._atomic import atomic_write
-from ..errors import FormatError, InputError
+from ..errors import DuplicateError, FormatError, InputError
 from .qrels import Qrels
 from .run import Run
+from .source import (
+    ERRORS,
+    INT64_MAX,
+    INT64_MIN,
+    check_reserved,
+    decode_id_text,
+    encode_id_text,
+    parse_grade,
+    read_source,
+    short,
+)
 
 _COMMENT = re.compile(rb"^#[^\n]*(\n|$)", re.MULTILINE)
-
-
-def _read_bytes(path: str | Path) -> bytes:
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if path.suffix == ".gz":
-        with gzip.open(path, "rb") as fh:
-            return fh.read()
-    return path.read_bytes()
 
 
 def _strip_comments(data: bytes) -> bytes:
@@ -62,6 +63,7 @@ def _fast_columns(data: bytes, ncols: int):
                 dtype=object,
                 engine="c",
                 keep_default_na=False,
+                encoding_errors=ERRORS,
                 na_values=[],
                 quoting=3,
                 skip_blank_lines=True,
@@ -80,7 +82,7 @@ def _slow_lines(data: bytes, path: str, ncols: int, what: str, *, trailing: str 
     ``trailing="ignore"`` accepts extra fields after the last column (trec_eval ignores the rest
     of a run line after the tag: its own ``results.trunc`` test file has such lines)."""
     cols: list[list[str]] = [[] for _ in range(ncols)]
-    text = data.decode("utf-8", errors="replace")
+    text = decode_id_text(data, path=path)
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -89,7 +91,7 @@ def _slow_lines(data: bytes, path: str, ncols: int, what: str, *, trailing: str 
             raise FormatError(
                 path,
                 lineno,
-                f"expected {ncols} whitespace-separated columns in a {what} line, found {len(parts)}: {line.strip()!r}"
+                f"expected {ncols} whitespace-separated columns in a {what} line, found {len(parts)}: {short(line.strip(), 120)}"
                 + (
                     " (doc ids may not contain spaces; if the extra fields are trailing text after the tag, "
                     "which trec_eval ignores, read with trailing='ignore' / --ignore-trailing)"
@@ -113,7 +115,9 @@ def _parse_scores(
         i = int(np.flatnonzero(bad)[0])
         lineno = _line_of_entry(data, i)
         raise FormatError(
-            path, lineno, f"{kind} column {column} of a {what} line is not a number: {values[i]!r}"
+            path,
+            lineno,
+            f"{kind} column {column} of a {what} line is not a number: {short(values[i])}",
         )
     return nums
 
@@ -121,7 +125,7 @@ def _parse_scores(
 def _line_of_entry(data: bytes, index: int) -> int:
     """1-based line number of the *index*-th data line (skipping blanks and comments)."""
     count = -1
-    for lineno, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+    for lineno, line in enumerate(decode_id_text(data).splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
         count += 1
@@ -131,7 +135,13 @@ def _line_of_entry(data: bytes, index: int) -> int:
 
 
 def read_run(
-    path: str | Path, *, name: str | None = None, keep_rank: bool = False, trailing: str = "error"
+    path: str | Path,
+    *,
+    name: str | None = None,
+    keep_rank: bool = False,
+    trailing: str = "error",
+    duplicates: str = "error",
+    content: bytes | None = None,
 ) -> Run:
     """Read a TREC run file (6 columns; ``.gz`` read transparently).
 
@@ -143,6 +153,12 @@ def read_run(
         trailing: ``"error"`` (default: a line with more than 6 fields is an error, since it usually
             means a doc id with a space) or ``"ignore"`` (trec_eval's behaviour: fields after the
             tag are ignored).
+        duplicates: a (query, doc) pair on two lines: ``"error"`` (default, as trec_eval) or
+            ``"first"`` (the first line wins, with a warning; see :class:`Run`).
+        content: the file's bytes when the caller has read them already (:func:`.io.load_run`
+            reads a pipe once); default: *path* is read once (see :func:`.source.read_source`).
+
+    Ids keep their bytes: invalid UTF-8 bytes are never merged (see :func:`.source.decode_id_text`).
 
     Returns:
         A :class:`Run`, ranked by trec_eval's rule (the rank column is ignored).
@@ -150,12 +166,27 @@ def read_run(
     Raises:
         FormatError: a line has the wrong number of columns, or a score is not a number, or
             (with *keep_rank*) a rank is not an integer (file, line number and line named).
-        DuplicateError: a (query, doc) pair occurs twice.
+        DuplicateError: a (query, doc) pair occurs twice with ``duplicates="error"`` (file and
+            both line numbers named).
     """
     path = Path(path)
-    raw = _read_bytes(path)
+    raw = read_source(path, what="run") if content is None else content
+    check_reserved(raw, path)
+    try:
+        return _read_run_bytes(
+            path, raw, name=name, keep_rank=keep_rank, trailing=trailing, duplicates=duplicates
+        )
+    except DuplicateError as exc:
+        if not isinstance(exc.key, tuple):
+            raise
+        raise _duplicate_at(path, raw, exc, doc_column=2) from None
+
+
+def _read_run_bytes(
+    path: Path, raw: bytes, *, name: str | None, keep_rank: bool, trailing: str, duplicates: str
+) -> Run:
     data = _strip_comments(raw)
-    fast = _read_run_arrow(path, raw, data, name=name, keep_rank=keep_rank)
+    fast = _read_run_arrow(path, raw, data, name=name, keep_rank=keep_rank, duplicates=duplicates)
     if fast is not None:
         return fast
     if trailing not in ("error", "ignore"):
@@ -167,7 +198,7 @@ def read_run(
     scores = _parse_scores(s, str(path), raw, 5, "run", "score")
     if not np.all(np.isfinite(scores)):
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
-        raise FormatError(path, _line_of_entry(raw, i), f"score is not finite: {s[i]!r}")
+        raise FormatError(path, _line_of_entry(raw, i), f"score is not finite: {short(s[i])}")
     ranks = None
     if keep_rank:
         ranks_f = _parse_scores(rank_col, str(path), raw, 4, "run", "rank")
@@ -175,17 +206,24 @@ def read_run(
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise FormatError(
-                path, _line_of_entry(raw, i), f"rank must be an integer, got {rank_col[i]!r}"
+                path, _line_of_entry(raw, i), f"rank must be an integer, got {short(rank_col[i])}"
             )
         ranks = ranks_f.astype(np.int64)
     label = name or (str(tag[0]) if len(tag) else path.name)
     return Run(
-        q, d, scores, name=label, metadata={"source": str(path)}, source=str(path), ranks=ranks
+        q,
+        d,
+        scores,
+        name=label,
+        metadata={"source": str(path)},
+        source=str(path),
+        ranks=ranks,
+        duplicates=duplicates,
     )
 
 
 def _read_run_arrow(
-    path: Path, raw: bytes, data: bytes, *, name: str | None, keep_rank: bool
+    path: Path, raw: bytes, data: bytes, *, name: str | None, keep_rank: bool, duplicates: str
 ) -> Run | None:
     """The pyarrow fast path of :func:`read_run` (``None``: use the regular reader)."""
     from . import _arrow_trec  # lazy: pyarrow loads only when a large run file is read
@@ -201,7 +239,7 @@ def _read_run_arrow(
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise FormatError(path, _line_of_entry(raw, i), f"score is not finite: {scores[i]!r}")
     first = next((line for line in data[:8192].split(b"\n") if line.strip()), b"").split()
-    label = name or (first[5].decode("utf-8", "replace") if len(first) >= 6 else path.name)
+    label = name or (decode_id_text(first[5]) if len(first) >= 6 else path.name)
     return Run._from_codes(
         qu,
         qc,
@@ -212,37 +250,108 @@ def _read_run_arrow(
         metadata={"source": str(path)},
         source=str(path),
         ranks=cols.get(3),
+        duplicates=duplicates,
     )
 
 
-def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
+def read_qrels(path: str | Path, *, name: str | None = None, content: bytes | None = None) -> Qrels:
     """Read a TREC qrels file (``query_id iteration doc_id relevance``; ``.gz`` read transparently).
 
+    Grades are parsed exactly as integers (``9223372036854775807`` and ``2**53 + 1`` keep their
+    value; ``1.0`` and ``2e1`` are accepted as 1 and 20). *content* is the file's bytes when the
+    caller has read them already. Ids keep their bytes (:func:`.source.decode_id_text`).
+
     Raises:
-        FormatError: a line does not have 4 columns, or a relevance is not an integer
-            (file, line number and value named).
-        DuplicateError: a (query, doc) pair is judged twice with different grades.
+        FormatError: a line does not have 4 columns, or a relevance is not an integer or lies
+            outside the 64-bit range (file, line number and value named).
+        DuplicateError: a (query, doc) pair is judged twice with different grades (file and
+            lines named).
     """
     path = Path(path)
-    raw = _read_bytes(path)
+    raw = read_source(path, what="qrels") if content is None else content
+    check_reserved(raw, path)
+    try:
+        return _read_qrels_bytes(path, raw, name=name)
+    except DuplicateError as exc:
+        if not isinstance(exc.key, tuple):
+            raise
+        raise _duplicate_at(path, raw, exc, doc_column=2) from None
+
+
+def _read_qrels_bytes(path: Path, raw: bytes, *, name: str | None) -> Qrels:
     data = _strip_comments(raw)
     cols = _fast_columns(data, 4)
     if cols is None:
         cols = _slow_lines(raw, str(path), 4, "qrels")
     q, _, d, r = cols
-    rels = _parse_scores(r, str(path), raw, 4, "qrels", "relevance")
-    if len(rels) and not np.array_equal(rels, np.round(rels)):
-        i = int(np.flatnonzero(rels != np.round(rels))[0])
-        raise FormatError(
-            path, _line_of_entry(raw, i), f"relevance must be an integer, got {r[i]!r}"
-        )
+    rels = parse_grades(r, path, raw)
     return Qrels(
         q,
         d,
-        rels.astype(np.int64),
+        rels,
         name=name or path.name,
         metadata={"source": str(path)},
         source=str(path),
+    )
+
+
+def parse_grades(values: np.ndarray, path: str | Path, raw: bytes | None) -> np.ndarray:
+    """Grade strings -> int64, exactly (each distinct string is parsed once).
+
+    Args:
+        values: the relevance column (object array of ``str``), shape (n,).
+        path: the file, for errors.
+        raw: the file's bytes, to find the line of a bad value (``None``: no line).
+
+    Raises:
+        FormatError: a value is not an integer, or lies outside [-2**63, 2**63 - 1] (file, line
+            and a short prefix of the value named).
+    """
+    import pandas as pd
+
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), sort=False)
+    parsed = np.empty(len(uniques), dtype=np.int64)
+    for j, text in enumerate(uniques.tolist()):
+        grade = parse_grade(str(text))
+        if grade is None or not INT64_MIN <= grade <= INT64_MAX:
+            i = int(np.flatnonzero(codes == j)[0])
+            line = _line_of_entry(raw, i) if raw is not None else None
+            problem = (
+                "is not an integer"
+                if grade is None
+                else f"lies outside the 64-bit range [{INT64_MIN}, {INT64_MAX}]"
+            )
+            raise FormatError(
+                path, line, f"relevance {short(text)} {problem}; grades must be integers"
+            )
+        parsed[j] = grade
+    return parsed[codes]
+
+
+def _duplicate_at(path: Path, raw: bytes, exc: DuplicateError, *, doc_column: int) -> Exception:
+    """*exc* re-raised with the file and the lines of the repeated (query, doc) pair."""
+    query, doc = (encode_id_text(str(x)) for x in exc.key)
+    lines = []
+    for lineno, line in enumerate(raw.splitlines(), start=1):
+        parts = line.split()
+        if (
+            len(parts) > doc_column
+            and not line.startswith(b"#")
+            and parts[0] == query
+            and parts[doc_column] == doc
+        ):
+            lines.append(lineno)
+            if len(lines) == 2:
+                break
+    if len(lines) < 2:
+        return exc
+    message = str(exc)
+    if message.startswith(f"{path}: "):
+        message = message[len(f"{path}: ") :]
+    return DuplicateError(
+        f"{path}, line {lines[1]} (first at line {lines[0]}): {message}", key=exc.key
     )
 
 
@@ -282,10 +391,10 @@ def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> Path:
     text = "".join(lines)
     if path.suffix == ".gz":
         with atomic_write(path, "wb") as fh:
-            fh.write(gzip.compress(text.encode()))
+            fh.write(gzip.compress(encode_id_text(text)))
     else:
-        with atomic_write(path) as fh:
-            fh.write(text)
+        with atomic_write(path, "wb") as fh:
+            fh.write(encode_id_text(text))
     return path
 
 
@@ -299,6 +408,6 @@ def write_qrels(qrels: Qrels, path: str | Path) -> Path:
         for d, r in zip(docids[a:b].tolist(), rels[a:b].tolist()):
             _check_id(d, "doc id")
             lines.append(f"{q} 0 {d} {r}\n")
-    with atomic_write(path) as fh:
-        fh.write("".join(lines))
+    with atomic_write(path, "wb") as fh:
+        fh.write(encode_id_text("".join(lines)))
     return Path(path)

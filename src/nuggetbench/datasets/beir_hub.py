@@ -103,7 +103,7 @@ def fetch_from_hub(
             raise DatasetError(
                 f"{dataset_id}: hub files absent and download=False; fill {target} with {hint}"
             )
-        hub.ensure_online(dataset_id, target, hint=hint)
+        hub.ensure_reachable(dataset_id, target, hint=hint)
     if not (corpus_files and query_files):
         snap = hub.download_files(
             corpus_repo,

@@ -27,9 +27,10 @@ from typing import Any
 
 from .. import home as _home
 from ..data import InMemoryCorpus, Qrels, Queries
-from ..data.safepickle import safe_load, to_builtin
+from ..data.safepickle import load_builtin_file
 from ..errors import DownloadError, FormatError, UnknownNameError, suggest
 from ..spec import Param, params_table
+from . import hub
 from ._ids import BIRCO_NAMES as NAMES
 from .base import Dataset
 from .family import DOWNLOAD, REVISION, ModuleFamily
@@ -184,23 +185,9 @@ def load(
     if path is not None:
         raw, source = _read_pickle(path), str(path)
     else:
-        wanted = _home.home() / "birco" / name / f"{split}_set.pickle"
-        searched = ", ".join(str(p / "birco" / name) for p in _home.search_path())
-        if split != "test" or not download or _home.offline():
-            why = (
-                "downloads are off (NUGGETBENCH_OFFLINE=1)"
-                if _home.offline()
-                else (
-                    "only the test split has a Hugging Face mirror"
-                    if split != "test"
-                    else "download=False"
-                )
-            )
-            raise DownloadError(
-                f"{dataset_id} ({split}) is not on disk and {why}. Put BIRCO's {split}_set.pickle "
-                f"(from https://github.com/BIRCO-benchmark/BIRCO, datasets/{name}/) at {wanted}, or "
-                f"point NUGGETBENCH_DATA at a folder holding birco/{name}/; searched: {searched}"
-            )
+        why = _why_not_downloadable(split, download)
+        if why is not None:
+            raise DownloadError(_missing(dataset_id, split, why))
         repo, pinned = HF_MIRRORS[name]
         raw, source = (
             _read_hf(repo, revision or pinned),
@@ -215,9 +202,56 @@ def load(
     )
 
 
+def _why_not_downloadable(split: str, download: bool) -> str | None:
+    """Why the hub mirror cannot be read now (offline, no network, not the test split), or ``None``."""
+    if _home.offline():
+        return "downloads are off (NUGGETBENCH_OFFLINE=1)"
+    if split != "test":
+        return "only the test split has a Hugging Face mirror"
+    if not download:
+        return "download=False"
+    unreachable = hub.hub_unreachable()
+    if unreachable is not None:
+        return f"the Hugging Face hub cannot be reached ({unreachable})"
+    return None
+
+
+def _missing(dataset_id: str, split: str, why: str) -> str:
+    """The one message of an absent split: why, the file and the folder to fill, what was searched."""
+    name = _name(dataset_id)
+    wanted = _home.home() / "birco" / name / f"{split}_set.pickle"
+    searched = ", ".join(str(p / "birco" / name) for p in _home.search_path())
+    return (
+        f"{dataset_id} ({split}) is not on disk and {why}. Put BIRCO's {split}_set.pickle "
+        f"(from https://github.com/BIRCO-benchmark/BIRCO, datasets/{name}/) at {wanted}, or "
+        f"point NUGGETBENCH_DATA at a folder holding birco/{name}/; searched: {searched}"
+    )
+
+
+def fetch(dataset_id: str, *, show_progress: bool = False) -> Path:
+    """The folder of the local test split, or read the hub mirror once (``datasets`` caches it)
+    and return that cache folder.
+
+    Raises:
+        DownloadError: absent, and offline or the hub unreachable (fails at once; the message
+            names the file and the folder to fill), or the mirror cannot be read.
+    """
+    local = find(dataset_id)
+    if local is not None:
+        return local.parent
+    why = _why_not_downloadable("test", True)
+    if why is not None:
+        raise DownloadError(_missing(dataset_id, "test", why))
+    repo, pinned = HF_MIRRORS[_name(dataset_id)]
+    _read_hf(repo, pinned)
+    import datasets as hf  # present: _read_hf needed it
+
+    return Path(hf.config.HF_DATASETS_CACHE)
+
+
 def _read_pickle(path: Path) -> dict:
 
-    raw = to_builtin(safe_load(path))
+    raw = load_builtin_file(path)
     if not isinstance(raw, dict) or not {"query", "corpus", "qrel"} <= set(raw):
         keys = sorted(map(str, raw)) if isinstance(raw, dict) else type(raw).__name__
         raise FormatError(

@@ -2,7 +2,11 @@
 
 * :func:`download_file` streams a URL to a temporary file beside the target, computes its MD5
   on the fly and keeps the file only when the size and checksum match. A corrupt or truncated
-  download never stays on disk.
+  download never stays on disk. A transfer has an overall deadline (``NUGGETBENCH_DOWNLOAD_DEADLINE``
+  seconds, default 4 hours) and a stall check: fewer than ``MIN_RATE`` bytes per second over a
+  window of ``NUGGETBENCH_DOWNLOAD_STALL`` seconds (default 60; a silent socket times out after
+  the same time) ends it. Either ends in a :class:`DownloadError` naming the file to put in place
+  by hand (the dataset families add the folder to fill).
 * :func:`safe_extract_zip` refuses any member that would land outside the target folder
   (absolute paths, ``..`` components, drive letters, symbolic links).
 * :func:`install_zip` extracts into a temporary folder beside the destination and renames the
@@ -18,6 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -27,6 +32,49 @@ log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
 TIMEOUT_S = 60
+#: Overall deadline of one download, seconds (``NUGGETBENCH_DOWNLOAD_DEADLINE``).
+DEADLINE_S = 4 * 3600.0
+#: Stall window, seconds (``NUGGETBENCH_DOWNLOAD_STALL``); also the socket's read timeout.
+STALL_S = 60.0
+#: A transfer slower than this (bytes per second) over a whole stall window is stalled.
+MIN_RATE = 1024
+
+
+def _seconds(var: str, default: float) -> float:
+    value = os.environ.get(var, "").strip()
+    if not value:
+        return default
+    try:
+        out = float(value)
+    except ValueError:
+        raise DownloadError(f"{var}={value!r} is not a number of seconds") from None
+    if not out > 0:
+        raise DownloadError(f"{var}={value!r}: give a positive number of seconds")
+    return out
+
+
+class _Pace:
+    """The deadline and the stall check of one transfer (see the module docstring)."""
+
+    def __init__(self, deadline: float, stall: float, min_rate: float):
+        self.deadline, self.stall, self.min_rate = deadline, stall, min_rate
+        self.start = self.window_start = time.monotonic()
+        self.window_bytes = 0
+
+    def check(self, received: int) -> str | None:
+        """Why the transfer must end now, or ``None``."""
+        now = time.monotonic()
+        if now - self.start > self.deadline:
+            return f"it did not finish within the deadline of {self.deadline:g} s"
+        if now - self.window_start >= self.stall:
+            got = received - self.window_bytes
+            if got < self.min_rate * self.stall:
+                return (
+                    f"it stalled: {got} bytes in the last {now - self.window_start:.0f} s (less "
+                    f"than {self.min_rate:g} bytes/s)"
+                )
+            self.window_start, self.window_bytes = now, received
+        return None
 
 
 def download_file(
@@ -36,6 +84,9 @@ def download_file(
     md5: str | None = None,
     show_progress: bool = False,
     what: str | None = None,
+    deadline: float | None = None,
+    stall: float | None = None,
+    min_rate: float = MIN_RATE,
 ) -> Path:
     """Download *url* to *dest* (atomically), verifying its MD5 when given.
 
@@ -45,12 +96,18 @@ def download_file(
         md5: the expected hex MD5 digest, or ``None`` to skip verification.
         show_progress: show a tqdm bar (bytes).
         what: a label for messages (e.g. the dataset id).
+        deadline: overall limit in seconds (default ``NUGGETBENCH_DOWNLOAD_DEADLINE`` or
+            :data:`DEADLINE_S`).
+        stall: stall window in seconds, also the socket timeout (default
+            ``NUGGETBENCH_DOWNLOAD_STALL`` or :data:`STALL_S`).
+        min_rate: bytes per second below which a whole window counts as stalled.
 
     Returns:
         *dest*.
 
     Raises:
-        DownloadError: the network failed or the transfer ended early (the partial file is removed).
+        DownloadError: the network failed, the transfer ended early, stalled or passed its
+            deadline (the partial file is removed; the message names *dest*).
         ChecksumError: the file's MD5 differs from *md5* (the file is removed).
     """
     import http.client
@@ -60,8 +117,11 @@ def download_file(
     from tqdm.auto import tqdm
 
     dest = Path(dest)
+    deadline = deadline or _seconds("NUGGETBENCH_DOWNLOAD_DEADLINE", DEADLINE_S)
+    stall = stall or _seconds("NUGGETBENCH_DOWNLOAD_STALL", STALL_S)
     dest.parent.mkdir(parents=True, exist_ok=True)
     label = what or dest.name
+    by_hand = f"or put the file at {dest} by hand (download {url} yourself)"
     fd, tmp_name = tempfile.mkstemp(prefix="." + dest.name + ".", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
     digest = hashlib.md5()
@@ -70,7 +130,8 @@ def download_file(
         with os.fdopen(fd, "wb") as out:
             try:
                 request = urllib.request.Request(url, headers={"User-Agent": "nuggetbench"})
-                with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+                timeout = min(TIMEOUT_S, stall, deadline)
+                with urllib.request.urlopen(request, timeout=timeout) as response:
                     length = response.headers.get("Content-Length")
                     total = int(length) if length and length.isdigit() else None
                     with tqdm(
@@ -82,10 +143,19 @@ def download_file(
                         disable=not show_progress,
                         leave=False,
                     ) as bar:
+                        pace = _Pace(deadline, stall, min_rate)
                         while True:
-                            chunk = response.read(CHUNK)
+                            chunk = response.read1(CHUNK)
                             if not chunk:
                                 break
+                            why = pace.check(received + len(chunk))
+                            if why is not None:
+                                raise DownloadError(
+                                    f"downloading {label} from {url}: {why}; {received + len(chunk)}"
+                                    f" bytes received{f' of {total}' if total else ''}. Try again "
+                                    "later, raise NUGGETBENCH_DOWNLOAD_DEADLINE / "
+                                    f"NUGGETBENCH_DOWNLOAD_STALL (seconds), {by_hand}"
+                                )
                             out.write(chunk)
                             digest.update(chunk)
                             received += len(chunk)
@@ -95,7 +165,7 @@ def download_file(
                 raise DownloadError(
                     f"downloading {label} from {url} failed after {received} bytes: {reason}. "
                     "Check the network (or set NUGGETBENCH_OFFLINE=1 and fill the folder by hand), "
-                    "then try again"
+                    f"then try again; {by_hand}"
                 ) from exc
             if total is not None and received != total:
                 raise DownloadError(

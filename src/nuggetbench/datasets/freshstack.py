@@ -36,6 +36,7 @@ from ..data.diversity_io import load_nugget_qrels_file
 from ..data.freshstack_io import read_freshstack_queries
 from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
 from ..spec import Param, params_table
+from . import hub
 from ._ids import FRESHSTACK_TOPICS as TOPICS
 from .base import Dataset
 from .family import DOWNLOAD, SHOW_PROGRESS, ModuleFamily, Target
@@ -103,6 +104,11 @@ def fetch(dataset_id: str, *, show_progress: bool = False) -> Path:
     if _home.offline():
         raise DownloadError(
             f"{dataset_id} is not on disk and downloads are off (NUGGETBENCH_OFFLINE=1): {how}"
+        )
+    why = hub.hub_unreachable()
+    if why is not None:
+        raise DownloadError(
+            f"{dataset_id} is not on disk and the Hugging Face hub cannot be reached ({why}): {how}"
         )
     try:
         import datasets as hf_datasets

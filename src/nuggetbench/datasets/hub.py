@@ -22,7 +22,11 @@ history (macavaney/miracl-noauth); if the hub refuses it, pass ``revision="main"
 repository (the ``BeIR/*`` mirrors) defaults to ``"main"``: give ``revision=`` to pin one.
 
 ``NUGGETBENCH_OFFLINE=1`` or ``HF_HUB_OFFLINE=1`` forbids downloads; the error names the local
-folder to fill. ``miracl/miracl`` is gated: accept its terms on the hub and set ``HF_TOKEN``.
+folder to fill. Without them (and unless ``NUGGETBENCH_OFFLINE=0`` declares the machine online), a
+machine that cannot reach the hub fails fast too:
+:func:`ensure_reachable` first opens one TCP connection to the hub (``HF_ENDPOINT``, or the HTTPS
+proxy when one is set) with a short timeout, instead of letting ``huggingface_hub`` spend half a
+minute in retries, and the one error names the files and the folder to fill. ``miracl/miracl`` is gated: accept its terms on the hub and set ``HF_TOKEN``.
 """
 
 from __future__ import annotations
@@ -32,10 +36,13 @@ import io
 import itertools
 import json
 import logging
+import os
 import re
+import socket
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .. import home as _home
 from ..errors import DatasetError, DownloadError, FormatError
@@ -48,6 +55,8 @@ __all__ = [
     "revision_for",
     "hf_cache_dir",
     "ensure_online",
+    "ensure_reachable",
+    "hub_unreachable",
     "download_files",
     "load_hub_dataset",
     "find_record_files",
@@ -90,6 +99,68 @@ def ensure_online(what: str, folder: Path, *, hint: str = "") -> None:
             f"{what} is not on disk and downloads are off (NUGGETBENCH_OFFLINE=1 or HF_HUB_OFFLINE=1). "
             f"Fill the folder {folder}{': ' + hint if hint else ''}; or point NUGGETBENCH_DATA at a "
             f"folder holding the same layout; or unset the offline variables"
+        )
+
+
+#: Seconds to wait for the hub's TCP handshake (``NUGGETBENCH_HUB_PROBE_TIMEOUT``).
+PROBE_TIMEOUT_S = 5.0
+_PROBES: dict[tuple[str, int], str | None] = {}
+
+
+def hub_unreachable(*, timeout: float | None = None) -> str | None:
+    """Why the hub cannot be reached from here, or ``None`` when a TCP connection opens.
+
+    The endpoint is ``HF_ENDPOINT`` (default ``https://huggingface.co``); when ``HTTPS_PROXY`` /
+    ``ALL_PROXY`` is set the proxy is probed instead. The answer is remembered per host and port
+    for the life of the process (one probe, however many files a dataset needs).
+    ``NUGGETBENCH_OFFLINE=0`` (set, and false) declares the machine online: no probe is made (for
+    networks the probe cannot see through).
+    """
+    if os.environ.get("NUGGETBENCH_OFFLINE", "").strip().lower() in {"0", "false", "no", "off"}:
+        return None
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    proxy = next(
+        (
+            os.environ[v]
+            for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+            if os.environ.get(v)
+        ),
+        None,
+    )
+    target = urlsplit(proxy if "://" in proxy else f"http://{proxy}") if proxy else endpoint
+    host = target.hostname or ""
+    try:
+        port = target.port or (443 if target.scheme == "https" else 80)
+    except ValueError:
+        return f"the hub address {target.geturl()!r} has an invalid port"
+    key = (host, port)
+    if key not in _PROBES:
+        wait = timeout or float(os.environ.get("NUGGETBENCH_HUB_PROBE_TIMEOUT") or PROBE_TIMEOUT_S)
+        try:
+            with socket.create_connection((host, port), timeout=wait):
+                _PROBES[key] = None
+        except OSError as exc:
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            via = " (the HTTPS proxy)" if proxy else ""
+            _PROBES[key] = f"{host}:{port}{via} cannot be reached: {reason}"
+    return _PROBES[key]
+
+
+def ensure_reachable(what: str, folder: Path, *, hint: str = "") -> None:
+    """:func:`ensure_online`, then fail fast when the hub cannot be reached (:func:`hub_unreachable`).
+
+    Raises:
+        DownloadError: offline, or the hub unreachable; one message naming *folder* and *hint*
+            (the files to put there).
+    """
+    ensure_online(what, folder, hint=hint)
+    why = hub_unreachable()
+    if why is not None:
+        raise DownloadError(
+            f"{what} is not on disk and the Hugging Face hub cannot be reached ({why}). Fill the "
+            f"folder {folder}{': ' + hint if hint else ''}; or point NUGGETBENCH_DATA at a folder "
+            "holding the same layout; or connect and try again (NUGGETBENCH_OFFLINE=1 skips this "
+            "check and says so at once)"
         )
 
 
@@ -141,7 +212,7 @@ def download_files(
     """
     rev = revision_for(repo_id, revision)
     label = what or repo_id
-    ensure_online(label, fill_folder or hf_cache_dir(), hint=hint)
+    ensure_reachable(label, fill_folder or hf_cache_dir(), hint=hint)
     from huggingface_hub import snapshot_download
 
     try:
@@ -210,7 +281,7 @@ def load_hub_dataset(
                 f"{label}: datasets could not read the local files in {local}: {exc}"
             ) from exc
     rev = revision_for(str(path_or_repo), revision)
-    ensure_online(label, fill_folder or hf_cache_dir())
+    ensure_reachable(label, fill_folder or hf_cache_dir())
     try:
         return datasets.load_dataset(str(path_or_repo), config, revision=rev, **kwargs)
     except Exception as exc:

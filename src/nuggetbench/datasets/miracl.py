@@ -187,7 +187,7 @@ def fetch(
     if not has_split(ready, split):
         found = _find_topics(folders, lang, split)
         if found is None:
-            hub.ensure_online(dataset_id, target, hint=_fill_hint(lang, split))
+            hub.ensure_reachable(dataset_id, target, hint=_fill_hint(lang, split))
             snap = hub.download_files(
                 TOPICS_REPO,
                 [f"miracl-v1.0-{lang}/*/*-{lang}-{split}.tsv"],
@@ -205,7 +205,7 @@ def fetch(
     if _existing_corpus(lang) is None:
         files = next((f for f in map(_corpus_files, folders) if f), [])
         if not files:
-            hub.ensure_online(dataset_id, target, hint=_fill_hint(lang, split))
+            hub.ensure_reachable(dataset_id, target, hint=_fill_hint(lang, split))
             snap = hub.download_files(
                 CORPUS_REPO,
                 [f"miracl-corpus-v1.0-{lang}/docs-*"],

@@ -152,7 +152,7 @@ def _may_download(download: bool, dataset_id: str, target: Path, hint: str) -> N
             f"{dataset_id} is not on disk (searched {', '.join(map(str, _roots())) or 'no mmarco folder'}) "
             f"and download=False; fill {target} with {hint}"
         )
-    hub.ensure_online(dataset_id, target, hint=hint)
+    hub.ensure_reachable(dataset_id, target, hint=hint)
 
 
 def _download(

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import home as _home
 from ..data import load_qrels
 from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels
-from ..errors import DatasetError, InputError, UnknownNameError, suggest
+from ..errors import DatasetError, DownloadError, InputError, UnknownNameError, suggest
 from ..spec import REQUIRED, Param, resolve
 from ._ids import (
     BEIR_NAMES,
@@ -383,3 +384,25 @@ def fetch(dataset_id: str, *, show_progress: bool = False) -> Path | None:
         DownloadError, ChecksumError, UnsafeArchiveError: from the download.
     """
     return family_of(dataset_id).fetch(dataset_id, show_progress=show_progress)
+
+
+def ensure_local(dataset_id: str, *, show_progress: bool = False) -> Path:
+    """Make sure *dataset_id* is on disk: :func:`fetch` it, or find the local copy of a family
+    that has nothing to download; returns its local path (what ``datasets fetch`` prints).
+
+    Raises:
+        UnknownNameError: not a registered id.
+        DownloadError: the family cannot download it and it is not on disk (the message says
+            where nuggetbench looks), or the download failed (offline, unreachable...).
+        ChecksumError, UnsafeArchiveError: from the download.
+    """
+    family = family_of(dataset_id)
+    path = family.fetch(dataset_id, show_progress=show_progress) or family.find(dataset_id)
+    if path is None:
+        searched = ", ".join(str(p) for p in _home.search_path())
+        raise DownloadError(
+            f"{dataset_id} could not be fetched: nuggetbench has no download for it and it is not "
+            f"on disk (searched under {searched}). Put its files in a folder on NUGGETBENCH_DATA "
+            f"(`nuggetbench datasets info {dataset_id}` describes them)"
+        )
+    return Path(path)

@@ -4,6 +4,10 @@ Round 0 sends every request; each answer that the validator rejects is followed 
 (the bad answer as the assistant's message, then a user message naming the problem and the
 expected form), up to ``max_repairs`` rounds. A repair request differs from the first one, so it
 has its own cache entry: a resumed build replays all rounds from the cache for free.
+
+An item whose every round was rejected is a failure, and failures are never cached as results:
+the answers of its rounds are removed from the cache (:meth:`~.client.LLMClient.forget`), so the
+next run sends its first request again rather than replaying the unusable answers.
 """
 
 from __future__ import annotations
@@ -39,10 +43,12 @@ def ask_validated(
 
     Returns:
         ``(values, errors)``: per item the validated value (``None`` when every round failed) and
-        the last error message (``None`` when valid).
+        the last error message (``None`` when valid). The cached answers of the failed items are
+        removed from the client's cache.
     """
     values: list[T | None] = [None] * len(requests)
     errors: list[str | None] = [None] * len(requests)
+    chains: dict[int, list[str]] = {i: [] for i in range(len(requests))}
     current = {i: req for i, req in enumerate(requests)}
     for round_no in range(max_repairs + 1):
         if not current:
@@ -51,6 +57,7 @@ def ask_validated(
         results = client.complete_many([current[i] for i in order])
         retry: dict[int, ChatRequest] = {}
         for i, res in zip(order, results):
+            chains[i].append(res.key)
             try:
                 values[i] = validate(res.text)
                 errors[i] = None
@@ -74,6 +81,7 @@ def ask_validated(
                 )
                 retry[i] = replace(req, messages=messages)
         current = retry
+    client.forget([k for i, keys in chains.items() if values[i] is None for k in keys])
     return values, errors
 
 

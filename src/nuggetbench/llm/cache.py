@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ class CachedResponse:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    extra: dict | None = None
 
 
 class LLMCache:
@@ -70,6 +72,9 @@ class LLMCache:
                 "response TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, "
                 "completion_tokens INTEGER NOT NULL, created REAL NOT NULL)"
             )
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+            if "extra" not in columns:  # caches written before answers carried log-probabilities
+                self._db.execute("ALTER TABLE responses ADD COLUMN extra TEXT")
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise CacheError(
@@ -81,10 +86,14 @@ class LLMCache:
         """The stored answer under *key*, or ``None``."""
         with self._lock:
             row = self._db.execute(
-                "SELECT response, prompt_tokens, completion_tokens FROM responses WHERE key = ?",
+                "SELECT response, prompt_tokens, completion_tokens, extra FROM responses "
+                "WHERE key = ?",
                 (key,),
             ).fetchone()
-        return CachedResponse(row[0], int(row[1]), int(row[2])) if row else None
+        if not row:
+            return None
+        extra = json.loads(row[3]) if row[3] else None
+        return CachedResponse(row[0], int(row[1]), int(row[2]), extra)
 
     def put(
         self,
@@ -97,12 +106,16 @@ class LLMCache:
         response: str,
         prompt_tokens: int,
         completion_tokens: int,
+        extra: dict | None = None,
     ) -> None:
-        """Store one answer and commit at once (a later identical key keeps the first answer)."""
+        """Store one answer and commit at once (a later identical key keeps the first answer).
+        *extra* holds what the answer carries besides its text (``{"top_logprobs": ...}``)."""
         blob = json.dumps(request, sort_keys=True, ensure_ascii=False)
         with self._lock:
             self._db.execute(
-                "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO responses (key, model, stage, prompt_version, request, "
+                "response, prompt_tokens, completion_tokens, created, extra) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     model,
@@ -113,9 +126,21 @@ class LLMCache:
                     int(prompt_tokens),
                     int(completion_tokens),
                     time.time(),
+                    json.dumps(extra) if extra else None,
                 ),
             )
             self._db.commit()
+
+    def discard(self, keys: Iterable[str]) -> int:
+        """Delete the answers stored under *keys* (unusable answers must not be served again);
+        returns how many were stored. Commits at once."""
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return 0
+        with self._lock:
+            cur = self._db.executemany("DELETE FROM responses WHERE key = ?", [(k,) for k in keys])
+            self._db.commit()
+            return int(cur.rowcount)
 
     def __len__(self) -> int:
         with self._lock:

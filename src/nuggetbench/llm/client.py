@@ -35,6 +35,7 @@ from typing import Any
 
 from ..errors import BudgetError, InputError, LLMError
 from .cache import LLMCache, UsageLedger, request_key
+from .secrets import key_name_problem, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,11 @@ class LLMSettings:
             ``openai`` default (api.openai.com). For Azure, the resource endpoint.
         provider: ``"openai"`` (any compatible server) or ``"azure"``.
         api_version: Azure API version.
-        api_key_env: environment variable holding the key (never the key itself).
+        api_key_env: environment variable holding the key (never the key itself; a value
+            shaped like a key is refused without being quoted).
+        no_api_key: the endpoint needs no key (a local vLLM, Ollama, llama.cpp server): none is
+            read or sent. Without it a missing key is an error for every endpoint built from a
+            plan (:func:`key_problem`), never a silent placeholder.
         timeout: seconds to wait for one answer.
         max_retries: retries after the first attempt on retryable failures.
         backoff, backoff_max: first retry delay and cap, seconds.
@@ -67,6 +72,7 @@ class LLMSettings:
     provider: str = "openai"
     api_version: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    no_api_key: bool = False
     timeout: float = 120.0
     max_retries: int = 6
     backoff: float = 1.0
@@ -83,6 +89,14 @@ class LLMSettings:
             raise InputError(f"[llm] provider must be 'openai' or 'azure', got {self.provider!r}")
         if self.concurrency < 1 or self.max_retries < 0 or self.timeout <= 0:
             raise InputError("[llm] concurrency must be >= 1, max_retries >= 0 and timeout > 0")
+        problem = key_name_problem(self.api_key_env)
+        if problem:
+            raise InputError(problem)
+        if self.no_api_key and (self.base_url is None or self.provider == "azure"):
+            raise InputError(
+                "[llm] no_api_key = true is for a local OpenAI-compatible server: give its "
+                "base_url (provider 'openai'); OpenAI and Azure endpoints need a key"
+            )
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LLMSettings:
@@ -96,17 +110,41 @@ class LLMSettings:
         return cls(**values)
 
     def api_key(self) -> str | None:
-        """The key from the environment (``NUGGETBENCH_LLM_API_KEY`` first, then ``api_key_env``)."""
+        """The key from the environment (``NUGGETBENCH_LLM_API_KEY`` first, then ``api_key_env``);
+        ``None`` with ``no_api_key``."""
+        if self.no_api_key:
+            return None
         return os.environ.get(ENV_API_KEY) or os.environ.get(self.api_key_env) or None
 
+    def key_problem(self) -> str | None:
+        """Why no usable key is available (``None``: a key is set, or ``no_api_key`` is stated)."""
+        if self.no_api_key or self.api_key() is not None:
+            return None
+        local = (
+            f"; for a server that needs no key ({redact_url(self.base_url)}), state it in the "
+            "plan: [llm] no_api_key = true"
+            if self.base_url is not None and self.provider != "azure"
+            else ""
+        )
+        return (
+            f"no API key: set {self.api_key_env} (the variable named by [llm] api_key_env) or "
+            f"{ENV_API_KEY} in the environment; keys are never read from the plan{local}"
+        )
+
+    def endpoint(self) -> str:
+        """The endpoint for messages, credentials masked."""
+        return redact_url(self.base_url) or "the OpenAI API"
+
     def describe(self) -> dict[str, Any]:
-        """What may be written to a manifest: everything but credentials."""
+        """What may be written to a manifest: everything but credentials (the ``base_url`` is
+        passed through :func:`~.secrets.redact_url`)."""
         return {
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": redact_url(self.base_url),
             "provider": self.provider,
             "api_version": self.api_version,
             "api_key_env": self.api_key_env,
+            "no_api_key": self.no_api_key,
         }
 
 
@@ -130,13 +168,19 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class ChatResult:
-    """An answer: text, token usage, whether it came from the cache, and its cache key."""
+    """An answer: text, token usage, whether it came from the cache, and its cache key.
+
+    ``extra`` holds what the answer carries besides its text: ``{"top_logprobs": [[token,
+    logprob], ...]}`` (the first answer token's alternatives) when the request asked for
+    ``logprobs`` and the endpoint returned them; ``None`` otherwise.
+    """
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     cached: bool
     key: str
+    extra: dict | None = None
 
 
 class _Retryable(Exception):
@@ -154,7 +198,7 @@ class LLMClient:
         cache: an :class:`~.llmcache.LLMCache` or the path of its database.
         ledger: where usage is recorded (a new one by default).
         transport: for tests, a callable ``(body: dict) -> (text, prompt_tokens,
-            completion_tokens)`` used instead of the ``openai`` package.
+            completion_tokens[, extra])`` used instead of the ``openai`` package.
 
     Raises:
         LLMError: the ``openai`` package is missing.
@@ -166,7 +210,7 @@ class LLMClient:
         cache: LLMCache | str | Path,
         *,
         ledger: UsageLedger | None = None,
-        transport: Callable[[dict], tuple[str, int, int]] | None = None,
+        transport: Callable[[dict], tuple] | None = None,
     ):
         self.settings = settings
         self.cache = cache if isinstance(cache, LLMCache) else LLMCache(cache)
@@ -189,12 +233,12 @@ class LLMClient:
                     ) from exc
                 s = self.settings
                 key = s.api_key()
-                if key is None and (s.base_url is None or s.provider == "azure"):
-                    raise LLMError(
-                        f"no API key: set {s.api_key_env} (or {ENV_API_KEY}) in the environment; "
-                        "keys are never read from the plan"
-                    )
-                key = key or "not-needed"  # local servers (vLLM, Ollama) accept any key
+                if key is None and not s.no_api_key:
+                    if s.base_url is None or s.provider == "azure":
+                        raise LLMError(s.key_problem() or "no API key")
+                    log.warning("%s; sending no key to %s", s.key_problem(), s.endpoint())
+                # openai refuses an empty key; a server that needs none ignores this one
+                key = key or "no-key"
                 if s.provider == "azure":
                     self._client = openai.AzureOpenAI(
                         azure_endpoint=s.base_url,
@@ -210,11 +254,12 @@ class LLMClient:
             return self._client
 
     def _where(self) -> str:
-        return self.settings.base_url or "the OpenAI API"
+        return self.settings.endpoint()
 
-    def _send(self, body: dict) -> tuple[str, int, int]:
+    def _send(self, body: dict) -> tuple[str, int, int, dict | None]:
         if self._transport is not None:
-            return self._transport(body)
+            out = tuple(self._transport(body))
+            return (*out[:3], out[3] if len(out) > 3 else None)
         import openai
 
         try:
@@ -251,7 +296,7 @@ class LLMClient:
         usage = getattr(response, "usage", None)
         p = int(getattr(usage, "prompt_tokens", 0) or 0)
         c = int(getattr(usage, "completion_tokens", 0) or 0)
-        return text, p, c
+        return text, p, c, _first_token_logprobs(response) if body.get("logprobs") else None
 
     # --- one request ------------------------------------------------------------------
     def body(self, request: ChatRequest) -> dict:
@@ -302,7 +347,9 @@ class LLMClient:
             self.ledger.record(
                 request.stage, key, hit.prompt_tokens, hit.completion_tokens, cached=True
             )
-            return ChatResult(hit.text, hit.prompt_tokens, hit.completion_tokens, True, key)
+            return ChatResult(
+                hit.text, hit.prompt_tokens, hit.completion_tokens, True, key, hit.extra
+            )
         self._reserve(request.stage)
         body = self.body(request)
         s = self.settings
@@ -311,7 +358,7 @@ class LLMClient:
             attempt = 0
             while True:
                 try:
-                    text, p, c = self._send(body)
+                    text, p, c, extra = self._send(body)
                     break
                 except _Retryable as exc:
                     if attempt >= s.max_retries:
@@ -348,9 +395,10 @@ class LLMClient:
             response=text,
             prompt_tokens=p,
             completion_tokens=c,
+            extra=extra,
         )
         self.ledger.record(request.stage, key, p, c, cached=False)
-        return ChatResult(text, p, c, False, key)
+        return ChatResult(text, p, c, False, key, extra)
 
     def complete_many(
         self,
@@ -361,8 +409,9 @@ class LLMClient:
     ) -> list[ChatResult]:
         """Answer many requests with up to ``concurrency`` in flight; results in request order.
 
-        Cached answers are served first without threads. *on_result(i, result)* is called as each
-        answer arrives (already committed to the cache); *progress(n)* advances a bar.
+        Cached answers are served first without threads; a request repeated in *requests* is
+        sent once (its copies are served from the cache). *on_result(i, result)* is called as
+        each answer arrives (already committed to the cache); *progress(n)* advances a bar.
 
         Raises:
             LLMError / BudgetError: the first failure; requests not yet sent are cancelled (those
@@ -379,7 +428,9 @@ class LLMClient:
             self.ledger.record(
                 req.stage, key, hit.prompt_tokens, hit.completion_tokens, cached=True
             )
-            results[i] = ChatResult(hit.text, hit.prompt_tokens, hit.completion_tokens, True, key)
+            results[i] = ChatResult(
+                hit.text, hit.prompt_tokens, hit.completion_tokens, True, key, hit.extra
+            )
             if on_result:
                 on_result(i, results[i])
             if progress:
@@ -392,8 +443,14 @@ class LLMClient:
                 if progress:
                     progress(1)
         elif todo:
+            # identical requests are sent once; the copies are answered from the cache after
+            first: dict[str, int] = {}
+            for i in todo:
+                first.setdefault(self.key(requests[i]), i)
+            sent = set(first.values())
+            copies = [i for i in todo if i not in sent]
             with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
-                futures = {pool.submit(self.complete, requests[i]): i for i in todo}
+                futures = {pool.submit(self.complete, requests[i]): i for i in first.values()}
                 pending = set(futures)
                 while pending:
                     done, pending = wait(pending, return_when=FIRST_EXCEPTION)
@@ -409,10 +466,34 @@ class LLMClient:
                             on_result(i, results[i])
                         if progress:
                             progress(1)
+            for i in copies:
+                results[i] = self.complete(requests[i])
+                if on_result:
+                    on_result(i, results[i])
+                if progress:
+                    progress(1)
         return [r for r in results if r is not None]
+
+    def forget(self, keys: Sequence[str]) -> int:
+        """Remove unusable answers from the cache (by their :attr:`ChatResult.key`), so that the
+        next run sends those requests again instead of replaying a failure; returns how many
+        were removed."""
+        return self.cache.discard(keys)
 
     def close(self) -> None:
         self.cache.close()
+
+
+def _first_token_logprobs(response: Any) -> dict | None:
+    """``{"top_logprobs": [[token, logprob], ...]}`` of the first answer token of a chat
+    completion requested with ``logprobs``, or ``None`` when the endpoint returned none."""
+    try:
+        first = response.choices[0].logprobs.content[0]
+    except (AttributeError, IndexError, TypeError):
+        return None
+    alternatives = getattr(first, "top_logprobs", None) or [first]
+    pairs = [[str(a.token), float(a.logprob)] for a in alternatives if a is not None]
+    return {"top_logprobs": pairs} if pairs else None
 
 
 def _retry_after(exc: Any) -> float | None:

@@ -210,6 +210,8 @@ class EvalContext:
             rpos[(rpos >= 0) & (rlen[np.maximum(rpos, 0)] == 0)] = -1
         self._rpos = rpos
         self._cache: dict = {}
+        #: the family being computed (set by ``evaluate()``): ``ranked()`` uses its tie order
+        self.family: str | None = None
 
     def __len__(self) -> int:
         return len(self.query_ids)
@@ -262,8 +264,21 @@ class EvalContext:
         return self._cache["ideal"]
 
     # --- run entries ------------------------------------------------------------------------
-    def _base(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(qidx, rank, grade, run_index, starts)`` over every entry of the evaluated queries."""
+    def _base(
+        self, tie_break: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(qidx, rank, grade, run_index, starts)`` over every entry of the evaluated queries,
+        ties ordered by *tie_break* (``None``: the profile's)."""
+        tie_break = tie_break or self.profile.tie_break
+        if tie_break != self.profile.tie_break:
+            key = ("base", tie_break)
+            if key not in self._cache:
+                qidx, rank, _, run_index, starts = self._base()
+                perm = self._tie_order(qidx, run_index, tie_break)
+                run_index = run_index[perm]
+                grade = self._join(qidx, run_index)
+                self._cache[key] = (qidx, rank, grade, run_index, starts)
+            return self._cache[key]
         if "base" in self._cache:
             return self._cache["base"]
         rq, rlen = _run_queries(self.run)
@@ -283,14 +298,23 @@ class EvalContext:
         qidx = np.repeat(np.arange(nq, dtype=np.int64), lengths)
         rank = np.arange(n, dtype=np.int64) - np.repeat(starts[:-1], lengths)
         if self.profile.tie_break != "docid_desc" and n:
-            _, _, rdocs, rscores = self.run.arrays()
-            perm = rank_order(
-                qidx, rscores[run_index], rdocs[run_index], tie_break=self.profile.tie_break
-            )
-            run_index = run_index[perm]
+            run_index = run_index[self._tie_order(qidx, run_index, self.profile.tie_break)]
         grade = self._join(qidx, run_index)
         self._cache["base"] = (qidx, rank, grade, run_index, starts)
         return self._cache["base"]
+
+    def _tie_order(self, qidx: np.ndarray, run_index: np.ndarray, tie_break: str) -> np.ndarray:
+        """Permutation re-ranking the entries ``run_index`` (grouped by ``qidx``) by *tie_break*."""
+        if not len(run_index):
+            return np.zeros(0, dtype=np.int64)
+        _, _, rdocs, rscores = self.run.arrays()
+        positions = None
+        if tie_break == "input":
+            order = getattr(self.run, "input_order", None)
+            positions = order[run_index] if order is not None else run_index
+        return rank_order(
+            qidx, rscores[run_index], rdocs[run_index], tie_break=tie_break, positions=positions
+        )
 
     def _join(self, qidx: np.ndarray, run_index: np.ndarray) -> np.ndarray:
         """Grade of every entry (``UNJUDGED`` when not judged), vectorised."""
@@ -330,12 +354,13 @@ class EvalContext:
         return grade
 
     def _entries(
-        self, judged_only: bool
+        self, judged_only: bool, tie_break: str | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        key = ("entries", bool(judged_only))
+        tie_break = tie_break or self.profile.tie_break
+        key = ("entries", bool(judged_only), tie_break)
         if key in self._cache:
             return self._cache[key]
-        qidx, rank, grade, run_index, starts = self._base()
+        qidx, rank, grade, run_index, starts = self._base(tie_break)
         if judged_only:
             keep = grade >= 0
             qidx, grade, run_index = qidx[keep], grade[keep], run_index[keep]
@@ -344,7 +369,13 @@ class EvalContext:
         self._cache[key] = (qidx, rank, grade, run_index, starts)
         return self._cache[key]
 
-    def ranked(self, rel: int = 1, judged_only: bool = False, cutoff: int | None = None) -> Ranked:
+    def ranked(
+        self,
+        rel: int = 1,
+        judged_only: bool = False,
+        cutoff: int | None = None,
+        tie_break: str | None = None,
+    ) -> Ranked:
         """The entries of the evaluated queries as one :class:`Ranked` view (cached).
 
         Args:
@@ -352,11 +383,15 @@ class EvalContext:
             judged_only: drop documents without a non-negative judgment first and re-rank the
                 rest (trec_eval ``-J``, pytrec_eval's ``judged_docs_only_flag``).
             cutoff: keep the top *cutoff* entries of each query (``None``: all).
+            tie_break: order of tied scores (``"docid_desc"``, ``"docid_asc"``, ``"input"``);
+                ``None``: the profile's for the family being computed
+                (``profile.tie_break_for(ctx.family)``).
         """
-        key = ("ranked", int(rel), bool(judged_only), cutoff)
+        tie_break = tie_break or self.profile.tie_break_for(self.family)
+        key = ("ranked", int(rel), bool(judged_only), cutoff, tie_break)
         if key in self._cache:
             return self._cache[key]
-        qidx, rank, grade, run_index, starts = self._entries(judged_only)
+        qidx, rank, grade, run_index, starts = self._entries(judged_only, tie_break)
         if cutoff is not None and len(rank) and int(np.diff(starts).max()) > cutoff:
             keep = rank < cutoff
             qidx, rank, grade, run_index = qidx[keep], rank[keep], grade[keep], run_index[keep]

@@ -30,8 +30,10 @@ Profiles (ordering and averaging, read by these families from ``ctx.profile``):
   ``read_run(path, keep_rank=True)``); averaged over the run's queries that are judged.
 * ``ndeval -c``: the same order; every judged query averaged, a missing one scoring 0.
 * ``ndeval -traditional``: score descending, doc id descending (trec_eval's order).
-* ``freshstack``: score descending, doc id ascending (pyndeval's order, which FreshStack's
-  evaluation uses); every query that has nuggets averaged, a query missing from the run scoring 0.
+* ``freshstack``: FreshStack's ``alpha_ndcg()``: each query's top 20 by score with ties in run
+  file order (``options["diversity_cut"]``), then that cut ordered by score descending, doc id
+  ascending (pyndeval's order); every query that has nuggets averaged, a query missing from the
+  run scoring 0.
 
 ``ndeval_profile(complete=..., traditional=..., depth=...)`` builds the other combinations,
 ``depth`` being ndeval's ``-M`` (cut each ranking before scoring).
@@ -40,10 +42,12 @@ Profiles (ordering and averaging, read by these families from ``ctx.profile``):
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..data.ranking import rank_order
 from ..errors import InputError
 from .diversity_core import DiversityScorer, RankedEntries, SubtopicTable
 from .params import ALPHA, BETA, REL, params_table
@@ -51,12 +55,32 @@ from .profiles import Profile
 from .registry import MeasureFamily, register
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..data.run import Run
     from .base import Measure
     from .context import EvalContext
 
 __all__ = ["diversity_scorer"]
 
 _STATE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _precut(run: Run, cut: Mapping) -> Run:
+    """The entries of *run* within the top ``cut["depth"]`` of their query when ties are ordered
+    by ``cut["order"]`` (FreshStack keeps the top k by a stable sort in file order, then gives that
+    cut to pyndeval, which orders it again)."""
+    qids, starts, docids, scores = run.arrays()
+    if not len(docids):
+        return run
+    order = str(cut.get("order", "input"))
+    depth = int(cut["depth"])
+    lengths = np.diff(starts)
+    qcodes = np.repeat(np.arange(len(qids)), lengths)
+    positions = run.input_order if order == "input" else None
+    perm = rank_order(qcodes, scores, docids, tie_break=order, positions=positions)
+    rank = np.arange(len(docids)) - np.repeat(starts[:-1], lengths)  # perm keeps query blocks
+    keep = np.zeros(len(docids), dtype=bool)
+    keep[perm[rank < depth]] = True
+    return run if keep.all() else run.filter_entries(keep)
 
 
 def _order(profile: Profile) -> tuple[str, int | None]:
@@ -92,9 +116,9 @@ def diversity_scorer(
     if key not in state:
         if "entries" not in state:
             order, depth = _order(ctx.profile)
-            state["entries"] = RankedEntries.from_run(
-                ctx.run, ctx.query_ids, order=order, depth=depth
-            )
+            cut = (ctx.profile.options or {}).get("diversity_cut")
+            run = _precut(ctx.run, cut) if cut else ctx.run
+            state["entries"] = RankedEntries.from_run(run, ctx.query_ids, order=order, depth=depth)
         table = SubtopicTable.build(nuggets, ctx.query_ids, rel=int(rel))
         state[key] = DiversityScorer(table, state["entries"])
     return state[key]

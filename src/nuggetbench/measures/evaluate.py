@@ -14,8 +14,9 @@ from ..errors import InputError
 from .base import Measure, _split_top_level, parse_measure, parse_measures
 from .context import EvalContext
 from .profiles import DEFAULT_PROFILE, Profile, get_profile
-from .registry import get_family
+from .registry import MIN_GEO_MEAN, get_family
 from .results import Results
+from .trec_names import is_trec_spec, trec_selection
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data.qrels import Qrels
@@ -23,10 +24,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "measure_keys"]
 
 
-def _measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
+def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
+    """``(key, Measure)`` pairs of *measures* as :func:`evaluate` keys its results.
+
+    A key is the measure as given (stripped; duplicates dropped). trec_eval's specs
+    (``all_trec``, ``P.5,7,3``: :func:`~nuggetbench.measures.trec_names.is_trec_spec`) expand
+    to trec_eval's output names in its order (``P_5``...); its text measures (``runid``,
+    ``relstring``) have no number and are left out.
+
+    Raises:
+        UnknownNameError, SpecError: as :func:`parse_measure`; also when nothing is given.
+    """
+    if not isinstance(measures, (str, Measure)):
+        measures = list(measures)
+        if any(is_trec_spec(m) for m in measures):
+            entries = trec_selection(measures)
+            return [(e.key, e.measure) for e in entries if e.measure is not None]
     if isinstance(measures, str):
         parsed = parse_measures(measures)
 
@@ -46,6 +62,25 @@ def _measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tup
     for key, measure in pairs:
         seen.setdefault(key, measure)
     return list(seen.items())
+
+
+def _with_defaults(measure: Measure, profile: Profile) -> Measure:
+    """*measure* with the profile's ``measure_defaults`` (trec_eval ``-l``, ``-J``) for the
+    parameters its family takes and the measure does not set."""
+    defaults = profile.options.get("measure_defaults") or {}
+    family = get_family(measure.family)
+    given = {k for k, _ in measure.params}
+    extra = tuple((k, v) for k, v in defaults.items() if k in family.params and k not in given)
+    return measure(**dict(extra)) if extra else measure
+
+
+def _aggregate(values: np.ndarray, how: str) -> float:
+    """The mean, the sum, or trec_eval's geometric mean of max(v, 1e-5) (meas_avg.c)."""
+    if how == "sum":
+        return float(values.sum())
+    if how == "gmean":
+        return float(np.exp(np.log(np.maximum(values, MIN_GEO_MEAN)).mean()))
+    return float(values.mean())
 
 
 def _provenance(qrels: Any, run: Any, profile: Profile) -> dict[str, Any]:
@@ -98,7 +133,7 @@ def evaluate(
             format, e.g. ``"1"`` vs ``"01"``).
     """
     prof = get_profile(profile)
-    keyed = _measure_keys(measures)
+    keyed = [(k, _with_defaults(m, prof)) for k, m in measure_keys(measures)]
     ctx = EvalContext(qrels, run, prof)
     n = len(ctx.query_ids)
     if n == 0:
@@ -111,6 +146,7 @@ def evaluate(
     means: dict[str, float] = {}
     for key, measure in keyed:
         family = get_family(measure.family)
+        ctx.family = family.name  # ctx.ranked() uses the profile's tie order for this family
         values = np.asarray(family.compute(ctx, measure), dtype=np.float64)
         if values.shape != (n,):
             raise RuntimeError(
@@ -120,7 +156,10 @@ def evaluate(
             values = values * prof.scale
         values.setflags(write=False)
         per_query[key] = values
-        means[key] = float(values.sum()) if family.aggregate == "sum" else float(values.mean())
+        if family.aggregate == "mean":
+            means[key] = prof.mean(family.name, values, len(ctx.qrels.query_ids))
+        else:
+            means[key] = _aggregate(values, family.aggregate)
     if ctx.run_only_queries:
         logger.info("%d run queries have no judgments and were ignored", len(ctx.run_only_queries))
     if ctx.missing_queries:

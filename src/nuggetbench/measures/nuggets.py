@@ -24,12 +24,11 @@ counts). A query left with no nuggets scores 0.
 The ``fastbook`` profile averages over every query that declares nuggets (so a query none of
 whose nuggets any passage supports still counts, with 0), with trec_eval's tie order.
 
-Tied scores: the references rank by their inputs' order, which a :class:`~nuggetbench.data.Run`
-does not keep (it is ranked once, by score then doc id). FreshStack's ``coverage()`` sorts each
-query's ``{doc: score}`` dict with Python's stable sort, so ties keep the dict's insertion order
-(the ``freshstack`` profile orders them by doc id ascending, pyndeval's order, instead); the fastbook
-author scores the passage lists his search engines return (the ``fastbook`` profile: doc id
-descending). Only runs with tied scores at the cutoff can differ. Without ``@k`` both measures
+Tied scores: FreshStack's ``coverage()`` sorts each query's ``{doc: score}`` dict (filled in run
+file order) with Python's stable sort, so ties keep the file order; the ``freshstack`` profile
+does the same (``tie_break_for("Coverage") == "input"``, read from ``Run.input_order``). The
+fastbook author scores the passage lists his search engines return (the ``fastbook`` profile: doc
+id descending). Only runs with tied scores at the cutoff can differ. Without ``@k`` both measures
 read the whole ranking (the author's functions default to ``cutoff=10``: write ``AC_MRR@10``).
 FreshStack rounds each query's Coverage to 5 decimals and the mean to 4; values here are unrounded.
 """
@@ -169,7 +168,8 @@ class _NuggetFamily(MeasureFamily):
 
     def ranks(self, ctx: EvalContext, measure: Measure) -> tuple[np.ndarray, np.ndarray]:
         nuggets = _nuggets_of(ctx, measure)
-        view = ctx.ranked(cutoff=measure.cutoff)  # the profile's tie order, cut at k
+        # the profile's tie order for this family (FreshStack: input order), cut at k
+        view = ctx.ranked(cutoff=measure.cutoff, tie_break=ctx.profile.tie_break_for(self.name))
         docs = ctx.run.arrays()[2][view.run_index]
         return nugget_first_ranks(
             nuggets,

@@ -14,8 +14,11 @@ Registered here:
   (and ``pytrec_eval``).
 * ``"ndeval"``, ``"ndeval -c"``, ``"ndeval -traditional"`` (and any ndeval command line,
   ``"ndeval -c -M 10"``): ndeval 4.5's ordering and averaging for the diversity families.
-* ``"freshstack"``: FreshStack's evaluation (ties by doc id ascending, as pyndeval; every query
-  with nuggets).
+* ``"freshstack"``: FreshStack's evaluation code, its three tie orders (Coverage: run file order;
+  alpha-nDCG: the top 20 in file order, then doc id ascending as pyndeval; Recall: doc id
+  descending as pytrec_eval); every query with nuggets (:func:`freshstack_profile`).
+* ``"beir"`` (and ``"beir -keep-identical-ids"``): BEIR's ``EvaluateRetrieval.evaluate`` and
+  ``evaluate_custom`` (:func:`beir_profile`).
 * ``"fastbook"``: every query that declares nuggets, ties as trec_eval.
 * ``"birco"``: BIRCO's ``rank2metric.py`` (queries with a relevant document, values x100).
 
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..data.ranking import TIE_BREAKS
 from ..errors import InputError, UnknownNameError
 from ..spec import Registry
 
@@ -51,6 +55,9 @@ __all__ = [
     "AVERAGE_OVER",
     "BIRCO_MEASURES",
     "ndeval_profile",
+    "freshstack_profile",
+    "beir_profile",
+    "trec_eval_profile",
     "nugget_queries",
     "queries_with_relevant",
 ]
@@ -72,8 +79,10 @@ class Profile:
         description: one line for listings and provenance.
         average_over: ``"qrels"`` or ``"run_and_qrels"`` (see :data:`AVERAGE_OVER`); ignored when
             *select_queries* is given.
-        tie_break: order of tied scores inside a query: ``"docid_desc"`` (trec_eval) or
-            ``"docid_asc"`` (pyndeval, FreshStack).
+        tie_break: order of tied scores inside a query: ``"docid_desc"`` (trec_eval),
+            ``"docid_asc"`` (pyndeval) or ``"input"`` (the order the entries arrived in,
+            ``Run.input_order``). ``options["family_tie_break"]`` (``{family name: order}``)
+            overrides it for some families (see :meth:`tie_break_for`).
         scale: factor applied to per-query values of scalable families (e.g. 100 for percent).
         select_queries: optional ``f(qrels, run) -> iterable of query ids``: the evaluated
             queries (a query absent from the run is scored on an empty ranking; one absent from
@@ -100,10 +109,11 @@ class Profile:
             raise ValueError(
                 f"profile {self.name!r}: average_over must be one of {AVERAGE_OVER}, got {self.average_over!r}"
             )
-        if self.tie_break not in ("docid_desc", "docid_asc"):
-            raise ValueError(
-                f"profile {self.name!r}: tie_break must be 'docid_desc' or 'docid_asc', got {self.tie_break!r}"
-            )
+        for order in (self.tie_break, *dict(self.options.get("family_tie_break", {})).values()):
+            if order not in TIE_BREAKS:
+                raise ValueError(
+                    f"profile {self.name!r}: a tie break must be one of {TIE_BREAKS}, got {order!r}"
+                )
         if not (isinstance(self.scale, (int, float)) and self.scale > 0):
             raise ValueError(
                 f"profile {self.name!r}: scale must be a positive number, got {self.scale!r}"
@@ -111,6 +121,24 @@ class Profile:
 
     def __str__(self) -> str:
         return self.name
+
+    def tie_break_for(self, family: str | None) -> str:
+        """The tie order the measure family named *family* uses under this profile."""
+        return dict(self.options.get("family_tie_break", {})).get(family, self.tie_break)
+
+    def mean(self, family: str, values: np.ndarray, n_judged: int) -> float:
+        """The reported mean of a mean-aggregated family's per-query *values* (shape (Q,)).
+
+        ``values.mean()``, except for the families named in ``options["sum_over_judged"]``,
+        whose sum is divided by *n_judged* (the number of judged queries: BEIR's custom metrics
+        divide by ``len(qrels)``); rounded to ``options["round_means"]`` decimals when set.
+        """
+        if family in self.options.get("sum_over_judged", ()):
+            mean = float(values.sum()) / max(int(n_judged), 1)
+        else:
+            mean = float(values.mean())
+        digits = self.options.get("round_means")
+        return mean if digits is None else round(mean, int(digits))
 
 
 #: The profile registry (names -> :class:`Profile`); its providers are :data:`PROFILE_MODULES`.
@@ -155,7 +183,72 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
         return found
     if name.split()[:1] == ["ndeval"]:
         return _ndeval_command_line(name)
+    if name.split()[:1] == ["trec_eval"]:
+        return _trec_eval_command_line(name)
     raise REGISTRY.unknown(name)
+
+
+def _trec_eval_command_line(name: str) -> Profile:
+    """``trec_eval [-c] [-J] [-M N] [-l N]`` spelled as on trec_eval's command line."""
+    words, options, i = name.split()[1:], {}, 0
+    while i < len(words):
+        word = words[i]
+        if word in ("-c", "-J"):
+            options["complete" if word == "-c" else "judged_only"] = True
+        elif word in ("-M", "-l") and i + 1 < len(words) and words[i + 1].lstrip("-").isdigit():
+            options["max_docs" if word == "-M" else "rel_level"] = int(words[i + 1])
+            i += 1
+        else:
+            raise UnknownNameError(
+                f"unknown trec_eval option {word!r} in profile {name!r}: the profile takes -c, "
+                "-J, -M N and -l N, e.g. 'trec_eval -c' (measures are named with -m)"
+            )
+        i += 1
+    return trec_eval_profile(**options)
+
+
+def trec_eval_profile(
+    *,
+    complete: bool = False,
+    max_docs: int | None = None,
+    rel_level: int | None = None,
+    judged_only: bool = False,
+) -> Profile:
+    """A trec_eval profile: ``trec_eval [-c] [-J] [-M max_docs] [-l rel_level]``.
+
+    Args:
+        complete: ``-c``: average over every judged query (a missing one scores 0).
+        max_docs: ``-M``: keep the first *max_docs* documents of each ranking (after ranking).
+        rel_level: ``-l``: the default ``rel`` of every measure taking it (grade >= rel_level
+            is relevant).
+        judged_only: ``-J``: the default ``judged_only`` of every measure taking it.
+
+    Returns:
+        A :class:`Profile` named like the command line (``"trec_eval -c -M 100"``); its
+        ``options["measure_defaults"]`` hold ``rel`` / ``judged_only``, which ``evaluate()``
+        gives to the measures that do not set them.
+
+    Raises:
+        InputError: *max_docs* is not a positive integer.
+    """
+    if max_docs is not None and (isinstance(max_docs, bool) or int(max_docs) <= 0):
+        raise InputError(f"trec_eval's -M must be a positive integer, got {max_docs!r}")
+    name = "trec_eval" + (" -c" if complete else "") + (" -J" if judged_only else "")
+    name += f" -M {int(max_docs)}" if max_docs is not None else ""
+    name += f" -l {int(rel_level)}" if rel_level is not None else ""
+    defaults: dict[str, Any] = {}
+    if rel_level is not None:
+        defaults["rel"] = int(rel_level)
+    if judged_only:
+        defaults["judged_only"] = True
+    depth = int(max_docs) if max_docs is not None else None
+    return Profile(
+        name=name,
+        description="trec_eval 9.0.8 with " + (name[len("trec_eval ") :] or "no options"),
+        average_over="qrels" if complete else "run_and_qrels",
+        transform=(lambda qrels, run: (qrels, run.truncate(depth))) if depth else None,
+        options={"measure_defaults": defaults} if defaults else {},
+    )
 
 
 def _ndeval_command_line(name: str) -> Profile:
@@ -219,6 +312,96 @@ def ndeval_profile(
         average_over="qrels" if complete else "run_and_qrels",
         options=options,
     )
+
+
+def freshstack_profile(cut: int = 20) -> Profile:
+    """FreshStack's ``EvaluateRetrieval.evaluate`` (``freshstack`` 0.0.6), its three tie orders.
+
+    * ``Coverage@k`` (and ``AC_MRR@k``): ties keep the run's input order (``coverage()`` sorts a
+      ``{doc: score}`` dict filled in file order with Python's stable sort).
+    * the diversity families (``alpha_nDCG@k``...): ``alpha_ndcg()`` keeps each query's top
+      *cut* by the same stable sort, then pyndeval orders that cut by score descending and doc id
+      ascending. FreshStack cuts at its largest ``k_values`` entry up to 20: 20 for its
+      published ``k_values=[10, 20, 50]``; pass ``cut`` for other ``k_values``.
+    * every other family (``R@k`` through ``pytrec_eval``): doc id descending, as trec_eval.
+
+    Every query with nuggets is averaged (a query missing from the run scores 0). FreshStack
+    rounds to 4 decimals (Coverage per query to 5 first); values here are unrounded.
+
+    Raises:
+        InputError: *cut* is not a positive integer.
+    """
+    if isinstance(cut, bool) or not isinstance(cut, int) or cut <= 0:
+        raise InputError(f"the freshstack profile's cut must be a positive integer, got {cut!r}")
+    return Profile(
+        name="freshstack" if cut == 20 else f"freshstack -cut {cut}",
+        description="FreshStack 0.0.6: Coverage ties in run file order; alpha-nDCG on the top "
+        f"{cut} in file order, then doc id ascending (pyndeval); Recall and the rest by doc id "
+        "descending (pytrec_eval); every query with nuggets averaged, a missing one scoring 0",
+        tie_break="docid_desc",
+        select_queries=nugget_queries,
+        options={
+            "family_tie_break": {"Coverage": "input", "AC_MRR": "input"},
+            "diversity_order": "docid_asc",
+            "diversity_cut": {"order": "input", "depth": cut},
+        },
+    )
+
+
+def beir_profile(*, ignore_identical_ids: bool = True) -> Profile:
+    """BEIR's ``EvaluateRetrieval.evaluate`` and ``evaluate_custom`` (``beir`` 2.2.0).
+
+    * ``evaluate`` (``nDCG@k``, ``AP@k`` = its ``MAP@k``, ``R@k``, ``P@k``) calls pytrec_eval:
+      ties by doc id descending, averaged over the run's queries that are judged (a query whose
+      every entry was a self hit still counts, with 0).
+    * ``evaluate_custom`` (``RR@k`` = its ``MRR@k``, ``R_cap@k``, ``Hole@k``, ``Success@k`` = its
+      ``Accuracy@k``) sorts each query's ``{doc: score}`` dict with Python's stable sort (ties in
+      input order) and divides the sum over the run's queries by the number of judged queries
+      (``len(qrels)``): ``options["sum_over_judged"]``. BEIR's ``hole`` also adds the run-only
+      queries (its other custom metrics raise ``KeyError`` on them); here they are ignored.
+    * *ignore_identical_ids* (BEIR's default ``True``): entries whose doc id equals the query id
+      are dropped before every measure (BEIR's ``evaluate`` pops them from the results dict it
+      is given, which its custom metrics then see).
+    * Means are rounded to 5 decimals (``options["round_means"]``), as BEIR returns them;
+      per-query values are not rounded.
+
+    Returns:
+        The profile ``"beir"`` (or ``"beir -keep-identical-ids"``).
+    """
+    return Profile(
+        name="beir" if ignore_identical_ids else "beir -keep-identical-ids",
+        description="BEIR 2.2.0 EvaluateRetrieval: nDCG/MAP/Recall/P via pytrec_eval over the run's "
+        "judged queries; MRR, R_cap, Hole, Accuracy (Success) with ties in input order, summed "
+        "over the run's queries and divided by the judged queries"
+        + ("; doc id == query id dropped" if ignore_identical_ids else "")
+        + "; means rounded to 5 decimals",
+        tie_break="docid_desc",
+        select_queries=_run_queries_judged,
+        transform=_drop_identical_ids if ignore_identical_ids else None,
+        options={
+            "family_tie_break": {f: "input" for f in _BEIR_CUSTOM},
+            "sum_over_judged": _BEIR_CUSTOM,
+            "round_means": 5,
+        },
+    )
+
+
+#: The families computed by BEIR's ``evaluate_custom`` (ties in input order, sum / len(qrels)).
+_BEIR_CUSTOM = ("RR", "R_cap", "Hole", "Success")
+
+
+def _run_queries_judged(qrels: Qrels, run: Run) -> list[str]:
+    """The run's queries that have judgments, empty ones included (pytrec_eval scores them)."""
+    return sorted(set(run.query_ids) & set(qrels.query_ids))
+
+
+def _drop_identical_ids(qrels: Qrels, run: Run) -> tuple[Qrels, Run]:
+    """BEIR's ``ignore_identical_ids``: drop the entries whose doc id equals the query id."""
+    qids, _, docids, _ = run.arrays()
+    if not len(docids):
+        return qrels, run
+    self_hit = np.repeat(qids, run.lengths()) == docids
+    return qrels, (run.filter_entries(~self_hit) if self_hit.any() else run)
 
 
 # --- query selectors ----------------------------------------------------------------------------
@@ -285,15 +468,9 @@ NDEVAL_PROFILES = [
 ]
 for _profile in NDEVAL_PROFILES:
     register_profile(_profile)
-register_profile(
-    Profile(
-        name="freshstack",
-        description="FreshStack: order by score desc, doc id asc (pyndeval); every query with nuggets "
-        "averaged, a query missing from the run scoring 0",
-        tie_break="docid_asc",
-        select_queries=nugget_queries,
-    )
-)
+register_profile(freshstack_profile())
+register_profile(beir_profile())
+register_profile(beir_profile(ignore_identical_ids=False))
 register_profile(
     Profile(
         name="fastbook",

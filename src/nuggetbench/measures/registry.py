@@ -41,7 +41,16 @@ FAMILY_MODULES: list[str] = [
     "nuggetbench.measures.nuggets",
     "nuggetbench.measures.diversity",
     "nuggetbench.measures.birco",
+    "nuggetbench.measures.beir",
+    "nuggetbench.measures.trec_ranked",
+    "nuggetbench.measures.trec_sets",
+    "nuggetbench.measures.trec_graded",
 ]
+
+#: How a family's per-query values become its one number (see :class:`MeasureFamily`).
+AGGREGATES = ("mean", "sum", "gmean")
+#: trec_eval's MIN_GEO_MEAN: the floor of a value before its logarithm in a geometric mean.
+MIN_GEO_MEAN = 0.00001
 
 #: The family registry (a :class:`nuggetbench.spec.Registry` whose providers are
 #: :data:`FAMILY_MODULES`).
@@ -67,7 +76,8 @@ class MeasureFamily:
             (``{"rel": 1}``) is accepted too and becomes a :class:`~nuggetbench.spec.Param` of the
             default's type at registration; :data:`REQUIRED` marks a parameter without default.
         cutoff: ``"required"``, ``"optional"`` or ``"forbidden"``.
-        aggregate: ``"mean"`` (default) or ``"sum"`` (counts, as trec_eval's ``all`` line).
+        aggregate: ``"mean"`` (default), ``"sum"`` (counts, as trec_eval's ``all`` line) or
+            ``"gmean"`` (trec_eval's ``gm_*``: ``exp(mean(log(max(v, 1e-5))))``, meas_avg.c).
         scalable: whether a profile's ``scale`` applies (False for counts).
         description: one line for listings.
 
@@ -103,9 +113,9 @@ def register(family: MeasureFamily) -> MeasureFamily:
         raise ValueError(
             f"family {family.name}: cutoff must be required/optional/forbidden, got {family.cutoff!r}"
         )
-    if family.aggregate not in ("mean", "sum"):
+    if family.aggregate not in AGGREGATES:
         raise ValueError(
-            f"family {family.name}: aggregate must be 'mean' or 'sum', got {family.aggregate!r}"
+            f"family {family.name}: aggregate must be one of {AGGREGATES}, got {family.aggregate!r}"
         )
     for alias in family.aliases:
         owner = _ALIASES.get(alias)

@@ -11,7 +11,9 @@ family         trec_eval         value per query
 nDCG           ndcg              sum_i g_i / log2(i+2) over the ranking (0-based i, gain g = grade
                                  when > 0), divided by the same sum over the ideal ranking (every
                                  positive judgment, grades descending); ``rel`` is not used,
-                                 as in trec_eval (Jarvelin & Kekalainen, TOIS 2002)
+                                 as in trec_eval (Jarvelin & Kekalainen, TOIS 2002);
+                                 ``dcg=exp-log2``: g = 2^grade - 1 (gdeval); ``gains='1=3,2=9'``:
+                                 trec_eval's gain map (``ndcg.1=3,2=9``), see ``gains.py``
 nDCG@k         ndcg_cut.k        the same over the top k of both rankings
 AP             map               sum of precision at each relevant retrieved doc / R
 AP@k           map_cut.k         the same over the top k (still divided by R)
@@ -43,6 +45,7 @@ import numpy as np
 
 from .base import Measure
 from .context import UNJUDGED, EvalContext, Ranked
+from .gains import DCG, GAINS, grade_gains, ideal_gains
 from .params import JUDGED_ONLY, REL, params_table
 from .registry import MeasureFamily, register
 
@@ -86,25 +89,37 @@ def _relevant_retrieved(ctx: EvalContext, measure: Measure) -> np.ndarray:
 class NDCG(MeasureFamily):
     name = "nDCG"
     aliases = ("ndcg", "NDCG")
-    params: ClassVar[dict[str, Any]] = params_table(JUDGED_ONLY)
+    params: ClassVar[dict[str, Any]] = params_table(JUDGED_ONLY, DCG, GAINS)
     cutoff = "optional"
     description = (
-        "normalised DCG, linear gain = grade, log2(rank+1) discount (trec_eval ndcg / ndcg_cut.k)"
+        "normalised DCG, log2(rank+1) discount; gain = grade (trec_eval ndcg / ndcg_cut.k), "
+        "2^grade - 1 (dcg=exp-log2) or trec_eval's gain map (gains='1=3,2=9')"
     )
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         k = measure.cutoff
+        dcg, gains = measure.param("dcg"), measure.param("gains")
         view = ctx.ranked(rel=1, judged_only=measure.param("judged_only"), cutoff=k)
-        pos = view.grade > 0
-        gains = view.grade[pos].astype(np.float64) / np.log2(view.rank[pos] + 2.0)
-        dcg = np.bincount(view.qidx[pos], weights=gains, minlength=len(ctx.query_ids))
-        iq, ig = ctx.ideal_gains()
+        if dcg == "linear" and not gains:
+            pos = view.grade > 0
+            gain = view.grade[pos].astype(np.float64)
+            iq, ig = ctx.ideal_gains()
+        else:  # trec_eval m_ndcg.c: every non-zero gain counts, negative ones included
+            gain = grade_gains(view.grade, dcg, gains)
+            pos = gain != 0
+            gain = gain[pos]
+            iq, ig, _ = ideal_gains(ctx, dcg, gains)
+        dcg_sum = np.bincount(
+            view.qidx[pos],
+            weights=gain / np.log2(view.rank[pos] + 2.0),
+            minlength=len(ctx.query_ids),
+        )
         irank = _position_in_query(iq, len(ctx.query_ids))
         keep = irank < k if k is not None else np.ones(len(iq), dtype=bool)
         idcg = np.bincount(
             iq[keep], weights=ig[keep] / np.log2(irank[keep] + 2.0), minlength=len(ctx.query_ids)
         )
-        return _safe_div(dcg, idcg)
+        return _safe_div(dcg_sum, idcg)
 
 
 class AP(MeasureFamily):

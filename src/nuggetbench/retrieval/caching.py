@@ -209,5 +209,8 @@ class CachedIndex:
             objective=objective,
         )
         if cache is not None:
-            cache.save(run, k)
+            try:
+                cache.save(run, k)
+            except OSError as exc:  # a cache is optional: a full disk must not cost the run
+                log.warning("could not save the run in the run cache %s: %s", cache.path, exc)
         return run

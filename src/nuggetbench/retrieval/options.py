@@ -23,6 +23,8 @@ __all__ = [
     "METHODS",
     "PROMPT_PRESETS",
     "HyDEOptions",
+    "LLMListwiseOptions",
+    "LLMPointwiseOptions",
     "SubQOptions",
     "STOPWORDS",
     "SparseOptions",
@@ -235,3 +237,57 @@ class SubQOptions(Options):
     base_url: str = _base_url()
     temperature: float = _temperature()
     max_subquestions: int = option(5, "most sub-questions asked for", minimum=1)
+
+
+def _api_key_env() -> Any:
+    return option(
+        "OPENAI_API_KEY",
+        "environment variable holding the API key (NUGGETBENCH_LLM_API_KEY is tried first)",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _LLMRerankOptions(Options):
+    """Options shared by ``llm_listwise`` and ``llm_pointwise``."""
+
+    model: str = _llm_model()
+    base_url: str = _base_url()
+    api_key_env: str = _api_key_env()
+    k: int = option(100, "candidates reranked per query (the top k of the first stage)", minimum=1)
+    passage_tokens: int = option(
+        300, "tokens of each passage shown to the model (the rest is cut)", minimum=1
+    )
+    tokenizer: str = option(
+        "whitespace", "counts passage tokens: whitespace, tiktoken:<encoding> or hf:<folder>"
+    )
+    with_title: bool = _with_title()
+    temperature: float = option(0.0, "sampling temperature (0: reproducible answers)", minimum=0)
+    max_tokens: int = option(
+        256, "longest answer, in tokens (reasoning models need more)", minimum=1
+    )
+    concurrency: int = option(4, "requests in flight at once", minimum=1)
+    price_in: float | None = option(None, "USD per million prompt tokens (for the cost)")
+    price_out: float | None = option(None, "USD per million answer tokens (for the cost)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMListwiseOptions(_LLMRerankOptions):
+    """Options of ``llm_listwise(...)`` (:class:`~nuggetbench.retrieval.llmrerank.LLMListwise`)."""
+
+    WHERE = "llm_listwise"
+
+    window: int = option(20, "passages per window (RankGPT's w)", minimum=1)
+    step: int = option(10, "how far the window moves up each time (rank_llm's stride)", minimum=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMPointwiseOptions(_LLMRerankOptions):
+    """Options of ``llm_pointwise(...)`` (:class:`~nuggetbench.retrieval.llmrerank.LLMPointwise`)."""
+
+    WHERE = "llm_pointwise"
+
+    scale: str = option("0-3", "grade scale LOW-HIGH the model answers on")
+    logprobs: bool = option(
+        True, "ask for log-probabilities and score by the expected grade when they are returned"
+    )
+    max_repairs: int = option(1, "re-asks of an answer that holds no grade on the scale", minimum=0)

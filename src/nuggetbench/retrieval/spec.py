@@ -8,7 +8,9 @@ A single retriever is ``<prefix>[:<option>=<value>,...]`` (``bm25``, ``bm25:k1=0
   separated by commas and the fusion options follow a ``;`` (``weights`` as ``0.3/0.7``); a comma
   followed by ``name=value`` without a registered prefix continues the previous retriever's options;
 * ``hyde(RETRIEVER; model=M)``, ``subq(RETRIEVER; ...)``: wrappers built as
-  ``cls(inner_retriever, **options)`` (:data:`WRAPPERS`).
+  ``cls(inner_retriever, **options)`` (:data:`WRAPPERS`);
+* ``prefix(option=value, ...)``: the same as ``prefix:option=value,...`` for a registered
+  retriever (``llm_listwise(model=M, k=100)``).
 
 The prefix names a class through :data:`RETRIEVERS`, a lazy :class:`~nuggetbench.spec.Registry`
 of ``"module:Class"`` strings (nothing is imported before it is used). A registered class declares
@@ -37,6 +39,7 @@ from ..spec import (
     format_literal,
     lookup,
     parse_literal,
+    short_label,
     split_options,
     split_top,
 )
@@ -50,6 +53,7 @@ __all__ = [
     "list_retrievers",
     "parse_literal",
     "parse_retriever",
+    "public_spec",
     "register_retriever",
     "retriever_class",
     "retriever_params",
@@ -67,6 +71,8 @@ RETRIEVERS = Registry(
         "sparse": "nuggetbench.retrieval.sparse:SparseRetriever",
         "colbert": "nuggetbench.retrieval.colbert:ColBERTRetriever",
         "rerank": "nuggetbench.retrieval.rerank:CrossEncoderReranker",
+        "llm_listwise": "nuggetbench.retrieval.llmrerank:LLMListwise",
+        "llm_pointwise": "nuggetbench.retrieval.llmrerank:LLMPointwise",
     },
     hint="Run `nuggetbench retrievers` for the list and their options.",
 )
@@ -176,7 +182,8 @@ def split_label(spec: str) -> tuple[str, str | None]:
     Every spec takes ``name=``: a single retriever among its options
     (``bm25:preset=pyserini,name=pyserini``, ``rerank:MODEL,name=ce@100``), a pipeline on its
     last stage (``bm25 >> rerank:MODEL,name=ce``), ``fuse(...)`` and the wrappers after the
-    ``;`` (``fuse(bm25, dense:M; method=rrf, name=hybrid)``). The label names the system in
+    ``;`` (``fuse(bm25, dense:M; method=rrf, name=hybrid)``), a retriever written as a call
+    among its options (``llm_listwise(model=M, name=judge)``). The label names the system in
     tables, ``results.json`` and run files; the spec without it is what is run and cached.
 
     Raises:
@@ -189,10 +196,9 @@ def split_label(spec: str) -> tuple[str, str | None]:
     if call is not None:
         head, inner, tail = call.groups()
         parts = split_top(inner, (";",), where="retriever spec")
-        if len(parts) < 2:
-            return text, None
-        options, label = _drop_name(parts[-1], spec)
-        kept = ";".join(parts[:-1]) + (";" + options if options.strip() else "")
+        options, label = _drop_name(parts[-1], spec)  # fuse(a, b) items never start "name="
+        sep = ";" if len(parts) > 1 else ""
+        kept = ";".join(parts[:-1]) + (sep + options if options.strip() or not sep else "")
         new_last = head + kept + tail
     else:
         prefix, sep, rest = last.partition(":")
@@ -224,19 +230,23 @@ def _drop_name(options: str, spec: str) -> tuple[str, str | None]:
     return ",".join(kept), label
 
 
-def short_label(spec: str, width: int = 24) -> str:
-    """A label of at most *width* characters for a spec without ``name=``: the spec itself when
-    short enough, else with each path or hub id cut to its last part
-    (``dense:/models/e5-small-v2`` -> ``dense:e5-small-v2``), else cut in the middle with
-    ``…``. The full spec stays in the experiment's provenance."""
-    text = spec.strip()
-    if len(text) <= width:
-        return text
-    text = re.sub(r"[^\s:,;()=>]*/([^\s:,;()=>/]+)/?", r"\1", text)
-    if len(text) <= width:
-        return text
-    head = (width - 1) * 2 // 3
-    return text[:head] + "\u2026" + text[len(text) - (width - 1 - head) :]
+#: Options naming where an endpoint is and which variable holds its key: never printed.
+PRIVATE_OPTIONS = ("base_url", "api_key_env")
+
+
+def public_spec(spec: str) -> str:
+    """*spec* without its :data:`PRIVATE_OPTIONS` assignments, as it may be printed and saved
+    (``bm25 >> llm_listwise(model=M, base_url=http://h/v1)`` -> ``bm25 >> llm_listwise(model=M)``).
+    Specs without them come back unchanged."""
+    names = "|".join(PRIVATE_OPTIONS)
+    if not re.search(rf"(?:^|[(:,;])\s*(?:{names})\s*=", spec):
+        return spec
+    out = re.sub(rf"([(:,;])\s*(?:{names})\s*=[^,;)]*", r"\1", spec)
+    out = re.sub(r"([(:;])(?:\s*,)+\s*", r"\1", out)
+    out = re.sub(r"(?:\s*,)+\s*(?=[,;)]|>>|$)", "", out)
+    out = re.sub(r",(?:\s*,)+", ",", out)
+    out = re.sub(r";\s*\)", ")", out)
+    return re.sub(r":\s*(?=>>|\)|,|$)", "", out).strip()
 
 
 # --- parsing ------------------------------------------------------------------------------------
@@ -283,6 +293,11 @@ def parse_retriever(spec: str):
                 f"{where}: unknown retriever {call.group(1)!r}.{suggest(name, known)} Known: "
                 f"{', '.join(known)}. Run `nuggetbench retrievers` for their options"
             )
+        if name in RETRIEVERS:
+            parts = _call_parts(where, text, name)
+            if len(parts) > 1:
+                raise SpecError(f"{where}: write {name}(option=value, ...) without ';'")
+            return _parse_single(spec, f"{name}:{parts[0].strip()}" if parts[0].strip() else name)
     return _parse_single(spec, text)
 
 

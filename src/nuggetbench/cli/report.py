@@ -1,0 +1,75 @@
+"""``nuggetbench report``: a self-contained HTML report (and paper figures) of an output folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import report
+from ._common import info, parse_options
+
+
+@click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("outdir", type=click.Path(exists=True))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The HTML file to write (default: OUTDIR/report.html).",
+)
+@click.option(
+    "--plots",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Also write every figure as PNG (300 dpi) and SVG into this folder, sized for a "
+    "two-column paper.",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    metavar="NAME",
+    help="System the deltas and win/tie/loss counts are taken against (default: the results' baseline).",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Documents shown per query and system (with snippets).",
+)
+@click.option(
+    "--snippet-chars",
+    type=click.IntRange(min=0),
+    default=160,
+    show_default=True,
+    help="Characters of each document shown (span-judged benchmarks show whole passages).",
+)
+@click.option(
+    "-O",
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Dataset loader option, as given to `run` (e.g. -O chunker=...), repeatable.",
+)
+def report_command(outdir, output, plots, baseline, top, snippet_chars, dataset_options):
+    """Write an HTML report of OUTDIR, the output folder of `nuggetbench run` (results.json and
+    runs/): summary with CIs and tests, per-query table and plots, query view, nuggets, depth
+    curves. It opens from disk with no network.
+
+    \b
+    Example:
+      nuggetbench report ~/.cache/nuggetbench/outputs/beir_scifact/20260101-120000 --plots figs
+    """
+    path = report.html(
+        Path(outdir),
+        Path(output) if output else None,
+        options=parse_options(dataset_options),
+        plots=plots,
+        baseline=baseline,
+        top=top,
+        snippet_chars=snippet_chars,
+    )
+    info(f"report written to {path}" + (f"; figures in {plots}" if plots else ""))

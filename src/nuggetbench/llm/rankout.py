@@ -1,0 +1,196 @@
+"""Reading ranking answers: the sliding-window schedule, permutations and relevance grades.
+
+* :func:`sliding_windows`: RankGPT's schedule (Sun et al., 2023, "Is ChatGPT Good at Search?"),
+  as castorini's rank_llm runs it (``ListwiseRankLLM._sliding_windows_batched_async`` in
+  ``src/rank_llm/rerank/listwise/listwise_rankllm.py``): windows of ``window`` documents moving
+  from the bottom of the top ``k`` to the top by ``step``;
+* :func:`parse_permutation`: a listwise answer (``[3] > [1] > [2]``) read and repaired as rank_llm's
+  ``receive_permutation`` does (same file), with every repair counted;
+* :func:`parse_grade` / :func:`expected_grade`: a pointwise answer read as a grade on a stated
+  scale, or the expected grade from the first answer token's log-probabilities.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..errors import InputError
+from .jsonout import InvalidAnswer
+
+__all__ = [
+    "Permutation",
+    "Scale",
+    "expected_grade",
+    "parse_grade",
+    "parse_permutation",
+    "parse_scale",
+    "sliding_windows",
+]
+
+
+def sliding_windows(
+    n: int, *, window: int, step: int, k: int | None = None
+) -> list[tuple[int, int]]:
+    """The windows ``(start, end)`` (0-based, end exclusive) reranked in order, bottom first.
+
+    Args:
+        n: candidates available for the query.
+        window: documents per window (``w``).
+        step: how far the window moves up each time (rank_llm's ``stride``), ``0 < step <= window``.
+        k: rerank the top *k* only (default: all *n*).
+
+    The first window ends at ``min(k, n)`` and starts ``window`` above it (not above 0); each next
+    window moves up by *step* (start clipped at 0); the window that starts at 0 is the last. For
+    ``n = k = 100, window = 20, step = 10``: ``(80, 100), (70, 90), ..., (0, 20)``, nine windows.
+
+    Raises:
+        InputError: *window* < 1, or *step* outside ``1..window`` (a step above the window would
+            leave documents never seen, which rank_llm refuses too).
+    """
+    if window < 1 or step < 1 or step > window:
+        raise InputError(
+            f"sliding window: need window >= 1 and 0 < step <= window, got window={window}, "
+            f"step={step}"
+        )
+    end = min(n, k if k is not None else n)
+    start = max(end - min(window, end), 0)
+    out: list[tuple[int, int]] = []
+    while end > start:
+        out.append((start, end))
+        if start == 0:
+            break
+        end -= step
+        start = max(start - step, 0)
+    return out
+
+
+@dataclass(frozen=True)
+class Permutation:
+    """A repaired permutation of ``n`` window positions.
+
+    Attributes:
+        order: 0-based positions, best first; always a permutation of ``range(n)``.
+        unknown: ids in the answer that name no passage (dropped).
+        duplicates: ids repeated in the answer (later copies dropped).
+        missing: passages the answer left out (appended in their incoming order).
+    """
+
+    order: tuple[int, ...]
+    unknown: int = 0
+    duplicates: int = 0
+    missing: int = 0
+
+    @property
+    def repaired(self) -> bool:
+        """Whether the answer needed any repair."""
+        return bool(self.unknown or self.duplicates or self.missing)
+
+
+def _ascii_digits(text: str, other: str | None = None) -> str:
+    """Every character that is a digit in any script (superscripts, circled and full-width digits
+    included) as its ASCII digit; every other character kept, or replaced by *other*."""
+    out = []
+    for ch in text:
+        d = unicodedata.digit(ch, None)
+        out.append(str(d) if d is not None else (ch if other is None else other))
+    return "".join(out)
+
+
+def parse_permutation(text: str, n: int) -> Permutation:
+    """Read a listwise answer naming passages ``[1]..[n]`` and repair it as rank_llm does.
+
+    rank_llm's ``clean_ranking_response`` and ``receive_permutation``: text up to the last
+    ``</think>`` is dropped; every run of digits is an id (1-based); repeated ids are dropped
+    (the first kept), then ids outside ``1..n``; passages not named follow in their incoming order.
+    An answer with no id at all keeps the incoming order (all *n* counted missing).
+
+    Returns:
+        A :class:`Permutation` with the repairs counted.
+    """
+    if "</think>" in text:
+        text = text.split("</think>")[-1]
+    ids = [int(tok) - 1 for tok in _ascii_digits(text, " ").split()]
+    seen: list[int] = []
+    duplicates = 0
+    for i in ids:
+        if i in seen:
+            duplicates += 1
+        else:
+            seen.append(i)
+    known = [i for i in seen if 0 <= i < n]
+    unknown = len(seen) - len(known)
+    named = set(known)
+    rest = [i for i in range(n) if i not in named]
+    return Permutation(tuple(known + rest), unknown, duplicates, len(rest))
+
+
+@dataclass(frozen=True)
+class Scale:
+    """An integer grade scale ``low..high`` (``0-3``)."""
+
+    low: int
+    high: int
+
+    @property
+    def grades(self) -> range:
+        return range(self.low, self.high + 1)
+
+    def __str__(self) -> str:
+        return f"{self.low}-{self.high}"
+
+
+def parse_scale(text: str, *, where: str = "scale") -> Scale:
+    """``"0-3"`` -> ``Scale(0, 3)``.
+
+    Raises:
+        InputError: not ``LOW-HIGH`` with integers ``0 <= LOW < HIGH <= 100``.
+    """
+    m = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", str(text))
+    if m is None or not int(m.group(1)) < int(m.group(2)) <= 100:
+        raise InputError(
+            f"{where}: {text!r} is not a grade scale; write LOW-HIGH with integers, e.g. 0-3"
+        )
+    return Scale(int(m.group(1)), int(m.group(2)))
+
+
+def parse_grade(text: str, scale: Scale) -> int:
+    """The grade of a pointwise answer: the first integer after the last ``</think>``.
+
+    Raises:
+        InvalidAnswer: no integer, or one outside the scale.
+    """
+    if "</think>" in text:
+        text = text.split("</think>")[-1]
+    m = re.search(r"[0-9]+", _ascii_digits(text))
+    if m is None:
+        raise InvalidAnswer(f"the answer holds no grade from {scale.low} to {scale.high}")
+    grade = int(m.group(0))
+    if grade not in scale.grades:
+        raise InvalidAnswer(f"grade {grade} is outside the scale {scale.low} to {scale.high}")
+    return grade
+
+
+def expected_grade(top_logprobs: Iterable[Sequence], scale: Scale) -> float | None:
+    """The expected grade ``sum_g g * p(g) / sum_g p(g)`` over the grades among the first answer
+    token's alternatives ``[(token, logprob), ...]`` (tokens compared after stripping spaces;
+    the probabilities renormalised over the grades present). ``None`` when no alternative is a
+    grade of *scale* (the answer text is then read with :func:`parse_grade`).
+
+    The expected relevance of a graded judgment from token probabilities, as in pointwise LLM
+    rankers (Zhuang et al., 2024, "Beyond Yes and No: Improving Zero-Shot LLM Rankers via
+    Scoring Fine-Grained Relevance Labels").
+    """
+    probs: dict[int, float] = {}
+    grades = {str(g): g for g in scale.grades}
+    for token, logprob in top_logprobs:
+        g = grades.get(str(token).strip())
+        if g is not None and logprob is not None and math.isfinite(float(logprob)):
+            probs[g] = probs.get(g, 0.0) + math.exp(float(logprob))
+    total = sum(probs.values())
+    if not probs or total <= 0:
+        return None
+    return sum(g * p for g, p in probs.items()) / total

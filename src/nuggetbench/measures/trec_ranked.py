@@ -1,0 +1,268 @@
+"""trec_eval's other ranked measures, vectorised over the flat arrays of ``EvalContext``.
+
+Definitions follow trec_eval's ``m_*.c`` (usnistgov/trec_eval; the file is named with each family);
+``R`` is the number of judged documents with ``grade >= rel``, ``rel`` is trec_eval's ``-l`` and
+``judged_only`` its ``-J``. Ranks are 1-based in the formulas below.
+
+============  ====================  ==========================================================
+family        trec_eval             value per query
+============  ====================  ==========================================================
+IPrec         iprec_at_recall_r     interpolated precision at recall r: the highest precision at
+                                    or after the k-th relevant document, k = round(r R)
+                                    (``lround``); 0 when fewer than k relevant are retrieved
+                                    (m_iprec_at_recall.c)
+IPrecAvg      11pt_avg              mean of IPrec over the recall points (m_11pt_avg.c)
+RprecMult     Rprec_mult_m          precision at c = floor(m R + 0.9), 0 when c = 0
+                                    (m_Rprec_mult.c)
+RelP@k        relative_P_k          relevant in the top k / min(k, R) (m_rel_P.c)
+InfAP         infAP                 Yilmaz & Aslam, CIKM 2006, as m_infap.c (epsilon 1e-5)
+BinG          binG                  sum over relevant retrieved of 1 / log2(2 + nonrelevant
+                                    above it), divided by R (m_binG.c)
+GMAP          gm_map                AP per query, aggregated by the geometric mean of
+                                    max(AP, 1e-5) (m_gm_map.c, meas_avg.c)
+GMBpref       gm_bpref              the same for Bpref (m_gm_bpref.c)
+Unj@k         unj_k                 unjudged (no or a negative grade) in the top k / k
+                                    (m_unjudged.c)
+============  ====================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import SpecError
+from ..spec import Param, params_table
+from .base import Measure
+from .context import EvalContext, Ranked
+from .gains import position_in_query
+from .params import JUDGED_ONLY, REL
+from .registry import MeasureFamily, get_family, register
+
+__all__ = ["iprec_values", "recall_points"]
+
+#: trec_eval's INFAP_EPSILON.
+INFAP_EPSILON = 0.00001
+_REL_JUDGED: dict[str, Any] = params_table(REL, JUDGED_ONLY)
+RECALL = Param("recall", float, 0.0, "recall level r in [0, 1]", minimum=0, maximum=1)
+RECALLS = Param(
+    "recalls",
+    str,
+    "0.0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0",
+    "the recall points averaged, comma-separated (quoted)",
+)
+MULT = Param("mult", float, 1.0, "multiple m of R: precision at floor(m R + 0.9)", minimum=0)
+
+
+def _view(ctx: EvalContext, measure: Measure, cutoff: int | None = None) -> Ranked:
+    return ctx.ranked(
+        rel=measure.param("rel"), judged_only=measure.param("judged_only"), cutoff=cutoff
+    )
+
+
+def _group_suffix_max(values: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Max of *values* (each in [0, 1]) over each entry and the later entries of its query."""
+    if not len(values):
+        return values
+    off = 2.0 * (q.max() - q).astype(np.float64)  # grows along the reversed order
+    rev = (values + off)[::-1]
+    return (np.maximum.accumulate(rev) - off[::-1])[::-1]
+
+
+def recall_points(text: str, where: str = "recalls") -> list[float]:
+    """The recall points of ``IPrecAvg(recalls='0.25,0.5,0.75')``, each in [0, 1].
+
+    Raises:
+        SpecError: a point is not a number in [0, 1], or none is given.
+    """
+    points = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise SpecError(f"{where}: {part!r} is not a number") from None
+        if not 0 <= value <= 1:
+            raise SpecError(f"{where}: recall point {value} is outside [0, 1]")
+        points.append(value)
+    if not points:
+        raise SpecError(f"{where}: give at least one recall point")
+    return points
+
+
+def iprec_values(ctx: EvalContext, rel: int, judged_only: bool, points: list[float]) -> np.ndarray:
+    """Interpolated precision at each recall point, float64 (Q, len(points)) (m_iprec_at_recall.c)."""
+    view = ctx.ranked(rel=rel, judged_only=judged_only)
+    n = len(ctx.query_ids)
+    q = view.qidx[view.relevant]
+    nth = position_in_query(q, n) + 1
+    smax = _group_suffix_max(nth / (view.rank[view.relevant] + 1.0), q)
+    first = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(q, minlength=n), out=first[1:])
+    rel_ret = np.diff(first)
+    nrel = ctx.num_rel(rel)
+    out = np.zeros((n, len(points)), dtype=np.float64)
+    for j, r in enumerate(points):
+        k = np.floor(r * nrel + 0.5).astype(np.int64)  # lround of a non-negative value
+        ok = (rel_ret > 0) & (k <= rel_ret)
+        idx = first[:-1] + np.maximum(k, 1) - 1
+        out[ok, j] = smax[idx[ok]]
+    return out
+
+
+class IPrec(MeasureFamily):
+    name = "IPrec"
+    aliases = ("IPrec_at_recall",)
+    params: ClassVar[dict[str, Any]] = params_table(RECALL, REL, JUDGED_ONLY)
+    cutoff = "forbidden"
+    description = "interpolated precision at a recall level (trec_eval iprec_at_recall)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        points = [measure.param("recall")]
+        return iprec_values(ctx, measure.param("rel"), measure.param("judged_only"), points)[:, 0]
+
+
+class IPrecAvg(MeasureFamily):
+    name = "IPrecAvg"
+    aliases = ("ircl_avg",)
+    params: ClassVar[dict[str, Any]] = params_table(RECALLS, REL, JUDGED_ONLY)
+    cutoff = "forbidden"
+    description = "interpolated precision averaged over recall points (trec_eval 11pt_avg)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        points = recall_points(measure.param("recalls"), where=f"measure {measure}")
+        values = iprec_values(ctx, measure.param("rel"), measure.param("judged_only"), points)
+        return values.mean(axis=1)
+
+
+class RprecMult(MeasureFamily):
+    name = "RprecMult"
+    aliases = ("R_prec_mult",)
+    params: ClassVar[dict[str, Any]] = params_table(MULT, REL, JUDGED_ONLY)
+    cutoff = "forbidden"
+    description = "precision at floor(m R + 0.9) (trec_eval Rprec_mult)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        view = _view(ctx, measure)
+        nrel = ctx.num_rel(measure.param("rel"))
+        cut = np.floor(measure.param("mult") * nrel + 0.9)
+        within = view.relevant & (view.rank < cut[view.qidx])
+        out = np.zeros(len(ctx.query_ids), dtype=np.float64)
+        np.divide(view.count(within), cut, out=out, where=cut > 0)
+        return out
+
+
+class RelP(MeasureFamily):
+    name = "RelP"
+    aliases = ("relative_P",)
+    params = _REL_JUDGED
+    cutoff = "required"
+    description = "relevant in the top k / min(k, R) (trec_eval relative_P)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        view = _view(ctx, measure, measure.cutoff)
+        nrel = ctx.num_rel(measure.param("rel"))
+        with np.errstate(invalid="ignore", divide="ignore"):  # R = 0: 0/0 as trec_eval
+            return view.count(view.relevant) / np.minimum(float(measure.cutoff), nrel)
+
+
+class InfAP(MeasureFamily):
+    name = "infAP"
+    aliases = ("InfAP",)
+    params: ClassVar[dict[str, Any]] = params_table(REL)
+    cutoff = "forbidden"
+    description = "inferred AP (Yilmaz & Aslam 2006; trec_eval infAP)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        rel = measure.param("rel")
+        view = ctx.ranked(rel=rel)
+        g = view.grade
+        is_rel = view.relevant
+        is_non = (g >= 0) & (g < rel)
+        in_pool = (g < 0) & (g != np.iinfo(np.int64).min)
+        counts = []
+        for flag in (is_rel, is_non, in_pool):  # entries strictly before, inside the query
+            c = np.cumsum(flag) - flag
+            base = np.append(c, 0)[view.starts[:-1]]
+            counts.append((c - np.repeat(base, view.num_ret)).astype(np.float64))
+        rel_before, non_before, pool_before = (c[is_rel] for c in counts)
+        j = view.rank[is_rel].astype(np.float64)
+        safe_j = np.maximum(j, 1.0)
+        term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * (
+            (rel_before + non_before + pool_before) / safe_j
+        ) * ((rel_before + INFAP_EPSILON) / (rel_before + non_before + 2 * INFAP_EPSILON))
+        term = np.where(j == 0, 1.0, term)
+        total = np.bincount(view.qidx[is_rel], weights=term, minlength=len(ctx.query_ids))
+        nrel = ctx.num_rel(rel)
+        out = total.copy()
+        np.divide(total, nrel, out=out, where=nrel > 0)
+        return out
+
+
+class BinG(MeasureFamily):
+    name = "binG"
+    aliases = ("BinG",)
+    params = _REL_JUDGED
+    cutoff = "forbidden"
+    description = "binary G: relevant docs discounted by the non-relevant above (trec_eval binG)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        view = _view(ctx, measure)
+        q = view.qidx[view.relevant]
+        nth = position_in_query(q, len(ctx.query_ids)) + 1
+        terms = 1.0 / np.log2(3.0 + view.rank[view.relevant] - nth)
+        total = np.bincount(q, weights=terms, minlength=len(ctx.query_ids))
+        nrel = ctx.num_rel(measure.param("rel"))
+        out = np.zeros(len(ctx.query_ids), dtype=np.float64)
+        np.divide(total, nrel, out=out, where=nrel > 0)
+        return out
+
+
+class GMAP(MeasureFamily):
+    name = "GMAP"
+    aliases = ("gm_map",)
+    params = _REL_JUDGED
+    cutoff = "forbidden"
+    aggregate = "gmean"
+    description = "AP, aggregated by the geometric mean of max(AP, 1e-5) (trec_eval gm_map)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return get_family("AP").compute(ctx, Measure("AP", None, measure.params))
+
+
+class GMBpref(MeasureFamily):
+    name = "GMBpref"
+    aliases = ("gm_bpref",)
+    params: ClassVar[dict[str, Any]] = params_table(REL)
+    cutoff = "forbidden"
+    aggregate = "gmean"
+    description = "Bpref, aggregated by the geometric mean of max(bpref, 1e-5) (trec_eval gm_bpref)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        return get_family("Bpref").compute(ctx, Measure("Bpref", None, measure.params))
+
+
+class Unj(MeasureFamily):
+    name = "Unj"
+    aliases = ("unj",)
+    params: ClassVar[dict[str, Any]] = params_table(JUDGED_ONLY)
+    cutoff = "required"
+    description = "fraction of the top k without a non-negative judgment (trec_eval unj)"
+
+    def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
+        view = ctx.ranked(judged_only=measure.param("judged_only"), cutoff=measure.cutoff)
+        return view.count(view.grade < 0) / float(measure.cutoff)
+
+
+for _family in (
+    IPrec(),
+    IPrecAvg(),
+    RprecMult(),
+    RelP(),
+    InfAP(),
+    BinG(),
+    GMAP(),
+    GMBpref(),
+    Unj(),
+):
+    register(_family)

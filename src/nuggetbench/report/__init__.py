@@ -1,0 +1,110 @@
+"""See the results: a self-contained HTML report, per-query differences, and figures.
+
+``html(experiment_or_path, path)`` writes one HTML file (CSS, JS, data and SVG figures inline; it
+opens from disk with no network) with five views: the summary (means, bootstrap CIs, the paired
+test and correction, provenance), the per-query table (sortable, filterable, deltas to the
+baseline, win/tie/loss counts, sorted delta bars and an A-vs-B scatter), the query view (each
+system's top documents side by side: rank, score, grade, snippet; shared and unjudged documents
+marked), the nuggets (first supporting rank per nugget and system, nuggets no system finds,
+evidence spans highlighted for span-judged benchmarks) and the depth curves (``R@k``,
+``Coverage@k``). The figure functions of :mod:`nuggetbench.report.figures` return matplotlib
+figures for notebooks and papers; :func:`write_plots` saves them as PNG and SVG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .._atomic import atomic_write
+from ..datasets import Dataset
+from ..errors import InputError
+from ..experiment import Experiment
+from .data import TIE_TOLERANCE, ReportData, build_report_data, outcome
+from .figures import (
+    COLUMN,
+    delta_figure,
+    depth_figure,
+    figure_svg,
+    means_figure,
+    scatter_figure,
+    write_plots,
+)
+from .inputs import ReportInputs, load_inputs, read_results
+from .page import render_page
+
+__all__ = [
+    "html",
+    "report_data",
+    "ReportData",
+    "ReportInputs",
+    "build_report_data",
+    "load_inputs",
+    "read_results",
+    "outcome",
+    "TIE_TOLERANCE",
+    "COLUMN",
+    "delta_figure",
+    "scatter_figure",
+    "depth_figure",
+    "means_figure",
+    "figure_svg",
+    "write_plots",
+    "render_page",
+]
+
+
+def report_data(
+    source: Experiment | str | Path,
+    *,
+    dataset: Dataset | str | None = None,
+    options: Mapping[str, Any] | None = None,
+    **settings: Any,
+) -> ReportData:
+    """Load the inputs (:func:`load_inputs`) and compute the report's content
+    (:func:`build_report_data`; *settings*: ``baseline``, ``top``, ``snippet_chars``, ``depth``).
+    Use it with the figure functions in a notebook."""
+    return build_report_data(load_inputs(source, dataset=dataset, options=options), **settings)
+
+
+def html(
+    source: Experiment | str | Path,
+    path: str | Path | None = None,
+    *,
+    dataset: Dataset | str | None = None,
+    options: Mapping[str, Any] | None = None,
+    plots: str | Path | None = None,
+    **settings: Any,
+) -> Path:
+    """Write the HTML report of an experiment or an output folder of ``nuggetbench run``.
+
+    Args:
+        source: an :class:`Experiment`, an output folder, or its ``results.json``.
+        path: the HTML file (default: ``report.html`` in the output folder).
+        dataset, options: the dataset and its loader options, when the recorded id alone does
+            not reload it (see :func:`load_inputs`).
+        plots: also write every figure as PNG and SVG into this folder.
+        settings: ``baseline``, ``top`` (documents per query and system, default 20),
+            ``snippet_chars`` (160), ``depth`` (100): see :func:`build_report_data`.
+
+    Returns:
+        The path written (atomically).
+
+    Raises:
+        InputError: unreadable results or runs, a dataset that differs from the one scored, an
+            unknown baseline, or no path and no output folder.
+    """
+    inputs = load_inputs(source, dataset=dataset, options=options)
+    if path is None:
+        if inputs.source == "<experiment>":
+            raise InputError("the experiment has no output folder; give the report's path")
+        path = Path(inputs.source) / "report.html"
+    data = build_report_data(inputs, **settings)
+    text = render_page(data, source=inputs.source)
+    path = Path(path)
+    with atomic_write(path) as fh:
+        fh.write(text)
+    if plots is not None:
+        write_plots(data, plots)
+    return path

@@ -1,0 +1,327 @@
+"""The numbers and texts a report shows, computed once in Python.
+
+:func:`build_report_data` turns :class:`~nuggetbench.report.inputs.ReportInputs` into a
+:class:`ReportData`: per-query values and their win/tie/loss outcomes against a baseline, the
+summary (means, bootstrap CIs, paired test; the ``results.json`` comparison, or a new one when
+another baseline is chosen), each system's top documents per query with a snippet, a grade
+(``None`` when unjudged) and the nuggets they support, the first rank at which each system
+supports each nugget, the evidence spans found inside each supporting passage (span-judged
+benchmarks), and the depth curves ``R@k`` and ``Coverage@k`` for ``k = 1..depth``. The page, the
+figures and the tests all read this one value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..compare import compare
+from ..corpus.spans import fix
+from ..data import NuggetQrels
+from ..errors import InputError
+from ..measures import evaluate
+from .inputs import ReportInputs
+
+__all__ = ["ReportData", "build_report_data", "outcome", "TIE_TOLERANCE"]
+
+#: Two per-query values closer than this are a tie (floating-point noise of equal scores).
+TIE_TOLERANCE = 1e-9
+
+
+def outcome(value: float, base: float) -> int | None:
+    """``1`` (win), ``0`` (tie: ``|value - base| <= TIE_TOLERANCE``), ``-1`` (loss) or ``None``
+    when either value is NaN (a query the measure does not average)."""
+    if math.isnan(value) or math.isnan(base):
+        return None
+    d = value - base
+    return 0 if abs(d) <= TIE_TOLERANCE else (1 if d > 0 else -1)
+
+
+@dataclass
+class ReportData:
+    """The report's content (see the module docstring).
+
+    Attributes:
+        title: a heading (dataset id and query count).
+        results: the ``results.json`` dict the report was built from.
+        systems: system names, results order; ``baseline`` is one of them.
+        measures: the measure strings of the results.
+        query_ids: the evaluated queries (rows of every per-query array).
+        per_query: ``{system: {measure: float array (len(query_ids),)}}``; NaN: not averaged.
+        wtl: ``{system: {measure: (wins, ties, losses)}}`` against the baseline (the baseline's
+            own entry is ``(0, n, 0)``).
+        comparison: the comparison dict (``ComparisonReport.to_dict()``), ``None`` with one system.
+        depth_k: the cutoffs of the depth curves (``1..depth``).
+        depth: ``{"R": {system: array}, "Coverage": {system: array}}`` (means at each cutoff;
+            ``Coverage`` only when the judgments have nuggets).
+        payload: the JSON-ready dict embedded in the page.
+        span_judged: whether the nuggets carry evidence spans (fastbook).
+    """
+
+    title: str
+    results: dict
+    systems: list[str]
+    baseline: str
+    measures: list[str]
+    query_ids: list[str]
+    per_query: dict[str, dict[str, np.ndarray]]
+    wtl: dict[str, dict[str, tuple[int, int, int]]]
+    comparison: dict | None
+    depth_k: list[int]
+    depth: dict[str, dict[str, np.ndarray]]
+    payload: dict = field(repr=False)
+    span_judged: bool = False
+
+
+def _per_query(results: dict, systems: Sequence[str]) -> tuple[list[str], dict]:
+    """Per-query arrays aligned on the first system's query ids (all must evaluate the same)."""
+    qids = [str(q) for q in results["systems"][systems[0]]["query_ids"]]
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for name in systems:
+        entry = results["systems"][name]
+        if [str(q) for q in entry["query_ids"]] != qids:
+            raise InputError(
+                f"systems {systems[0]!r} and {name!r} were evaluated on different queries; "
+                "a report compares systems on the same queries (rerun them together)"
+            )
+        out[name] = {
+            m: np.array([np.nan if v is None else v for v in entry["per_query"][m]], np.float64)
+            for m in results["measures"]
+        }
+    return qids, out
+
+
+def _wtl(per_query: dict, baseline: str, measures: Sequence[str]) -> dict:
+    out: dict[str, dict[str, tuple[int, int, int]]] = {}
+    for name, values in per_query.items():
+        out[name] = {}
+        for m in measures:
+            codes = [outcome(a, b) for a, b in zip(values[m], per_query[baseline][m])]
+            out[name][m] = (codes.count(1), codes.count(0), codes.count(-1))
+    return out
+
+
+def _comparison(results: dict, per_query: dict, baseline: str, qids: list[str]) -> dict | None:
+    if len(per_query) < 2:
+        return None
+    stored = results.get("comparison")
+    if stored and stored.get("baseline") == baseline:
+        return stored
+    report = compare(
+        {
+            name: {m: dict(zip(qids, v.tolist())) for m, v in pq.items()}
+            for name, pq in per_query.items()
+        },
+        baseline=baseline,
+        measures=results["measures"],
+    )
+    return report.to_dict()
+
+
+def _depth(inputs: ReportInputs, depth: int) -> tuple[list[int], dict]:
+    """Mean ``R@k`` (and ``Coverage@k`` with nuggets) for ``k = 1..depth`` under the profile."""
+    ks = list(range(1, depth + 1))
+    families = ["R"] + (["Coverage"] if inputs.dataset.qrels.nuggets is not None else [])
+    out: dict[str, dict[str, np.ndarray]] = {f: {} for f in families}
+    profile = inputs.results["profile"]
+    for name, run in inputs.runs.items():
+        res = evaluate(
+            inputs.dataset.qrels,
+            run,
+            [f"{f}@{k}" for f in families for k in ks],
+            profile=profile,
+        )
+        for f in families:
+            out[f][name] = np.array([res.means[f"{f}@{k}"] for k in ks], dtype=np.float64)
+    return ks, out
+
+
+class _Docs:
+    """The shared table of shown documents: ``[doc_id, snippet]`` rows, one per document."""
+
+    def __init__(self, corpus: Any, snippet_chars: int):
+        self.corpus = corpus
+        self.chars = snippet_chars
+        self.index: dict[str, int] = {}
+        self.rows: list[list[Any]] = []
+
+    def text(self, doc_id: str) -> str:
+        doc = self.corpus.get(doc_id)
+        if doc is None:
+            return ""
+        return fix(doc.full_text) if self.chars > 1000 else doc.full_text
+
+    def add(self, doc_id: str) -> int:
+        i = self.index.get(doc_id)
+        if i is None:
+            i = self.index[doc_id] = len(self.rows)
+            text = self.text(doc_id)
+            snippet = text if len(text) <= self.chars else text[: self.chars].rstrip() + "\u2026"
+            self.rows.append([doc_id, snippet])
+        return i
+
+
+def _supports(nuggets: NuggetQrels) -> dict[str, dict[str, set[str]]]:
+    """``{query: {doc: {nugget ids}}}`` of the supporting judgments (support > 0)."""
+    q, n, d, s = nuggets.arrays()
+    out: dict[str, dict[str, set[str]]] = {}
+    for qq, nn, dd in zip(q[s > 0].tolist(), n[s > 0].tolist(), d[s > 0].tolist()):
+        out.setdefault(str(qq), {}).setdefault(str(dd), set()).add(str(nn))
+    return out
+
+
+def _highlights(text: str, spans: Sequence[str], nugget: int) -> list[list[int]]:
+    """``[start, end, nugget]`` of every occurrence of each evidence span in *text* (fixed)."""
+    out = []
+    for span in spans:
+        needle = fix(span)
+        if not needle.strip():
+            continue
+        pos = text.find(needle)
+        while pos >= 0:
+            out.append([pos, pos + len(needle), nugget])
+            pos = text.find(needle, pos + len(needle))
+    return out
+
+
+def _round(x: float, digits: int = 6) -> float | None:
+    return None if math.isnan(x) else round(float(x), digits)
+
+
+def _top_docs(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> dict:
+    """Per system: ``[[doc index...] per query]``, scores and grades (``None`` = unjudged)."""
+    qrels = inputs.dataset.qrels
+    out: dict[str, dict[str, list]] = {}
+    for name, run in inputs.runs.items():
+        ids, scores, grades = [], [], []
+        for qid in qids:
+            ranked = run[qid][:top] if qid in run else []
+            judged = qrels.get(qid, {})
+            ids.append([docs.add(d) for d, _ in ranked])
+            scores.append([_round(s, 4) for _, s in ranked])
+            grades.append([judged.get(d) for d, _ in ranked])
+        out[name] = {"docs": ids, "scores": scores, "grades": grades}
+    return out
+
+
+def _nugget_payload(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> dict | None:
+    """Per query: the nuggets, each system's first supporting rank (whole run), the nuggets each
+    shown document supports, and evidence-span highlights (span-judged judgments)."""
+    nuggets = inputs.dataset.qrels.nuggets
+    if nuggets is None:
+        return None
+    supports = _supports(nuggets)
+    out: dict[str, Any] = {}
+    for qi, qid in enumerate(qids):
+        nugs = nuggets.nuggets_of(qid)
+        if not nugs:
+            continue
+        pos = {n.nugget_id: i for i, n in enumerate(nugs)}
+        sup = supports.get(qid, {})
+        first: dict[str, list[int | None]] = {}
+        per_doc: dict[int, list[Any]] = {}
+        for name, run in inputs.runs.items():
+            best: list[int | None] = [None] * len(nugs)
+            for rank, (doc, _) in enumerate(run.get(qid, []), start=1):
+                for nid in sup.get(doc, ()):
+                    if best[pos[nid]] is None:
+                        best[pos[nid]] = rank
+                if rank <= top and doc in sup:
+                    di = docs.add(doc)
+                    if di not in per_doc:
+                        found = sorted(pos[n] for n in sup[doc])
+                        text = docs.rows[di][1]
+                        marks = [h for j in found for h in _highlights(text, nugs[j].spans, j)]
+                        per_doc[di] = [found, sorted(marks)]
+            first[name] = best
+        out[str(qi)] = {
+            "ids": [n.nugget_id for n in nugs],
+            "text": [n.text for n in nugs],
+            "spans": [list(n.spans) for n in nugs],
+            "first": first,
+            "docs": {str(k): v for k, v in per_doc.items()},
+        }
+    return out
+
+
+def build_report_data(
+    inputs: ReportInputs,
+    *,
+    baseline: str | None = None,
+    top: int = 20,
+    snippet_chars: int = 160,
+    depth: int = 100,
+    query_chars: int = 2000,
+) -> ReportData:
+    """Compute everything a report shows.
+
+    Args:
+        inputs: from :func:`~nuggetbench.report.inputs.load_inputs`.
+        baseline: the system the deltas and win/tie/loss counts are taken against (default: the
+            results' comparison baseline, else the first system).
+        top: documents kept per query and system (ranks ``1..top``), with snippets.
+        snippet_chars: characters of each document's text shown; span-judged benchmarks show the
+            whole passage (up to 4,000 characters, after ``ftfy.fix_text``, as the judging rule) so
+            the evidence can be highlighted.
+        depth: the largest cutoff of the depth curves.
+        query_chars: characters of each query's text kept.
+
+    Raises:
+        InputError: an unknown baseline, or systems evaluated on different queries.
+    """
+    results = inputs.results
+    systems = inputs.systems
+    stored = (results.get("comparison") or {}).get("baseline")
+    baseline = baseline or stored or systems[0]
+    if baseline not in systems:
+        raise InputError(f"unknown baseline {baseline!r}; the systems are {', '.join(systems)}")
+    if top < 1 or depth < 1:
+        raise InputError(f"top ({top}) and depth ({depth}) must be at least 1")
+    qids, per_query = _per_query(results, systems)
+    nuggets = inputs.dataset.qrels.nuggets
+    span_judged = nuggets is not None and any(n.spans for n in nuggets.iter_nuggets())
+    docs = _Docs(inputs.dataset.corpus, max(snippet_chars, 4000) if span_judged else snippet_chars)
+    ks, curves = _depth(inputs, depth)
+    wtl = _wtl(per_query, baseline, results["measures"])
+    comparison = _comparison(results, per_query, baseline, qids)
+    queries = inputs.dataset.queries
+    payload = {
+        "systems": systems,
+        "baseline": baseline,
+        "measures": results["measures"],
+        "qids": qids,
+        "qtext": [(queries.get(q) or "")[:query_chars] for q in qids],
+        "pq": {s: {m: [_round(x) for x in v] for m, v in per_query[s].items()} for s in systems},
+        "outcome": {
+            s: {
+                m: [outcome(a, b) for a, b in zip(v, per_query[baseline][m])] for m, v in pq.items()
+            }
+            for s, pq in per_query.items()
+        },
+        "top": _top_docs(inputs, qids, top, docs),
+        "k": top,
+        "spanJudged": span_judged,
+    }
+    payload["nuggets"] = _nugget_payload(inputs, qids, top, docs)
+    payload["docs"] = docs.rows
+    n = len(qids)
+    title = f"{results['dataset']} \u00b7 {n} queries \u00b7 {len(systems)} systems"
+    return ReportData(
+        title,
+        results,
+        systems,
+        baseline,
+        list(results["measures"]),
+        qids,
+        per_query,
+        wtl,
+        comparison,
+        ks,
+        curves,
+        payload,
+        span_judged,
+    )

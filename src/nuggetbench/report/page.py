@@ -1,0 +1,145 @@
+"""The self-contained HTML page: a jinja2 template, inline CSS, JS, data and SVG figures.
+
+:func:`render_page` fills ``templates/report.html.j2`` from a
+:class:`~nuggetbench.report.data.ReportData`: the summary table and provenance, the win/tie/loss
+counts, the figures (matplotlib SVG) and the depth tables are rendered by the template; the
+per-query table, the query view and the nuggets list are drawn by a small vanilla script
+(``templates/report.js``) from the JSON block the page carries, so the file stays small at tens of
+thousands of queries. Nothing is fetched: the page opens from disk with no network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+from .._version import __version__
+from .data import ReportData
+from .figures import delta_figure, depth_figure, figure_svg, scatter_figure
+
+__all__ = ["render_page", "DEPTH_SHOWN"]
+
+#: The cutoffs listed in the depth tables (the curves have every k).
+DEPTH_SHOWN = (1, 5, 10, 20, 50, 100)
+
+
+def _template_text(name: str) -> str:
+    return resources.files("nuggetbench.report").joinpath("templates", name).read_text("utf-8")
+
+
+def _num(x: float | None) -> str:
+    return "\u2013" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4f}"
+
+
+def _cells(data: ReportData) -> dict[str, dict[str, dict[str, Any]]]:
+    """Summary cells: mean, CI, difference to the baseline, p-value, significance class."""
+    comp = data.comparison or {}
+    est = {(e["system"], e["measure"]): e for e in comp.get("estimates", [])}
+    dif = {(d["system"], d["measure"]): d for d in comp.get("differences", [])}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for s in data.systems:
+        out[s] = {}
+        for m in data.measures:
+            mean = data.results["systems"][s]["means"][m]
+            e, d = est.get((s, m)), dif.get((s, m))
+            cell: dict[str, Any] = {"mean": mean, "mean_text": _num(mean), "ci": "", "diff": ""}
+            cell.update(p="", sig="")
+            if e:
+                cell["ci"] = f"{_num(e['ci_low'])}, {_num(e['ci_high'])}"
+            if d:
+                cell["diff"] = f"{d['diff']:+.4f}"
+                cell["p"] = f"{d['p_adjusted']:.3g}"
+                if d["significant"]:
+                    cell["sig"] = "better" if d["diff"] > 0 else "worse"
+            out[s][m] = cell
+    return out
+
+
+def _method(data: ReportData) -> str:
+    c = data.comparison
+    if not c:
+        return "One system: no paired test."
+    return (
+        f"{c['n_queries']} queries; [{round(100 * c['ci'])}% bootstrap CI, {c['n_resamples']} "
+        f"resamples, seed {c['seed']}]; {c['test_method']} against {c['baseline']!r}, correction "
+        f"{c['correction']}; \u2020 and colour: significant at alpha = {c['alpha']} "
+        "(green better, red worse)."
+    )
+
+
+def _provenance(data: ReportData, source: str) -> list[tuple[str, str]]:
+    r = data.results
+    prov = r.get("provenance") or {}
+    rows = [("dataset", r["dataset"])]
+    rows += [(k, str(v)) for k, v in prov.items() if k != "dataset"]
+    rows += [("measures", ", ".join(r["measures"])), ("profile", r["profile"])]
+    for s in data.systems:
+        meta = r["systems"][s].get("run_metadata") or {}
+        secs = r["systems"][s].get("seconds") or {}
+        rows.append((f"system {s}", json.dumps({"run": meta, "seconds": secs}, default=str)))
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    rows += [("report built from", source), ("report built", f"{now} by nuggetbench {__version__}")]
+    return rows
+
+
+def _pq_figures(data: ReportData) -> list[dict[str, str]]:
+    """Per measure and non-baseline system: the sorted deltas and the scatter, as SVG."""
+    out = []
+    for m in data.measures:
+        for s in data.systems:
+            if s != data.baseline:
+                delta = delta_figure(data, m, s)
+                scatter = scatter_figure(data, m, data.baseline, s)
+                for kind, fig in (("delta", delta), ("scatter", scatter)):
+                    out.append({"measure": m, "system": s, "kind": kind, "svg": figure_svg(fig)})
+    return out
+
+
+def _json_for_script(payload: dict) -> str:
+    """Compact JSON that cannot end its ``<script>`` element (``<`` escaped)."""
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> str:
+    """The report as one HTML string (UTF-8 text, everything inline).
+
+    Args:
+        data: from :func:`~nuggetbench.report.data.build_report_data`.
+        source: where the results came from (shown in the provenance).
+        figures: embed the SVG figures (per measure and system: sorted deltas and the scatter
+            against the baseline; the depth curves).
+    """
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    template = env.from_string(_template_text("report.html.j2"))
+    shown = [k for k in DEPTH_SHOWN if k <= len(data.depth_k)]
+    depth_rows = {
+        fam: [(s, [_num(float(c[k - 1])) for k in shown]) for s, c in curves.items()]
+        for fam, curves in data.depth.items()
+    }
+    return template.render(
+        title=data.title,
+        version=__version__,
+        css=_template_text("report.css"),
+        js=_template_text("report.js"),
+        systems=data.systems,
+        baseline=data.baseline,
+        measures=data.measures,
+        cells=_cells(data),
+        method=_method(data),
+        notes=data.results.get("notes") or [],
+        provenance=_provenance(data, source),
+        wtl=data.wtl,
+        k=data.payload["k"],
+        has_nuggets=bool(data.payload.get("nuggets")),
+        pq_figures=_pq_figures(data) if figures and len(data.systems) > 1 else [],
+        depth_figures=[figure_svg(depth_figure(data, f)) for f in data.depth] if figures else [],
+        depth_rows=depth_rows,
+        depth_show=shown,
+        data_json=_json_for_script(data.payload),
+    )

@@ -1,0 +1,155 @@
+"use strict";
+// nuggetbench report: view switching, the per-query table (sort, filter), the query view and the
+// nuggets list. Every number comes from the JSON block #data, computed in Python.
+const D = JSON.parse(document.getElementById("data").textContent);
+const $ = (s, r = document) => r.querySelector(s);
+const $$ = (s, r = document) => Array.from(r.querySelectorAll(s));
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+const fmt = (v) => (v === null || v === undefined ? "\u2013" : v.toFixed(4));
+const sign = (v) => (v === null ? "\u2013" : (v > 0 ? "+" : "") + v.toFixed(4));
+const qindex = new Map(D.qids.map((q, i) => [q, i]));
+const others = D.systems.filter((s) => s !== D.baseline);
+const state = {sort: null, dir: 1, limit: 1000};
+
+function show(view, arg) {
+  $$("section.view").forEach((s) => s.classList.toggle("on", s.id === view));
+  $$("nav a").forEach((a) => a.classList.toggle("on", a.dataset.view === view));
+  window.scrollTo(0, 0);
+  if (view === "perquery") renderTable();
+  if (view === "query") renderQuery(arg || D.qids[0]);
+  if (view === "nuggets") renderNuggets();
+}
+function route() {
+  const h = decodeURIComponent(location.hash.slice(1));
+  if (h.startsWith("q=")) show("query", h.slice(2));
+  else show(document.getElementById(h) ? h : "summary");
+}
+window.addEventListener("hashchange", route);
+
+// ---- per-query table -------------------------------------------------------------------
+function delta(s, m, i) {
+  const a = D.pq[s][m][i], b = D.pq[D.baseline][m][i];
+  return a === null || b === null ? null : a - b;
+}
+function rows() {
+  const m = $("#pq-measure").value, sys = $("#pq-system") ? $("#pq-system").value : null;
+  const text = $("#pq-filter").value.trim().toLowerCase(), oc = $("#pq-outcome").value;
+  let idx = D.qids.map((_, i) => i);
+  if (text) idx = idx.filter((i) => D.qids[i].toLowerCase().includes(text) || D.qtext[i].toLowerCase().includes(text));
+  if (oc !== "" && sys) idx = idx.filter((i) => D.outcome[sys][m][i] === Number(oc));
+  if (state.sort) {
+    const [kind, s] = state.sort.split(/:(.*)/s);
+    const key = kind === "qid" ? (i) => D.qids[i] : kind === "v" ? (i) => D.pq[s][m][i] : (i) => delta(s, m, i);
+    idx.sort((x, y) => {
+      const a = key(x), b = key(y);
+      if (a === b) return x - y;
+      if (a === null) return 1;
+      if (b === null) return -1;
+      return (a < b ? -1 : 1) * state.dir;
+    });
+  }
+  return idx;
+}
+function renderTable() {
+  const m = $("#pq-measure").value, idx = rows();
+  const shown = idx.slice(0, state.limit);
+  $("#pq-table tbody").innerHTML = shown.map((i) => {
+    const q = D.qids[i];
+    const vals = D.systems.map((s) => `<td class="num v" data-system="${esc(s)}">${fmt(D.pq[s][m][i])}</td>`).join("");
+    const ds = others.map((s) => {
+      const o = D.outcome[s][m][i], c = o === 1 ? "win" : o === -1 ? "loss" : "tie";
+      return `<td class="num d ${c}" data-system="${esc(s)}">${sign(delta(s, m, i))}</td>`;
+    }).join("");
+    return `<tr data-qid="${esc(q)}"><td><a class="qlink" href="#q=${encodeURIComponent(q)}">${esc(q)}</a></td><td>${esc(D.qtext[i].slice(0, 120))}</td>${vals}${ds}</tr>`;
+  }).join("");
+  $("#pq-count").textContent = `${idx.length} of ${D.qids.length} queries`;
+  $("#pq-more").innerHTML = idx.length > shown.length ? `showing the first ${shown.length}; <a href="#perquery" id="pq-all">show all ${idx.length}</a>` : "";
+  const sys = $("#pq-system") ? $("#pq-system").value : "";
+  $$("#perquery .fig").forEach((f) => f.classList.toggle("on", f.dataset.measure === m && f.dataset.system === sys));
+}
+$$("#pq-table th[data-sort]").forEach((th) => th.addEventListener("click", () => {
+  state.dir = state.sort === th.dataset.sort ? -state.dir : 1;
+  state.sort = th.dataset.sort;
+  $$("#pq-table th").forEach((t) => t.classList.remove("asc", "desc"));
+  th.classList.add(state.dir > 0 ? "asc" : "desc");
+  renderTable();
+}));
+["#pq-measure", "#pq-system", "#pq-outcome", "#pq-filter"].forEach((s) => $(s) && $(s).addEventListener("input", renderTable));
+$("#pq-more").addEventListener("click", (e) => { if (e.target.id === "pq-all") { e.preventDefault(); state.limit = Infinity; renderTable(); } });
+
+// ---- query view ------------------------------------------------------------------------
+function marked(text, marks) {
+  let out = "", at = 0;
+  for (const [s, e] of marks) {
+    if (s < at) continue;
+    out += esc(text.slice(at, s)) + "<mark>" + esc(text.slice(s, e)) + "</mark>";
+    at = e;
+  }
+  return out + esc(text.slice(at));
+}
+function nuggetMatrix(qi) {
+  const N = D.nuggets && D.nuggets[String(qi)];
+  if (!N) return "";
+  const head = D.systems.map((s) => `<th colspan="${D.k + 1}">${esc(s)}: first rank, ranks 1..${D.k}</th>`).join("");
+  const body = N.ids.map((id, j) => {
+    const found = D.systems.some((s) => N.first[s][j] !== null);
+    const cells = D.systems.map((s, si) => {
+      const docs = D.top[s].docs[qi];
+      const strip = docs.map((d, r) => {
+        const sup = N.docs[String(d)] && N.docs[String(d)][0].includes(j);
+        const first = N.first[s][j] === r + 1;
+        return `<td class="cell${sup ? (first ? " f" : " s") : ""}" title="rank ${r + 1}"></td>`;
+      }).join("") + "<td class=\"cell\"></td>".repeat(D.k - docs.length);
+      return `<td class="num first" data-system="${esc(s)}">${N.first[s][j] ?? "\u2013"}</td>${strip}`;
+    }).join("");
+    return `<tr class="${found ? "" : "none-found"}" data-nugget="${esc(id)}"><td title="${esc(N.spans[j].join(" | "))}">${esc(id)}: ${esc(N.text[j])}</td>${cells}</tr>`;
+  }).join("");
+  return `<h3>Nuggets</h3><table class="nm"><thead><tr><th>nugget</th>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+function renderQuery(q) {
+  const qi = qindex.get(q);
+  $("#qv-input").value = q;
+  if (qi === undefined) { $("#qv").innerHTML = `<p>No query ${esc(q)} in this report.</p>`; $("#qv-id").textContent = ""; return; }
+  $("#qv-id").textContent = q;
+  const where = new Map();
+  D.systems.forEach((s) => D.top[s].docs[qi].forEach((d, r) => { if (!where.has(d)) where.set(d, []); where.get(d).push([s, r + 1]); }));
+  const N = D.nuggets && D.nuggets[String(qi)];
+  const vals = D.measures.map((m) => `${esc(m)}: ` + D.systems.map((s) => fmt(D.pq[s][m][qi])).join(" / ")).join("; ");
+  const cols = D.systems.map((s) => {
+    const T = D.top[s];
+    const docs = T.docs[qi].map((d, r) => {
+      const g = T.grades[qi][r], [id, snip] = D.docs[d];
+      const also = where.get(d).filter(([o]) => o !== s).map(([o, rr]) => `<span class="badge sh" data-doc="${d}" title="also ranked by ${esc(o)}">${esc(o)} #${rr}</span>`).join("");
+      const nd = N && N.docs[String(d)];
+      const ng = nd ? nd[0].map((j) => `<span class="badge ng">${esc(N.ids[j])}</span>`).join("") : "";
+      const cls = g === null ? "unjudged" : g > 0 ? "rel" : "nonrel";
+      const grade = g === null ? `<span class="badge uj">unjudged</span>` : `<span class="grade">grade ${g}</span>`;
+      return `<div class="doc ${cls}" data-doc="${d}" data-docid="${esc(id)}" data-rank="${r + 1}"><div class="meta"><b>#${r + 1}</b> <code>${esc(id)}</code> score ${T.scores[qi][r]} ${grade}${also}${ng}</div><div class="snip">${nd ? marked(snip, nd[1]) : esc(snip)}</div></div>`;
+    }).join("");
+    return `<div class="col" data-system="${esc(s)}"><h3>${esc(s)}</h3>${docs || "<p>no documents</p>"}</div>`;
+  }).join("");
+  $("#qv").innerHTML = `<div class="qtext">${esc(D.qtext[qi])}</div><p class="note">${vals}</p>${nuggetMatrix(qi)}<div class="cols" style="--n:${D.systems.length}">${cols}</div>`;
+}
+$("#qv-ids").innerHTML = D.qids.slice(0, 5000).map((q) => `<option value="${esc(q)}">`).join("");
+$("#qv-input").addEventListener("change", (e) => { location.hash = "q=" + encodeURIComponent(e.target.value); });
+$("#qv").addEventListener("mouseover", (e) => {
+  const b = e.target.closest(".badge.sh");
+  $$("#qv .doc.hl").forEach((x) => x.classList.remove("hl"));
+  if (b) $$(`#qv .doc[data-doc="${b.dataset.doc}"]`).forEach((x) => x.classList.add("hl"));
+});
+
+// ---- nuggets list ----------------------------------------------------------------------
+function renderNuggets() {
+  const tb = $("#nug-table tbody");
+  if (tb.childElementCount) return;
+  tb.innerHTML = Object.keys(D.nuggets).map((k) => {
+    const N = D.nuggets[k], qi = Number(k), q = D.qids[qi];
+    const per = D.systems.map((s) => {
+      const f = N.first[s];
+      return `<td class="num" data-system="${esc(s)}">${f.filter((r) => r !== null && r <= D.k).length} / ${f.filter((r) => r !== null).length}</td>`;
+    }).join("");
+    const none = N.ids.filter((_, j) => D.systems.every((s) => N.first[s][j] === null)).length;
+    return `<tr data-qid="${esc(q)}"><td><a class="qlink" href="#q=${encodeURIComponent(q)}">${esc(q)}</a> ${esc(D.qtext[qi].slice(0, 80))}</td><td class="num">${N.ids.length}</td>${per}<td class="num none">${none}</td></tr>`;
+  }).join("");
+}
+route();

@@ -1,0 +1,236 @@
+"""The HTML report and its figures, on real runs of synthetic folders (no browser here; see
+test_report_browser.py): the page's data against results.json and the run files read
+independently, the errors, the CLI, and the figures."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from nuggetbench import report
+from nuggetbench.cli import cli
+from nuggetbench.errors import InputError
+from nuggetbench.report import outcome
+from report_fixtures import (
+    SYSTEMS,
+    beir_folder,
+    freshstack_folder,
+    page_data,
+    read_trec,
+    run_folder,
+    wtl,
+)
+
+pytest.importorskip("matplotlib")
+
+
+@pytest.fixture()
+def beir_out(tmp_path):
+    folder = beir_folder(tmp_path)
+    out = tmp_path / "out"
+    run_folder(folder, out)
+    return folder, out
+
+
+def _qrels(folder):
+    out = {}
+    for line in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        q, d, g = line.split("\t")
+        out.setdefault(q, {})[d] = int(g)
+    return out
+
+
+def test_outcome_rule():
+    assert outcome(0.5, 0.25) == 1 and outcome(0.25, 0.5) == -1
+    assert outcome(0.3, 0.3 + 1e-12) == 0
+    assert outcome(math.nan, 0.1) is None and outcome(0.1, math.nan) is None
+
+
+def test_page_data_matches_results_and_runs(beir_out):
+    folder, out = beir_out
+    path = report.html(out)
+    assert path == out / "report.html"
+    html = path.read_text()
+    data = page_data(html)
+    results = json.loads((out / "results.json").read_text())
+    assert data["systems"] == SYSTEMS and data["baseline"] == SYSTEMS[0]
+    assert data["qids"] == results["systems"][SYSTEMS[0]]["query_ids"]
+    qrels = _qrels(folder)
+    for s in SYSTEMS:
+        entry = results["systems"][s]
+        for m in results["measures"]:
+            assert data["pq"][s][m] == pytest.approx(entry["per_query"][m], abs=1e-6)
+            codes = data["outcome"][s][m]
+            w, t, lo = wtl(results, s, SYSTEMS[0], m)
+            assert (codes.count(1), codes.count(0), codes.count(-1)) == (w, t, lo)
+        run = read_trec(entry["run_file"])
+        top = data["top"][s]
+        for qi, q in enumerate(data["qids"]):
+            expected = run.get(q, [])[:20]
+            assert [data["docs"][i][0] for i in top["docs"][qi]] == [d for d, _ in expected]
+            assert top["scores"][qi] == pytest.approx([sc for _, sc in expected], abs=1e-4)
+            assert top["grades"][qi] == [qrels.get(q, {}).get(d) for d, _ in expected]
+    grades = [g for s in SYSTEMS for row in data["top"][s]["grades"] for g in row]
+    assert None in grades and any(g == 0 for g in grades)  # unjudged and judged non-relevant
+
+
+def test_markup_in_texts_stays_text(beir_out):
+    _, out = beir_out
+    html = report.html(out).read_text()
+    assert "</script><b>bold" not in html  # cannot close the data block
+    data = page_data(html)
+    assert data["qtext"][data["qids"].index("q0")].endswith("</script><b>bold</b>")
+
+
+def test_summary_and_wtl_cells_rendered(beir_out):
+    _, out = beir_out
+    html = report.html(out).read_text()
+    results = json.loads((out / "results.json").read_text())
+    for s in SYSTEMS:
+        for m in results["measures"]:
+            mean = results["systems"][s]["means"][m]
+            assert f'data-system="{s}" data-measure="{m}" data-mean="{mean}"' in html
+    m = results["measures"][0]
+    w, t, lo = wtl(results, SYSTEMS[1], SYSTEMS[0], m)
+    assert f'data-measure="{m}" data-w="{w}" data-t="{t}" data-l="{lo}"' in html
+    assert "paired t-test" in html and results["provenance"]["dataset_fingerprint"] in html
+    assert "<svg" in html and "http://" not in html.split("<svg")[0]  # nothing fetched
+
+
+def test_other_baseline_recomputes_comparison(beir_out):
+    _, out = beir_out
+    data = report.report_data(out, baseline=SYSTEMS[1])
+    assert data.baseline == SYSTEMS[1] and data.comparison["baseline"] == SYSTEMS[1]
+    results = json.loads((out / "results.json").read_text())
+    m = results["measures"][0]
+    assert data.wtl[SYSTEMS[0]][m] == wtl(results, SYSTEMS[0], SYSTEMS[1], m)
+    with pytest.raises(InputError, match="unknown baseline"):
+        report.report_data(out, baseline="nope")
+
+
+def test_depth_curves_agree_with_recall_computed_here(beir_out):
+    folder, out = beir_out
+    results = json.loads((out / "results.json").read_text())
+    data = report.report_data(out, depth=30)
+    assert data.depth_k == list(range(1, 31)) and "Coverage" not in data.depth
+    qrels = _qrels(folder)
+    qids = results["systems"][SYSTEMS[0]]["query_ids"]
+    for s in SYSTEMS:
+        run = read_trec(results["systems"][s]["run_file"])
+        for k in (1, 5, 10, 30):
+            values = []
+            for q in qids:
+                rel = {d for d, g in qrels.get(q, {}).items() if g >= 1}
+                top = {d for d, _ in run.get(q, [])[:k]}
+                values.append(len(rel & top) / len(rel) if rel else 0.0)
+            assert data.depth["R"][s][k - 1] == pytest.approx(np.mean(values))
+
+
+def test_experiment_in_memory(tmp_path):
+    folder = beir_folder(tmp_path)
+    exp = run_folder(folder, tmp_path / "out")
+    path = report.html(exp, tmp_path / "r.html", top=5)
+    data = page_data(path.read_text())
+    assert data["k"] == 5 and all(len(r) <= 5 for r in data["top"][SYSTEMS[0]]["docs"])
+
+
+def test_freshstack_nuggets(tmp_path):
+    folder = freshstack_folder(tmp_path)
+    out = tmp_path / "out"
+    run_folder(folder, out)
+    data = page_data(report.html(out).read_text())
+    rows = {
+        json.loads(line)["query_id"]: json.loads(line)
+        for line in (folder / "queries.jsonl").read_text().splitlines()
+    }
+    results = json.loads((out / "results.json").read_text())
+    none_found = 0
+    for qi, q in enumerate(data["qids"]):
+        N = data["nuggets"][str(qi)]
+        assert N["ids"] == [n["_id"] for n in rows[q]["nuggets"]]
+        for s in SYSTEMS:
+            ranked = [d for d, _ in read_trec(results["systems"][s]["run_file"]).get(q, [])]
+            for j, nug in enumerate(rows[q]["nuggets"]):
+                hits = [r for r, d in enumerate(ranked, 1) if d in nug["relevant_corpus_ids"]]
+                assert N["first"][s][j] == (hits[0] if hits else None)
+        none_found += sum(
+            all(N["first"][s][j] is None for s in SYSTEMS) for j in range(len(N["ids"]))
+        )
+    assert none_found >= 1  # the orphan nuggets
+    assert "Coverage" in report.report_data(out).depth
+
+
+def test_errors_name_the_problem(beir_out, tmp_path):
+    folder, out = beir_out
+    with pytest.raises(InputError, match="no results.json"):
+        report.html(tmp_path / "beirlike")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "results.json").write_text("{\n oops")
+    with pytest.raises(InputError, match="line 2"):
+        report.html(bad)
+    moved = tmp_path / "moved"
+    shutil.copytree(out, moved)
+    results = json.loads((moved / "results.json").read_text())
+    for entry in results["systems"].values():
+        entry["run_file"] = "/nowhere/" + entry["run_file"].rsplit("/", 1)[-1]
+    (moved / "results.json").write_text(json.dumps(results))
+    assert report.html(moved).is_file()  # found under runs/ beside results.json
+    (moved / "runs" / "bm25.trec").unlink()
+    with pytest.raises(InputError, match="run of system 'bm25' is missing"):
+        report.html(moved)
+    # a dataset edited since the run: grades would be wrong, so it is refused
+    with open(folder / "qrels" / "test.tsv", "a") as fh:
+        fh.write("q1\td0\t2\n")
+    with pytest.raises(InputError, match="fingerprint"):
+        report.html(out)
+
+
+def test_figures_and_plots(beir_out, tmp_path):
+    _, out = beir_out
+    data = report.report_data(out)
+    m = data.measures[0]
+    fig = report.delta_figure(data, m, SYSTEMS[1])
+    assert tuple(fig.get_size_inches()) == pytest.approx(report.COLUMN)
+    w, t, lo = data.wtl[SYSTEMS[1]][m]
+    assert f"{w} wins, {t} ties, {lo} losses" in fig.axes[0].get_title()
+    sc = report.scatter_figure(data, m, SYSTEMS[0], SYSTEMS[1])
+    xy = sc.axes[0].collections[0].get_offsets()
+    assert len(xy) == len(data.query_ids)
+    assert np.allclose(np.asarray(xy)[:, 0], data.per_query[SYSTEMS[0]][m])
+    depth = report.depth_figure(data, "R")
+    assert len(depth.axes[0].lines) == len(SYSTEMS)
+    with pytest.raises(InputError, match="Coverage needs nugget"):
+        report.depth_figure(data, "Coverage")
+    with pytest.raises(InputError, match="unknown measure"):
+        report.delta_figure(data, "P@7", SYSTEMS[1])
+    written = report.write_plots(data, tmp_path / "plots")
+    names = {p.name for p in written}
+    assert "depth_R.png" in names and "depth_R.svg" in names
+    assert len(names) == 2 * (len(data.measures) * (1 + 2 * (len(SYSTEMS) - 1)) + 1)
+    png = (tmp_path / "plots" / "depth_R.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_report_and_run_html(beir_out, tmp_path):
+    folder, out = beir_out
+    res = CliRunner().invoke(
+        cli, ["report", str(out), "-o", str(tmp_path / "x.html"), "--plots", str(tmp_path / "p")]
+    )
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "x.html").is_file() and any((tmp_path / "p").glob("*.svg"))
+    res = CliRunner().invoke(cli, ["report", str(out), "--baseline", "nope"])
+    assert res.exit_code != 0 and "unknown baseline" in str(res.exception)
+    out2 = tmp_path / "out2"
+    res = CliRunner().invoke(
+        cli,
+        ["run", str(folder), "-r", "bm25", "-k", "10", "-o", str(out2), "--html", "--no-run-cache"],
+    )
+    assert res.exit_code == 0, res.output
+    data = page_data((out2 / "report.html").read_text())
+    assert data["systems"] == ["bm25"] and len(data["qids"]) == 12

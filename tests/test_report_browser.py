@@ -1,0 +1,300 @@
+"""The HTML report in a real browser: Debian's Chromium driven by playwright.
+
+Reports are built from real runs (SciFact BM25 vs the pyserini preset and fastbook when
+../shared/data is there; synthetic BEIR-layout and FreshStack-format folders always). Each test
+sorts and filters the per-query table or opens a query, checks the DOM against results.json and
+the run and qrels files read independently, takes a screenshot, and fails on any console error.
+Skips (with the reason) where Chromium or playwright is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from nuggetbench import report
+from nuggetbench.corpus.spans import fix
+from nuggetbench.datasets import load_dataset
+from nuggetbench.experiment import run_experiment
+from report_fixtures import (
+    SYSTEMS,
+    beir_folder,
+    fastbook_root,
+    freshstack_folder,
+    read_trec,
+    run_folder,
+    wtl,
+)
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+pytest.importorskip("matplotlib")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium is absent (apt-get install chromium); browser tests need it")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+class Page:
+    """A page that records console errors and uncaught exceptions."""
+
+    def __init__(self, browser, path: Path):
+        self.page = browser.new_page(viewport={"width": 1400, "height": 900})
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(path.as_uri(), wait_until="load")
+
+    def texts(self, selector: str) -> list[str]:
+        return self.page.locator(selector).all_inner_texts()
+
+    def attrs(self, selector: str, name: str) -> list[str]:
+        return self.page.eval_on_selector_all(
+            selector, f"els => els.map(e => e.getAttribute({name!r}))"
+        )
+
+    def view(self, name: str) -> None:
+        self.page.click(f"nav a[data-view={name}]")
+        self.page.wait_for_selector(f"section#{name}.on")
+
+    def close(self, shot: Path) -> None:
+        self.page.screenshot(path=str(shot))
+        assert shot.stat().st_size > 10_000
+        self.page.close()
+        assert self.errors == []
+
+
+def _qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for line in path.read_text().splitlines()[1:]:
+        q, d, g = line.strip().split("\t")
+        out.setdefault(q, {})[d] = int(g)
+    return out
+
+
+def _check_summary(pg: Page, results: dict) -> None:
+    for s in results["systems"]:
+        for m in results["measures"]:
+            cell = pg.page.locator(f'#summary-table td[data-system="{s}"][data-measure="{m}"] b')
+            assert cell.inner_text() == f"{results['systems'][s]['means'][m]:.4f}"
+    base = results["comparison"]["baseline"] if results.get("comparison") else None
+    for s in results["systems"]:
+        if s == base:
+            continue
+        for m in results["measures"]:
+            w, t, lo = wtl(results, s, base, m)
+            cell = pg.page.locator(f'#wtl td[data-system="{s}"][data-measure="{m}"]')
+            assert cell.inner_text().split(" / ") == [str(w), str(t), str(lo)]
+
+
+def _check_per_query(pg: Page, results: dict, system: str, baseline: str, measure: str) -> None:
+    pg.view("perquery")
+    pg.page.select_option("#pq-measure", measure)
+    pg.page.select_option("#pq-system", system)
+    qids = results["systems"][baseline]["query_ids"]
+    a = results["systems"][system]["per_query"][measure]
+    b = results["systems"][baseline]["per_query"][measure]
+    delta = dict(zip(qids, [x - y for x, y in zip(a, b)]))
+    rows = pg.page.locator("#pq-table tbody tr")
+    assert rows.count() == min(len(qids), 1000)
+    assert pg.page.inner_text("#pq-count") == f"{len(qids)} of {len(qids)} queries"
+    # values of the shown rows
+    for qid, vals in zip(pg.attrs("#pq-table tbody tr", "data-qid")[:25], _row_values(pg)[:25]):
+        i = qids.index(qid)
+        assert vals == [
+            f"{results['systems'][s]['per_query'][measure][i]:.4f}" for s in results["systems"]
+        ]
+    # sort by the delta: ascending, then descending
+    header = pg.page.locator(f'#pq-table th[data-sort="d:{system}"]')
+    header.click()
+    first = pg.attrs("#pq-table tbody tr", "data-qid")
+    assert delta[first[0]] == pytest.approx(min(delta.values()))
+    ordered = [delta[q] for q in first]
+    assert all(y - x >= -1e-5 for x, y in zip(ordered, ordered[1:]))  # page values: 6 decimals
+    header.click()
+    first = pg.attrs("#pq-table tbody tr", "data-qid")
+    assert delta[first[0]] == pytest.approx(max(delta.values()))
+    # filter: losses only, then back, then a query id
+    w, t, lo = wtl(results, system, baseline, measure)
+    pg.page.select_option("#pq-outcome", "-1")
+    assert rows.count() == lo
+    assert all(delta[q] < 0 for q in pg.attrs("#pq-table tbody tr", "data-qid"))
+    pg.page.select_option("#pq-outcome", "1")
+    assert rows.count() == w
+    pg.page.select_option("#pq-outcome", "")
+    pg.page.fill("#pq-filter", qids[-1])
+    shown = pg.attrs("#pq-table tbody tr", "data-qid")
+    assert qids[-1] in shown
+    pg.page.fill("#pq-filter", "")
+
+
+def _row_values(pg: Page) -> list[list[str]]:
+    return pg.page.eval_on_selector_all(
+        "#pq-table tbody tr",
+        "rows => rows.map(r => Array.from(r.querySelectorAll('td.v')).map(c => c.textContent))",
+    )
+
+
+def _check_query(pg: Page, results: dict, qid: str, qrels: dict, top: int = 20) -> None:
+    pg.page.goto(pg.page.url.split("#")[0] + "#q=" + qid)
+    pg.page.wait_for_selector("#qv .doc")
+    lists = {}
+    for s, entry in results["systems"].items():
+        run = read_trec(entry["run_file"]).get(qid, [])[:top]
+        col = f'#qv .col[data-system="{s}"]'
+        ids = pg.attrs(f"{col} .doc", "data-docid")
+        assert ids == [d for d, _ in run]
+        unjudged = pg.page.locator(f"{col} .doc.unjudged").count()
+        assert unjudged == sum(d not in qrels.get(qid, {}) for d, _ in run)
+        assert pg.page.locator(f"{col} .badge.uj").count() == unjudged
+        lists[s] = set(ids)
+    if len(lists) == 2:
+        (s1, l1), (s2, l2) = lists.items()
+        shared = pg.page.locator(f'#qv .col[data-system="{s1}"] .badge.sh').count()
+        assert shared == len(l1 & l2)
+
+
+@pytest.mark.realdata
+def test_scifact_bm25_vs_pyserini(browser, shared_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
+    systems = ["bm25", "bm25:preset=pyserini"]
+    run_experiment("beir/scifact", systems, k=100, outdir=tmp_path / "out", cache_runs=False)
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    pg = Page(browser, path)
+    _check_summary(pg, results)
+    for m in ("nDCG@10", "AP"):
+        _check_per_query(pg, results, systems[1], systems[0], m)
+    qrels = _qrels_tsv(shared_data / "beir" / "scifact" / "qrels" / "test.tsv")
+    pg.page.click("#pq-table tbody tr a.qlink")
+    pg.page.wait_for_selector("section#query.on #qv .doc")
+    for qid in results["systems"]["bm25"]["query_ids"][:5]:
+        _check_query(pg, results, qid, qrels)
+    pg.view("depth")
+    r100 = pg.texts('table.depth[data-family="R"] tr[data-system="bm25"] td')[-1]
+    assert r100 == f"{results['systems']['bm25']['means']['R@100']:.4f}"
+    pg.close(tmp_path / "scifact.png")
+
+
+@pytest.mark.realdata
+def test_fastbook_nuggets_and_spans(browser, shared_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
+    run_experiment("fastbook", SYSTEMS, k=100, outdir=tmp_path / "out", cache_runs=False)
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    ds = load_dataset("fastbook")
+    pg = Page(browser, path)
+    _check_summary(pg, results)
+    _check_per_query(pg, results, SYSTEMS[1], SYSTEMS[0], "AC_Recall@10")
+    pg.view("nuggets")
+    qids = results["systems"][SYSTEMS[0]]["query_ids"]
+    with_nuggets = [q for q in qids if ds.qrels.nuggets.nuggets_of(q)]
+    assert pg.page.locator("#nug-table tbody tr").count() == len(with_nuggets)
+    qid = "10_1"
+    pg.page.click(f'#nug-table tr[data-qid="{qid}"] a.qlink')
+    pg.page.wait_for_selector("#qv table.nm")
+    nugs = ds.qrels.nuggets.nuggets_of(qid)
+    support = ds.qrels.nuggets.supported(qid)
+    for s, entry in results["systems"].items():
+        ranked = [d for d, _ in read_trec(entry["run_file"])[qid]]
+        firsts = pg.texts(f'#qv table.nm td.first[data-system="{s}"]')
+        for nug, shown in zip(nugs, firsts):
+            hits = [r for r, d in enumerate(ranked, 1) if nug.nugget_id in support.get(d, ())]
+            assert shown == (str(hits[0]) if hits else "\u2013")
+    marks = pg.texts("#qv mark")
+    spans = [fix(s) for n in nugs for s in n.spans]
+    assert marks and all(any(m.strip() in s or s in m for s in spans) for m in marks)
+    pg.close(tmp_path / "fastbook.png")
+
+
+def test_freshstack_folder(browser, tmp_path):
+    folder = freshstack_folder(tmp_path)
+    run_folder(folder, tmp_path / "out")
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    rows = [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()]
+    pg = Page(browser, path)
+    _check_summary(pg, results)
+    _check_per_query(pg, results, SYSTEMS[1], SYSTEMS[0], results["measures"][0])
+    pg.view("nuggets")
+    runs = {s: read_trec(e["run_file"]) for s, e in results["systems"].items()}
+    expected_none = {}
+    for row in rows:
+        ranked = {s: {d for d, _ in r.get(row["query_id"], [])} for s, r in runs.items()}
+        expected_none[row["query_id"]] = sum(
+            not any(set(n["relevant_corpus_ids"]) & ranked[s] for s in runs) for n in row["nuggets"]
+        )
+    shown = dict(zip(pg.attrs("#nug-table tbody tr", "data-qid"), pg.texts("#nug-table td.none")))
+    assert shown == {q: str(v) for q, v in expected_none.items()}
+    orphan_q = next(q for q, v in expected_none.items() if v)
+    pg.page.click(f'#nug-table tr[data-qid="{orphan_q}"] a.qlink')
+    pg.page.wait_for_selector("#qv table.nm")
+    assert pg.page.locator("#qv tr.none-found").count() == expected_none[orphan_q]
+    qrels = {
+        r["query_id"]: {
+            **{d: 0 for n in r["nuggets"] for d in n["non_relevant_corpus_ids"]},
+            **{d: 1 for n in r["nuggets"] for d in n["relevant_corpus_ids"]},
+        }
+        for r in rows
+    }
+    _check_query(pg, results, orphan_q, qrels)
+    pg.close(tmp_path / "freshstack.png")
+
+
+def test_beir_folder_markup_and_unknown_query(browser, tmp_path):
+    folder = beir_folder(tmp_path)
+    run_folder(folder, tmp_path / "out")
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    pg = Page(browser, path)
+    _check_summary(pg, results)
+    _check_per_query(pg, results, SYSTEMS[1], SYSTEMS[0], "nDCG@10")
+    _check_query(pg, results, "q0", _qrels_tsv(folder / "qrels" / "test.tsv"))
+    assert pg.page.inner_text("#qv .qtext").endswith("</script><b>bold</b>")
+    assert pg.page.locator("#qv .qtext b").count() == 0
+    pg.page.goto(path.as_uri() + "#q=nope")
+    pg.page.wait_for_selector("text=No query nope in this report.")
+    pg.close(tmp_path / "beir.png")
+
+
+def test_fastbook_format_spans_highlighted(browser, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(fastbook_root(tmp_path)))
+    run_experiment("fastbook", SYSTEMS, k=30, outdir=tmp_path / "out", cache_runs=False)
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    ds = load_dataset("fastbook")
+    pg = Page(browser, path)
+    _check_summary(pg, results)
+    pg.view("nuggets")
+    assert pg.page.locator("#nug-table tbody tr").count() == len(
+        results["systems"]["bm25"]["query_ids"]
+    )
+    n_marks = 0
+    for qid in results["systems"]["bm25"]["query_ids"]:
+        pg.page.goto(path.as_uri() + "#q=" + qid)
+        pg.page.wait_for_selector(f'#qv-id:text-is("{qid}")')
+        nugs = ds.qrels.nuggets.nuggets_of(qid)
+        support = ds.qrels.nuggets.supported(qid)
+        shown_docs = set(pg.attrs("#qv .doc", "data-docid"))
+        expected = {fix(s) for n in nugs for s in n.spans}
+        # every mark is an evidence string; every supporting shown passage has its marks
+        marks = pg.texts("#qv mark")
+        assert set(marks) <= expected
+        n_marks += len(marks)
+        for doc in shown_docs & set(support):
+            doc_marks = pg.texts(f'#qv .doc[data-docid="{doc}"] mark')
+            assert doc_marks and set(doc_marks) <= expected
+        unsupported = [n for n in nugs if not any(n.nugget_id in v for v in support.values())]
+        assert pg.page.locator("#qv tr.none-found").count() >= len(unsupported)
+    assert n_marks > 0
+    pg.close(tmp_path / "fastbook_synthetic.png")
