@@ -31,6 +31,7 @@ from ..errors import InputError, SpecError, suggest
 from ..spec import format_colon_spec
 from ..store import Artifact
 from ..text.analyzers import analyzer_for_language, get_analyzer
+from ._models import stage_bar
 from .bm25_index import BM25Index, numba_available
 from .compose import Composable
 from .options import METHODS, STOPWORDS, BM25Options
@@ -202,12 +203,15 @@ class BM25(Composable):
             texts.append(doc.full_text)
         if not doc_ids:
             raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
-        tokens = self._tokenize(texts, return_ids=True, show_progress=show_progress)
-        del texts
-        retriever = bm25s.BM25(
-            k1=self.k1, b=self.b, delta=self.delta, method=self.method, backend="numpy"
-        )
-        retriever.index(tokens, show_progress=show_progress)
+        with stage_bar(show_progress, f"bm25 index ({len(doc_ids)} docs)", 2) as bar:
+            bar.step("tokenizing")  # one bar for the stage, not bm25s' four
+            tokens = self._tokenize(texts, return_ids=True, show_progress=False)
+            del texts
+            retriever = bm25s.BM25(
+                k1=self.k1, b=self.b, delta=self.delta, method=self.method, backend="numpy"
+            )
+            bar.step("scoring")
+            retriever.index(tokens, show_progress=False)
         if artifact is not None:
             self._save(artifact, retriever, doc_ids, corpus)
         return BM25Index(self, retriever, doc_ids, from_cache=False)
