@@ -230,8 +230,19 @@ class Experiment:
             "notes": self.notes,
             "baseline": self.baseline,
             "systems": systems,
-            "comparison": self.comparison().to_dict() if len(self.systems) > 1 else None,
+            "comparison": _comparison_dict(self),
         }
+
+
+def _comparison_dict(exp: Experiment) -> dict | None:
+    """The comparison for ``results.json``; a comparison that cannot be made (one query) is
+    recorded as ``{"error": why}`` rather than losing the scores."""
+    if len(exp.systems) < 2:
+        return None
+    try:
+        return exp.comparison().to_dict()
+    except InputError as exc:
+        return {"error": str(exc)}
 
 
 def _load_outcome(name: str, entry: dict, folder: Path, read_runs: bool) -> SystemOutcome:

@@ -8,8 +8,9 @@ import click
 
 from .. import report
 from ..datasets import load_dataset
-from ..errors import OutputError
+from ..errors import InputError, OutputError
 from ..experiment import Experiment, default_outdir, run_experiment
+from ..spec import short_label
 from ._common import (
     console,
     dataset_options,
@@ -19,6 +20,7 @@ from ._common import (
     parse_options,
     render_findings,
     render_means_table,
+    warn,
 )
 from ._formats import format_option, measure_digits, records_text, wide_text
 from ._globals import hidden_alias, progress_wanted
@@ -139,7 +141,12 @@ def _render(exp: Experiment, fmt: str) -> None:
     """The experiment's warnings (stderr), then its scores in *fmt* (stdout)."""
     render_findings(exp.findings())
     means = exp.means()
-    report = exp.comparison() if len(exp.systems) > 1 else None
+    report = None
+    if len(exp.systems) > 1:
+        try:
+            report = exp.comparison()
+        except InputError as exc:  # e.g. a single query: the means are still shown
+            warn(f"no comparison: {exc}")
     if fmt == "json":
         out = {"dataset": exp.dataset_id, "results": means}
         if report is not None:
@@ -166,4 +173,4 @@ def _render(exp: Experiment, fmt: str) -> None:
         out = console()
         out.print(report.to_rich(width=out.width))
     else:
-        render_means_table(title, means, exp.measures)
+        render_means_table(title, {short_label(k): v for k, v in means.items()}, exp.measures)
