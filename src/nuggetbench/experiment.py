@@ -485,7 +485,7 @@ def _reuse(exp: Experiment, existing: str, specs: list[str]) -> None:
             "to it, --overwrite to replace it, or choose another -o folder"
         )
     if existing == "overwrite":
-        for path in [results, *runs]:
+        for path in [results, *runs, exp.outdir / "report.html"]:  # the report would be stale
             path.unlink(missing_ok=True)
         return
     old = Experiment.load(exp.outdir)
