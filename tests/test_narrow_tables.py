@@ -125,3 +125,8 @@ def test_run_labels_and_provenance(tmp_path):
     assert exp.provenance["systems"]["pyserini"] == "bm25:preset=pyserini,name=pyserini"
     assert exp.systems["pyserini"].run.metadata["retriever"] == "bm25:preset=pyserini,name=pyserini"
     assert (tmp_path / "o" / "runs" / "pyserini.trec").exists()
+
+
+def test_retrievers_listing_documents_name():
+    out = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["retrievers"])
+    assert out.exit_code == 0 and "name=LABEL" in out.output
