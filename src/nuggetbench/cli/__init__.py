@@ -45,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.compare:compare_command",
         "Compare runs: CIs, paired tests, multiple-testing correction.",
     ),
+    "cache": (
+        "nuggetbench.cli.cache:cache_group",
+        "See and clear the caches: list, size, clear [--older-than 30d].",
+    ),
     "report": (
         "nuggetbench.cli.report:report_command",
         "Write a self-contained HTML report (and paper figures) of a run's output folder.",
