@@ -21,7 +21,7 @@ from .datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from .errors import InputError
 from .measures import EvalContext, Profile, Results, evaluate, evaluate_groups, get_profile
 from .measures.checks import Finding, check_findings, query_findings
-from .measures.evaluate import measure_keys
+from .measures.evaluate import measure_keys, plain_measures
 from .measures.profiles import trec_eval_profile
 from .measures.trec_names import format_trec_eval, is_trec_spec, relstrings, trec_selection
 
@@ -275,7 +275,7 @@ def compare_run_files(
     return compare_runs(
         target.qrels,
         loaded,
-        measure_keys(list(measures or target.default_measures)),
+        plain_measures(measures or target.default_measures),
         profile=profile or target.default_profile,
         doc_filter=target.doc_filter,
         baseline=baseline,

@@ -29,7 +29,7 @@ from .compare import ComparisonReport, compare
 from .data import Run, read_run, write_run
 from .datasets import Dataset, load_dataset
 from .errors import InputError, UnknownNameError, suggest
-from .measures import Results, evaluate, get_profile, measure_keys
+from .measures import Results, evaluate, get_profile, plain_measures
 from .measures.checks import Finding, query_findings
 from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
 from .retrieval.spec import public_spec, split_label
@@ -351,7 +351,7 @@ def run_experiment(
         raise InputError("give at least one retriever (-r bm25)")
     if len(set(retrievers)) != len(retrievers):
         raise InputError("the same retriever spec is given twice; give each once")
-    measures = measure_keys(list(measures or dataset.default_measures))  # fails before any work
+    measures = plain_measures(measures or dataset.default_measures)  # fails before any work
     parsed = _retrievers(retrievers, dataset, cache_runs=cache_runs)  # fail before any work
     public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
     labels = system_labels(public)

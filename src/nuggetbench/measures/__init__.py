@@ -7,7 +7,7 @@
 
 from .base import Measure, parse_measure, parse_measures
 from .context import UNJUDGED, EvalContext, Ranked
-from .evaluate import evaluate, measure_keys, measure_pairs
+from .evaluate import evaluate, measure_keys, measure_pairs, plain_measures
 from .groups import evaluate_groups
 from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile, register_profile
 from .registry import FAMILY_MODULES, MeasureFamily, all_family_names, get_family, register
@@ -24,6 +24,7 @@ __all__ = [
     "evaluate_groups",
     "measure_keys",
     "measure_pairs",
+    "plain_measures",
     "Profile",
     "PROFILES",
     "DEFAULT_PROFILE",

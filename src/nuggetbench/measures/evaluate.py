@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate", "measure_keys", "measure_pairs"]
+__all__ = ["evaluate", "measure_keys", "measure_pairs", "plain_measures"]
 
 
 def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
@@ -62,6 +62,25 @@ def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tup
     for key, measure in pairs:
         seen.setdefault(key, measure)
     return list(seen.items())
+
+
+def plain_measures(measures: Iterable[str | Measure]) -> list[str]:
+    """:func:`measure_keys` with trec_eval's specs written as nuggetbench measures
+    (``P.5,10`` -> ``P@5``, ``P@10``; ``all_trec`` -> every measure it names), for callers that
+    keep one list for evaluating and for reading the results back (``run``, ``compare``).
+
+    Raises:
+        UnknownNameError, SpecError: as :func:`measure_keys`.
+    """
+    out: dict[str, None] = {}
+    for item in measure_keys(list(measures)):
+        if is_trec_spec(item):
+            for entry in trec_selection([item]):
+                if entry.measure is not None:
+                    out.setdefault(str(entry.measure), None)
+        else:
+            out.setdefault(item, None)
+    return list(out)
 
 
 def _with_defaults(measure: Measure, profile: Profile) -> Measure:
