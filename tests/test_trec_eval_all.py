@@ -99,10 +99,11 @@ def test_cli_writes_trec_eval_text(shared_data: Path) -> None:
 
 
 # --- randomised agreement with pytrec_eval ----------------------------------------------------
-def _random_case(rng: np.random.Generator, n_queries: int, negative: bool):
+def _random_case(rng: np.random.Generator, n_queries: int, negative: bool, grades=None):
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
-    grades = [-2, -1, 0, 0, 0, 1, 1, 2, 3, 4, 7, 12] if negative else [0, 0, 0, 1, 1, 2, 3]
+    if grades is None:
+        grades = [-2, -1, 0, 0, 0, 1, 1, 2, 3, 4, 7, 12] if negative else [0, 0, 0, 1, 1, 2, 3]
     for i in range(n_queries):
         qid = f"q{i:04d}"
         pool = [f"d{j}" for j in range(int(rng.integers(1, 40)))]
@@ -191,17 +192,19 @@ def test_trec_names_expand_in_trec_eval_order() -> None:
 
 
 # --- nDCG gains ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
 def test_exp_log2_matches_ir_measures(seed: int) -> None:
     """``nDCG(dcg=exp-log2)@k`` against ir_measures' ``nDCG(dcg='exp-log2')@k`` (gdeval, which
-    prints 5 decimals): graded and zero grades, ties, unjudged documents, missing queries."""
+    prints 5 decimals): graded, zero and negative grades, ties, unjudged documents, missing
+    queries."""
     ir_measures = pytest.importorskip("ir_measures")
     import shutil
 
     if shutil.which("perl") is None:
         pytest.skip("ir_measures' exp-log2 nDCG (gdeval) needs perl")
     rng = np.random.default_rng(seed)
-    qrels, run = _random_case(rng, 150, negative=False)
+    # gdeval refuses grades above 4
+    qrels, run = _random_case(rng, 150, negative=True, grades=[-2, -1, 0, 0, 1, 1, 2, 3, 4])
     qrels = {str(int(q[1:]) + 1): v for q, v in qrels.items()}  # gdeval wants numeric ids
     run = {str(int(q[1:]) + 1): v for q, v in run.items()}
     both = sorted(set(qrels) & set(run))
