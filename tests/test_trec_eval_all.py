@@ -85,6 +85,22 @@ def test_trec_eval_output_line_for_line(shared_data: Path, name: str) -> None:
     assert matched == len(theirs), [(a, b) for a, b in zip(ours, theirs) if a != b][:5]
 
 
+@pytest.mark.parametrize("qrels", ["qrels.graded.txt", "qrels.infap_negative.txt"])
+@pytest.mark.parametrize("level", [1, 2])
+def test_trec_eval_tiny_graded_outputs(shared_data: Path, qrels: str, level: int) -> None:
+    """``tiny_irmeasures``: graded and negative (infAP's pooled-unjudged) grades at -l1 / -l2."""
+    folder = shared_data / "trec_eval" / "tiny_irmeasures"
+    if not folder.is_dir():
+        pytest.skip("../shared/data/trec_eval/tiny_irmeasures is absent")
+    profile = trec_eval_options(None, rel_level=level, trec_format=True)
+    ev = evaluate_dataset(str(folder / qrels), str(folder / "run.txt"), ["all_trec"], profile)
+    ours = trec_eval_text(ev, ["all_trec"], per_query=True).splitlines()
+    theirs = (folder / f"out.{qrels}.l{level}.all_trec.q.txt").read_text().splitlines()
+    matched = sum(a == b for a, b in zip(ours, theirs))
+    print(f"{qrels} -l{level}: {matched} of {len(theirs)} lines matched")
+    assert len(ours) == len(theirs) and matched == len(theirs)
+
+
 def test_cli_writes_trec_eval_text(shared_data: Path) -> None:
     folder = shared_data / "trec_eval"
     if not folder.is_dir():
