@@ -199,6 +199,7 @@ def test_trec_names_expand_in_trec_eval_order() -> None:
     # list it is read as trec_eval reads it
     qrels, run = Qrels.from_dict({"q": {"a": 1}}), Run.from_dict({"q": {"a": 1.0}})
     assert evaluate(qrels, run, ["P.5"]).measures == ["P.5"]
+    assert evaluate(qrels, run, "official P.5,7").measures[-2:] == ["P_5", "P_7"]
     results = evaluate(qrels, run, ["P.5", "P.5,7"])
     assert results.measures == ["P_5", "P_7"]
     with pytest.raises(SpecError, match="utility takes 4"):

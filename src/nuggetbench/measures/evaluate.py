@@ -33,11 +33,16 @@ def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tupl
     A key is the measure as given (stripped; duplicates dropped). trec_eval's specs
     (``all_trec``, ``P.5,7,3``: :func:`~nuggetbench.measures.trec_names.is_trec_spec`) expand
     to trec_eval's output names in its order (``P_5``...); its text measures (``runid``,
-    ``relstring``) have no number and are left out.
+    ``relstring``) have no number and are left out. In one string, trec_eval's specs are
+    separated by spaces (``"all_trec P.5,7"``), since their lists hold commas.
 
     Raises:
         UnknownNameError, SpecError: as :func:`parse_measure`; also when nothing is given.
     """
+    if isinstance(measures, str) and any(
+        is_trec_spec(p) for p in _split_top_level(measures, " \t\n")
+    ):
+        measures = [p for p in _split_top_level(measures, " \t\n") if p.strip()]
     if not isinstance(measures, (str, Measure)):
         measures = list(measures)
         if any(is_trec_spec(m) for m in measures):
