@@ -101,6 +101,40 @@ def test_trec_eval_tiny_graded_outputs(shared_data: Path, qrels: str, level: int
     assert len(ours) == len(theirs) and matched == len(theirs)
 
 
+def test_trec_eval_judgment_groups_output(shared_data: Path) -> None:
+    """``trec_eval -q -R qrels_jg -m qrels_jg qrels.123 results.test`` (out.test.qrels_jg)."""
+    folder = shared_data / "trec_eval"
+    if not folder.is_dir():
+        pytest.skip("../shared/data/trec_eval is absent")
+    args = ["evaluate", str(folder / "qrels.123"), str(folder / "results.test"), "-R", "qrels_jg"]
+    result = CliRunner().invoke(cli, [*args, "-m", "qrels_jg", "-q", "--format", "trec_eval"])
+    assert result.exit_code == 0, result.output
+    ours = result.stdout.splitlines()
+    theirs = (folder / "out.test.qrels_jg").read_text().splitlines()
+    matched = sum(a == b for a, b in zip(ours, theirs))
+    print(f"out.test.qrels_jg: {matched} of {len(theirs)} lines matched")
+    assert len(ours) == len(theirs) and matched == len(theirs)
+
+
+def test_judgment_groups_average_each_query_over_its_groups(tmp_path: Path) -> None:
+    from nuggetbench.data.qrels_jg import read_qrels_jg
+    from nuggetbench.errors import FormatError
+    from nuggetbench.measures.judgment_groups import evaluate_judgment_groups
+
+    path = tmp_path / "qrels_jg.txt"
+    path.write_text("1 A a 1\n1 A b 0\n1 B b 1\n2 A a 1\n")
+    groups = read_qrels_jg(path)
+    assert list(groups) == ["A", "B"]
+    run = Run.from_dict({"1": {"a": 2.0, "b": 1.0}, "2": {"b": 1.0}})
+    res = evaluate_judgment_groups(groups, run, ["map_avgjg", "P_avgjg.1"])
+    # query 1: AP 1 (group A) and 0.5 (group B); query 2: group A only, AP 0
+    assert res.values("map_avgjg") == {"1": 0.75, "2": 0.0}
+    assert res.values("P_avgjg_1") == {"1": 0.5, "2": 0.0}
+    path.write_text("1 A a one\n")
+    with pytest.raises(FormatError, match="line 1"):
+        read_qrels_jg(path)
+
+
 def test_cli_writes_trec_eval_text(shared_data: Path) -> None:
     folder = shared_data / "trec_eval"
     if not folder.is_dir():

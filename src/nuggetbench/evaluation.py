@@ -17,11 +17,13 @@ from typing import Any
 from .compare import ComparisonReport, Summary, profile_summaries
 from .compare.runs import compare_runs
 from .data import Corpus, JsonlCorpus, Run, load_run
+from .data.qrels_jg import read_qrels_jg
 from .datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from .errors import InputError
 from .measures import EvalContext, Profile, Results, evaluate, get_profile
 from .measures.checks import Finding, check_findings, query_findings
 from .measures.evaluate import measure_keys
+from .measures.judgment_groups import evaluate_judgment_groups
 from .measures.profiles import trec_eval_profile
 from .measures.trec_names import format_trec_eval, is_trec_spec, relstrings, trec_selection
 
@@ -71,6 +73,7 @@ def evaluate_dataset(
     corpus: Corpus | str | Path | None = None,
     options: Mapping[str, Any] | None = None,
     trailing: str = "error",
+    judgment_groups: bool = False,
 ) -> Evaluation:
     """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
 
@@ -89,6 +92,8 @@ def evaluate_dataset(
         options: dataset loader options (``{"split": "dev"}``).
         trailing: TREC run lines with more than six fields: ``"error"`` (default) or ``"ignore"``
             (trec_eval's behaviour).
+        judgment_groups: *dataset* is a ``qrels_jg`` file (trec_eval ``-R qrels_jg``): every
+            measure is averaged per query over the judgment groups (``map_avgjg``...).
 
     Returns:
         An :class:`Evaluation`.
@@ -100,6 +105,8 @@ def evaluate_dataset(
     """
     if measures:
         measure_keys(list(measures))  # fail before any reading
+    if judgment_groups:
+        return _evaluate_groups(dataset, run, measures, profile, trailing)
     target = _target(dataset, corpus, dict(options or {}))
     measures = list(measures or target.default_measures)
     expanded = any(is_trec_spec(m) for m in measures)
@@ -117,6 +124,21 @@ def evaluate_dataset(
     return Evaluation(
         results, shown, prof.name, findings, summaries, list(target.notes), target, run
     )
+
+
+def _evaluate_groups(
+    qrels: Any, run: Run | str | Path, measures: Any, profile: Any, trailing: str
+) -> Evaluation:
+    """``evaluate_dataset`` for a ``qrels_jg`` file: each query averaged over its groups."""
+    if not isinstance(qrels, (str, Path)) or is_dataset_id(str(qrels)):
+        raise InputError(f"judgment groups are read from a qrels_jg file, got {qrels!r}")
+    groups = read_qrels_jg(qrels)
+    measures = list(measures or ["qrels_jg"])
+    prof = get_profile(profile or "trec_eval")
+    if not isinstance(run, Run):
+        run = load_run(run, trailing=trailing)
+    results = evaluate_judgment_groups(groups, run, measures, profile=prof)
+    return Evaluation(results, list(results.measures), prof.name, run=run)
 
 
 def trec_eval_options(

@@ -50,6 +50,14 @@ from ._common import (
 @click.option("-l", "rel_level", type=int, help="trec_eval -l: the lowest relevant grade.")
 @click.option("-J", "judged_only", is_flag=True, help="trec_eval -J: rank judged documents only.")
 @click.option(
+    "-R",
+    "qrels_format",
+    type=click.Choice(["qrels", "qrels_jg"]),
+    default="qrels",
+    help="trec_eval -R: qrels_jg reads QRELS' second column as judgment groups and averages "
+    "each query over them (map_avgjg...).",
+)
+@click.option(
     "--corpus",
     "corpus_path",
     type=click.Path(exists=True, dir_okay=False),
@@ -74,6 +82,7 @@ def evaluate_command(
     corpus_path,
     ignore_trailing,
     measure_opts,
+    qrels_format,
     **trec_flags,
 ):
     """Score RUN (TREC run file, .gz, JSON {query: {doc: score}}, or a rank file) against QRELS.
@@ -98,6 +107,7 @@ def evaluate_command(
         corpus=corpus_path,
         options=parse_options(dataset_options, split=split),
         trailing="ignore" if ignore_trailing else "error",
+        judgment_groups=qrels_format == "qrels_jg",
     )
     _render(ev, fmt, per_query, ev.run.name or run, measures)
 
