@@ -345,3 +345,14 @@ def test_cli_trec_eval_json_and_flags(tmp_path: Path) -> None:
     ]
     bad = CliRunner().invoke(cli, [*args, "--profile", "birco", "--format", "trec_eval"])
     assert bad.exit_code != 0 and "cannot be combined" in str(bad.exception)
+
+
+def test_relstring_characters() -> None:
+    from nuggetbench.measures import EvalContext
+    from nuggetbench.measures.trec_names import relstrings
+
+    qrels = Qrels.from_dict({"q": {"a": 12, "b": 3, "c": -1, "d": 0}})
+    run = Run.from_dict({"q": {"a": 6.0, "b": 5.0, "c": 4.0, "x": 3.0, "d": 2.0}})
+    assert relstrings(EvalContext(qrels, run, "trec_eval"), 10) == {"q": ">3.-0"}
+    assert relstrings(EvalContext(qrels, run, "trec_eval"), 2) == {"q": ">3"}
+    assert relstrings(EvalContext(qrels, run, "trec_eval -J"), 10) == {"q": ">30"}

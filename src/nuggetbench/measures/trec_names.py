@@ -32,7 +32,6 @@ import numpy as np
 from ..errors import SpecError
 from .base import Measure, check_measure, parse_measure
 from .context import UNJUDGED, EvalContext
-from .registry import get_family
 
 __all__ = [
     "GROUPS",
@@ -239,20 +238,19 @@ def trec_selection(items: Iterable[str | Measure]) -> list[TrecEntry]:
 def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
     """trec_eval's ``relstring``: the grades of each query's first *length* documents as text.
 
-    ``0``-``9`` a grade, ``>`` above 9, ``-`` not judged, ``.`` judged negative (m_relstring.c).
+    ``0``-``9`` a grade, ``>`` above 9, ``-`` not judged, ``.`` judged negative (m_relstring.c);
+    under the profile's ``judged_only`` default (trec_eval ``-J``) the judged ranking.
     """
-    view = ctx.ranked(cutoff=max(int(length), 1))
+    ids = ctx.query_ids.tolist()
+    if length <= 0:
+        return dict.fromkeys(ids, "")
+    judged_only = bool(ctx.profile.options.get("measure_defaults", {}).get("judged_only", False))
+    view = ctx.ranked(judged_only=judged_only, cutoff=int(length))
     g = view.grade
     chars = np.where(
         g > 9, ">", np.where(g >= 0, g.clip(0, 9).astype(str), np.where(g == UNJUDGED, "-", "."))
     )
-    if length <= 0:
-        chars = chars[:0]
-        view = ctx.ranked(cutoff=1)
-    out = {}
-    for i, qid in enumerate(ctx.query_ids.tolist()):
-        out[qid] = "".join(chars[view.starts[i] : view.starts[i + 1]]) if length > 0 else ""
-    return out
+    return {qid: "".join(chars[view.starts[i] : view.starts[i + 1]]) for i, qid in enumerate(ids)}
 
 
 def _value(entry: TrecEntry, value: float) -> str:
@@ -299,8 +297,3 @@ def format_trec_eval(
         elif e.text is None:
             lines.append(f"{e.key:<22}\tall\t{_value(e, means[e.key])}")
     return "".join(line + "\n" for line in lines)
-
-
-def family_of(entry: TrecEntry) -> str | None:
-    """The canonical family of *entry*'s measure (None for a text measure)."""
-    return get_family(entry.measure.family).name if entry.measure is not None else None
