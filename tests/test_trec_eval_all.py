@@ -304,6 +304,7 @@ def test_trec_eval_profiles_from_flags() -> None:
     assert prof.name == "trec_eval -c -J -M 2 -l 2" and prof.average_over == "qrels"
     assert prof.options["measure_defaults"] == {"rel": 2, "judged_only": True}
     assert trec_eval_options(None, rel_level=2).name == "trec_eval -l 2"
+    assert trec_eval_options("trec_eval -J", rel_level=2).name == "trec_eval -J -l 2"
     assert trec_eval_options("birco") == "birco"  # no flag: the profile as given
     assert trec_eval_options(None, trec_format=True).name == "trec_eval"
     with pytest.raises(InputError, match="cannot be combined"):

@@ -24,7 +24,6 @@ from .measures import EvalContext, Profile, Results, evaluate, get_profile
 from .measures.checks import Finding, check_findings, query_findings
 from .measures.evaluate import measure_keys
 from .measures.judgment_groups import evaluate_judgment_groups
-from .measures.profiles import trec_eval_profile
 from .measures.trec_names import format_trec_eval, is_trec_spec, relstrings, trec_selection
 
 __all__ = [
@@ -169,12 +168,12 @@ def trec_eval_options(
         )
     if profile is not None and not flags:
         return profile
-    return trec_eval_profile(
-        complete=complete or str(profile or "").startswith("trec_eval -c"),
-        max_docs=max_docs,
-        rel_level=rel_level,
-        judged_only=judged_only,
+    words = [str(profile or "trec_eval")]  # the flags add to a trec_eval profile's own
+    words += ["-c"] * complete + ["-J"] * judged_only
+    words += [f"-M {max_docs}"] * (max_docs is not None) + [f"-l {rel_level}"] * (
+        rel_level is not None
     )
+    return get_profile(" ".join(words))
 
 
 def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool = False) -> str:
