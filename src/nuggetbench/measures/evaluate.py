@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate", "measure_keys"]
+__all__ = ["aggregate_values", "evaluate", "measure_keys"]
 
 
 def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
@@ -79,8 +79,9 @@ def _with_defaults(measure: Measure, profile: Profile) -> Measure:
     return measure(**dict(extra)) if extra else measure
 
 
-def _aggregate(values: np.ndarray, how: str) -> float:
-    """The mean, the sum, or trec_eval's geometric mean of max(v, 1e-5) (meas_avg.c)."""
+def aggregate_values(values: np.ndarray, how: str) -> float:
+    """One number of float (Q,) *values*: ``how`` = ``"mean"``, ``"sum"`` or ``"gmean"``
+    (trec_eval's geometric mean of max(v, 1e-5), meas_avg.c)."""
     if how == "sum":
         return float(values.sum())
     if how == "gmean":
@@ -160,7 +161,7 @@ def evaluate(
             values = values * prof.scale
         values.setflags(write=False)
         per_query[key] = values
-        means[key] = _aggregate(values, family.aggregate)
+        means[key] = aggregate_values(values, family.aggregate)
     if ctx.run_only_queries:
         logger.info("%d run queries have no judgments and were ignored", len(ctx.run_only_queries))
     if ctx.missing_queries:

@@ -15,9 +15,9 @@ import numpy as np
 
 from ..errors import InputError
 from .base import Measure
-from .evaluate import evaluate, measure_keys
+from .evaluate import aggregate_values, evaluate, measure_keys
 from .profiles import Profile, get_profile
-from .registry import MIN_GEO_MEAN, get_family
+from .registry import get_family
 from .results import Results
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,13 +70,7 @@ def evaluate_judgment_groups(
         values = sums[k] / counts
         values.setflags(write=False)
         per_query[k] = values
-        how = families[k].aggregate
-        if how == "sum":
-            means[k] = float(values.sum())
-        elif how == "gmean":
-            means[k] = float(np.exp(np.log(np.maximum(values, MIN_GEO_MEAN)).mean()))
-        else:
-            means[k] = float(values.mean())
+        means[k] = aggregate_values(values, families[k].aggregate)
     first = per_group[0]
     return Results(
         query_ids=query_ids,
