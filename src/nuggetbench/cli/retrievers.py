@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..retrieval.spec import FUSE_PARAMS, RETRIEVERS, WRAPPERS, retriever_class, retriever_params
+from ..retrieval import spec as retrieval_spec
+from ..retrieval.spec import FUSE_PARAMS, WRAPPERS, retriever_class, retriever_params
 from ..spec import lookup
 from ._common import console
 
@@ -22,7 +23,7 @@ def retrievers_command():
     table = Table(title="retrievers (-r SPEC)", title_justify="left")
     for column in ("spec", "option=default: meaning", "description"):
         table.add_column(column, overflow="fold")
-    for prefix in sorted(RETRIEVERS):
+    for prefix in sorted(retrieval_spec.RETRIEVERS):  # read now: plug-ins may replace it
         cls = retriever_class(prefix)
         table.add_row(f"{prefix}:...", _options(retriever_params(cls)), _summary(cls))
     for name in sorted(WRAPPERS):
