@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate", "measure_keys", "measure_pairs", "plain_measures"]
+__all__ = ["aggregate_values", "evaluate", "measure_keys", "measure_pairs", "plain_measures"]
 
 
 def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
@@ -33,11 +33,16 @@ def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tup
     A key is the measure as given (stripped; duplicates dropped). trec_eval's specs
     (``all_trec``, ``P.5,7,3``: :func:`~nuggetbench.measures.trec_names.is_trec_spec`) expand
     to trec_eval's output names in its order (``P_5``...); its text measures (``runid``,
-    ``relstring``) have no number and are left out.
+    ``relstring``) have no number and are left out. In one string, trec_eval's specs are
+    separated by spaces (``"all_trec P.5,7"``), since their lists hold commas.
 
     Raises:
         UnknownNameError, SpecError: as :func:`parse_measure`; also when nothing is given.
     """
+    if isinstance(measures, str) and any(
+        is_trec_spec(p) for p in _split_top_level(measures, " \t\n")
+    ):
+        measures = [p for p in _split_top_level(measures, " \t\n") if p.strip()]
     if not isinstance(measures, (str, Measure)):
         measures = list(measures)
         if any(is_trec_spec(m) for m in measures):
@@ -93,8 +98,9 @@ def _with_defaults(measure: Measure, profile: Profile) -> Measure:
     return measure(**dict(extra)) if extra else measure
 
 
-def _aggregate(values: np.ndarray, how: str) -> float:
-    """The mean, the sum, or trec_eval's geometric mean of max(v, 1e-5) (meas_avg.c)."""
+def aggregate_values(values: np.ndarray, how: str) -> float:
+    """One number of float (Q,) *values*: ``how`` = ``"mean"``, ``"sum"`` or ``"gmean"``
+    (trec_eval's geometric mean of max(v, 1e-5), meas_avg.c)."""
     if how == "sum":
         return float(values.sum())
     if how == "gmean":
@@ -198,7 +204,7 @@ def evaluate(
         if family.aggregate == "mean":
             means[key] = prof.mean(family.name, values, len(ctx.qrels.query_ids))
         else:
-            means[key] = _aggregate(values, family.aggregate)
+            means[key] = aggregate_values(values, family.aggregate)
     if ctx.run_only_queries:
         logger.info("%d run queries have no judgments and were ignored", len(ctx.run_only_queries))
     if ctx.missing_queries:
