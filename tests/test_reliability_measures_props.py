@@ -16,7 +16,7 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
 pytrec_eval = pytest.importorskip("pytrec_eval")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from nuggetbench.data import Qrels, Run  # noqa: E402
@@ -72,7 +72,12 @@ def cases(draw, *, distinct_scores: bool = False):
                 grades[0] = 0
             qrels[qid] = dict(zip(judged, grades))
         if draw(st.integers(0, 9)) > 0:
-            ranked = draw(st.lists(st.sampled_from(DOCS), max_size=12, unique=True))
+            empty = draw(st.integers(0, 9)) == 0  # an empty run query now and then
+            ranked = draw(
+                st.lists(
+                    st.sampled_from(DOCS), min_size=0 if empty else 1, max_size=12, unique=True
+                )
+            )
             if distinct_scores:
                 values = draw(
                     st.lists(
@@ -121,7 +126,9 @@ def _check_against_pytrec(qrels_dict, run_dict, rel, judged_only, *, scale: int 
         # nothing in common: our clear error, where pytrec_eval silently returns nothing
         with pytest.raises(IdMismatchError):
             evaluate(ours_qrels, Run.from_dict(run_dict), [m for _, m in pairs])
+        event("no shared query: our IdMismatchError")
         return 0
+    event("compared with pytrec_eval")
     res = evaluate(
         ours_qrels, Run.from_dict(run_dict), [m for _, m in pairs], profile="trec_eval -c"
     )
@@ -164,7 +171,9 @@ def test_measures_match_ir_measures(case):
     judged = {q for q, docs in qrels_dict.items() if docs}
     shared = judged & {q for q, docs in run_dict.items() if docs}
     if not shared:
+        event("no shared query")
         return
+    event("compared with ir_measures")
     measures = [ir_measures.parse_measure(m) for m in names.values()]
     ref: dict[tuple[str, str], float] = {}
     nonempty = {q: docs for q, docs in run_dict.items() if docs}  # ir_measures divides by 0

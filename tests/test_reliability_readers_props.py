@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from nuggetbench.data import (  # noqa: E402
@@ -155,10 +155,14 @@ def _assert_ours(exc: BaseException, path: Path) -> None:
 
 
 def _parses_or_our_error(reader, path: Path) -> None:
+    name = getattr(reader, "__name__", "reader")
     try:
         reader(path)
     except Exception as exc:  # noqa: BLE001 - the property is about which class escapes
         _assert_ours(exc, path)
+        event(f"{name}: {type(exc).__name__}")
+    else:
+        event(f"{name}: parsed")
 
 
 # -- TREC runs and qrels ------------------------------------------------------------------------------

@@ -334,32 +334,48 @@ CORPUS_SAMPLE = 20_000
 
 
 def _judged_hits(qrels: Any, run: Any) -> dict[str, int] | None:
-    """Counts behind :func:`check_judged_overlap` (``None`` when *run*/*qrels* lack arrays)."""
+    """Counts behind :func:`check_judged_overlap` (``None`` when *run*/*qrels* lack arrays).
+
+    Works on the run's factorised doc ids (``Run.doc_codes``) so that no per-entry string is
+    hashed again: qrels documents are mapped to the run's codes, then (query, doc) keys compared.
+    """
     if not hasattr(run, "arrays") or not hasattr(qrels, "arrays"):
         return None
     import pandas as pd
 
     qq, qstarts, qdocs, _ = qrels.arrays()
-    rq, rstarts, rdocs, _ = run.arrays()
-    qrows = np.repeat(np.arange(len(qq)), np.diff(qstarts))
-    rrows = np.repeat(np.arange(len(rq)), np.diff(rstarts))
-    qcodes, _ = pd.factorize(np.concatenate([qq, rq]).astype(object))
-    dcodes, duniq = pd.factorize(np.concatenate([qdocs, rdocs]).astype(object))
-    nd = np.int64(max(len(duniq), 1))
-    judged_keys = qcodes[: len(qq)][qrows].astype(np.int64) * nd + dcodes[: len(qdocs)]
-    run_q = qcodes[len(qq) :][rrows].astype(np.int64)
-    run_keys = run_q * nd + dcodes[len(qdocs) :]
-    shared_q = np.isin(run_q, qcodes[: len(qq)])
-    hit = np.isin(run_keys, judged_keys) & shared_q
-    judged_ids = np.unique(dcodes[: len(qdocs)])
-    retrieved_ids = np.unique(dcodes[len(qdocs) :])
+    rq, rstarts, _, _ = run.arrays()
+    if hasattr(run, "doc_codes"):
+        uniques, codes = run.doc_codes()
+    else:
+        codes, uniques = pd.factorize(np.asarray(run.arrays()[2], dtype=object))
+    present = np.zeros(len(uniques), dtype=bool)
+    present[np.asarray(codes, dtype=np.int64)] = True  # after filtering, uniques may hold more
+    doc_code = pd.Index(np.asarray(uniques, dtype=object), dtype=object).get_indexer(
+        np.asarray(qdocs, dtype=object)
+    )
+    query_of_judgment = np.repeat(
+        pd.Index(np.asarray(rq, dtype=object), dtype=object).get_indexer(
+            np.asarray(qq, dtype=object)
+        ),
+        np.diff(qstarts),
+    )
+    nd = np.int64(max(len(uniques), 1))
+    keep = (doc_code >= 0) & (query_of_judgment >= 0)
+    judged_keys = query_of_judgment[keep].astype(np.int64) * nd + doc_code[keep]
+    run_rows = np.repeat(np.arange(len(rq), dtype=np.int64), np.diff(rstarts))
+    shared_query = np.zeros(len(rq), dtype=bool)
+    shared_query[np.unique(query_of_judgment[query_of_judgment >= 0])] = True
+    in_shared = shared_query[run_rows]
+    hit = np.isin(run_rows * nd + np.asarray(codes, dtype=np.int64), judged_keys) & in_shared
+    judged_codes = np.unique(doc_code[doc_code >= 0])
     return {
-        "queries": int(len(np.unique(run_q[shared_q]))),
-        "queries_with_judged": int(len(np.unique(run_q[hit]))),
-        "entries": int(shared_q.sum()),
+        "queries": int(shared_query.sum()),
+        "queries_with_judged": int(len(np.unique(run_rows[hit]))),
+        "entries": int(in_shared.sum()),
         "judged_entries": int(hit.sum()),
-        "retrieved_ids": int(len(retrieved_ids)),
-        "retrieved_ids_in_qrels": int(np.isin(retrieved_ids, judged_ids).sum()),
+        "retrieved_ids": int(present.sum()),
+        "retrieved_ids_in_qrels": int(present[judged_codes].sum()),
     }
 
 
@@ -389,8 +405,8 @@ def check_judged_overlap(qrels: Any, run: Any, *, few: float = FEW_JUDGED) -> li
     _, _, rdocs, _ = run.arrays()
     _, _, qdocs, _ = qrels.arrays()
     examples = (
-        f"retrieved e.g. {_example_ids(set(rdocs.tolist()))}; judged e.g. "
-        f"{_example_ids(set(qdocs.tolist()))}"
+        f"retrieved e.g. {_example_ids(set(rdocs[:1000].tolist()))}; judged e.g. "
+        f"{_example_ids(set(qdocs[:1000].tolist()))}"
     )
     none = counts["judged_entries"] == 0
     message = (
