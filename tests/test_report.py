@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -195,7 +196,7 @@ def test_errors_name_the_problem(beir_out, tmp_path):
         report.html(moved)
     # a dataset edited since the run: grades would be wrong, so it is refused
     with open(folder / "qrels" / "test.tsv", "a") as fh:
-        fh.write("q1\td0\t2\n")
+        fh.write("q1\tghostdoc\t2\n")
     with pytest.raises(InputError, match="fingerprint"):
         report.html(out)
 
@@ -276,3 +277,43 @@ def test_birco_bootstrap_table_as_evaluate_prints_it(shared_data, tmp_path, monk
             assert table.rows[f"{s}: {label}"] == pytest.approx(row)
     html = report.html(out).read_text()
     assert table.title in html and f"{SYSTEMS[1]}: bootstrap std" in html
+
+
+def test_compare_folder_of_a_dataset_and_of_a_qrels_file(beir_out, tmp_path):
+    folder, out = beir_out
+    runs = [str(p) for p in sorted((out / "runs").glob("*.trec"))]
+    res = CliRunner().invoke(cli, ["compare", str(folder), *runs, "-o", str(tmp_path / "c1")])
+    assert res.exit_code == 0, res.output
+    saved = json.loads((tmp_path / "c1" / "results.json").read_text())
+    ran = json.loads((out / "results.json").read_text())
+    names = {p.rsplit("/", 1)[-1][: -len(".trec")]: p for p in runs}
+    assert set(saved["systems"]) == set(names)
+    for stem, path in names.items():
+        spec = next(
+            s for s, e in ran["systems"].items() if e["run_file"].endswith("/" + stem + ".trec")
+        )
+        for m in ran["measures"]:
+            assert saved["systems"][stem]["per_query"][m] == ran["systems"][spec]["per_query"][m]
+        assert saved["systems"][stem]["run_file"] == str(Path(path).resolve())
+    data = page_data(report.html(tmp_path / "c1").read_text())
+    assert data["hasTexts"] and data["qtext"][0]
+    # a bare qrels file: no corpus, no query texts, grades still shown
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text((folder / "qrels" / "test.tsv").read_text())
+    res = CliRunner().invoke(
+        cli, ["compare", str(qrels), *runs, "-o", str(tmp_path / "c2"), "--baseline", "2"]
+    )
+    assert res.exit_code == 0, res.output
+    saved = json.loads((tmp_path / "c2" / "results.json").read_text())
+    assert saved["dataset"] == str(qrels.resolve())
+    assert saved["comparison"]["baseline"] == list(names)[1]
+    data = page_data(report.html(tmp_path / "c2").read_text())
+    assert not data["hasTexts"] and set(data["qtext"]) == {""}
+    assert data["baseline"] == list(names)[1]
+    judged = _qrels(folder)
+    q = data["qids"][0]
+    top = data["top"][data["systems"][0]]
+    assert top["grades"][0] == [judged[q].get(data["docs"][i][0]) for i in top["docs"][0]]
+    qrels.write_text(qrels.read_text() + "q1\tghostdoc\t2\n")  # edited since: refused
+    with pytest.raises(InputError, match="not those"):
+        report.html(tmp_path / "c2")

@@ -19,6 +19,7 @@ from nuggetbench import report
 from nuggetbench.corpus.spans import fix
 from nuggetbench.datasets import load_dataset
 from nuggetbench.experiment import run_experiment
+from nuggetbench.report import compare_to_folder
 from report_fixtures import (
     SYSTEMS,
     beir_folder,
@@ -346,3 +347,21 @@ def test_shared_document_badge_scrolls_to_the_other_column(browser, tmp_path):
     last.hover()
     assert "hl" in target.get_attribute("class")
     pg.close(tmp_path / "shared.png")
+
+
+def test_compare_folder_of_a_qrels_file(browser, tmp_path):
+    folder = beir_folder(tmp_path)
+    run_folder(folder, tmp_path / "out")
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text((folder / "qrels" / "test.tsv").read_text())
+    runs = sorted((tmp_path / "out" / "runs").glob("*.trec"))
+    compare_to_folder(qrels, runs, tmp_path / "cmp")
+    path = report.html(tmp_path / "cmp")
+    results = json.loads((tmp_path / "cmp" / "results.json").read_text())
+    names = list(results["systems"])
+    pg = Page(browser, path)
+    _check_summary(pg, results)
+    _check_per_query(pg, results, names[1], names[0], "AP")
+    _check_query(pg, results, "q2", _qrels_tsv(qrels))
+    assert "no query or document texts" in pg.page.inner_text("#no-texts")
+    pg.close(tmp_path / "compare.png")

@@ -22,7 +22,6 @@ import numpy as np
 from ..compare import Summary, compare, profile_summaries
 from ..corpus.spans import fix
 from ..data import NuggetQrels
-from ..datasets import family_of, is_dataset_id
 from ..errors import InputError
 from ..measures import Results, evaluate
 from .inputs import ReportInputs
@@ -135,9 +134,8 @@ def _comparison(results: dict, per_query: dict, baseline: str, qids: list[str]) 
 def _summaries(inputs: ReportInputs) -> list[Summary]:
     """What ``nuggetbench evaluate`` prints under the means (the family's or profile's tables,
     over the dataset's query order), for every system, merged by title."""
-    ds = inputs.dataset
-    family = family_of(ds.id) if is_dataset_id(ds.id) else None
-    order = list(ds.queries)
+    family = inputs.target.family
+    order = inputs.target.query_order
     merged: dict[str, dict[str, Any]] = {}
     for name, entry in inputs.results["systems"].items():
         res = Results.from_dict(entry)
@@ -151,12 +149,12 @@ def _summaries(inputs: ReportInputs) -> list[Summary]:
 def _depth(inputs: ReportInputs, depth: int) -> tuple[list[int], dict]:
     """Mean ``R@k`` (and ``Coverage@k`` with nuggets) for ``k = 1..depth`` under the profile."""
     ks = list(range(1, depth + 1))
-    families = ["R"] + (["Coverage"] if inputs.dataset.qrels.nuggets is not None else [])
+    families = ["R"] + (["Coverage"] if inputs.qrels.nuggets is not None else [])
     out: dict[str, dict[str, np.ndarray]] = {f: {} for f in families}
     profile = inputs.results["profile"]
     for name, run in inputs.runs.items():
         res = evaluate(
-            inputs.dataset.qrels,
+            inputs.qrels,
             run,
             [f"{f}@{k}" for f in families for k in ks],
             profile=profile,
@@ -182,6 +180,8 @@ class _Docs:
         self.rows: list[list[Any]] = []
 
     def text(self, doc_id: str) -> str:
+        if self.corpus is None:  # a judgments file: no texts
+            return ""
         doc = self.corpus.get(doc_id)
         if doc is None:
             return MISSING
@@ -226,7 +226,7 @@ def _round(x: float, digits: int = 6) -> float | None:
 
 def _top_docs(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> dict:
     """Per system: ``[[doc index...] per query]``, scores and grades (``None`` = unjudged)."""
-    qrels = inputs.dataset.qrels
+    qrels = inputs.qrels
     out: dict[str, dict[str, list]] = {}
     for name, run in inputs.runs.items():
         ids, scores, grades = [], [], []
@@ -243,7 +243,7 @@ def _top_docs(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> d
 def _nugget_payload(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> dict | None:
     """Per query: the nuggets, each system's first supporting rank (whole run), the nuggets each
     shown document supports, and evidence-span highlights (span-judged judgments)."""
-    nuggets = inputs.dataset.qrels.nuggets
+    nuggets = inputs.qrels.nuggets
     if nuggets is None:
         return None
     supports = _supports(nuggets)
@@ -314,14 +314,14 @@ def build_report_data(
     if top < 1 or depth < 1:
         raise InputError(f"top ({top}) and depth ({depth}) must be at least 1")
     qids, per_query = _per_query(results, systems)
-    nuggets = inputs.dataset.qrels.nuggets
+    nuggets = inputs.qrels.nuggets
     span_judged = nuggets is not None and any(n.spans for n in nuggets.iter_nuggets())
     chars = max(snippet_chars, SPAN_PASSAGE_CHARS) if span_judged else snippet_chars
-    docs = _Docs(inputs.dataset.corpus, chars, fixed=span_judged)
+    docs = _Docs(inputs.corpus, chars, fixed=span_judged)
     ks, curves = _depth(inputs, depth)
     wtl = _wtl(per_query, baseline, results["measures"])
     comparison = _comparison(results, per_query, baseline, qids)
-    queries = inputs.dataset.queries
+    queries = inputs.queries
     payload = {
         "systems": systems,
         "baseline": baseline,
@@ -338,6 +338,7 @@ def build_report_data(
         "top": _top_docs(inputs, qids, top, docs),
         "k": top,
         "spanJudged": span_judged,
+        "hasTexts": inputs.corpus is not None,
     }
     payload["nuggets"] = _nugget_payload(inputs, qids, top, docs)
     payload["docs"] = docs.rows

@@ -128,7 +128,8 @@ function renderQuery(q) {
     }).join("");
     return `<div class="col" data-system="${esc(s)}"><h3>${esc(s)}</h3>${docs || "<p>no documents</p>"}</div>`;
   }).join("");
-  $("#qv").innerHTML = `<div class="qtext">${esc(D.qtext[qi])}</div><p class="note">${vals}</p>${nuggetMatrix(qi)}<div class="cols" style="--n:${D.systems.length}">${cols}</div>`;
+  const qtext = D.hasTexts ? `<div class="qtext">${esc(D.qtext[qi])}</div>` : `<p class="note" id="no-texts">Scored on a judgments file: no query or document texts.</p>`;
+  $("#qv").innerHTML = `${qtext}<p class="note">${vals}</p>${nuggetMatrix(qi)}<div class="cols" style="--n:${D.systems.length}">${cols}</div>`;
 }
 $("#qv-ids").innerHTML = D.qids.slice(0, 5000).map((q) => `<option value="${esc(q)}">`).join("");
 $("#qv-input").addEventListener("change", (e) => { location.hash = "q=" + encodeURIComponent(e.target.value); });
