@@ -265,27 +265,30 @@ def test_noisy_server_with_malformed_answers(birco, server, tmp_path):
     assert exp.system(pw).results.means["nDCG@10"] > random_mean
 
 
-def test_unparsable_grades_after_the_repairs_are_counted(tmp_path, monkeypatch):
-    corpus = _corpus({"a": "x", "b": "y"})
+def test_unparsable_grades_after_the_repairs_are_counted_and_not_cached(tmp_path, monkeypatch):
+    corpus = _corpus({"a": "zebraquokka", "b": "plain"})
     first = Run(["q", "q"], ["a", "b"], np.array([2.0, 1.0]))
     rr = LLMPointwise(model="m", max_repairs=2)
+    sent = []
+
+    def transport(body):
+        sent.append(body)
+        return ("relevant" if "zebraquokka" in body["messages"][1]["content"] else "3"), 5, 1
+
     monkeypatch.setattr(
         LLMPointwise,
         "client",
-        lambda self: LLMClient(
-            LLMSettings(model="m"),
-            tmp_path / "c.sqlite",
-            transport=lambda body: (
-                "relevant" if "x" in body["messages"][1]["content"] else "3",
-                5,
-                1,
-            ),
-        ),
+        lambda self: LLMClient(LLMSettings(model="m"), tmp_path / "c.sqlite", transport=transport),
     )
     out = rr.rerank(Queries({"q": "q"}), first, corpus, 2)
     llm = out.metadata["llm"]
     assert llm["unparsed"] == 1 and llm["repaired"] == 0 and llm["requests"] == 2 + 2
+    assert len(sent) == 4 and len(sent[-1]["messages"]) == 6  # two repair turns
     assert list(out.doc_ids("q")) == ["b", "a"]  # "a" scored the scale's lowest grade
+    # the unusable answers were dropped from the cache: a re-run asks for "a" again, not "b"
+    rr.rerank(Queries({"q": "q"}), first, corpus, 2)
+    assert len(sent) == 4 + 3
+    assert all("zebraquokka" in b["messages"][1]["content"] for b in sent[4:])
 
 
 def test_spec_names_hide_the_endpoint_and_the_key_variable(birco, server, tmp_path):
@@ -325,6 +328,13 @@ def test_spec_errors_and_options():
         parse_retriever("llm_listwise(price_in=cheap)")
     with pytest.raises(InputError, match="needs an LLM"):
         LLMListwise().client()
+    key = "sk-" + "a1b2c3d4" * 5
+    with pytest.raises(SpecError, match="looks like an API key") as err:
+        parse_retriever(f"bm25 >> llm_listwise(model=M, api_key_env={key})")
+    assert key not in str(err.value)
+    rr = parse_retriever("llm_pointwise(model=M, no_api_key=true, base_url=http://127.0.0.1:9/v1)")
+    assert rr.name == "llm_pointwise(model=M,no_api_key=true)" and "no_api_key" not in rr.params
+    assert rr.client().settings.no_api_key is True
 
 
 def test_passages_are_cut_to_the_token_budget():

@@ -18,7 +18,9 @@ Specs (options in parentheses, or after a colon like any retriever)::
   ``scale`` (``0-3``). When the endpoint returns log-probabilities the score is the expected grade
   over the first answer token (:func:`~nuggetbench.llm.rankout.expected_grade`), else the grade
   read from the answer; an answer with no grade on the scale is re-asked ``max_repairs`` times,
-  then scored as the scale's lowest grade and counted (``unparsed``). Equal grades keep the
+  then scored as the scale's lowest grade and counted (``unparsed``), and its answers are removed
+  from the cache (as :func:`~nuggetbench.llm.asking.ask_validated` does with failures), so a
+  later run asks again. Equal grades keep the
   first stage's order: the score is ``round(grade, 6) + (n - i) / (n + 1) * 1e-7`` for the
   first-stage position ``i`` of ``n``, an addition below the grades' resolution.
 
@@ -54,6 +56,7 @@ from ..llm.rankout import (
     parse_scale,
     sliding_windows,
 )
+from ..llm.secrets import key_name_problem
 from ..spec import format_literal
 from ..text.tokenizers import check_tokenizer_name, load_tokenizer
 from .base import check_k
@@ -66,7 +69,7 @@ log = logging.getLogger(__name__)
 __all__ = ["LLMListwise", "LLMPointwise", "truncate_tokens"]
 
 #: Options that say where and how fast to call, not what is asked: left out of names and keys.
-_TRANSPORT = ("base_url", "api_key_env", "concurrency", "price_in", "price_out")
+_TRANSPORT = ("base_url", "api_key_env", "no_api_key", "concurrency", "price_in", "price_out")
 
 
 def truncate_tokens(text: str, tokenizer: Any, budget: int) -> str:
@@ -93,6 +96,9 @@ class _LLMReranker(Composable):
                 isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
             ):
                 raise SpecError(f"{self.KIND}: {name} must be a number >= 0 (USD), got {value!r}")
+        problem = key_name_problem(self.options.api_key_env, field=f"{self.KIND} api_key_env")
+        if problem:
+            raise SpecError(problem)  # never quotes a value shaped like a key
         check_tokenizer_name(self.options.tokenizer)
         self.prompt = load_prompt(self.PROMPT)
         self.depth = int(self.options.k)
@@ -137,6 +143,7 @@ class _LLMReranker(Composable):
             model=self.model(),
             base_url=o.base_url or None,
             api_key_env=o.api_key_env,
+            no_api_key=o.no_api_key,
             concurrency=o.concurrency,
             price=price,
         )
@@ -348,6 +355,7 @@ class LLMPointwise(_LLMReranker):
         grades: list[float | None] = [None] * len(pairs)
         errors: dict[int, tuple[ChatRequest, str, str]] = {}
         counts = {"pairs": len(pairs), "expected_grades": 0, "repaired": 0, "unparsed": 0}
+        chains = {j: [res.key] for j, res in enumerate(results)}
         for j, res in enumerate(results):
             try:
                 grades[j], from_logprobs = self.grade(res)
@@ -360,6 +368,7 @@ class LLMPointwise(_LLMReranker):
             order = sorted(errors)
             repairs = [self._repair(*errors[j]) for j in order]
             for j, req, res in zip(order, repairs, client.complete_many(repairs)):
+                chains[j].append(res.key)
                 try:
                     grades[j], _ = self.grade(res)
                     counts["repaired"] += 1
@@ -368,8 +377,11 @@ class LLMPointwise(_LLMReranker):
                     errors[j] = (req, res.text, str(exc))
         if errors:
             counts["unparsed"] = len(errors)
+            # unusable answers are not kept (as ask_validated): a later run asks again
+            client.forget([k for j in errors for k in chains[j]])
             log.warning(
-                "%s: %d answers held no grade on the scale %s after %d re-asks; scored %d",
+                "%s: %d answers held no grade on the scale %s after %d re-asks; scored %d "
+                "(their answers were dropped from the cache)",
                 self.KIND,
                 len(errors),
                 self.scale,

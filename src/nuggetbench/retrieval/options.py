@@ -253,6 +253,7 @@ class _LLMRerankOptions(Options):
     model: str = _llm_model()
     base_url: str = _base_url()
     api_key_env: str = _api_key_env()
+    no_api_key: bool = option(False, "the endpoint needs no key (a local vLLM or Ollama server)")
     k: int = option(100, "candidates reranked per query (the top k of the first stage)", minimum=1)
     passage_tokens: int = option(
         300, "tokens of each passage shown to the model (the rest is cut)", minimum=1
