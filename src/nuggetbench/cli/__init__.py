@@ -49,6 +49,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.report:report_command",
         "Write a self-contained HTML report (and paper figures) of a run's output folder.",
     ),
+    "judge": (
+        "nuggetbench.cli.judge:judge_command",
+        "Fill the holes of runs with LLM judgments (0-3), or measure their agreement.",
+    ),
     "build": (
         "nuggetbench.cli.build:build_command",
         "Build a FreshStack-style benchmark from Q&A and repositories.",

@@ -1,0 +1,30 @@
+"""LLM judges, above the LLM layer and the measures: graded judgments that fill a run's holes
+(UMBRELA's 0-3 scale), their agreement with human qrels, and nugget assignment scoring generated
+answers (AutoNuggetizer's scores).
+
+* :mod:`.grading`: the 0-3 prompt, robust parsing of ``##final score: G``, :func:`judge_pairs`;
+* :mod:`.holes`: :func:`judge_holes` (``nuggetbench judge DATASET RUN... --depth k``);
+* :mod:`.agreement`: :func:`judge_agreement` (``nuggetbench judge DATASET --agreement``);
+* :mod:`.answers`: :func:`score_answers` (``nuggetbench answers NUGGETS ANSWERS...``).
+"""
+
+from .agreement import AgreementOutcome, cohen_kappa, judge_agreement
+from .client import judging_client
+from .files import agreement_run_files, judge_run_files
+from .grading import Judgment, judge_pairs, parse_final_score
+from .holes import JudgeOutcome, find_holes, judge_holes
+
+__all__ = [
+    "AgreementOutcome",
+    "JudgeOutcome",
+    "Judgment",
+    "agreement_run_files",
+    "cohen_kappa",
+    "find_holes",
+    "judge_agreement",
+    "judge_holes",
+    "judge_pairs",
+    "judge_run_files",
+    "judging_client",
+    "parse_final_score",
+]
