@@ -53,6 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.judge:judge_command",
         "Fill the holes of runs with LLM judgments (0-3), or measure their agreement.",
     ),
+    "answers": (
+        "nuggetbench.cli.answers:answers_command",
+        "Score generated answers by the nuggets they support (AutoNuggetizer's scores).",
+    ),
     "build": (
         "nuggetbench.cli.build:build_command",
         "Build a FreshStack-style benchmark from Q&A and repositories.",

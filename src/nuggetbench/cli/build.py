@@ -63,7 +63,10 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
         echo_json({"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)})
         return
     report = run_build(
-        loaded, stage=stage, show_progress=not no_progress and progress_wanted(), accept_failures=accept_failures
+        loaded,
+        stage=stage,
+        show_progress=not no_progress and progress_wanted(),
+        accept_failures=accept_failures,
     )
     _render(report, top_tags, console(stderr=True))
 

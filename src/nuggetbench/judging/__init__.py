@@ -9,12 +9,17 @@ answers (AutoNuggetizer's scores).
 """
 
 from .agreement import AgreementOutcome, cohen_kappa, judge_agreement
+from .answers import AnswersOutcome, assign_answers, nugget_scores
 from .client import judging_client
-from .files import agreement_run_files, judge_run_files
+from .files import agreement_run_files, answers_files, judge_run_files
 from .grading import Judgment, judge_pairs, parse_final_score
 from .holes import JudgeOutcome, find_holes, judge_holes
 
 __all__ = [
+    "AnswersOutcome",
+    "answers_files",
+    "assign_answers",
+    "nugget_scores",
     "AgreementOutcome",
     "JudgeOutcome",
     "Judgment",

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..compare import compare
 from ..data import Run
 from ..data.io import load_run
 from ..datasets import Dataset
@@ -13,9 +14,10 @@ from ..datasets.registry import load_target
 from ..errors import InputError
 from ..llm.client import LLMClient
 from .agreement import AgreementOutcome, judge_agreement
-from .holes import JudgeOutcome, judge_holes
+from .answers import AnswersOutcome, assign_answers, read_answers, read_nuggets
+from .holes import JudgeOutcome, judge_holes, write_json, write_rows
 
-__all__ = ["load_judging_inputs", "judge_run_files", "agreement_run_files"]
+__all__ = ["load_judging_inputs", "judge_run_files", "agreement_run_files", "answers_files"]
 
 
 def load_judging_inputs(
@@ -69,3 +71,39 @@ def agreement_run_files(
     """:func:`~.agreement.judge_agreement` on a dataset id or folder and run files."""
     ds, loaded = load_judging_inputs(dataset, runs, options)
     return judge_agreement(ds, client, out_dir, runs=loaded or None, **kwargs)
+
+
+def answers_files(
+    nuggets: str | Path,
+    answers: Sequence[str | Path],
+    client: LLMClient,
+    out_dir: str | Path | None = None,
+    *,
+    max_repairs: int = 2,
+    **compare_options: Any,
+) -> AnswersOutcome:
+    """What ``nuggetbench answers`` does: read the nuggets and each system's answers (a system is
+    named by its file's stem, the whole path when two stems are equal), assign and score
+    (:func:`~.answers.assign_answers`), compare the systems as ``compare`` does
+    (:func:`nuggetbench.compare.compare` with *compare_options*: ``baseline``, ``test``,
+    ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``) when there are two or more, and
+    with *out_dir* write ``assignments.jsonl`` (one row per system, question and nugget) and
+    ``answers.json`` (the summary).
+
+    Raises:
+        InputError / FormatError: from the readers; LLMError / BudgetError: from the client.
+    """
+    sets = read_nuggets(nuggets)
+    systems: dict[str, dict[str, str]] = {}
+    for path in answers:
+        name = Path(path).stem
+        systems[str(path) if name in systems else name] = read_answers(path)
+    outcome = assign_answers(sets, systems, client, max_repairs=max_repairs)
+    if len(systems) > 1:
+        outcome.comparison = compare(outcome.per_query, **compare_options)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        write_rows(out / "assignments.jsonl", outcome.assignments)
+        write_json(out / "answers.json", outcome.to_dict())
+    return outcome
