@@ -18,6 +18,9 @@ It answers deterministically from the prompt's content, so a build against it is
 * nugget assignment prompts (``<answer>``, ``<nuggets count=..>``): a JSON list of labels read
   from markers in the answer (``+W`` support, ``~W`` partial support of the nugget whose first
   word is ``W``, else not_support);
+* nugget creation prompts (``<current_nuggets>``, ``<documents>``): the nuggets so far plus each
+  document's first sentence, as ``{"nuggets": [...]}``; importance prompts (``<nuggets_to_rate``):
+  ``vital`` for a nugget holding the word "important", else ``okay``;
 * anything else: ``"OK"``.
 
 The hidden relevance is :attr:`LLMServer.relevance` ``(query, passage) -> grade`` (default: the
@@ -68,6 +71,10 @@ def _one(tag: str, text: str) -> str | None:
 
 
 def task_of(prompt: str) -> str:
+    if "<current_nuggets>" in prompt and "<documents>" in prompt:
+        return "create"
+    if "<nuggets_to_rate" in prompt:
+        return "importance"
     if "##final score" in prompt and "<query>" in prompt and "<passage>" in prompt:
         return "umbrela"
     if "<nuggets count=" in prompt and "<answer>" in prompt:
@@ -241,6 +248,35 @@ def answer_assign(prompt: str, *, bad: bool) -> str:
     return "```json\n" + json.dumps(labels) + "\n```"
 
 
+def answer_create(prompt: str, *, bad: bool) -> str:
+    """The nuggets so far plus the first sentence of each document (duplicates dropped), cut to
+    the prompt's "at most N"; prose when *bad*."""
+    if bad:
+        return "Here are some facts, in prose."
+    current = [
+        ln[2:].strip()
+        for ln in (_one("current_nuggets", prompt) or "").split("\n")
+        if ln.startswith("- ")
+    ]
+    docs = re.findall(r"^\[\d+\] (.*)$", _one("documents", prompt) or "", re.M)
+    out = list(current)
+    for doc in docs:
+        first = _SENT.split(doc.strip())[0].strip()
+        if first and first not in out:
+            out.append(first)
+    m = re.search(r"keep at most (\d+) nuggets", prompt)
+    return json.dumps({"nuggets": out[: int(m.group(1)) if m else 30]})
+
+
+def answer_importance(prompt: str, *, bad: bool) -> str:
+    """``vital`` for a nugget containing the word "important", else ``okay``; one label too few
+    when *bad*."""
+    block = re.search(r"<nuggets_to_rate count=\"\d+\">\n(.*?)\n</nuggets_to_rate>", prompt, re.S)
+    lines = [ln for ln in (block.group(1).split("\n") if block else []) if ln.strip()]
+    labels = ["vital" if "important" in ln.lower() else "okay" for ln in lines]
+    return json.dumps({"importance": labels[:-1] if bad else labels})
+
+
 @dataclass
 class Entry:
     """One logged request."""
@@ -411,6 +447,12 @@ class LLMServer:
             content = answer_umbrela(
                 messages[1].get("content", ""),
                 self.relevance,
+                bad=bad or (self.malformed_repairs and not first_turn),
+            )
+        elif task in ("create", "importance"):
+            answer = answer_create if task == "create" else answer_importance
+            content = answer(
+                messages[1].get("content", ""),
                 bad=bad or (self.malformed_repairs and not first_turn),
             )
         elif task == "assign":

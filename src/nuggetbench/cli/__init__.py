@@ -57,6 +57,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.answers:answers_command",
         "Score generated answers by the nuggets they support (AutoNuggetizer's scores).",
     ),
+    "nuggets": (
+        "nuggetbench.cli.nuggets:nuggets_command",
+        "Create nuggets for a dataset's queries from their relevant documents (LLM).",
+    ),
     "build": (
         "nuggetbench.cli.build:build_command",
         "Build a FreshStack-style benchmark from Q&A and repositories.",

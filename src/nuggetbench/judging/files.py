@@ -13,11 +13,18 @@ from ..datasets import Dataset
 from ..datasets.registry import load_target
 from ..errors import InputError
 from ..llm.client import LLMClient
-from .agreement import AgreementOutcome, judge_agreement
+from .agreement import AgreementOutcome, default_rel_level, judge_agreement
 from .answers import AnswersOutcome, assign_answers, read_answers, read_nuggets
+from .creation import NuggetCreation, create_nuggets_file
 from .holes import JudgeOutcome, judge_holes, write_json, write_rows
 
-__all__ = ["load_judging_inputs", "judge_run_files", "agreement_run_files", "answers_files"]
+__all__ = [
+    "load_judging_inputs",
+    "judge_run_files",
+    "agreement_run_files",
+    "answers_files",
+    "nuggets_for_dataset",
+]
 
 
 def load_judging_inputs(
@@ -107,3 +114,19 @@ def answers_files(
         write_rows(out / "assignments.jsonl", outcome.assignments)
         write_json(out / "answers.json", outcome.to_dict())
     return outcome
+
+
+def nuggets_for_dataset(
+    dataset: str | Path,
+    client: LLMClient,
+    out: str | Path,
+    *,
+    options: Mapping[str, Any] | None = None,
+    rel_level: int | None = None,
+    **kwargs: Any,
+) -> NuggetCreation:
+    """What ``nuggetbench nuggets`` does: :func:`~.creation.create_nuggets` on a dataset id or
+    folder (relevant at *rel_level*, default the dataset profile's), rows written to *out*."""
+    ds, _ = load_judging_inputs(dataset, [], options)
+    level = default_rel_level(ds.default_profile) if rel_level is None else rel_level
+    return create_nuggets_file(ds, client, out, rel_level=level, **kwargs)
