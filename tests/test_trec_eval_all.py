@@ -344,6 +344,10 @@ def test_cli_trec_eval_json_and_flags(tmp_path: Path) -> None:
         "P_1                   \tall\t0.0000",
         "P_2                   \tall\t0.5000",
     ]
+    out = CliRunner().invoke(
+        cli, ["evaluate", str(qrels), str(run), "P.2", "--format", "trec_eval"]
+    )
+    assert out.exit_code == 0 and out.stdout == "P_2                   \tall\t1.0000\n"
     bad = CliRunner().invoke(cli, [*args, "--profile", "birco", "--format", "trec_eval"])
     assert bad.exit_code != 0 and "cannot be combined" in str(bad.exception)
 

@@ -216,10 +216,17 @@ def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool =
         rel = relstrings(EvalContext(ev.target.qrels, ev.run, ev.profile), wanted[0].length)
     missing = set(results.missing_queries)
     printed = [q for q in results.query_ids if q not in missing] if per_query else None
+    # alone, 'P.5' was keyed as given (our P@5): find each entry's key by its measure
+    given = {m: k for k, m in measure_keys(list(measures))}
+    source = {
+        e.key: e.key if e.key in results.per_query else given[e.measure]
+        for e in entries
+        if e.measure is not None
+    }
     return format_trec_eval(
         entries,
-        {k: results.per_query[k] for k in results.measures},
-        results.means,
+        {k: results.per_query[v] for k, v in source.items()},
+        {k: results.means[v] for k, v in source.items()},
         results.query_ids,
         printed_queries=printed,
         runid=(ev.run.name if ev.run is not None else None) or "",
