@@ -22,7 +22,7 @@ from .datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from .errors import InputError
 from .measures import EvalContext, Profile, Results, evaluate, evaluate_groups, get_profile
 from .measures.checks import Finding, check_findings, query_findings
-from .measures.evaluate import measure_keys, plain_measures
+from .measures.evaluate import measure_keys, measure_pairs, plain_measures
 from .measures.judgment_groups import evaluate_judgment_groups
 from .measures.trec_names import format_trec_eval, is_trec_spec, relstrings, trec_selection
 
@@ -217,7 +217,7 @@ def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool =
     missing = set(results.missing_queries)
     printed = [q for q in results.query_ids if q not in missing] if per_query else None
     # alone, 'P.5' was keyed as given (our P@5): find each entry's key by its measure
-    given = {m: k for k, m in measure_keys(list(measures))}
+    given = {m: k for k, m in measure_pairs(list(measures))}
     source = {
         e.key: e.key if e.key in results.per_query else given[e.measure]
         for e in entries
