@@ -1,7 +1,7 @@
 """Size and load time of the HTML report at MS MARCO dev scale (synthetic data).
 
 Writes a synthetic BEIR-layout folder (``--queries`` queries, 6 words each; ``--docs`` passages of
-about 55 words, i.e. ~400 characters like MS MARCO passages; 1-2 relevant passages per query),
+20-90 words, ~400 characters on average like MS MARCO passages; 1-2 relevant passages per query),
 runs three BM25 variants on it with ``run_experiment`` (depth ``--k``), builds the report and
 prints: the seconds to build it, its size in MB, and (when ``/usr/bin/chromium`` and playwright
 are there) the seconds Chromium takes to load it from disk and to render the per-query table and
@@ -31,15 +31,21 @@ def make_folder(folder: Path, n_queries: int, n_docs: int, seed: int = 0) -> Non
     rng = random.Random(seed)
     vocab = [f"w{i}" for i in range(20_000)]
     (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    texts = [_words(rng, vocab, rng.randint(20, 90)) for _ in range(n_docs)]  # ~55 words
     with open(folder / "corpus.jsonl", "w") as fh:
-        for i in range(n_docs):
-            row = {"_id": f"d{i}", "title": _words(rng, vocab, 5), "text": _words(rng, vocab, 50)}
+        for i, text in enumerate(texts):
+            row = {"_id": f"d{i}", "title": _words(rng, vocab, 5), "text": text}
             fh.write(json.dumps(row) + "\n")
     with open(folder / "queries.jsonl", "w") as fq, open(folder / "qrels" / "test.tsv", "w") as fr:
         fr.write("query-id\tcorpus-id\tscore\n")
         for q in range(n_queries):
-            fq.write(json.dumps({"_id": f"q{q}", "text": _words(rng, vocab, 6)}) + "\n")
-            for d in rng.sample(range(n_docs), rng.choice((1, 1, 1, 2))):
+            relevant = rng.sample(range(n_docs), rng.choice((1, 1, 1, 2)))
+            # 3 words of a relevant passage and 3 random words: retrieval finds it, not always first
+            words = rng.sample(texts[relevant[0]].split(), 3) + [
+                rng.choice(vocab) for _ in range(3)
+            ]
+            fq.write(json.dumps({"_id": f"q{q}", "text": " ".join(words)}) + "\n")
+            for d in relevant:
                 fr.write(f"q{q}\td{d}\t1\n")
 
 

@@ -13,6 +13,14 @@ It answers deterministically from the prompt's content, so a build against it is
 * pointwise grading prompts (``<query>``, ``<passage>``, "on a scale from LOW to HIGH"): the
   hidden relevance as a grade, with the first token's log-probabilities when the request asks
   for them (70% on the grade, the rest on its neighbours);
+* UMBRELA-style judge prompts (``<query>``, ``<passage>``, ``##final score``): a line of reasoning
+  and ``##final score: G``, G the hidden relevance rounded and clipped to 0-3;
+* nugget assignment prompts (``<answer>``, ``<nuggets count=..>``): a JSON list of labels read
+  from markers in the answer (``+W`` support, ``~W`` partial support of the nugget whose first
+  word is ``W``, else not_support);
+* nugget creation prompts (``<current_nuggets>``, ``<documents>``): the nuggets so far plus each
+  document's first sentence, as ``{"nuggets": [...]}``; importance prompts (``<nuggets_to_rate``):
+  ``vital`` for a nugget holding the word "important", else ``okay``;
 * anything else: ``"OK"``.
 
 The hidden relevance is :attr:`LLMServer.relevance` ``(query, passage) -> grade`` (default: the
@@ -20,7 +28,7 @@ number of the query's content words in the passage). :attr:`LLMServer.noise` add
 (standard deviation, seeded by the request) to it; :attr:`LLMServer.malformed` is the share of
 first-turn ranking answers that are malformed, chosen by the request's hash: a permutation with an
 id dropped, repeated, or unknown, or prose without ids; a grade answer in prose without a number
-(a repair turn is always answered well).
+(a repair turn is always answered well, unless :attr:`LLMServer.malformed_repairs`).
 
 Every request is logged (:attr:`LLMServer.log`: path, task, body, status, whether it was answered).
 Faults are queued with :meth:`LLMServer.inject` and consumed by the next matching requests:
@@ -63,6 +71,14 @@ def _one(tag: str, text: str) -> str | None:
 
 
 def task_of(prompt: str) -> str:
+    if "<current_nuggets>" in prompt and "<documents>" in prompt:
+        return "create"
+    if "<nuggets_to_rate" in prompt:
+        return "importance"
+    if "##final score" in prompt and "<query>" in prompt and "<passage>" in prompt:
+        return "umbrela"
+    if "<nuggets count=" in prompt and "<answer>" in prompt:
+        return "assign"
     if "<query>" in prompt and "passages, each indicated by" in prompt:
         return "listwise"
     if "<query>" in prompt and "<passage>" in prompt:
@@ -198,6 +214,69 @@ def grade_logprobs(grade: int, low: int, high: int) -> dict:
     return {"content": [first]}
 
 
+def answer_umbrela(prompt: str, relevance, *, bad: bool) -> str:
+    """A 0-3 judgment ending in ``##final score: G`` (G: the hidden relevance, rounded and
+    clipped), or prose holding no grade when *bad*."""
+    if bad:
+        return "I cannot decide how relevant this passage is."
+    value = relevance(_one("query", prompt) or "", _one("passage", prompt) or "")
+    grade = min(3, max(0, int(round(value))))
+    return f"The passage matches the intent (M) to degree {grade}; it is trustworthy.\n##final score: {grade}"
+
+
+_MARK = re.compile(r"(?<![\w+~])([+~])([A-Za-z0-9_]+)")
+
+
+def answer_assign(prompt: str, *, bad: bool) -> str:
+    """Labels from markers in the answer: a nugget whose first word ``W`` is written ``+W`` in the
+    answer is supported, ``~W`` partly supported, else not supported; as a JSON list in the
+    nuggets' order. When *bad*: one label too few."""
+    answer = _one("answer", prompt) or ""
+    marks = {word: sign for sign, word in _MARK.findall(answer)}
+    block = re.search(r"<nuggets count=\"\d+\">\n(.*?)\n</nuggets>", prompt, re.S)
+    lines = [ln for ln in (block.group(1).split("\n") if block else []) if ln.strip()]
+    labels = []
+    for line in lines:
+        text = re.sub(r"^\d+\.\s*", "", line.strip())
+        word = text.split()[0] if text.split() else ""
+        sign = marks.get(word)
+        labels.append(
+            "support" if sign == "+" else "partial_support" if sign == "~" else "not_support"
+        )
+    if bad:
+        labels = labels[:-1]
+    return "```json\n" + json.dumps(labels) + "\n```"
+
+
+def answer_create(prompt: str, *, bad: bool) -> str:
+    """The nuggets so far plus the first sentence of each document (duplicates dropped), cut to
+    the prompt's "at most N"; prose when *bad*."""
+    if bad:
+        return "Here are some facts, in prose."
+    current = [
+        ln[2:].strip()
+        for ln in (_one("current_nuggets", prompt) or "").split("\n")
+        if ln.startswith("- ")
+    ]
+    docs = re.findall(r"^\[\d+\] (.*)$", _one("documents", prompt) or "", re.M)
+    out = list(current)
+    for doc in docs:
+        first = _SENT.split(doc.strip())[0].strip()
+        if first and first not in out:
+            out.append(first)
+    m = re.search(r"keep at most (\d+) nuggets", prompt)
+    return json.dumps({"nuggets": out[: int(m.group(1)) if m else 30]})
+
+
+def answer_importance(prompt: str, *, bad: bool) -> str:
+    """``vital`` for a nugget containing the word "important", else ``okay``; one label too few
+    when *bad*."""
+    block = re.search(r"<nuggets_to_rate count=\"\d+\">\n(.*?)\n</nuggets_to_rate>", prompt, re.S)
+    lines = [ln for ln in (block.group(1).split("\n") if block else []) if ln.strip()]
+    labels = ["vital" if "important" in ln.lower() else "okay" for ln in lines]
+    return json.dumps({"importance": labels[:-1] if bad else labels})
+
+
 @dataclass
 class Entry:
     """One logged request."""
@@ -219,6 +298,7 @@ class LLMServer:
         self.relevance: Callable[[str, str], float] = overlap_relevance
         self.noise = 0.0
         self.malformed = 0.0
+        self.malformed_repairs = False
         self.logprobs = True
         self.log: list[Entry] = []
         self.faults: list[tuple[str, str | None]] = []
@@ -362,6 +442,23 @@ class LLMServer:
         elif task == "listwise":
             content = answer_listwise(
                 last_user, self.relevance, noise=self.noise, key=key, malformed=bad
+            )
+        elif task == "umbrela":
+            content = answer_umbrela(
+                messages[1].get("content", ""),
+                self.relevance,
+                bad=bad or (self.malformed_repairs and not first_turn),
+            )
+        elif task in ("create", "importance"):
+            answer = answer_create if task == "create" else answer_importance
+            content = answer(
+                messages[1].get("content", ""),
+                bad=bad or (self.malformed_repairs and not first_turn),
+            )
+        elif task == "assign":
+            content = answer_assign(
+                messages[1].get("content", ""),
+                bad=bad or (self.malformed_repairs and not first_turn),
             )
         elif task == "pointwise":
             grade, low, high = answer_pointwise(

@@ -55,3 +55,17 @@ def test_info_is_a_table_with_counts_when_local(local_scifact):
 def test_unknown_dataset_points_to_datasets_list():
     with pytest.raises(UnknownNameError, match="nuggetbench datasets list"):
         load_dataset("beir/scifakt")
+
+
+def test_info_counts_of_other_families_when_local(shared_data, monkeypatch):
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
+    from nuggetbench.datasets import dataset_info
+
+    assert dataset_info("fastbook")["counts"] == {
+        "questions": 191,
+        "answer components": 357,
+        "notebooks": 7,
+    }  # as the data README records
+    birco = dataset_info("birco/arguana")["counts"]
+    assert birco["queries"] == 100 and birco["documents"] > 0 and birco["judgments"] > 0
+    assert dataset_info("freshstack/langchain")["counts"] is None  # not local: no counts

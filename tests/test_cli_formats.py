@@ -110,3 +110,50 @@ def test_measures_by_option_or_position_and_hidden_old_spellings(files, tmp_path
     help_text = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["run", "--help"]).output
     assert "--no-cache" in help_text and "--output" in help_text
     assert "--no-run-cache" not in help_text and "--outdir" not in help_text  # hidden aliases
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    folder = tmp_path / "ds"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "\n".join(
+            json.dumps({"_id": f"d{i}", "title": "", "text": f"word{i} common thing{i % 3}"})
+            for i in range(8)
+        )
+    )
+    (folder / "queries.jsonl").write_text(
+        "\n".join(json.dumps({"_id": f"q{i}", "text": f"word{i} thing{i % 3}"}) for i in range(4))
+    )
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(4))
+    )
+    return folder
+
+
+@pytest.mark.parametrize("systems", [["bm25"], ["bm25", "bm25:k1=0.2,b=0.1"]])
+def test_run_formats_carry_the_same_means(folder, tmp_path, systems):
+    args = ["run", str(folder), *(x for s in systems for x in ("-r", s)), "-m", "RR", "-m", "P@1"]
+    outs = {}
+    for i, fmt in enumerate(FORMATS):
+        out = CliRunner(env={"COLUMNS": "200"}).invoke(
+            cli, [*args, "--format", fmt, "-o", str(tmp_path / f"o{i}")]
+        )
+        assert out.exit_code == 0, (fmt, out.output)
+        outs[fmt] = out.stdout
+    means = json.loads(outs["json"])["results"]
+    mean_key = "mean"
+    for fmt in ("jsonl", "csv", "tsv"):
+        if fmt == "jsonl":
+            rows = [json.loads(line) for line in outs[fmt].splitlines()]
+        else:
+            rows = list(
+                csv.DictReader(io.StringIO(outs[fmt]), delimiter="\t" if fmt == "tsv" else ",")
+            )
+        got = {(r["system"], r["measure"]): float(r[mean_key]) for r in rows}
+        for s, values in means.items():
+            for m, v in values.items():
+                assert got[(s, m)] == pytest.approx(v)
+    for fmt in ("markdown", "latex", "table"):
+        for values in means.values():
+            assert f"{values['RR']:.4f}" in outs[fmt]

@@ -31,8 +31,10 @@ def test_unknown_profile_fails_before_loading_the_dataset(tmp_path):
     run.write_text("1 Q0 a 1 2.0 t\n")
     # beir/nfcorpus is not local and downloads are off: the profile must be named first
     out = CliRunner().invoke(cli, ["evaluate", "beir/nfcorpus", str(run), "--profile", "trec_evl"])
-    assert out.exit_code != 0
-    assert "trec_evl" in str(out.exception) and "download" not in str(out.exception).lower()
+    assert out.exit_code == 2
+    assert "trec_evl" in out.output and "download" not in out.output.lower()
+    typo = CliRunner().invoke(cli, ["run", "beir/nfcorpus", "-r", "bm25", "-m", "nDGC@10"])
+    assert typo.exit_code == 2 and "nDCG" in typo.output  # measures too, before loading
 
 
 def test_unknown_retriever_inside_a_pipeline_is_named():

@@ -52,10 +52,9 @@ def test_short_labels():
     assert short_label("dense:/home/me/models/e5-small-v2") == "dense:e5-small-v2"
     long = short_label("fuse(bm25:k1=0.9,b=0.4, dense:/models/e5; method=rrf, k=60)")
     assert len(long) == 24 and "\u2026" in long
-    assert system_labels(["dense:/data/a/models/model", "dense:/data/b/models/model"]) == [
-        "dense:model",
-        "dense:model#2",
-    ]
+    specs = ["dense:/data/a/models/model", "dense:/data/b/models/model"]
+    assert system_labels(specs) == specs  # results keep the full spec; tables shorten it
+    assert system_labels(["bm25:name=x", "x"]) == ["x", "x#2"]
     with pytest.raises(InputError, match="same name"):
         system_labels(["bm25:name=x", "bm25:k1=1,name=x"])
 
@@ -63,7 +62,9 @@ def test_short_labels():
 def _report():
     qids = [f"q{i}" for i in range(30)]
     values = {
-        "bm25 (a rather long system name)": [i % 3 / 3 for i in range(30)],
+        "dense:/home/me/models/a-rather-long-model-name,batch_size=64": [
+            i % 3 / 3 for i in range(30)
+        ],
         "pyserini": [i % 4 / 4 for i in range(30)],
         "dense": [i % 5 / 5 for i in range(30)],
     }
@@ -83,6 +84,7 @@ def test_intervals_never_split_and_lines_fit(width):
     console.print(rep.to_rich(width=width))
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= width
+    assert "models/a-rather-long" not in text and "\u2026" in text  # shortened for display
     found = CI.findall(text)
     assert len(found) == len(rep.systems) * len(rep.measures)  # every interval whole, none split
     stacked = width < 120
@@ -123,3 +125,8 @@ def test_run_labels_and_provenance(tmp_path):
     assert exp.provenance["systems"]["pyserini"] == "bm25:preset=pyserini,name=pyserini"
     assert exp.systems["pyserini"].run.metadata["retriever"] == "bm25:preset=pyserini,name=pyserini"
     assert (tmp_path / "o" / "runs" / "pyserini.trec").exists()
+
+
+def test_retrievers_listing_documents_name():
+    out = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["retrievers"])
+    assert out.exit_code == 0 and "name=LABEL" in out.output

@@ -229,3 +229,13 @@ def test_experiment_load_to_pandas_repr_and_read_results(tmp_path):
         single = tmp_path / "single.json"
         res.to_json(single)
         nb.Experiment.load(single)
+
+
+def test_evaluate_takes_ranx_objects():
+    ranx = pytest.importorskip("ranx")
+    qrels = {"q1": {"d1": 1, "d2": 2}, "q2": {"d3": 1}}
+    run = {"q1": {"d1": 0.9, "d2": 0.5, "d9": 0.7}, "q2": {"d3": 0.2, "d4": 0.3}}
+    ours = nb.evaluate(ranx.Qrels(qrels), ranx.Run(run), ["nDCG@10", "RR"])
+    assert ours.means == nb.evaluate(qrels, run, ["nDCG@10", "RR"]).means
+    ref = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), ["ndcg@10", "mrr"])
+    assert ours.mean("RR") == pytest.approx(ref["mrr"])

@@ -63,6 +63,29 @@ def test_item1_run_from_a_pipe_is_read_once(tmp_path):
     assert result.mean("nDCG@10") == pytest.approx(1.0)
 
 
+def test_item1_qrels_from_a_pipe_is_read_once(tmp_path):
+    from nuggetbench.evaluation import evaluate_dataset
+
+    qrels_text, run_text = _perfect_run()
+    run = tmp_path / "run.txt"
+    run.write_text(run_text)
+    read_fd, write_fd = os.pipe()
+
+    def feed():
+        with os.fdopen(write_fd, "w") as fh:
+            fh.write(qrels_text)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        ev = evaluate_dataset(f"/dev/fd/{read_fd}", run, ["nDCG@10"])
+    finally:
+        feeder.join()
+        os.close(read_fd)
+    assert ev.results.mean("nDCG@10") == pytest.approx(1.0)
+    assert len(ev.results.query_ids) == 20
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need POSIX")
 def test_item1_named_fifo_does_not_hang(tmp_path):
     qrels_text, run_text = _perfect_run(5, 30)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +15,12 @@ from click.testing import CliRunner
 
 from nuggetbench import report
 from nuggetbench.cli import cli
+from nuggetbench.data import Run
 from nuggetbench.errors import InputError
+from nuggetbench.evaluation import evaluate_dataset
+from nuggetbench.experiment import run_experiment
 from nuggetbench.report import outcome
+from nuggetbench.report.data import MISSING
 from report_fixtures import (
     SYSTEMS,
     beir_folder,
@@ -181,12 +186,17 @@ def test_errors_name_the_problem(beir_out, tmp_path):
         entry["run_file"] = "/nowhere/" + entry["run_file"].rsplit("/", 1)[-1]
     (moved / "results.json").write_text(json.dumps(results))
     assert report.html(moved).is_file()  # found under runs/ beside results.json
-    (moved / "runs" / "bm25.trec").unlink()
+    run_file = moved / "runs" / "bm25.trec"
+    lines = run_file.read_text().splitlines(keepends=True)
+    run_file.write_text("".join(lines[1:]))  # one line dropped: not the run that was scored
+    with pytest.raises(InputError, match="not the one scored"):
+        report.html(moved)
+    run_file.unlink()
     with pytest.raises(InputError, match="run of system 'bm25' is missing"):
         report.html(moved)
     # a dataset edited since the run: grades would be wrong, so it is refused
     with open(folder / "qrels" / "test.tsv", "a") as fh:
-        fh.write("q1\td0\t2\n")
+        fh.write("q1\tghostdoc\t2\n")
     with pytest.raises(InputError, match="fingerprint"):
         report.html(out)
 
@@ -234,3 +244,76 @@ def test_cli_report_and_run_html(beir_out, tmp_path):
     assert res.exit_code == 0, res.output
     data = page_data((out2 / "report.html").read_text())
     assert data["systems"] == ["bm25"] and len(data["qids"]) == 12
+
+
+def test_document_missing_from_corpus_is_named(beir_out):
+    _, out = beir_out
+    inputs = report.load_inputs(out)
+    run = inputs.runs["bm25"]
+    qid = run.query_ids[0]
+    extra = {q: dict(run[q]) for q in run.query_ids}
+    extra[qid]["ghost"] = 1e9  # ranked first
+    inputs.runs["bm25"] = Run.from_dict(extra, name="bm25")
+    data = report.build_report_data(inputs)
+    qi = data.query_ids.index(qid)
+    first = data.payload["top"]["bm25"]["docs"][qi][0]
+    assert data.payload["docs"][first] == ["ghost", MISSING]
+    assert data.payload["top"]["bm25"]["grades"][qi][0] is None
+
+
+@pytest.mark.realdata
+def test_birco_bootstrap_table_as_evaluate_prints_it(shared_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
+    out = tmp_path / "out"
+    run_experiment("birco/arguana", SYSTEMS, k=50, outdir=out, cache_runs=False)
+    data = report.report_data(out)
+    [table] = data.summaries
+    results = json.loads((out / "results.json").read_text())
+    for s in SYSTEMS:
+        ev = evaluate_dataset("birco/arguana", results["systems"][s]["run_file"])
+        [expected] = ev.summaries
+        assert table.title == expected.title
+        for label, row in expected.rows.items():
+            assert table.rows[f"{s}: {label}"] == pytest.approx(row)
+    html = report.html(out).read_text()
+    assert table.title in html and f"{SYSTEMS[1]}: bootstrap std" in html
+
+
+def test_compare_folder_of_a_dataset_and_of_a_qrels_file(beir_out, tmp_path):
+    folder, out = beir_out
+    runs = [str(p) for p in sorted((out / "runs").glob("*.trec"))]
+    res = CliRunner().invoke(cli, ["compare", str(folder), *runs, "-o", str(tmp_path / "c1")])
+    assert res.exit_code == 0, res.output
+    saved = json.loads((tmp_path / "c1" / "results.json").read_text())
+    ran = json.loads((out / "results.json").read_text())
+    names = {p.rsplit("/", 1)[-1][: -len(".trec")]: p for p in runs}
+    assert set(saved["systems"]) == set(names)
+    for stem, path in names.items():
+        spec = next(
+            s for s, e in ran["systems"].items() if e["run_file"].endswith("/" + stem + ".trec")
+        )
+        for m in ran["measures"]:
+            assert saved["systems"][stem]["per_query"][m] == ran["systems"][spec]["per_query"][m]
+        assert saved["systems"][stem]["run_file"] == str(Path(path).resolve())
+    data = page_data(report.html(tmp_path / "c1").read_text())
+    assert data["hasTexts"] and data["qtext"][0]
+    # a bare qrels file: no corpus, no query texts, grades still shown
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text((folder / "qrels" / "test.tsv").read_text())
+    res = CliRunner().invoke(
+        cli, ["compare", str(qrels), *runs, "-o", str(tmp_path / "c2"), "--baseline", "2"]
+    )
+    assert res.exit_code == 0, res.output
+    saved = json.loads((tmp_path / "c2" / "results.json").read_text())
+    assert saved["dataset"] == str(qrels.resolve())
+    assert saved["comparison"]["baseline"] == list(names)[1]
+    data = page_data(report.html(tmp_path / "c2").read_text())
+    assert not data["hasTexts"] and set(data["qtext"]) == {""}
+    assert data["baseline"] == list(names)[1]
+    judged = _qrels(folder)
+    q = data["qids"][0]
+    top = data["top"][data["systems"][0]]
+    assert top["grades"][0] == [judged[q].get(data["docs"][i][0]) for i in top["docs"][0]]
+    qrels.write_text(qrels.read_text() + "q1\tghostdoc\t2\n")  # edited since: refused
+    with pytest.raises(InputError, match="not those"):
+        report.html(tmp_path / "c2")

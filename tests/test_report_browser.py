@@ -19,6 +19,7 @@ from nuggetbench import report
 from nuggetbench.corpus.spans import fix
 from nuggetbench.datasets import load_dataset
 from nuggetbench.experiment import run_experiment
+from nuggetbench.report import compare_to_folder
 from report_fixtures import (
     SYSTEMS,
     beir_folder,
@@ -87,7 +88,10 @@ def _check_summary(pg: Page, results: dict) -> None:
         for m in results["measures"]:
             cell = pg.page.locator(f'#summary-table td[data-system="{s}"][data-measure="{m}"] b')
             assert cell.inner_text() == f"{results['systems'][s]['means'][m]:.4f}"
-    base = results["comparison"]["baseline"] if results.get("comparison") else None
+    if not results.get("comparison"):
+        assert pg.page.locator("#wtl tbody td").count() == 0
+        return
+    base = results["comparison"]["baseline"]
     for s in results["systems"]:
         if s == base:
             continue
@@ -298,3 +302,66 @@ def test_fastbook_format_spans_highlighted(browser, tmp_path, monkeypatch):
         assert pg.page.locator("#qv tr.none-found").count() >= len(unsupported)
     assert n_marks > 0
     pg.close(tmp_path / "fastbook_synthetic.png")
+
+
+def test_single_system_many_queries_show_all(browser, tmp_path):
+    folder = beir_folder(tmp_path, n_queries=1100, n_docs=150)
+    run_experiment(str(folder), ["bm25"], k=20, outdir=tmp_path / "out", cache_runs=False)
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    pg = Page(browser, path)
+    _check_summary(pg, results)
+    assert "One system" in pg.page.inner_text("#method")
+    pg.view("perquery")
+    rows = pg.page.locator("#pq-table tbody tr")
+    assert rows.count() == 1000
+    assert pg.page.inner_text("#pq-count") == "1100 of 1100 queries"
+    pg.page.click("#pq-all")
+    assert rows.count() == 1100
+    pg.page.click('#pq-table th[data-sort="v:bm25"]')
+    values = [float(v[0]) for v in _row_values(pg)]
+    assert values == sorted(values)
+    pg.page.fill("#pq-filter", "q109")  # q109, q1090..q1099
+    assert sorted(pg.attrs("#pq-table tbody tr", "data-qid")) == sorted(
+        ["q109"] + [f"q109{i}" for i in range(10)]
+    )
+    pg.close(tmp_path / "single.png")
+
+
+def test_shared_document_badge_scrolls_to_the_other_column(browser, tmp_path):
+    folder = beir_folder(tmp_path)
+    run_folder(folder, tmp_path / "out")
+    path = report.html(tmp_path / "out")
+    pg = Page(browser, path)
+    pg.page.set_viewport_size({"width": 1400, "height": 300})
+    pg.page.goto(path.as_uri() + "#q=q1")
+    pg.page.wait_for_selector("#qv .doc")
+    badges = pg.page.locator(f'#qv .col[data-system="{SYSTEMS[0]}"] .badge.sh')
+    last = badges.nth(badges.count() - 1)
+    doc = last.get_attribute("data-doc")
+    target = pg.page.locator(f'#qv .col[data-system="{SYSTEMS[1]}"] .doc[data-doc="{doc}"]')
+    last.scroll_into_view_if_needed()
+    last.click()
+    box = target.bounding_box()
+    assert 0 <= box["y"] + box["height"] / 2 <= 300  # in the viewport after the click
+    last.hover()
+    assert "hl" in target.get_attribute("class")
+    pg.close(tmp_path / "shared.png")
+
+
+def test_compare_folder_of_a_qrels_file(browser, tmp_path):
+    folder = beir_folder(tmp_path)
+    run_folder(folder, tmp_path / "out")
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text((folder / "qrels" / "test.tsv").read_text())
+    runs = sorted((tmp_path / "out" / "runs").glob("*.trec"))
+    compare_to_folder(qrels, runs, tmp_path / "cmp")
+    path = report.html(tmp_path / "cmp")
+    results = json.loads((tmp_path / "cmp" / "results.json").read_text())
+    names = list(results["systems"])
+    pg = Page(browser, path)
+    _check_summary(pg, results)
+    _check_per_query(pg, results, names[1], names[0], "AP")
+    _check_query(pg, results, "q2", _qrels_tsv(qrels))
+    assert "no query or document texts" in pg.page.inner_text("#no-texts")
+    pg.close(tmp_path / "compare.png")

@@ -65,3 +65,32 @@ def test_reused_output_is_refused_then_overwritten_or_appended(folder, tmp_path)
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["bm25_b=0.3.trec"]
     both = _run(folder, out, "-r", "bm25", "--overwrite", "--append")
     assert both.exit_code != 0
+
+
+def test_one_query_experiment_keeps_its_scores(tmp_path):
+    folder = tmp_path / "one"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "\n".join(json.dumps({"_id": f"d{i}", "title": "", "text": f"word{i} x"}) for i in range(3))
+    )
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "word1"}))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    out = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(folder),
+            "-r",
+            "bm25",
+            "-r",
+            "bm25:k1=0.5",
+            "-m",
+            "RR",
+            "-o",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    assert "no comparison" in out.stderr and "1.0000" in out.stdout
+    saved = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert "error" in saved["comparison"] and saved["systems"]["bm25"]["means"]["RR"] == 1.0

@@ -85,6 +85,56 @@ def test_trec_eval_output_line_for_line(shared_data: Path, name: str) -> None:
     assert matched == len(theirs), [(a, b) for a, b in zip(ours, theirs) if a != b][:5]
 
 
+@pytest.mark.parametrize("qrels", ["qrels.graded.txt", "qrels.infap_negative.txt"])
+@pytest.mark.parametrize("level", [1, 2])
+def test_trec_eval_tiny_graded_outputs(shared_data: Path, qrels: str, level: int) -> None:
+    """``tiny_irmeasures``: graded and negative (infAP's pooled-unjudged) grades at -l1 / -l2."""
+    folder = shared_data / "trec_eval" / "tiny_irmeasures"
+    if not folder.is_dir():
+        pytest.skip("../shared/data/trec_eval/tiny_irmeasures is absent")
+    profile = trec_eval_options(None, rel_level=level, trec_format=True)
+    ev = evaluate_dataset(str(folder / qrels), str(folder / "run.txt"), ["all_trec"], profile)
+    ours = trec_eval_text(ev, ["all_trec"], per_query=True).splitlines()
+    theirs = (folder / f"out.{qrels}.l{level}.all_trec.q.txt").read_text().splitlines()
+    matched = sum(a == b for a, b in zip(ours, theirs))
+    print(f"{qrels} -l{level}: {matched} of {len(theirs)} lines matched")
+    assert len(ours) == len(theirs) and matched == len(theirs)
+
+
+def test_trec_eval_judgment_groups_output(shared_data: Path) -> None:
+    """``trec_eval -q -R qrels_jg -m qrels_jg qrels.123 results.test`` (out.test.qrels_jg)."""
+    folder = shared_data / "trec_eval"
+    if not folder.is_dir():
+        pytest.skip("../shared/data/trec_eval is absent")
+    args = ["evaluate", str(folder / "qrels.123"), str(folder / "results.test"), "-R", "qrels_jg"]
+    result = CliRunner().invoke(cli, [*args, "-m", "qrels_jg", "-q", "--format", "trec_eval"])
+    assert result.exit_code == 0, result.output
+    ours = result.stdout.splitlines()
+    theirs = (folder / "out.test.qrels_jg").read_text().splitlines()
+    matched = sum(a == b for a, b in zip(ours, theirs))
+    print(f"out.test.qrels_jg: {matched} of {len(theirs)} lines matched")
+    assert len(ours) == len(theirs) and matched == len(theirs)
+
+
+def test_judgment_groups_average_each_query_over_its_groups(tmp_path: Path) -> None:
+    from nuggetbench.data.qrels_jg import read_qrels_jg
+    from nuggetbench.errors import FormatError
+    from nuggetbench.measures.judgment_groups import evaluate_judgment_groups
+
+    path = tmp_path / "qrels_jg.txt"
+    path.write_text("1 A a 1\n1 A b 0\n1 B b 1\n2 A a 1\n")
+    groups = read_qrels_jg(path)
+    assert list(groups) == ["A", "B"]
+    run = Run.from_dict({"1": {"a": 2.0, "b": 1.0}, "2": {"b": 1.0}})
+    res = evaluate_judgment_groups(groups, run, ["map_avgjg", "P_avgjg.1"])
+    # query 1: AP 1 (group A) and 0.5 (group B); query 2: group A only, AP 0
+    assert res.values("map_avgjg") == {"1": 0.75, "2": 0.0}
+    assert res.values("P_avgjg_1") == {"1": 0.5, "2": 0.0}
+    path.write_text("1 A a one\n")
+    with pytest.raises(FormatError, match="line 1"):
+        read_qrels_jg(path)
+
+
 def test_cli_writes_trec_eval_text(shared_data: Path) -> None:
     folder = shared_data / "trec_eval"
     if not folder.is_dir():
@@ -99,10 +149,11 @@ def test_cli_writes_trec_eval_text(shared_data: Path) -> None:
 
 
 # --- randomised agreement with pytrec_eval ----------------------------------------------------
-def _random_case(rng: np.random.Generator, n_queries: int, negative: bool):
+def _random_case(rng: np.random.Generator, n_queries: int, negative: bool, grades=None):
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
-    grades = [-2, -1, 0, 0, 0, 1, 1, 2, 3, 4, 7, 12] if negative else [0, 0, 0, 1, 1, 2, 3]
+    if grades is None:
+        grades = [-2, -1, 0, 0, 0, 1, 1, 2, 3, 4, 7, 12] if negative else [0, 0, 0, 1, 1, 2, 3]
     for i in range(n_queries):
         qid = f"q{i:04d}"
         pool = [f"d{j}" for j in range(int(rng.integers(1, 40)))]
@@ -182,6 +233,7 @@ def test_trec_names_expand_in_trec_eval_order() -> None:
     # list it is read as trec_eval reads it
     qrels, run = Qrels.from_dict({"q": {"a": 1}}), Run.from_dict({"q": {"a": 1.0}})
     assert evaluate(qrels, run, ["P.5"]).measures == ["P.5"]
+    assert evaluate(qrels, run, "official P.5,7").measures[-2:] == ["P_5", "P_7"]
     results = evaluate(qrels, run, ["P.5", "P.5,7"])
     assert results.measures == ["P_5", "P_7"]
     with pytest.raises(SpecError, match="utility takes 4"):
@@ -191,17 +243,19 @@ def test_trec_names_expand_in_trec_eval_order() -> None:
 
 
 # --- nDCG gains ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("seed", [11, 12, 13, 14])
 def test_exp_log2_matches_ir_measures(seed: int) -> None:
     """``nDCG(dcg=exp-log2)@k`` against ir_measures' ``nDCG(dcg='exp-log2')@k`` (gdeval, which
-    prints 5 decimals): graded and zero grades, ties, unjudged documents, missing queries."""
+    prints 5 decimals): graded, zero and negative grades, ties, unjudged documents, missing
+    queries."""
     ir_measures = pytest.importorskip("ir_measures")
     import shutil
 
     if shutil.which("perl") is None:
         pytest.skip("ir_measures' exp-log2 nDCG (gdeval) needs perl")
     rng = np.random.default_rng(seed)
-    qrels, run = _random_case(rng, 150, negative=False)
+    # gdeval refuses grades above 4
+    qrels, run = _random_case(rng, 150, negative=True, grades=[-2, -1, 0, 0, 1, 1, 2, 3, 4])
     qrels = {str(int(q[1:]) + 1): v for q, v in qrels.items()}  # gdeval wants numeric ids
     run = {str(int(q[1:]) + 1): v for q, v in run.items()}
     both = sorted(set(qrels) & set(run))
@@ -250,6 +304,7 @@ def test_trec_eval_profiles_from_flags() -> None:
     assert prof.name == "trec_eval -c -J -M 2 -l 2" and prof.average_over == "qrels"
     assert prof.options["measure_defaults"] == {"rel": 2, "judged_only": True}
     assert trec_eval_options(None, rel_level=2).name == "trec_eval -l 2"
+    assert trec_eval_options("trec_eval -J", rel_level=2).name == "trec_eval -J -l 2"
     assert trec_eval_options("birco") == "birco"  # no flag: the profile as given
     assert trec_eval_options(None, trec_format=True).name == "trec_eval"
     with pytest.raises(InputError, match="cannot be combined"):
@@ -289,5 +344,20 @@ def test_cli_trec_eval_json_and_flags(tmp_path: Path) -> None:
         "P_1                   \tall\t0.0000",
         "P_2                   \tall\t0.5000",
     ]
+    out = CliRunner().invoke(
+        cli, ["evaluate", str(qrels), str(run), "P.2", "--format", "trec_eval"]
+    )
+    assert out.exit_code == 0 and out.stdout == "P_2                   \tall\t1.0000\n"
     bad = CliRunner().invoke(cli, [*args, "--profile", "birco", "--format", "trec_eval"])
     assert bad.exit_code != 0 and "cannot be combined" in str(bad.exception)
+
+
+def test_relstring_characters() -> None:
+    from nuggetbench.measures import EvalContext
+    from nuggetbench.measures.trec_names import relstrings
+
+    qrels = Qrels.from_dict({"q": {"a": 12, "b": 3, "c": -1, "d": 0}})
+    run = Run.from_dict({"q": {"a": 6.0, "b": 5.0, "c": 4.0, "x": 3.0, "d": 2.0}})
+    assert relstrings(EvalContext(qrels, run, "trec_eval"), 10) == {"q": ">3.-0"}
+    assert relstrings(EvalContext(qrels, run, "trec_eval"), 2) == {"q": ">3"}
+    assert relstrings(EvalContext(qrels, run, "trec_eval -J"), 10) == {"q": ">30"}

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("measures", "corpus"),
     ("compare",),
     ("retrieval", "datasets"),
-    ("build", "evaluation", "experiment", "api"),
+    ("build", "evaluation", "experiment", "api", "judging"),
     ("report",),
     ("cli", "__init__"),
     ("__main__",),

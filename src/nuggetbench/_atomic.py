@@ -1,18 +1,121 @@
-"""Atomic file writes: write to a temporary file in the same folder, then rename."""
+"""Atomic file writes: write to a temporary file in the same folder, then rename.
+
+Temporary files and staging folders are hidden siblings of their target named
+``.<target>.<owner>.<random><suffix>``, where ``<owner>`` (``nb<pid>h<host hash>``) names the
+process that made them. A process killed with ``kill -9`` cannot remove its own; the next write
+into the same folder does (:func:`clean_stale`): an entry whose owner is a dead process of this
+host, or any staging entry older than :data:`STALE_AFTER` seconds, is removed.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
 import os
+import re
+import shutil
+import socket
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+log = logging.getLogger(__name__)
+
+#: staging entries older than this (seconds) are stale whoever made them
+STALE_AFTER = 24 * 3600
+STAGING_SUFFIXES = (".tmp", ".part", ".extract")
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+_OWNED = re.compile(r"\.nb(?P<pid>\d+)h(?P<host>[0-9a-f]{6})\.[^.]+(?:\.tmp|\.part|\.extract)$")
+_LEGACY = re.compile(r"^\..+\.[a-z0-9_]{8}(?:\.tmp|\.part|\.extract)$")  # tempfile's 8 characters
+_CLEANED: set[str] = set()
+
+
+def staging_prefix(name: str) -> str:
+    """``.<name>.<owner>.``: the prefix of a temporary sibling of *name* made by this process."""
+    return f".{name}.nb{os.getpid()}h{_HOST}."
+
+
+def _dead(pid: int) -> bool:
+    if os.name != "posix":  # no safe liveness probe: age decides
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
+
+
+def _is_stale(entry: os.DirEntry, now: float, max_age: float) -> bool:
+    name = entry.name
+    if not name.startswith(".") or not name.endswith(STAGING_SUFFIXES):
+        return False
+    owned = _OWNED.search(name)
+    if owned is None and not _LEGACY.match(name):
+        return False  # not ours: never touched
+    if owned is not None and owned["host"] == _HOST:
+        pid = int(owned["pid"])
+        if pid != os.getpid() and _dead(pid):
+            return True
+    try:
+        return now - entry.stat(follow_symlinks=False).st_mtime > max_age
+    except OSError:
+        return False
+
+
+def clean_stale(
+    folder: str | Path, *, max_age: float = STALE_AFTER, force: bool = False
+) -> list[Path]:
+    """Remove the stale staging entries of *folder* (once per folder and process unless *force*).
+
+    Only hidden entries named by this module's pattern (or by :mod:`tempfile`'s, for entries
+    written before owners were recorded) ending in ``.tmp``, ``.part`` or ``.extract`` are
+    considered; one is stale when its owner is a dead process of this host, or when it is older
+    than *max_age* seconds. Errors are logged, never raised.
+
+    Returns:
+        The paths removed.
+    """
+    folder = Path(folder)
+    key = str(folder.resolve()) if folder.exists() else str(folder)
+    if key in _CLEANED and not force:
+        return []
+    _CLEANED.add(key)
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _is_stale(entry, now, max_age):
+            continue
+        path = Path(entry.path)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError as exc:
+            log.debug("could not remove the stale staging entry %s: %s", path, exc)
+            continue
+        removed.append(path)
+    if removed:
+        log.info(
+            "removed %d stale staging entries in %s (left by a killed run)", len(removed), folder
+        )
+    return removed
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Open a temporary file beside *path*; on success it replaces *path*, on error it is removed.
+
+    Stale temporary files of killed runs in the same folder are removed first (:func:`clean_stale`).
 
     Raises:
         OSError: as the file system raised it, with ``filename`` set to *path* when the error
@@ -20,7 +123,8 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
+    clean_stale(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=staging_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         if "b" in mode:
             handle = os.fdopen(fd, mode)

@@ -17,12 +17,13 @@ from typing import Any
 from .compare import ComparisonReport, Summary, profile_summaries
 from .compare.runs import compare_runs
 from .data import Corpus, JsonlCorpus, Run, load_run
+from .data.qrels_jg import read_qrels_jg
 from .datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from .errors import InputError
 from .measures import EvalContext, Profile, Results, evaluate, evaluate_groups, get_profile
 from .measures.checks import Finding, check_findings, query_findings
-from .measures.evaluate import measure_keys
-from .measures.profiles import trec_eval_profile
+from .measures.evaluate import measure_keys, plain_measures
+from .measures.judgment_groups import evaluate_judgment_groups
 from .measures.trec_names import format_trec_eval, is_trec_spec, relstrings, trec_selection
 
 __all__ = [
@@ -72,6 +73,7 @@ def evaluate_dataset(
     options: Mapping[str, Any] | None = None,
     trailing: str = "error",
     duplicates: str | None = None,
+    judgment_groups: bool = False,
 ) -> Evaluation:
     """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
 
@@ -94,6 +96,8 @@ def evaluate_dataset(
             occurrence wins, with a warning), ``"error"``, or ``None`` (the format's default:
             ``"first"`` for rank files, ``"error"`` for TREC and JSON runs); see
             :func:`nuggetbench.data.load_run`.
+        judgment_groups: *dataset* is a ``qrels_jg`` file (trec_eval ``-R qrels_jg``): every
+            measure is averaged per query over the judgment groups (``map_avgjg``...).
 
     Returns:
         An :class:`Evaluation`. A dataset whose metadata declares ``mean_of_groups`` (a
@@ -110,8 +114,10 @@ def evaluate_dataset(
         measure_keys(list(measures))  # fail before any reading (trec_eval's names included)
     if profile is not None:
         get_profile(profile)  # an unknown profile fails before any reading too
+    if judgment_groups:
+        return _evaluate_groups(dataset, run, measures, profile, trailing)
     target = _target(dataset, corpus, dict(options or {}))
-    measures = list(measures or target.default_measures)
+    measures = measure_keys(list(measures or target.default_measures))
     expanded = any(is_trec_spec(m) for m in measures)
     prof = get_profile(profile or target.default_profile)
     if not isinstance(run, Run):
@@ -137,6 +143,21 @@ def evaluate_dataset(
     return Evaluation(
         results, shown, prof.name, findings, summaries, list(target.notes), target, run
     )
+
+
+def _evaluate_groups(
+    qrels: Any, run: Run | str | Path, measures: Any, profile: Any, trailing: str
+) -> Evaluation:
+    """``evaluate_dataset`` for a ``qrels_jg`` file: each query averaged over its groups."""
+    if not isinstance(qrels, (str, Path)) or is_dataset_id(str(qrels)):
+        raise InputError(f"judgment groups are read from a qrels_jg file, got {qrels!r}")
+    groups = read_qrels_jg(qrels)
+    measures = list(measures or ["qrels_jg"])
+    prof = get_profile(profile or "trec_eval")
+    if not isinstance(run, Run):
+        run = load_run(run, trailing=trailing)
+    results = evaluate_judgment_groups(groups, run, measures, profile=prof)
+    return Evaluation(results, list(results.measures), prof.name, run=run)
 
 
 def trec_eval_options(
@@ -167,12 +188,12 @@ def trec_eval_options(
         )
     if profile is not None and not flags:
         return profile
-    return trec_eval_profile(
-        complete=complete or str(profile or "").startswith("trec_eval -c"),
-        max_docs=max_docs,
-        rel_level=rel_level,
-        judged_only=judged_only,
+    words = [str(profile or "trec_eval")]  # the flags add to a trec_eval profile's own
+    words += ["-c"] * complete + ["-J"] * judged_only
+    words += [f"-M {max_docs}"] * (max_docs is not None) + [f"-l {rel_level}"] * (
+        rel_level is not None
     )
+    return get_profile(" ".join(words))
 
 
 def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool = False) -> str:
@@ -195,10 +216,17 @@ def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool =
         rel = relstrings(EvalContext(ev.target.qrels, ev.run, ev.profile), wanted[0].length)
     missing = set(results.missing_queries)
     printed = [q for q in results.query_ids if q not in missing] if per_query else None
+    # alone, 'P.5' was keyed as given (our P@5): find each entry's key by its measure
+    given = {m: k for k, m in measure_keys(list(measures))}
+    source = {
+        e.key: e.key if e.key in results.per_query else given[e.measure]
+        for e in entries
+        if e.measure is not None
+    }
     return format_trec_eval(
         entries,
-        {k: results.per_query[k] for k in results.measures},
-        results.means,
+        {k: results.per_query[v] for k, v in source.items()},
+        {k: results.means[v] for k, v in source.items()},
         results.query_ids,
         printed_queries=printed,
         runid=(ev.run.name if ev.run is not None else None) or "",
@@ -275,7 +303,7 @@ def compare_run_files(
     return compare_runs(
         target.qrels,
         loaded,
-        list(measures or target.default_measures),
+        plain_measures(measures or target.default_measures),
         profile=profile or target.default_profile,
         doc_filter=target.doc_filter,
         baseline=baseline,

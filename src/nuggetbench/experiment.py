@@ -29,10 +29,10 @@ from .compare import ComparisonReport, compare
 from .data import Run, read_run, write_run
 from .datasets import Dataset, load_dataset
 from .errors import InputError, UnknownNameError, suggest
-from .measures import Results, evaluate, get_profile, parse_measure
+from .measures import Results, evaluate, get_profile, plain_measures
 from .measures.checks import Finding, query_findings
 from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
-from .retrieval.spec import public_spec, short_label, split_label
+from .retrieval.spec import public_spec, split_label
 from .text.analyzers import adapt_to_language
 
 log = logging.getLogger(__name__)
@@ -83,20 +83,6 @@ class Experiment:
     outdir: Path | None = None
     provenance: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    unsaved: dict[str, str] = field(default_factory=dict)
-
-    def unsaved_message(self) -> str | None:
-        """What could not be saved, where and why, and what to do; ``None`` when all was saved."""
-        if not self.unsaved:
-            return None
-        items = "; ".join(f"{path} ({why})" for path, why in self.unsaved.items())
-        n = len(self.unsaved)
-        return (
-            f"the scores were computed (shown above) but {n} output file{'s' if n > 1 else ''} "
-            f"could not be saved: {items}. Free space in {self.outdir} (or save elsewhere with "
-            "-o DIR or NUGGETBENCH_HOME) and run again"
-        )
-
     baseline: str | None = None
 
     def __repr__(self) -> str:
@@ -174,6 +160,20 @@ class Experiment:
             return pd.DataFrame(columns=["system", "query", "measure", "value"])
         return pd.concat(frames, ignore_index=True)
 
+    unsaved: dict[str, str] = field(default_factory=dict)
+
+    def unsaved_message(self) -> str | None:
+        """What could not be saved, where and why, and what to do; ``None`` when all was saved."""
+        if not self.unsaved:
+            return None
+        items = "; ".join(f"{path} ({why})" for path, why in self.unsaved.items())
+        n = len(self.unsaved)
+        return (
+            f"the scores were computed (shown above) but {n} output file{'s' if n > 1 else ''} "
+            f"could not be saved: {items}. Free space in {self.outdir} (or save elsewhere with "
+            "-o DIR or NUGGETBENCH_HOME) and run again"
+        )
+
     def system(self, name: str) -> SystemOutcome:
         """One system's outcome, by its label (a key of :attr:`systems`) or by the spec it was
         run with (a spec's ``base_url`` / ``api_key_env`` may be given; they are never stored).
@@ -248,8 +248,19 @@ class Experiment:
             "notes": self.notes,
             "baseline": self.baseline,
             "systems": systems,
-            "comparison": self.comparison().to_dict() if len(self.systems) > 1 else None,
+            "comparison": _comparison_dict(self),
         }
+
+
+def _comparison_dict(exp: Experiment) -> dict | None:
+    """The comparison for ``results.json``; a comparison that cannot be made (one query) is
+    recorded as ``{"error": why}`` rather than losing the scores."""
+    if len(exp.systems) < 2:
+        return None
+    try:
+        return exp.comparison().to_dict()
+    except InputError as exc:
+        return {"error": str(exc)}
 
 
 def _load_outcome(name: str, entry: dict, folder: Path, read_runs: bool) -> SystemOutcome:
@@ -340,11 +351,9 @@ def run_experiment(
         raise InputError("give at least one retriever (-r bm25)")
     if len(set(retrievers)) != len(retrievers):
         raise InputError("the same retriever spec is given twice; give each once")
-    measures = list(measures or dataset.default_measures)
-    for m in measures:
-        parse_measure(m)  # fail before any work
+    measures = plain_measures(measures or dataset.default_measures)  # fails before any work
     parsed = _retrievers(retrievers, dataset, cache_runs=cache_runs)  # fail before any work
-    public = [spec for spec, _ in parsed]  # base_url / api_key_env never named in outputs
+    public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
     labels = system_labels(public)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
     if exp.outdir is not None:
@@ -436,10 +445,10 @@ def _new_experiment(
     return exp
 
 
-def system_labels(specs: Sequence[str], width: int = 24) -> list[str]:
+def system_labels(specs: Sequence[str]) -> list[str]:
     """The label of each system: its ``name=`` (see
-    :func:`nuggetbench.retrieval.spec.split_label`), else the spec shortened to *width*
-    characters (:func:`~nuggetbench.retrieval.spec.short_label`), made unique with ``#2``...
+    :func:`nuggetbench.retrieval.spec.split_label`), else the spec itself (tables shorten long
+    ones for display: :func:`nuggetbench.spec.short_label`); made unique with ``#2``...
 
     Raises:
         InputError: two specs name the same label.
@@ -450,7 +459,7 @@ def system_labels(specs: Sequence[str], width: int = 24) -> list[str]:
     if len(set(taken)) != len(taken):
         raise InputError(f"two retrievers have the same name= ({', '.join(taken)}); name each once")
     for spec, name in zip(specs, named):
-        label = name or short_label(split_label(spec)[0], width)
+        label = name or spec
         base, k = label, 2
         while label in out or (not name and label in taken):
             label = f"{base}#{k}"
@@ -494,7 +503,7 @@ def _reuse(exp: Experiment, existing: str, specs: list[str]) -> None:
             "to it, --overwrite to replace it, or choose another -o folder"
         )
     if existing == "overwrite":
-        for path in [results, *runs]:
+        for path in [results, *runs, exp.outdir / "report.html"]:  # the report would be stale
             path.unlink(missing_ok=True)
         return
     old = Experiment.load(exp.outdir)

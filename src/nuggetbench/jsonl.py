@@ -49,8 +49,8 @@ def iter_jsonl(
         FormatError: a line is not valid JSON (file, line and the parser's message, then *hint*).
     """
     if lines is None:
-        with open(path, encoding=encoding) as fh:
-            yield from iter_jsonl(path, hint=hint, lines=fh)
+        with open(path, "rb") as fh:
+            yield from iter_jsonl(path, hint=hint, lines=_decoded(fh, path, encoding))
         return
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
@@ -60,3 +60,22 @@ def iter_jsonl(
         except json.JSONDecodeError as exc:
             message = f"not valid JSON ({exc.msg})" + (f"; {hint}" if hint else "")
             raise FormatError(path, lineno, message) from None
+        except RecursionError:
+            raise FormatError(path, lineno, "the JSON is nested too deeply") from None
+
+
+def _decoded(raw_lines: Iterable[bytes], path: str | Path, encoding: str) -> Iterator[str]:
+    """Decode each line strictly; a line that is not valid in *encoding* is a FormatError."""
+    for lineno, raw in enumerate(raw_lines, start=1):
+        if lineno == 1 and encoding.lower().replace("_", "-") == "utf-8-sig":
+            raw = raw.removeprefix(b"\xef\xbb\xbf")
+        try:
+            yield raw.decode(
+                "utf-8" if encoding.lower().replace("_", "-") == "utf-8-sig" else encoding
+            )
+        except UnicodeDecodeError as exc:
+            raise FormatError(
+                path,
+                lineno,
+                f"not valid {encoding} ({exc.reason} at byte {exc.start}); re-encode the file",
+            ) from None

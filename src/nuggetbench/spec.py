@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from .errors import SpecError, UnknownNameError, suggest
 
 __all__ = [
+    "short_label",
     "REQUIRED",
     "Options",
     "lookup",
@@ -604,3 +605,19 @@ def call_with(factory: Callable[..., Any], where: str, *args: Any, **kwargs: Any
         raise
     except (ValueError, TypeError) as exc:
         raise SpecError(f"{where}: {exc}") from exc
+
+
+def short_label(spec: str, width: int = 24) -> str:
+    """A display label of at most *width* characters for a long spec (terminal tables): the spec
+    itself when short enough, else with each path or hub id cut to its last part
+    (``dense:/models/e5-small-v2`` -> ``dense:e5-small-v2``), else cut in the middle with
+    ``…``. Results, files and the provenance keep the full spec; ``name=`` gives a label of
+    one's own choice."""
+    text = spec.strip()
+    if len(text) <= width:
+        return text
+    text = re.sub(r"[^\s:,;()=>]*/([^\s:,;()=>/]+)/?", r"\1", text)
+    if len(text) <= width:
+        return text
+    head = (width - 1) * 2 // 3
+    return text[:head] + "\u2026" + text[len(text) - (width - 1 - head) :]

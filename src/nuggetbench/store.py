@@ -32,18 +32,24 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import home
-from ._atomic import atomic_write
+from ._atomic import atomic_write, clean_stale, staging_prefix
 from ._version import __version__
-from .errors import CacheError
+from .errors import CacheError, InputError
 from .jsonl import iter_jsonl, write_jsonl
 
 __all__ = [
     "FORMAT",
     "Artifact",
+    "CacheEntry",
+    "cache_entries",
+    "cache_root",
+    "parse_age",
+    "remove_cache_entries",
     "Slot",
     "artifact",
     "iter_jsonl",
@@ -138,8 +144,11 @@ class Artifact:
         with a ``meta.json`` holding the key fields plus *extra_meta* (written last). On error
         nothing is kept. When another process finished the same artifact first, theirs is kept."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(self.path.parent)  # staging folders of killed builds
         staging = Path(
-            tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            tempfile.mkdtemp(
+                prefix=staging_prefix(self.path.name), suffix=".tmp", dir=self.path.parent
+            )
         )
         extra: dict = {}
         try:
@@ -251,3 +260,116 @@ class Slot:
             self.rows_path, hint="damaged stage file; run the stage again with --force"
         ):
             yield row
+
+
+# --- seeing and clearing the caches ---------------------------------------------------------------
+@dataclass(frozen=True)
+class CacheEntry:
+    """One thing under the cache root: an artifact folder, a stray staging folder, or a file
+    kept outside artifacts (the LLM cache's SQLite file).
+
+    Attributes:
+        kind: where it sits below the root (``bm25``, ``runs``, ``embeddings/dense``, ``llm``).
+        path: the folder or file.
+        bytes: its size on disk (sum of its files).
+        modified: the newest modification time of its files (seconds since the epoch).
+    """
+
+    kind: str
+    path: Path
+    bytes: int
+    modified: float
+
+
+def cache_root() -> Path:
+    """``<NUGGETBENCH_HOME>/cache``: the root of every cache (may not exist yet)."""
+    return home.home() / "cache"
+
+
+def cache_entries(root: str | Path | None = None, kinds: Iterable[str] = ()) -> list[CacheEntry]:
+    """Every artifact (a folder with ``meta.json``), staging folder and loose file under *root*
+    (default :func:`cache_root`), sorted by kind then path; only the given *kinds* (a kind or a
+    prefix of one: ``embeddings`` covers ``embeddings/dense``) when some are named."""
+    base = Path(root) if root is not None else cache_root()
+    wanted = [k.strip("/") for k in kinds]
+    out: list[CacheEntry] = []
+    if not base.is_dir():
+        return out
+    stack = [base]
+    while stack:
+        folder = stack.pop()
+        for child in sorted(folder.iterdir()):
+            kind = folder.relative_to(base).as_posix()
+            whole = child.is_file() or _is_artifact(child) or not _holds_artifacts(child)
+            if child.is_dir() and not whole:
+                stack.append(child)
+                continue
+            if (
+                child.is_dir()
+                and not _is_artifact(child)
+                and not any(p.is_file() for p in child.rglob("*"))
+            ):
+                continue  # an emptied kind folder
+            kind = kind if kind != "." else child.name
+            if wanted and not any(kind == k or kind.startswith(k + "/") for k in wanted):
+                continue
+            size, newest = _usage(child)
+            out.append(CacheEntry(kind, child, size, newest))
+    return sorted(out, key=lambda e: (e.kind, str(e.path)))
+
+
+_KEYED = re.compile(r"-[0-9a-f]{16,64}$")
+
+
+def _is_artifact(folder: Path) -> bool:
+    """An artifact folder (``<label>-<key>``, or one with ``meta.json``) or a staging one."""
+    return (
+        bool(_KEYED.search(folder.name))
+        or (folder / "meta.json").exists()
+        or folder.name.endswith(".tmp")
+    )
+
+
+def _holds_artifacts(folder: Path) -> bool:
+    """Whether artifacts lie below *folder* (else it is one foreign cache: hub downloads)."""
+    return any(p.is_dir() and _is_artifact(p) for p in folder.rglob("*"))
+
+
+def _usage(path: Path) -> tuple[int, float]:
+    """``(bytes, newest mtime)`` of a file or of every file under a folder."""
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    stats = [p.stat() for p in files]
+    newest = max((s.st_mtime for s in stats), default=path.stat().st_mtime)
+    return sum(s.st_size for s in stats), newest
+
+
+def remove_cache_entries(entries: Iterable[CacheEntry]) -> int:
+    """Delete *entries* (folders and files); returns the bytes freed. An entry already gone is
+    skipped."""
+    freed = 0
+    for entry in entries:
+        if entry.path.is_dir():
+            shutil.rmtree(entry.path, ignore_errors=True)
+        elif entry.path.exists():
+            entry.path.unlink()
+        else:
+            continue
+        freed += entry.bytes
+    return freed
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """``"30d"`` -> seconds: a number followed by ``s``, ``m``, ``h``, ``d`` or ``w``.
+
+    Raises:
+        InputError: any other text (the accepted forms are named).
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text or "")
+    if match is None:
+        raise InputError(
+            f"age {text!r}: write a number and a unit, e.g. 30d, 12h, 2w (s, m, h, d, w)"
+        )
+    return float(match.group(1)) * _UNITS[match.group(2)]

@@ -45,9 +45,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.compare:compare_command",
         "Compare runs: CIs, paired tests, multiple-testing correction.",
     ),
+    "cache": (
+        "nuggetbench.cli.cache:cache_group",
+        "See and clear the caches: list, size, clear [--older-than 30d].",
+    ),
     "report": (
         "nuggetbench.cli.report:report_command",
         "Write a self-contained HTML report (and paper figures) of a run's output folder.",
+    ),
+    "judge": (
+        "nuggetbench.cli.judge:judge_command",
+        "Fill the holes of runs with LLM judgments (0-3), or measure their agreement.",
+    ),
+    "answers": (
+        "nuggetbench.cli.answers:answers_command",
+        "Score generated answers by the nuggets they support (AutoNuggetizer's scores).",
+    ),
+    "nuggets": (
+        "nuggetbench.cli.nuggets:nuggets_command",
+        "Create nuggets for a dataset's queries from their relevant documents (LLM).",
     ),
     "build": (
         "nuggetbench.cli.build:build_command",

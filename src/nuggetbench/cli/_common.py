@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from ..errors import NuggetbenchError
+from ..measures import get_profile, measure_keys
 from ._formats import measure_digits
 
 
@@ -28,12 +30,33 @@ def info(message: str) -> None:
     console(stderr=True).print(message, markup=False)
 
 
+def _checked_measures(ctx: click.Context, param: click.Parameter, value):
+    """Parse every ``-m`` as the command line is read: a typo fails before any data is loaded."""
+    for m in value or ():
+        try:
+            measure_keys([m])  # trec_eval's names (all_trec, P.5,10) too
+        except NuggetbenchError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
+
+
+def _checked_profile(ctx: click.Context, param: click.Parameter, value):
+    """Resolve ``--profile`` as the command line is read (before any data is loaded)."""
+    if value is not None:
+        try:
+            get_profile(value)
+        except NuggetbenchError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
+
+
 #: ``-m/--measure``, repeatable: the measures of ``run``, ``evaluate`` and ``compare``.
 measure_option = click.option(
     "-m",
     "--measure",
     "measures",
     multiple=True,
+    callback=_checked_measures,
     metavar="MEASURE",
     help="Measure, repeatable (default: the dataset's; nDCG@10 R@100 RR@10 AP for a qrels file).",
 )
@@ -57,6 +80,7 @@ def dataset_options(command):
     return click.option(
         "--profile",
         default=None,
+        callback=_checked_profile,
         metavar="NAME",
         help="Semantics profile (default: the dataset's; 'trec_eval -c' for a qrels file). "
         "See `nuggetbench measures`.",

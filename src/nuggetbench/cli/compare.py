@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..evaluation import compare_run_files
+from ..report import compare_to_folder
 from ._common import console, dataset_options, measure_option, parse_options, warn
 from ._formats import format_option
 
@@ -59,7 +60,14 @@ from ._formats import format_option
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @format_option()
-def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt, **stats):
+@click.option(
+    "-o",
+    "--outdir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Also save results.json (per-query values, comparison) here, for `nuggetbench report`.",
+)
+def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt, outdir, **stats):
     """Compare RUNS on QRELS: means with bootstrap CIs, and each run against the baseline
     with a paired test, corrected p-values and effect sizes.
 
@@ -73,9 +81,11 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
       nuggetbench compare DATASET run1.pickle run2.pickle --test randomization --format markdown
     """
     options = parse_options(dataset_options, split=split)
-    report = compare_run_files(
-        qrels, runs, list(measures) or None, profile, options=options, **stats
-    )
+    measures = list(measures) or None
+    if outdir:
+        report = compare_to_folder(qrels, runs, outdir, measures, profile, options=options, **stats)
+    else:
+        report = compare_run_files(qrels, runs, measures, profile, options=options, **stats)
     for note in report.notes:
         warn(note)
     if fmt == "table":

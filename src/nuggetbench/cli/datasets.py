@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..datasets import (
-    dataset_info,
-    dataset_patterns,
-    ensure_local,
-    list_datasets,
-    local_folder,
-)
+from ..datasets import dataset_info, dataset_patterns, ensure_local, list_datasets, local_folder
 from ._common import console, echo_json
 
 

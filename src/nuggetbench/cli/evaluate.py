@@ -43,6 +43,14 @@ from ._formats import format_option, measure_digits, records_text, wide_text
 @click.option("-l", "rel_level", type=int, help="trec_eval -l: the lowest relevant grade.")
 @click.option("-J", "judged_only", is_flag=True, help="trec_eval -J: rank judged documents only.")
 @click.option(
+    "-R",
+    "qrels_format",
+    type=click.Choice(["qrels", "qrels_jg"]),
+    default="qrels",
+    help="trec_eval -R: qrels_jg reads QRELS' second column as judgment groups and averages "
+    "each query over them (map_avgjg...).",
+)
+@click.option(
     "--corpus",
     "corpus_path",
     type=click.Path(exists=True, dir_okay=False),
@@ -89,6 +97,7 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
         options=parse_options(opts["dataset_options"], split=opts["split"]),
         trailing="ignore" if opts["ignore_trailing"] else "error",
         duplicates=opts["duplicates"],
+        judgment_groups=opts["qrels_format"] == "qrels_jg",
     )
     _render(ev, fmt, opts["per_query"], ev.run.name or run, measures)
 

@@ -34,6 +34,12 @@ def retrievers_command():
         "fuse(A, B, ...; ...)", _options(FUSE_PARAMS), "fuse the runs of several retrievers"
     )
     table.add_row("A >> B", "", "B re-ranks the top of A (a reranker, or a retriever's index)")
+    table.add_row(
+        "SPEC,name=LABEL",
+        "name=: a label",
+        "any spec: the system's name in tables, results and run files (e.g. "
+        "bm25:preset=pyserini,name=pyserini; fuse(a, b; method=rrf, name=hybrid))",
+    )
     console().print(table)
 
 

@@ -8,8 +8,9 @@ import click
 
 from .. import report
 from ..datasets import load_dataset
-from ..errors import OutputError
+from ..errors import InputError, OutputError
 from ..experiment import Experiment, default_outdir, run_experiment
+from ..spec import short_label
 from ._common import (
     console,
     dataset_options,
@@ -19,6 +20,7 @@ from ._common import (
     parse_options,
     render_findings,
     render_means_table,
+    warn,
 )
 from ._formats import format_option, measure_digits, records_text, wide_text
 from ._globals import hidden_alias, progress_wanted
@@ -74,12 +76,6 @@ from ._globals import hidden_alias, progress_wanted
     help="Give the dataset's task objective to retrievers that accept instructions.",
 )
 @click.option(
-    "--html",
-    "with_html",
-    is_flag=True,
-    help="Also write OUTDIR/report.html (see `nuggetbench report`).",
-)
-@click.option(
     "--no-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache."
 )
 @hidden_alias("--no-run-cache", "no_run_cache", is_flag=True)
@@ -97,6 +93,12 @@ from ._globals import hidden_alias, progress_wanted
     help="Add these retrievers to the experiment already in the -o folder (same dataset, "
     "measures, profile and depth); the comparison then covers all its systems.",
 )
+@click.option(
+    "--html",
+    "with_html",
+    is_flag=True,
+    help="Also write OUTDIR/report.html (see `nuggetbench report`).",
+)
 def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_options, **more):
     """Retrieve on DATASET with each retriever, save runs and results, print a table.
 
@@ -108,12 +110,12 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
           -r bm25:k1=0.9,b=0.4 -r bm25:k1=1.5,b=0.75
     """
     aliases = {name: more.pop(name) for name in ("chunker", "query_field")}
-    with_html = more.pop("with_html")
     old_outdir = more.pop("old_outdir")
     overwrite, append = more.pop("overwrite"), more.pop("append")
     if overwrite and append:
         raise click.UsageError("--overwrite and --append exclude each other")
     outdir = outdir or old_outdir
+    with_html = more.pop("with_html")
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
         ds,
@@ -139,7 +141,12 @@ def _render(exp: Experiment, fmt: str) -> None:
     """The experiment's warnings (stderr), then its scores in *fmt* (stdout)."""
     render_findings(exp.findings())
     means = exp.means()
-    report = exp.comparison() if len(exp.systems) > 1 else None
+    report = None
+    if len(exp.systems) > 1:
+        try:
+            report = exp.comparison()
+        except InputError as exc:  # e.g. a single query: the means are still shown
+            warn(f"no comparison: {exc}")
     if fmt == "json":
         out = {"dataset": exp.dataset_id, "results": means}
         if report is not None:
@@ -166,4 +173,4 @@ def _render(exp: Experiment, fmt: str) -> None:
         out = console()
         out.print(report.to_rich(width=out.width))
     else:
-        render_means_table(title, means, exp.measures)
+        render_means_table(title, {short_label(k): v for k, v in means.items()}, exp.measures)

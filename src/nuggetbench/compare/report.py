@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import UnknownNameError, suggest
+from ..spec import short_label
 
 __all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS"]
 
@@ -146,12 +147,14 @@ class ComparisonReport:
     def n_queries(self) -> int:
         return len(self.query_ids)
 
-    def legend(self) -> str:
-        """One line explaining intervals and the significance mark."""
+    def legend(self, *, short: bool = False) -> str:
+        """One line explaining intervals and the significance mark (*short*: the baseline's
+        name shortened for a terminal table)."""
+        baseline = short_label(self.baseline) if short else self.baseline
         corr = "" if self.correction == "none" else f", {self.correction}-corrected"
         return (
             f"{len(self.query_ids)} queries; [{self.ci:.0%} bootstrap CI, {self.n_resamples} resamples]; "
-            f"{MARK} significant difference to {self.baseline!r} ({self.test_method}{corr}, p < {self.alpha:g}); "
+            f"{MARK} significant difference to {baseline!r} ({self.test_method}{corr}, p < {self.alpha:g}); "
             "W/T/L: queries won/tied/lost against it"
         )
 
@@ -315,7 +318,10 @@ class ComparisonReport:
         system. ``width=None``: always the wide table.
         """
         cells = {(s, m): self._lines(s, m, digits) for s in self.systems for m in self.measures}
-        names = {s: f"{s}\n(baseline)" if s == self.baseline else s for s in self.systems}
+        short = {s: short_label(s) for s in self.systems}  # full names: every other format
+        names = {
+            s: f"{short[s]}\n(baseline)" if s == self.baseline else short[s] for s in self.systems
+        }
         if width is None or width >= self._wide_width(cells, names):
             return self._wide(cells, names)
         return self._stacked(cells, names, digits)
@@ -353,9 +359,9 @@ class ComparisonReport:
         from rich.text import Text
 
         table = Table(
-            title=f"Comparison with {self.baseline}",
+            title=f"Comparison with {short_label(self.baseline)}",
             title_justify="left",
-            caption=self.legend(),
+            caption=self.legend(short=True),
             caption_justify="left",
         )
         table.add_column("system", no_wrap=True)
@@ -377,7 +383,7 @@ class ComparisonReport:
         from rich.table import Table
         from rich.text import Text
 
-        parts: list = [Text(f"Comparison with {self.baseline}")]
+        parts: list = [Text(f"Comparison with {short_label(self.baseline)}")]
         wtl = max((len(d.wtl) for d in self.differences), default=5)  # same widths in every table
         for m in self.measures:
             table = Table(title=m, title_justify="left")
@@ -396,7 +402,7 @@ class ComparisonReport:
                 )
                 table.add_row(names[s].replace("\n", " "), mean, *rest)
             parts.append(table)
-        parts.append(Text(self.legend()))
+        parts.append(Text(self.legend(short=True)))
         return Group(*parts)
 
     def render(self, fmt: str = "table", digits: int | None = None) -> str:

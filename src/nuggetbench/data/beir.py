@@ -15,7 +15,7 @@ from ..jsonl import iter_jsonl, write_jsonl
 from .corpus import Corpus, Document, JsonlCorpus, Queries
 from .qrels import Qrels
 from .run import Run
-from .source import decode_id_text, encode_id_text, parse_grade, read_source, short
+from .source import SPACES, decode_id_text, encode_id_text, parse_grade, read_source, short
 
 
 def read_beir_qrels(
@@ -58,8 +58,8 @@ def read_beir_qrels(
                 lineno,
                 f"score must be an integer in the 64-bit range, got {short(parts[2])}",
             )
-        q.append(parts[0].strip())
-        d.append(parts[1].strip())
+        q.append(parts[0].strip(SPACES))  # ASCII white space only: ids keep every other byte
+        d.append(parts[1].strip(SPACES))
         r.append(grade)
     return Qrels(
         q,

@@ -128,6 +128,12 @@ def _load_line(path: Path, lineno: int, raw: bytes) -> tuple[dict, Any]:
         raise FormatError(
             path, lineno, f"not valid JSON ({exc.msg}); each line must be one JSON object"
         ) from None
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            path, lineno, f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file"
+        ) from None
+    except RecursionError:
+        raise FormatError(path, lineno, "the JSON is nested too deeply") from None
     if not isinstance(obj, dict):
         raise FormatError(path, lineno, "expected a JSON object with '_id' and 'text'")
     did = obj.get("_id", obj.get("doc_id", obj.get("id")))

@@ -31,6 +31,7 @@ from .freshstack_io import (
 )
 from .nuggets import Nugget, NuggetQrels
 from .qrels import Qrels
+from .source import decode_id_text, read_source, short, split_fields
 
 log = logging.getLogger(__name__)
 
@@ -81,37 +82,38 @@ def read_ndeval_qrels(path: str | Path, *, name: str | None = None) -> NuggetQre
         raise InputError(f"{path}: no such file")
     seen: dict[tuple[str, str, str], tuple[int, int]] = {}
     subtopics: dict[str, set[str]] = {}
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip() or line.startswith("#"):
-                continue
-            parts = line.split()
-            if len(parts) != 4:
-                raise FormatError(
-                    path,
-                    lineno,
-                    "expected 4 whitespace-separated columns "
-                    f"(topic subtopic docno judgment), found {len(parts)}: {line.strip()!r}",
+    text = decode_id_text(read_source(path, what="qrels"), path=path)
+    # one pass over the lines of a file read once (ids keep their bytes)
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        parts = split_fields(line)
+        if not parts or line.startswith("#"):
+            continue
+        if len(parts) != 4:
+            raise FormatError(
+                path,
+                lineno,
+                "expected 4 whitespace-separated columns "
+                f"(topic subtopic docno judgment), found {len(parts)}: {short(line.strip(), 120)}",
+            )
+        topic, sub, doc, grade_text = parts
+        try:
+            grade = int(grade_text)
+        except ValueError:
+            raise FormatError(
+                path, lineno, f"judgment must be an integer, got {short(grade_text)}"
+            ) from None
+        key = (topic, sub, doc)
+        prev = seen.get(key)
+        if prev is not None:
+            if prev[0] != grade:
+                raise DuplicateError(
+                    f"{path}, line {lineno}: document {doc!r} is judged twice for subtopic {sub!r} of "
+                    f"topic {topic!r} with different values ({prev[0]} at line {prev[1]}, {grade} here); "
+                    "keep one judgment per (topic, subtopic, document)"
                 )
-            topic, sub, doc, grade_text = parts
-            try:
-                grade = int(grade_text)
-            except ValueError:
-                raise FormatError(
-                    path, lineno, f"judgment must be an integer, got {grade_text!r}"
-                ) from None
-            key = (topic, sub, doc)
-            prev = seen.get(key)
-            if prev is not None:
-                if prev[0] != grade:
-                    raise DuplicateError(
-                        f"{path}, line {lineno}: document {doc!r} is judged twice for subtopic {sub!r} of "
-                        f"topic {topic!r} with different values ({prev[0]} at line {prev[1]}, {grade} here); "
-                        "keep one judgment per (topic, subtopic, document)"
-                    )
-                continue
-            seen[key] = (grade, lineno)
-            subtopics.setdefault(topic, set()).add(sub)
+            continue
+        seen[key] = (grade, lineno)
+        subtopics.setdefault(topic, set()).add(sub)
     nuggets = [
         Nugget(f"{t}:{s}", t, "", metadata={"subtopic": s})
         for t, subs in subtopics.items()

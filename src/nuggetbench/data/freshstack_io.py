@@ -182,7 +182,7 @@ def _is_plain(value: Any) -> bool:
 
 
 def _iter_jsonl(path: Path):
-    return iter_jsonl(path, hint="each line must be one JSON object", encoding="utf-8")
+    return iter_jsonl(path, hint="each line must be one JSON object", encoding="utf-8-sig")
 
 
 def read_freshstack_queries(

@@ -76,6 +76,8 @@ def load_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     first = _first_data_line(data)
     if path.suffix == ".json" or first.lstrip().startswith(b"{"):
         return read_json_qrels(path, name=name, content=data)
-    if path.suffix == ".tsv" or b"\t" in first and len(first.split(b"\t")) == 3:
+    if path.suffix == ".tsv" or (
+        b"\t" in first and len(first.split(b"\t")) == 3 and len(first.split()) != 4
+    ):  # a BEIR row has 3 tab-separated fields; a TREC qrels line 4 fields
         return read_beir_qrels(path, name=name, content=data)
     return read_qrels(path, name=name, content=data)

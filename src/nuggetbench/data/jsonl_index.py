@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import home as _home
-from .._atomic import atomic_write
+from .._atomic import atomic_write, clean_stale, staging_prefix
 from ..errors import DuplicateError, FormatError
 from .corpus import Document, JsonlCorpus, _parse_corpus_line
 
@@ -267,7 +267,10 @@ def _save_index(
 ) -> None:
     """Build the index in a temporary folder, run *before_install* (if any), then move it in."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    clean_stale(folder.parent)
+    tmp = Path(
+        tempfile.mkdtemp(prefix=staging_prefix(folder.name), suffix=".tmp", dir=folder.parent)
+    )
     try:
         builder.save(tmp, end=end, source=source, meta={"source": stat, "sha256": sha256})
         if before_install is not None:
@@ -313,7 +316,9 @@ def write_jsonl_corpus(
     builder = _IndexBuilder()
     h = hashlib.sha256()
     pos = 0
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=staging_prefix(path.name), suffix=".tmp", dir=path.parent
+    )
     tmp = Path(tmp_name)
     try:
         with (

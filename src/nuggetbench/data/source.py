@@ -39,6 +39,8 @@ __all__ = [
     "ERRORS",
     "check_reserved",
     "MAX_BYTES",
+    "SPACES",
+    "split_fields",
     "parse_grade",
     "decode_id_text",
     "encode_id_text",
@@ -50,6 +52,9 @@ __all__ = [
 BOM = b"\xef\xbb\xbf"
 GZIP_MAGIC = b"\x1f\x8b"
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: field separators of TREC-style lines, as C's isspace in trec_eval's sscanf (lines end at "\n")
+SPACES = " \t\r\x0b\x0c"
+_FIELDS = re.compile(f"[{SPACES}]+")
 #: the largest input (after decompression) a reader accepts: 16 GiB unless the environment says
 MAX_BYTES = 16 << 30
 
@@ -77,6 +82,13 @@ def short(value: object, limit: int = 60) -> str:
         return f"<{type(value).__name__} of {len(value)} items>"
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def split_fields(line: str) -> list[str]:
+    """The whitespace-separated fields of one line, split as trec_eval does (ASCII white space
+    only: an id may hold any other character, ``\\x1c`` or a no-break space included)."""
+    line = line.strip(SPACES)
+    return _FIELDS.split(line) if line else []
 
 
 def strip_bom(data: bytes) -> bytes:

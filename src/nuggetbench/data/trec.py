@@ -24,15 +24,29 @@ from .source import (
     ERRORS,
     INT64_MAX,
     INT64_MIN,
+    SPACES,
     check_reserved,
     decode_id_text,
     encode_id_text,
     parse_grade,
     read_source,
     short,
+    split_fields,
 )
 
 _COMMENT = re.compile(rb"^#[^\n]*(\n|$)", re.MULTILINE)
+_BFIELDS = re.compile(f"[{SPACES}]+".encode())
+
+
+def _irregular(data: bytes) -> bool:
+    """Whether *data* holds bytes the C parsers treat differently from the line reader (vertical
+    tab, form feed, a carriage return not ending a line, NUL): only the careful reader reads it."""
+    return (
+        b"\x0b" in data
+        or b"\x0c" in data
+        or b"\x00" in data
+        or data.count(b"\r") != data.count(b"\r\n")
+    )
 
 
 def _strip_comments(data: bytes) -> bytes:
@@ -49,6 +63,8 @@ def _fast_columns(data: bytes, ncols: int):
 
     if not data.strip():
         return [np.array([], dtype=object) for _ in range(ncols)]
+    if _irregular(data):
+        return None
     import warnings
 
     try:
@@ -83,10 +99,10 @@ def _slow_lines(data: bytes, path: str, ncols: int, what: str, *, trailing: str 
     of a run line after the tag: its own ``results.trunc`` test file has such lines)."""
     cols: list[list[str]] = [[] for _ in range(ncols)]
     text = decode_id_text(data, path=path)
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        parts = split_fields(line)
+        if not parts or line.startswith("#"):
             continue
-        parts = line.split()
         if len(parts) != ncols and not (trailing == "ignore" and len(parts) > ncols):
             raise FormatError(
                 path,
@@ -125,8 +141,8 @@ def _parse_scores(
 def _line_of_entry(data: bytes, index: int) -> int:
     """1-based line number of the *index*-th data line (skipping blanks and comments)."""
     count = -1
-    for lineno, line in enumerate(decode_id_text(data).splitlines(), start=1):
-        if not line.strip() or line.startswith("#"):
+    for lineno, line in enumerate(decode_id_text(data).split("\n"), start=1):
+        if not split_fields(line) or line.startswith("#"):
             continue
         count += 1
         if count == index:
@@ -228,6 +244,8 @@ def _read_run_arrow(
     """The pyarrow fast path of :func:`read_run` (``None``: use the regular reader)."""
     from . import _arrow_trec  # lazy: pyarrow loads only when a large run file is read
 
+    if _irregular(data):
+        return None
     wanted = {0: "ids", 2: "ids", 4: "float"}
     if keep_rank:
         wanted[3] = "int"
@@ -334,8 +352,8 @@ def _duplicate_at(path: Path, raw: bytes, exc: DuplicateError, *, doc_column: in
     """*exc* re-raised with the file and the lines of the repeated (query, doc) pair."""
     query, doc = (encode_id_text(str(x)) for x in exc.key)
     lines = []
-    for lineno, line in enumerate(raw.splitlines(), start=1):
-        parts = line.split()
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        parts = _BFIELDS.split(line.strip(SPACES.encode()))
         if (
             len(parts) > doc_column
             and not line.startswith(b"#")
@@ -356,9 +374,13 @@ def _duplicate_at(path: Path, raw: bytes, exc: DuplicateError, *, doc_column: in
 
 
 def _check_id(value: str, what: str) -> None:
-    if not value or any(ch.isspace() for ch in value):
+    if not value or any(ch in SPACES or ch in "\n\x00" for ch in value):
         raise InputError(
-            f"{what} {value!r} is empty or contains whitespace; a TREC file cannot hold it"
+            f"{what} {short(value)} is empty or contains whitespace; a TREC file cannot hold it"
+        )
+    if what == "query id" and value.startswith("#"):
+        raise InputError(
+            f"{what} {short(value)} starts with '#': its lines would be read back as comments"
         )
 
 

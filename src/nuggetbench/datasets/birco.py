@@ -383,8 +383,18 @@ def _read_hf(repo: str, revision: str | None) -> dict:
     return {"query": queries, "corpus": corpus, "qrel": qrel}
 
 
+def _counts(path: Path) -> dict[str, int]:
+    """Queries, documents and judgments of a local BIRCO split (read safely; small files)."""
+    raw = _read_pickle(path)
+    return {
+        "queries": len(raw["query"]),
+        "documents": len(raw["corpus"]),
+        "judgments": sum(len(v) for v in raw["qrel"].values()),
+    }
+
+
 def info(dataset_id: str) -> dict:
-    """Facts without loading: splits, objective, mirror and the local file if any."""
+    """Facts without loading: splits, objective, mirror, the local file and its counts if any."""
     name = _name(dataset_id)
     local = find(dataset_id)
     repo, revision = HF_MIRRORS[name]
@@ -394,6 +404,7 @@ def info(dataset_id: str) -> dict:
         "hf_mirror": repo,
         "hf_revision": revision,
         "local_file": str(local) if local else None,
+        "counts": _counts(local) if local else None,
         "default_profile": "birco",
         "default_measures": list(DEFAULT_MEASURES),
         "citation": CITATION,

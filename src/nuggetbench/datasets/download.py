@@ -26,6 +26,7 @@ import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from .._atomic import clean_stale, staging_prefix
 from ..errors import ChecksumError, DatasetError, DownloadError, UnsafeArchiveError
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,10 @@ def download_file(
     dest.parent.mkdir(parents=True, exist_ok=True)
     label = what or dest.name
     by_hand = f"or put the file at {dest} by hand (download {url} yourself)"
-    fd, tmp_name = tempfile.mkstemp(prefix="." + dest.name + ".", suffix=".part", dir=dest.parent)
+    clean_stale(dest.parent)  # partial downloads of killed runs
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=staging_prefix(dest.name), suffix=".part", dir=dest.parent
+    )
     tmp = Path(tmp_name)
     digest = hashlib.md5()
     received = 0
@@ -287,8 +291,11 @@ def install_zip(
     """
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(destination.parent)  # extractions of killed runs
     tmp = Path(
-        tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".extract", dir=destination.parent)
+        tempfile.mkdtemp(
+            prefix=staging_prefix(destination.name), suffix=".extract", dir=destination.parent
+        )
     )
     try:
         safe_extract_zip(archive, tmp, show_progress=show_progress)

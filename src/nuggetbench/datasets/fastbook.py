@@ -402,14 +402,23 @@ def load(
 
 
 def info(dataset_id: str = DATASET_ID) -> dict:
-    """Facts about ``fastbook`` without loading it."""
+    """Facts about ``fastbook`` without loading it (counts when it is local)."""
     folder = find()
+    counts = None
+    if folder is not None and (folder / BENCHMARK_FILE).is_file():
+        queries, nuggets = read_benchmark(folder / BENCHMARK_FILE)
+        counts = {
+            "questions": len(queries),
+            "answer components": len(nuggets),
+            "notebooks": len(notebook_paths(folder)),
+        }
     return {
         "id": DATASET_ID,
         "family": "fastbook",
         "url": f"{RAW_BASE}/{BENCHMARK_FILE}",
         "notebooks": [f"{RAW_BASE}/data/{n}" for n in NOTEBOOKS.values()],
         "folder": str(folder) if folder else None,
+        "counts": counts,
         "install_folder": str(_home.home() / "fastbook"),
         "default_measures": list(DEFAULT_MEASURES),
         "default_profile": DEFAULT_PROFILE,

@@ -265,8 +265,19 @@ def load(
     return dataset
 
 
+def _counts(folder: Path) -> dict[str, int]:
+    """Documents and queries of a local FreshStack folder (non-empty lines; no parsing)."""
+    out = {}
+    for what, name in (("documents", "corpus.jsonl"), ("queries", "queries.jsonl")):
+        path = folder / name
+        if path.is_file():
+            with open(path, "rb") as fh:
+                out[what] = sum(1 for line in fh if line.strip())
+    return out
+
+
 def info(dataset_id: str) -> dict:
-    """Facts about a FreshStack id without loading it."""
+    """Facts about a FreshStack id without loading it (counts when it is local)."""
     topic = _topic(dataset_id)
     folder = find(dataset_id)
     return {
@@ -276,6 +287,7 @@ def info(dataset_id: str) -> dict:
         "queries": f"{QUERIES_REPO} (config {topic}, split test) @ {QUERIES_REVISION}",
         "corpus": f"{CORPUS_REPO} (config {topic}, split train) @ {CORPUS_REVISION}",
         "folder": str(folder) if folder else None,
+        "counts": _counts(folder) if folder else None,
         "install_folder": str(_install_folder(dataset_id)),
         "default_measures": list(DEFAULT_MEASURES),
         "default_profile": DEFAULT_PROFILE,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import inspect
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 from .. import home as _home
 from ..data import load_qrels
 from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels
+from ..data.source import read_source
 from ..errors import DatasetError, DownloadError, InputError, UnknownNameError, suggest
 from ..spec import REQUIRED, Param, resolve
 from ._ids import (
@@ -297,6 +299,18 @@ def _load_folder(folder: Path, options: dict) -> Dataset:
     return family.load_folder(folder, **checked)
 
 
+def _file_target(path: Path) -> Target:
+    """A judgments file: claimed by a family, else nugget-level or document qrels."""
+    sniffed = sniff_nugget_qrels(path)
+    for target in LOCAL_FAMILIES:
+        family = _family(target)
+        if family.claims_file(path, sniffed):
+            return family.load_file(path)
+    if sniffed:
+        return Target(load_nugget_qrels_file(path))
+    return Target(load_qrels(path))
+
+
 def load_target(source: str | Path | Dataset, **options: Any) -> Target:
     """What a run is scored against: a dataset (id, folder or :class:`Dataset`) or a judgments
     file, with the conventions that come with it.
@@ -315,15 +329,14 @@ def load_target(source: str | Path | Dataset, **options: Any) -> Target:
     if isinstance(source, Dataset):
         return _dataset_target(source, None)
     path = Path(source)
+    if path.exists() and not path.is_dir() and not path.is_file():
+        # a pipe or FIFO (``<(cat qrels)``): read once into a regular file, then as below
+        with tempfile.TemporaryDirectory(prefix="nuggetbench-") as tmp:
+            spooled = Path(tmp) / path.name
+            spooled.write_bytes(read_source(path, what="judgments"))
+            return _file_target(spooled)
     if path.is_file():
-        sniffed = sniff_nugget_qrels(path)
-        for target in LOCAL_FAMILIES:
-            family = _family(target)
-            if family.claims_file(path, sniffed):
-                return family.load_file(path)
-        if sniffed:
-            return Target(load_nugget_qrels_file(path))
-        return Target(load_qrels(path))
+        return _file_target(path)
     text = str(source)
     dataset = load_dataset(path if path.is_dir() and not is_dataset_id(text) else text, **options)
     family = family_of(text) if is_dataset_id(text) else None

@@ -7,7 +7,7 @@
 
 from .base import Measure, parse_measure, parse_measures
 from .context import UNJUDGED, EvalContext, Ranked
-from .evaluate import evaluate
+from .evaluate import evaluate, measure_keys, measure_pairs, plain_measures
 from .groups import evaluate_groups
 from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile, register_profile
 from .registry import FAMILY_MODULES, MeasureFamily, all_family_names, get_family, register
@@ -22,6 +22,9 @@ __all__ = [
     "UNJUDGED",
     "evaluate",
     "evaluate_groups",
+    "measure_keys",
+    "measure_pairs",
+    "plain_measures",
     "Profile",
     "PROFILES",
     "DEFAULT_PROFILE",

@@ -7,6 +7,9 @@ The sparse-retrieval evaluation recipe (BEIR, MIRACL, mMARCO) names these traps:
   ``"Q1"`` vs ``"q1"``: the same item on both sides, never matched;
 * **a truncated corpus**: relevant judged documents are missing from the corpus (they can never
   be retrieved), or a subset kept them all (the task became easier than the published one);
+* **document ids of another format** (``doc123`` vs ``123``): every measure is 0 with no other
+  sign; warned when (almost) no retrieved document is judged and, with a known corpus, when
+  retrieved ids are not in the corpus ("Document ID Type Mismatch: all metrics are 0");
 * **unsorted results**: the run's entries did not arrive ranked; trec_eval (and nuggetbench)
   re-rank by score, so a system whose order is not its score order is not evaluated on its order.
 
@@ -34,6 +37,8 @@ __all__ = [
     "check_query_overlap",
     "check_id_formats",
     "check_corpus_coverage",
+    "check_judged_overlap",
+    "check_run_in_corpus",
     "check_run_sorted",
     "query_findings",
     "TINY_OVERLAP",
@@ -55,7 +60,8 @@ class Finding:
     Attributes:
         severity: ``"info"`` or ``"warning"``.
         kind: a stable short name (``query_overlap``, ``no_overlap``, ``tiny_overlap``,
-            ``query_id_format``, ``doc_id_format``, ``id_whitespace``, ``judged_missing``,
+            ``query_id_format``, ``doc_id_format``, ``id_whitespace``, ``no_judged``,
+            ``few_judged``, ``run_not_in_corpus``, ``judged_missing``,
             ``subset_keeps_judged``, ``unsorted``, ``rank_disagrees``; the evaluation adds
             ``run_only_queries`` and ``missing_queries``).
         message: one line for people.
@@ -319,6 +325,142 @@ def check_corpus_coverage(
     return _emit(out)
 
 
+FEW_JUDGED = 0.1
+"""Below this fraction of evaluated queries retrieving any judged document, the run's document
+ids probably do not match the qrels' (or the run is of another collection)."""
+
+CORPUS_SAMPLE = 20_000
+"""At most this many distinct retrieved ids are looked up in the corpus (a seeded sample)."""
+
+
+def _judged_hits(qrels: Any, run: Any) -> dict[str, int] | None:
+    """Counts behind :func:`check_judged_overlap` (``None`` when *run*/*qrels* lack arrays).
+
+    Works on the run's factorised doc ids (``Run.doc_codes``) so that no per-entry string is
+    hashed again: qrels documents are mapped to the run's codes, then (query, doc) keys compared.
+    """
+    if not hasattr(run, "arrays") or not hasattr(qrels, "arrays"):
+        return None
+    import pandas as pd
+
+    qq, qstarts, qdocs, _ = qrels.arrays()
+    rq, rstarts, _, _ = run.arrays()
+    if hasattr(run, "doc_codes"):
+        uniques, codes = run.doc_codes()
+    else:
+        codes, uniques = pd.factorize(np.asarray(run.arrays()[2], dtype=object))
+    present = np.zeros(len(uniques), dtype=bool)
+    present[np.asarray(codes, dtype=np.int64)] = True  # after filtering, uniques may hold more
+    doc_code = pd.Index(np.asarray(uniques, dtype=object), dtype=object).get_indexer(
+        np.asarray(qdocs, dtype=object)
+    )
+    query_of_judgment = np.repeat(
+        pd.Index(np.asarray(rq, dtype=object), dtype=object).get_indexer(
+            np.asarray(qq, dtype=object)
+        ),
+        np.diff(qstarts),
+    )
+    nd = np.int64(max(len(uniques), 1))
+    keep = (doc_code >= 0) & (query_of_judgment >= 0)
+    judged_keys = query_of_judgment[keep].astype(np.int64) * nd + doc_code[keep]
+    run_rows = np.repeat(np.arange(len(rq), dtype=np.int64), np.diff(rstarts))
+    shared_query = np.zeros(len(rq), dtype=bool)
+    shared_query[np.unique(query_of_judgment[query_of_judgment >= 0])] = True
+    in_shared = shared_query[run_rows]
+    hit = np.isin(run_rows * nd + np.asarray(codes, dtype=np.int64), judged_keys) & in_shared
+    judged_codes = np.unique(doc_code[doc_code >= 0])
+    return {
+        "queries": int(shared_query.sum()),
+        "queries_with_judged": int(len(np.unique(run_rows[hit]))),
+        "entries": int(in_shared.sum()),
+        "judged_entries": int(hit.sum()),
+        "retrieved_ids": int(present.sum()),
+        "retrieved_ids_in_qrels": int(present[judged_codes].sum()),
+    }
+
+
+def _example_ids(values: Iterable[str], n: int = 2) -> str:
+    return ", ".join(repr(v[:40]) for v in sorted(values)[:n])
+
+
+def check_judged_overlap(qrels: Any, run: Any, *, few: float = FEW_JUDGED) -> list[Finding]:
+    """Warn when no, or almost no, retrieved document is judged: document ids of another format.
+
+    Of the queries both sides share, the fraction whose ranking holds at least one judged
+    document (any grade) is compared with *few*. A document id mismatch (``doc123`` vs ``123``)
+    gives 0, and every measure 0 with it.
+
+    Returns:
+        ``no_judged`` (warning) when no retrieved document is judged, ``few_judged`` (warning) when
+        fewer than *few* of the shared queries retrieve one; counts ``queries``,
+        ``queries_with_judged``, ``entries``, ``judged_entries``, ``retrieved_ids``,
+        ``retrieved_ids_in_qrels``. Nothing when the sides share no query (the query checks
+        report that).
+    """
+    counts = _judged_hits(qrels, run)
+    if not counts or not counts["queries"] or not counts["entries"]:
+        return []
+    if counts["queries_with_judged"] >= few * counts["queries"]:
+        return []
+    _, _, rdocs, _ = run.arrays()
+    _, _, qdocs, _ = qrels.arrays()
+    examples = (
+        f"retrieved e.g. {_example_ids(set(rdocs[:1000].tolist()))}; judged e.g. "
+        f"{_example_ids(set(qdocs[:1000].tolist()))}"
+    )
+    none = counts["judged_entries"] == 0
+    message = (
+        f"{'no' if none else 'almost no'} retrieved document is judged: "
+        f"{counts['judged_entries']} of {counts['entries']} retrieved entries, in "
+        f"{counts['queries_with_judged']} of {counts['queries']} queries; "
+        f"{counts['retrieved_ids_in_qrels']} of {counts['retrieved_ids']} distinct retrieved ids "
+        f"occur in the qrels ({examples}). The scores are near 0 for that reason: check that the "
+        "run's document ids are the corpus/qrels ids (same prefix, type, case and zero padding) "
+        "and that the run is of this collection"
+    )
+    return _emit([Finding("warning", "no_judged" if none else "few_judged", message, counts)])
+
+
+def check_run_in_corpus(run: Any, corpus: Any, *, sample: int = CORPUS_SAMPLE) -> list[Finding]:
+    """Retrieved document ids that are not in the corpus (a run of another collection or id format).
+
+    At most *sample* distinct retrieved ids are looked up (a seeded random sample beyond that).
+
+    Returns:
+        ``run_not_in_corpus`` (warning) with counts ``checked`` and ``missing``; nothing when every
+        checked id is in *corpus*.
+    """
+    if not hasattr(run, "arrays"):
+        return []
+    ids = sorted(set(run.arrays()[2].tolist()))
+    if len(ids) > sample:
+        pick = np.random.default_rng(0).choice(len(ids), size=sample, replace=False)
+        ids = [ids[i] for i in sorted(pick.tolist())]
+    missing = [d for d in ids if d not in corpus]
+    if not missing:
+        return []
+    counts = {"checked": len(ids), "missing": len(missing)}
+    message = (
+        f"{len(missing)} of {len(ids)} {'sampled ' if len(ids) == sample else ''}retrieved document "
+        f"ids are not in the corpus (e.g. {_example_ids(missing)}; corpus ids look like "
+        f"{_example_ids(_first_ids(corpus))}): they can never be judged relevant. Write the "
+        "corpus's own ids in the run"
+    )
+    return _emit([Finding("warning", "run_not_in_corpus", message, counts)])
+
+
+def _first_ids(corpus: Any, n: int = 2) -> list[str]:
+    out: list[str] = []
+    try:
+        for doc_id in corpus:
+            out.append(str(doc_id))
+            if len(out) >= n:
+                break
+    except TypeError:
+        pass
+    return out
+
+
 def check_run_sorted(run: Any) -> list[Finding]:
     """Whether the run's entries arrived ranked, and whether a rank column agrees with the scores.
 
@@ -379,7 +521,8 @@ def check_findings(
     metadata: Mapping[str, Any] | None = None,
     tiny: float = TINY_OVERLAP,
 ) -> list[Finding]:
-    """Every check: query overlap, id formats, corpus coverage (when *corpus* is given), sortedness.
+    """Every check: query overlap, id formats, judged overlap, corpus coverage and retrieved ids
+    in the corpus (when *corpus* is given), sortedness.
 
     Args:
         qrels: :class:`~nuggetbench.data.Qrels`.
@@ -393,8 +536,10 @@ def check_findings(
     """
     out = check_query_overlap(qrels, run, tiny=tiny)
     out += check_id_formats(qrels, run)
+    out += check_judged_overlap(qrels, run)
     if corpus is not None:
         out += check_corpus_coverage(qrels, corpus, metadata=metadata)
+        out += check_run_in_corpus(run, corpus)
     out += check_run_sorted(run)
     return out
 

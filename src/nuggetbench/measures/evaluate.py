@@ -24,20 +24,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate", "measure_keys"]
+__all__ = ["aggregate_values", "evaluate", "measure_keys", "measure_pairs", "plain_measures"]
 
 
-def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
+def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
     """``(key, Measure)`` pairs of *measures* as :func:`evaluate` keys its results.
 
     A key is the measure as given (stripped; duplicates dropped). trec_eval's specs
     (``all_trec``, ``P.5,7,3``: :func:`~nuggetbench.measures.trec_names.is_trec_spec`) expand
     to trec_eval's output names in its order (``P_5``...); its text measures (``runid``,
-    ``relstring``) have no number and are left out.
+    ``relstring``) have no number and are left out. In one string, trec_eval's specs are
+    separated by spaces (``"all_trec P.5,7"``), since their lists hold commas.
 
     Raises:
         UnknownNameError, SpecError: as :func:`parse_measure`; also when nothing is given.
     """
+    if isinstance(measures, str) and any(
+        is_trec_spec(p) for p in _split_top_level(measures, " \t\n")
+    ):
+        measures = [p for p in _split_top_level(measures, " \t\n") if p.strip()]
     if not isinstance(measures, (str, Measure)):
         measures = list(measures)
         if any(is_trec_spec(m) for m in measures):
@@ -64,6 +69,25 @@ def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[tupl
     return list(seen.items())
 
 
+def plain_measures(measures: Iterable[str | Measure]) -> list[str]:
+    """:func:`measure_keys` with trec_eval's specs written as nuggetbench measures
+    (``P.5,10`` -> ``P@5``, ``P@10``; ``all_trec`` -> every measure it names), for callers that
+    keep one list for evaluating and for reading the results back (``run``, ``compare``).
+
+    Raises:
+        UnknownNameError, SpecError: as :func:`measure_keys`.
+    """
+    out: dict[str, None] = {}
+    for item in measure_keys(list(measures)):
+        if is_trec_spec(item):
+            for entry in trec_selection([item]):
+                if entry.measure is not None:
+                    out.setdefault(str(entry.measure), None)
+        else:
+            out.setdefault(item, None)
+    return list(out)
+
+
 def _with_defaults(measure: Measure, profile: Profile) -> Measure:
     """*measure* with the profile's ``measure_defaults`` (trec_eval ``-l``, ``-J``) for the
     parameters its family takes and the measure does not set."""
@@ -74,13 +98,34 @@ def _with_defaults(measure: Measure, profile: Profile) -> Measure:
     return measure(**dict(extra)) if extra else measure
 
 
-def _aggregate(values: np.ndarray, how: str) -> float:
-    """The mean, the sum, or trec_eval's geometric mean of max(v, 1e-5) (meas_avg.c)."""
+def aggregate_values(values: np.ndarray, how: str) -> float:
+    """One number of float (Q,) *values*: ``how`` = ``"mean"``, ``"sum"`` or ``"gmean"``
+    (trec_eval's geometric mean of max(v, 1e-5), meas_avg.c)."""
     if how == "sum":
         return float(values.sum())
     if how == "gmean":
         return float(np.exp(np.log(np.maximum(values, MIN_GEO_MEAN)).mean()))
     return float(values.mean())
+
+
+def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[str]:
+    """The measures as callers should keep them: each string without surrounding whitespace
+    (``" nDCG@10 "`` -> ``"nDCG@10"``), a :class:`Measure` as its canonical string, repeats
+    dropped. For plain measures these are the keys :func:`evaluate` gives its
+    :class:`Results`, so stray whitespace can never make a lookup miss; trec_eval's specs
+    (``all_trec``, ``P.5,7,3``) are kept as given, and :func:`evaluate` expands them into
+    trec_eval's output names (``Results.measures``; see :func:`measure_pairs`).
+
+    Raises:
+        UnknownNameError, SpecError: as :func:`parse_measure` (also when nothing is given).
+    """
+    measure_pairs(measures)  # validates
+    if isinstance(measures, (str, Measure)):
+        return [key for key, _ in measure_pairs(measures)]
+    out: dict[str, None] = {}
+    for item in measures:
+        out.setdefault(item.strip() if isinstance(item, str) else str(item), None)
+    return list(out)
 
 
 def _provenance(qrels: Any, run: Any, profile: Profile) -> dict[str, Any]:
@@ -133,7 +178,7 @@ def evaluate(
             format, e.g. ``"1"`` vs ``"01"``).
     """
     prof = get_profile(profile)
-    keyed = [(k, _with_defaults(m, prof)) for k, m in measure_keys(measures)]
+    keyed = [(k, _with_defaults(m, prof)) for k, m in measure_pairs(measures)]
     ctx = EvalContext(qrels, run, prof)
     n = len(ctx.query_ids)
     if n == 0:
@@ -159,7 +204,7 @@ def evaluate(
         if family.aggregate == "mean":
             means[key] = prof.mean(family.name, values, len(ctx.qrels.query_ids))
         else:
-            means[key] = _aggregate(values, family.aggregate)
+            means[key] = aggregate_values(values, family.aggregate)
     if ctx.run_only_queries:
         logger.info("%d run queries have no judgments and were ignored", len(ctx.run_only_queries))
     if ctx.missing_queries:

@@ -11,6 +11,9 @@ trec_eval names a measure, or a list of them, as ``name[.params]`` (``m_*.c`` an
 * one measure with parameters, named ``name_params`` when they are given: ``utility.2,-1,0,0``,
   ``11pt_avg..25,.5,.75``, ``ndcg.1=3,2=9,4=4.5`` (also ``ndcg_rel``, ``Rndcg``, ``G``),
   ``set_F.0.5``, ``rbp.p=0.8``, ``relstring.20``;
+* ``map_avgjg``, ``P_avgjg``, ``Rprec_mult_avgjg`` (group ``qrels_jg``): ``map``, ``P``,
+  ``Rprec_mult`` averaged over judgment groups when the qrels have several
+  (:mod:`nuggetbench.measures.judgment_groups`); with one group they equal those measures;
 * text measures ``runid`` (the run's tag) and ``relstring`` (the grades of the first N documents
   as characters: ``0``-``9``, ``>`` above 9, ``-`` unjudged, ``.`` judged negative).
 
@@ -29,7 +32,6 @@ import numpy as np
 from ..errors import SpecError
 from .base import Measure, check_measure, parse_measure
 from .context import UNJUDGED, EvalContext
-from .registry import get_family
 
 __all__ = [
     "GROUPS",
@@ -77,6 +79,9 @@ _ORDER: dict[str, str | None] = {
     "set_map": "SetAP",
     "set_F": "SetF",
     "num_nonrel_judged_ret": "NumNonrelJudgedRet",
+    "map_avgjg": "AP",
+    "P_avgjg": "P",
+    "Rprec_mult_avgjg": "RprecMult",
     "rbp": "TrecRBP",
     "rbp_resid": "TrecRBPResid",
     "unj": "Unj",
@@ -88,17 +93,20 @@ _CUT_DEFAULTS = {
     "map_cut": _CUTS,
     "relative_P": _CUTS,
     "success": (1, 5, 10),
+    "P_avgjg": _CUTS,
     "unj": (5, 10, 20),
 }
 _LIST_DEFAULTS = {
     "iprec_at_recall": ("recall", tuple(i / 10 for i in range(11))),
     "Rprec_mult": ("mult", tuple(i / 5 for i in range(1, 11))),
+    "Rprec_mult_avgjg": ("mult", tuple(i / 5 for i in range(1, 11))),
 }
 _GAIN_MEASURES = ("ndcg", "ndcg_rel", "Rndcg", "G")
 #: trec_eval's measure groups (``-m official`` is its default).
 GROUPS: dict[str, tuple[str, ...]] = {
     "official": tuple(list(_ORDER)[: list(_ORDER).index("P") + 1]),
-    "all_trec": tuple(_ORDER),
+    "all_trec": tuple(n for n in _ORDER if not n.endswith("_avgjg")),
+    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
     "set": (
         "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility",
         "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
@@ -230,20 +238,19 @@ def trec_selection(items: Iterable[str | Measure]) -> list[TrecEntry]:
 def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
     """trec_eval's ``relstring``: the grades of each query's first *length* documents as text.
 
-    ``0``-``9`` a grade, ``>`` above 9, ``-`` not judged, ``.`` judged negative (m_relstring.c).
+    ``0``-``9`` a grade, ``>`` above 9, ``-`` not judged, ``.`` judged negative (m_relstring.c);
+    under the profile's ``judged_only`` default (trec_eval ``-J``) the judged ranking.
     """
-    view = ctx.ranked(cutoff=max(int(length), 1))
+    ids = ctx.query_ids.tolist()
+    if length <= 0:
+        return dict.fromkeys(ids, "")
+    judged_only = bool(ctx.profile.options.get("measure_defaults", {}).get("judged_only", False))
+    view = ctx.ranked(judged_only=judged_only, cutoff=int(length))
     g = view.grade
     chars = np.where(
         g > 9, ">", np.where(g >= 0, g.clip(0, 9).astype(str), np.where(g == UNJUDGED, "-", "."))
     )
-    if length <= 0:
-        chars = chars[:0]
-        view = ctx.ranked(cutoff=1)
-    out = {}
-    for i, qid in enumerate(ctx.query_ids.tolist()):
-        out[qid] = "".join(chars[view.starts[i] : view.starts[i + 1]]) if length > 0 else ""
-    return out
+    return {qid: "".join(chars[view.starts[i] : view.starts[i + 1]]) for i, qid in enumerate(ids)}
 
 
 def _value(entry: TrecEntry, value: float) -> str:
@@ -290,8 +297,3 @@ def format_trec_eval(
         elif e.text is None:
             lines.append(f"{e.key:<22}\tall\t{_value(e, means[e.key])}")
     return "".join(line + "\n" for line in lines)
-
-
-def family_of(entry: TrecEntry) -> str | None:
-    """The canonical family of *entry*'s measure (None for a text measure)."""
-    return get_family(entry.measure.family).name if entry.measure is not None else None

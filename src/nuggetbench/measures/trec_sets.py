@@ -12,9 +12,10 @@ SetR                set_recall              r / R (m_set_recall.c)
 SetAP               set_map                 (r / n) (r / R) (m_set_map.c)
 SetF                set_F                   (beta^2 + 1) P R / (beta^2 P + R), P = r / n,
                                             R = r / R (van Rijsbergen; m_set_F.c)
-Utility             utility                 a r + b (n - r) + c (R - r) + d (-r ... ) with the
-                                            collection size 0 (m_utility.c); 0 for a query
-                                            absent from the run, as trec_eval -c
+Utility             utility                 a r + b (n - r) + c (R - r) + d (N + r - n - R)
+                                            with the collection size N = 0 (trec_eval's -N
+                                            default; m_utility.c); 0 for a query absent from
+                                            the run, as trec_eval -c
 NumQ                num_q                   1 per evaluated query (summed)
 NumNonrelJudgedRet  num_nonrel_judged_ret   retrieved with 0 <= grade < rel (summed)
 TrecRBP             rbp                     (1 - p) sum_i g_i p^(i-1), g the gain of each level
@@ -140,7 +141,7 @@ class Utility(MeasureFamily):
     aliases = ("utility",)
     params: ClassVar[dict[str, Any]] = params_table(*UTILITY, REL, JUDGED_ONLY)
     cutoff = "forbidden"
-    description = "a r + b (n - r) + c (R - r) + d (...): set utility (trec_eval utility)"
+    description = "a r + b (n - r) + c (R - r) + d (r - n - R): set utility (trec_eval utility)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         _, r, n, big_r = _counts(ctx, measure)

@@ -33,6 +33,7 @@ from .figures import (
 )
 from .inputs import ReportInputs, load_inputs, read_results
 from .page import render_page
+from .saved import compare_to_folder
 
 __all__ = [
     "html",
@@ -52,6 +53,7 @@ __all__ = [
     "figure_svg",
     "write_plots",
     "render_page",
+    "compare_to_folder",
 ]
 
 

@@ -19,17 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import compare
+from ..compare import Summary, compare, profile_summaries
 from ..corpus.spans import fix
 from ..data import NuggetQrels
 from ..errors import InputError
-from ..measures import evaluate
+from ..measures import Results, evaluate
 from .inputs import ReportInputs
 
-__all__ = ["ReportData", "build_report_data", "outcome", "TIE_TOLERANCE"]
+__all__ = ["ReportData", "build_report_data", "outcome", "TIE_TOLERANCE", "MISSING"]
 
 #: Two per-query values closer than this are a tie (floating-point noise of equal scores).
 TIE_TOLERANCE = 1e-9
+#: The snippet of a retrieved document that is not in the corpus.
+MISSING = "[not in the corpus]"
+#: Characters shown of a passage of a span-judged benchmark (whole passages, in practice).
+SPAN_PASSAGE_CHARS = 4000
 
 
 def outcome(value: float, base: float) -> int | None:
@@ -60,6 +64,8 @@ class ReportData:
             ``Coverage`` only when the judgments have nuggets).
         payload: the JSON-ready dict embedded in the page.
         span_judged: whether the nuggets carry evidence spans (fastbook).
+        summaries: the extra tables the dataset family or profile declares (BIRCO's bootstrap),
+            one per title, rows ``"<system>: <label>"``.
     """
 
     title: str
@@ -75,6 +81,7 @@ class ReportData:
     depth: dict[str, dict[str, np.ndarray]]
     payload: dict = field(repr=False)
     span_judged: bool = False
+    summaries: list[Summary] = field(default_factory=list)
 
 
 def _per_query(results: dict, systems: Sequence[str]) -> tuple[list[str], dict]:
@@ -106,31 +113,48 @@ def _wtl(per_query: dict, baseline: str, measures: Sequence[str]) -> dict:
 
 
 def _comparison(results: dict, per_query: dict, baseline: str, qids: list[str]) -> dict | None:
+    """The stored comparison when its baseline is *baseline*; else a new one with the stored
+    settings (test, correction, alpha, CI level, resamples, seed) or ``compare``'s defaults."""
     if len(per_query) < 2:
         return None
-    stored = results.get("comparison")
-    if stored and stored.get("baseline") == baseline:
+    stored = results.get("comparison") or {}
+    if stored.get("baseline") == baseline:
         return stored
+    keys = ("test", "correction", "alpha", "ci", "n_resamples", "seed")
+    settings = {k: stored[k] for k in keys if k in stored}
     report = compare(
-        {
-            name: {m: dict(zip(qids, v.tolist())) for m, v in pq.items()}
-            for name, pq in per_query.items()
-        },
+        {n: {m: dict(zip(qids, v.tolist())) for m, v in pq.items()} for n, pq in per_query.items()},
         baseline=baseline,
         measures=results["measures"],
+        **settings,
     )
     return report.to_dict()
+
+
+def _summaries(inputs: ReportInputs) -> list[Summary]:
+    """What ``nuggetbench evaluate`` prints under the means (the family's or profile's tables,
+    over the dataset's query order), for every system, merged by title."""
+    family = inputs.target.family
+    order = inputs.target.query_order
+    merged: dict[str, dict[str, Any]] = {}
+    for name, entry in inputs.results["systems"].items():
+        res = Results.from_dict(entry)
+        tables = family.summaries(res, order) if family else profile_summaries(res, order)
+        for t in tables:
+            table = merged.setdefault(t.title, {"rows": {}, "digits": t.digits})
+            table["rows"].update({f"{name}: {label}": row for label, row in t.rows.items()})
+    return [Summary(title, t["rows"], t["digits"]) for title, t in merged.items()]
 
 
 def _depth(inputs: ReportInputs, depth: int) -> tuple[list[int], dict]:
     """Mean ``R@k`` (and ``Coverage@k`` with nuggets) for ``k = 1..depth`` under the profile."""
     ks = list(range(1, depth + 1))
-    families = ["R"] + (["Coverage"] if inputs.dataset.qrels.nuggets is not None else [])
+    families = ["R"] + (["Coverage"] if inputs.qrels.nuggets is not None else [])
     out: dict[str, dict[str, np.ndarray]] = {f: {} for f in families}
     profile = inputs.results["profile"]
     for name, run in inputs.runs.items():
         res = evaluate(
-            inputs.dataset.qrels,
+            inputs.qrels,
             run,
             [f"{f}@{k}" for f in families for k in ks],
             profile=profile,
@@ -141,19 +165,27 @@ def _depth(inputs: ReportInputs, depth: int) -> tuple[list[int], dict]:
 
 
 class _Docs:
-    """The shared table of shown documents: ``[doc_id, snippet]`` rows, one per document."""
+    """The shared table of shown documents: ``[doc_id, snippet]`` rows, one per document.
 
-    def __init__(self, corpus: Any, snippet_chars: int):
+    With *fixed*, the text is ``ftfy.fix_text``-ed first (the span-judging rule), so evidence
+    strings are found in it as the judge found them. A document missing from the corpus gets
+    the snippet ``MISSING``.
+    """
+
+    def __init__(self, corpus: Any, snippet_chars: int, *, fixed: bool = False):
         self.corpus = corpus
         self.chars = snippet_chars
+        self.fixed = fixed
         self.index: dict[str, int] = {}
         self.rows: list[list[Any]] = []
 
     def text(self, doc_id: str) -> str:
+        if self.corpus is None:  # a judgments file: no texts
+            return ""
         doc = self.corpus.get(doc_id)
         if doc is None:
-            return ""
-        return fix(doc.full_text) if self.chars > 1000 else doc.full_text
+            return MISSING
+        return fix(doc.full_text) if self.fixed else doc.full_text
 
     def add(self, doc_id: str) -> int:
         i = self.index.get(doc_id)
@@ -194,7 +226,7 @@ def _round(x: float, digits: int = 6) -> float | None:
 
 def _top_docs(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> dict:
     """Per system: ``[[doc index...] per query]``, scores and grades (``None`` = unjudged)."""
-    qrels = inputs.dataset.qrels
+    qrels = inputs.qrels
     out: dict[str, dict[str, list]] = {}
     for name, run in inputs.runs.items():
         ids, scores, grades = [], [], []
@@ -211,7 +243,7 @@ def _top_docs(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> d
 def _nugget_payload(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> dict | None:
     """Per query: the nuggets, each system's first supporting rank (whole run), the nuggets each
     shown document supports, and evidence-span highlights (span-judged judgments)."""
-    nuggets = inputs.dataset.qrels.nuggets
+    nuggets = inputs.qrels.nuggets
     if nuggets is None:
         return None
     supports = _supports(nuggets)
@@ -282,13 +314,14 @@ def build_report_data(
     if top < 1 or depth < 1:
         raise InputError(f"top ({top}) and depth ({depth}) must be at least 1")
     qids, per_query = _per_query(results, systems)
-    nuggets = inputs.dataset.qrels.nuggets
+    nuggets = inputs.qrels.nuggets
     span_judged = nuggets is not None and any(n.spans for n in nuggets.iter_nuggets())
-    docs = _Docs(inputs.dataset.corpus, max(snippet_chars, 4000) if span_judged else snippet_chars)
+    chars = max(snippet_chars, SPAN_PASSAGE_CHARS) if span_judged else snippet_chars
+    docs = _Docs(inputs.corpus, chars, fixed=span_judged)
     ks, curves = _depth(inputs, depth)
     wtl = _wtl(per_query, baseline, results["measures"])
     comparison = _comparison(results, per_query, baseline, qids)
-    queries = inputs.dataset.queries
+    queries = inputs.queries
     payload = {
         "systems": systems,
         "baseline": baseline,
@@ -305,6 +338,7 @@ def build_report_data(
         "top": _top_docs(inputs, qids, top, docs),
         "k": top,
         "spanJudged": span_judged,
+        "hasTexts": inputs.corpus is not None,
     }
     payload["nuggets"] = _nugget_payload(inputs, qids, top, docs)
     payload["docs"] = docs.rows
@@ -324,4 +358,5 @@ def build_report_data(
         curves,
         payload,
         span_judged,
+        _summaries(inputs),
     )

@@ -39,6 +39,9 @@ __all__ = [
 #: Width and height in inches of a one-column figure (two-column paper, e.g. ACM/IEEE).
 COLUMN = (3.5, 2.4)
 WIDE = 7.16
+#: Beyond this many queries, the bars of a delta figure and the points of a scatter are drawn as
+#: an image inside the SVG (axes and text stay vector), so a 7,000-query report stays small.
+RASTER_ABOVE = 2000
 _STYLE = {
     "font.size": 8,
     "axes.titlesize": 8,
@@ -98,12 +101,15 @@ def delta_figure(
         fig, ax = _figure(wide)
         x = np.arange(len(d) + 1)
         edges = np.append(d, d[-1] if len(d) else 0.0)
-        ax.fill_between(x, 0, edges, step="post", where=edges >= 0, color="#2a7d2a", lw=0)
-        ax.fill_between(x, 0, edges, step="post", where=edges <= 0, color="#b22222", lw=0)
+        raster = len(d) > RASTER_ABOVE  # thousands of bars: an image inside the SVG
+        for where, colour in ((edges >= 0, "#2a7d2a"), (edges <= 0, "#b22222")):
+            ax.fill_between(
+                x, 0, edges, step="post", where=where, color=colour, lw=0, rasterized=raster
+            )
         ax.axhline(0, color="black", lw=0.5)
         w = int((d > 1e-9).sum())
         lo = int((d < -1e-9).sum())
-        ax.set_title(f"{system} \u2212 {baseline}: {w} wins, {len(d) - w - lo} ties, {lo} losses")
+        ax.set_title(f"{system} \u2212 {baseline}\n{w} wins, {len(d) - w - lo} ties, {lo} losses")
         ax.set_xlabel("queries, sorted by difference")
         ax.set_ylabel(f"\u0394 {measure}")
         ax.set_xlim(0, max(len(d), 1))
@@ -114,8 +120,8 @@ def delta_figure(
 def scatter_figure(data: ReportData, measure: str, system_a: str, system_b: str) -> Any:
     """Per-query *measure* of *system_a* (x) against *system_b* (y), with ``y = x``.
 
-    Points are drawn semi-transparent (and rasterised inside the SVG beyond 2,000 queries, to
-    keep files small). Raises :class:`InputError` for an unknown system or measure.
+    Points are drawn semi-transparent (and rasterised inside the SVG beyond ``RASTER_ABOVE``
+    queries, to keep files small). Raises :class:`InputError` for an unknown system or measure.
     """
     _check(data, system_a, measure)
     _check(data, system_b, measure)
@@ -132,7 +138,7 @@ def scatter_figure(data: ReportData, measure: str, system_a: str, system_b: str)
             alpha=0.35,
             lw=0,
             color="#1f5f9f",
-            rasterized=bool(keep.sum() > 2000),
+            rasterized=bool(keep.sum() > RASTER_ABOVE),
         )
         lo = float(min(x[keep].min(initial=0), y[keep].min(initial=0)))
         hi = float(max(x[keep].max(initial=1), y[keep].max(initial=1)))
@@ -160,7 +166,8 @@ def depth_figure(data: ReportData, family: str = "R", *, wide: bool = False) -> 
         ax.set_xscale("log")
         ax.set_xlabel("k (log scale)")
         ax.set_ylabel(f"mean {family}@k")
-        ax.set_ylim(0, 1.02)
+        top = max(float(np.nanmax(c)) for c in data.depth[family].values())
+        ax.set_ylim(0, max(1.0, top) * 1.02)  # profiles that scale by 100 (birco) go above 1
         ax.grid(alpha=0.3, lw=0.4)
         ax.legend(loc="upper left", frameon=False)
         fig.tight_layout()
@@ -196,7 +203,7 @@ def figure_svg(fig: Any) -> str:
     plt = _plt()
     buf = io.StringIO()
     with plt.rc_context(_STYLE):
-        fig.savefig(buf, format="svg")
+        fig.savefig(buf, format="svg", dpi=150)
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg") :]

@@ -1,12 +1,14 @@
 """What a report is built from: an experiment's results, its runs and its dataset.
 
 :func:`load_inputs` accepts an :class:`~nuggetbench.experiment.Experiment` (in memory) or the
-output folder of ``nuggetbench run`` (its ``results.json`` and the TREC files it names) and returns
-:class:`ReportInputs`: the results dict (the ``results.json`` schema), one
-:class:`~nuggetbench.data.Run` per system, and the :class:`~nuggetbench.datasets.Dataset` whose
-corpus, queries and judgments the page shows. The dataset is reloaded by the id the results record
-unless one is given, and its fingerprint must match the recorded one, so that grades and snippets
-never come from other data than the scores.
+output folder of ``nuggetbench run`` or ``nuggetbench compare -o`` (its ``results.json`` and the
+run files it names) and returns :class:`ReportInputs`: the results dict (the ``results.json``
+schema), one :class:`~nuggetbench.data.Run` per system, and the
+:class:`~nuggetbench.datasets.Target` (a dataset, or a judgments file without corpus or query
+texts) whose judgments, corpus and queries the page shows. The target is reloaded from what the
+results record unless one is given; the dataset's and the judgments' fingerprints must match the
+recorded ones, and each run's too, so that grades and snippets never come from other data than
+the scores.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data import Run, read_run
-from ..datasets import Dataset, load_dataset
+from ..data import Corpus, Qrels, Queries, Run, load_run
+from ..datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from ..errors import InputError
 from ..experiment import Experiment, slug
 
@@ -33,18 +35,37 @@ class ReportInputs:
         results: the ``results.json`` dict (``dataset``, ``measures``, ``profile``, ``k``,
             ``provenance``, ``notes``, ``systems`` with per-query values, ``comparison``).
         runs: ``{system name: Run}`` in the order of ``results["systems"]``.
-        dataset: the dataset the runs were scored on.
+        target: the dataset (or judgments file) the runs were scored on.
         source: where the results came from (a path, or ``"<experiment>"``).
     """
 
     results: dict
     runs: dict[str, Run]
-    dataset: Dataset
+    target: Target
     source: str
 
     @property
     def systems(self) -> list[str]:
         return list(self.results["systems"])
+
+    @property
+    def dataset(self) -> Dataset | None:
+        """The dataset, ``None`` for a judgments file."""
+        return self.target.dataset
+
+    @property
+    def qrels(self) -> Qrels:
+        return self.target.qrels
+
+    @property
+    def corpus(self) -> Corpus | None:
+        """The corpus, ``None`` for a judgments file (then no snippets)."""
+        return self.target.corpus
+
+    @property
+    def queries(self) -> Queries:
+        """The query texts (empty for a judgments file)."""
+        return self.dataset.queries if self.dataset is not None else Queries({})
 
 
 def read_results(path: str | Path) -> tuple[dict, Path]:
@@ -83,7 +104,8 @@ def read_results(path: str | Path) -> tuple[dict, Path]:
 
 
 def _run_path(name: str, entry: Mapping[str, Any], folder: Path) -> Path:
-    """The TREC file of one system: the recorded path, else ``runs/<slug>.trec`` beside it."""
+    """The run file of one system: the recorded path (or its name under ``runs/``), else
+    ``runs/<slug>.trec`` beside results.json."""
     candidates = []
     if entry.get("run_file"):
         recorded = Path(entry["run_file"])
@@ -99,25 +121,55 @@ def _run_path(name: str, entry: Mapping[str, Any], folder: Path) -> Path:
     )
 
 
-def _dataset(
+def _read_checked(name: str, entry: Mapping[str, Any], folder: Path) -> Run:
+    """Read one system's run; its fingerprint must be the one its results record."""
+    path = _run_path(name, entry, folder)
+    run = load_run(path, name=name)
+    recorded = (entry.get("provenance") or {}).get("run_fingerprint")
+    if recorded and recorded != run.fingerprint():
+        raise InputError(
+            f"{path}: this run (fingerprint {run.fingerprint()}) is not the one scored in "
+            f"results.json for {name!r} ({recorded}); it changed since; rerun `nuggetbench run`"
+        )
+    return run
+
+
+def _dataset_target(ds: Dataset) -> Target:
+    family = family_of(ds.id) if is_dataset_id(ds.id) else None
+    return Target(ds.qrels, tuple(ds.default_measures), ds.default_profile, family, ds)
+
+
+def _target(
     results: dict, dataset: Dataset | str | None, options: Mapping[str, Any] | None
-) -> Dataset:
+) -> Target:
+    """The dataset (or judgments file) of the results, checked against their fingerprints."""
+    prov = results.get("provenance") or {}
     if isinstance(dataset, Dataset):
-        ds = dataset
+        target = _dataset_target(dataset)
     else:
         options = dict(options or {})
-        ds = load_dataset(dataset or results["dataset"], **options)
-        split = (results.get("provenance") or {}).get("split")
-        if split and ds.split != split and "split" not in options:  # the run's split
-            ds = load_dataset(dataset or results["dataset"], **options, split=split)
-    recorded = (results.get("provenance") or {}).get("dataset_fingerprint")
-    if recorded and recorded != ds.fingerprint():
+        target = load_target(dataset or results["dataset"], **options)
+        split = prov.get("split")
+        ds = target.dataset
+        if ds is not None and split and ds.split != split and "split" not in options:
+            target = load_target(dataset or results["dataset"], **options, split=split)
+    ds = target.dataset
+    recorded = prov.get("dataset_fingerprint")
+    if ds is not None and recorded and recorded != ds.fingerprint():
         raise InputError(
             f"dataset {ds.id!r} has fingerprint {ds.fingerprint()} but the results were scored on "
             f"{recorded}; load it with the same options as the run (-O KEY=VALUE, e.g. the "
             "chunker) or point NUGGETBENCH_DATA at the same files"
         )
-    return ds
+    for name, entry in results["systems"].items():
+        scored = (entry.get("provenance") or {}).get("qrels_fingerprint")
+        if scored and scored != target.qrels.fingerprint():
+            raise InputError(
+                f"the judgments of {results['dataset']!r} (fingerprint "
+                f"{target.qrels.fingerprint()}) are not those {name!r} was scored on ({scored}); "
+                "give the same dataset, options and files as when the results were made"
+            )
+    return target
 
 
 def load_inputs(
@@ -130,14 +182,14 @@ def load_inputs(
 
     Args:
         source: an :class:`Experiment` (its runs are used as they are in memory), an output
-            folder of ``nuggetbench run``, or its ``results.json``.
-        dataset: the dataset (a :class:`Dataset` or an id/folder); default: the id recorded in
-            the results, loaded with *options*.
+            folder of ``nuggetbench run`` or ``nuggetbench compare -o``, or its ``results.json``.
+        dataset: the dataset (a :class:`Dataset`, an id, a folder or a judgments file); default:
+            the one recorded in the results, loaded with *options*.
         options: loader options for the dataset (``{"chunker": ...}``), as ``-O KEY=VALUE``.
 
     Raises:
-        InputError: unreadable results, a missing run file, or a dataset whose fingerprint differs
-            from the one the results record.
+        InputError: unreadable results, a missing run file, or a dataset, judgments or run whose
+            fingerprint differs from the one the results record.
     """
     if isinstance(source, Experiment):
         if not source.systems:
@@ -148,8 +200,7 @@ def load_inputs(
     else:
         results, folder = read_results(source)
         runs = {
-            name: read_run(_run_path(name, entry, folder), name=name)
-            for name, entry in results["systems"].items()
+            name: _read_checked(name, entry, folder) for name, entry in results["systems"].items()
         }
         origin = str(folder)
-    return ReportInputs(results, runs, _dataset(results, dataset, options), origin)
+    return ReportInputs(results, runs, _target(results, dataset, options), origin)

@@ -32,8 +32,8 @@ def _template_text(name: str) -> str:
     return resources.files("nuggetbench.report").joinpath("templates", name).read_text("utf-8")
 
 
-def _num(x: float | None) -> str:
-    return "\u2013" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4f}"
+def _num(x: float | None, digits: int = 4) -> str:
+    return "\u2013" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
 def _cells(data: ReportData) -> dict[str, dict[str, dict[str, Any]]]:
@@ -133,6 +133,16 @@ def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> 
         cells=_cells(data),
         method=_method(data),
         notes=data.results.get("notes") or [],
+        summaries=[
+            (
+                t.title,
+                [
+                    (label, [_num(row.get(m), t.digits) for m in data.measures])
+                    for label, row in t.rows.items()
+                ],
+            )
+            for t in data.summaries
+        ],
         provenance=_provenance(data, source),
         wtl=data.wtl,
         k=data.payload["k"],

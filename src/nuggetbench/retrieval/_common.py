@@ -233,6 +233,7 @@ def encode_in_length_order(
     *,
     chunk: int,
     progress: Callable[[int], Any] | None = None,
+    step: int | None = None,
 ) -> np.ndarray:
     """Encode documents longest first (stable), *chunk* at a time: ``store(rows, encode(texts))``.
 
@@ -243,14 +244,18 @@ def encode_in_length_order(
         encode: ``encode(texts) -> vectors of those texts``.
         store: receives the (chunk,) int array of rows of *doc_ids* and their vectors.
         chunk: documents per encode call.
-        progress: optional callable receiving the number of documents done after each chunk.
+        progress: optional callable receiving the number of documents done after each call.
+        step: with *progress*, documents per call when smaller than *chunk* (the model's batch
+            size: the bar then moves every batch rather than every chunk; the documents being
+            in length order already, the batches are the same).
 
     Returns:
         The encoding order, (n,) int array of rows.
     """
     order = np.argsort(-lengths, kind="stable")
-    for start in range(0, len(order), chunk):
-        rows = order[start : start + chunk]
+    stride = min(chunk, step) if progress is not None and step else chunk
+    for start in range(0, len(order), stride):
+        rows = order[start : start + stride]
         store(rows, encode(texts_of([doc_ids[i] for i in rows.tolist()])))
         if progress is not None:
             progress(len(rows))
@@ -267,9 +272,11 @@ def encode_by_length(
     store: Callable[[np.ndarray, Any], None],
     show_progress: bool,
     desc: str,
+    step: int | None = None,
 ) -> np.ndarray:
     """:func:`encode_in_length_order` over *corpus* (texts with or without titles), with a
-    progress bar titled *desc* when *show_progress*; returns the encoding order."""
+    progress bar titled *desc* (documents done, documents/s, ETA) moving every *step* documents
+    when *show_progress*; returns the encoding order."""
     lengths = text_lengths(corpus, len(doc_ids), with_title=with_title)
     bar = progress_bar(show_progress, len(doc_ids), desc)
     try:
@@ -281,6 +288,7 @@ def encode_by_length(
             store,
             chunk=chunk,
             progress=bar.update if bar is not None else None,
+            step=step,
         )
     finally:
         if bar is not None:

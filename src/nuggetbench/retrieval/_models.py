@@ -320,7 +320,46 @@ def progress_bar(show: bool, total: int, desc: str):
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit="doc")
+    return tqdm(total=total, desc=desc, unit="doc", unit_scale=False, smoothing=0.1)
+
+
+class StageBar:
+    """One progress bar for a stage made of a few library calls that cannot report progress
+    themselves (bm25s' tokenize / index / retrieve, each with its own bar otherwise): it
+    advances one step per call and names the current one (``bm25 index: tokenizing``).
+    Use :func:`stage_bar`; every method is a no-op when the bar is hidden."""
+
+    def __init__(self, show: bool, desc: str, steps: int):
+        self.desc = desc
+        self.bar = None
+        if show:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=steps, desc=desc, unit="step", leave=True)
+
+    def step(self, name: str) -> None:
+        """Start step *name* (the previous one, if any, is counted done)."""
+        if self.bar is not None:
+            if self.bar.desc != self.desc:
+                self.bar.update(1)
+            self.bar.set_description(f"{self.desc}: {name}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.bar.total - self.bar.n)
+            self.bar.set_description(self.desc)
+            self.bar.close()
+
+    def __enter__(self) -> StageBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def stage_bar(show: bool, desc: str, steps: int) -> StageBar:
+    """A :class:`StageBar` of *steps* steps titled *desc* (hidden unless *show*)."""
+    return StageBar(show, desc, steps)
 
 
 def text_lengths(corpus, n: int, *, with_title: bool):

@@ -31,6 +31,7 @@ from ..errors import InputError, SpecError, suggest
 from ..spec import format_colon_spec
 from ..store import Artifact
 from ..text.analyzers import analyzer_for_language, get_analyzer
+from ._models import stage_bar
 from .bm25_index import BM25Index, numba_available
 from .compose import Composable
 from .options import METHODS, STOPWORDS, BM25Options
@@ -185,7 +186,8 @@ class BM25(Composable):
         """Index *corpus* (``title + " " + text`` of each document), or load the cached index.
 
         Raises:
-            InputError: the corpus is empty.
+            InputError: the corpus is empty, or no document has a single indexable term (every
+                text empty or made of stop words / one-letter tokens): nothing could be ranked.
         """
         artifact = self._artifact(corpus) if self.cache else None
         if artifact is not None and artifact.path.exists():
@@ -202,12 +204,23 @@ class BM25(Composable):
             texts.append(doc.full_text)
         if not doc_ids:
             raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
-        tokens = self._tokenize(texts, return_ids=True, show_progress=show_progress)
-        del texts
-        retriever = bm25s.BM25(
-            k1=self.k1, b=self.b, delta=self.delta, method=self.method, backend="numpy"
-        )
-        retriever.index(tokens, show_progress=show_progress)
+        with stage_bar(show_progress, f"bm25 index ({len(doc_ids)} docs)", 2) as bar:
+            bar.step("tokenizing")  # one bar for the stage, not bm25s' four
+            tokens = self._tokenize(texts, return_ids=True, show_progress=False)
+            del texts
+            if not len(getattr(tokens, "vocab", None) or {}):
+                raise InputError(
+                    f"cannot index the corpus{' ' + repr(corpus.name) if corpus.name else ''}: "
+                    f"none of its {len(doc_ids)} documents has an indexable term (every title "
+                    f"and text is empty or made of stop words after {self.analyzer!r} analysis "
+                    f"with stopwords={self.stopwords!r}); check the corpus's text fields, or "
+                    "index with bm25:stopwords=none"
+                )
+            retriever = bm25s.BM25(
+                k1=self.k1, b=self.b, delta=self.delta, method=self.method, backend="numpy"
+            )
+            bar.step("scoring")
+            retriever.index(tokens, show_progress=False)
         if artifact is not None:
             self._save(artifact, retriever, doc_ids, corpus)
         return BM25Index(self, retriever, doc_ids, from_cache=False)

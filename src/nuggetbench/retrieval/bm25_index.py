@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data import Queries, Run
+from ._models import stage_bar
 from .base import DocFilter, check_k
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,7 +93,10 @@ class BM25Index:
         texts = [queries[q] for q in qids]
         if objective:
             texts = [f"{objective}\n{t}" for t in texts]
-        tokens = self.retriever._tokenize(texts, return_ids=False, show_progress=show_progress)
+        bar = stage_bar(show_progress, f"bm25 search ({len(qids)} queries)", 2)
+        bar.step("tokenizing")  # one bar for the stage, not bm25s' four
+        tokens = self.retriever._tokenize(texts, return_ids=False, show_progress=False)
+        bar.step("retrieving")
         vocab = self.bm25.vocab_dict
         token_ids = [[vocab[t] for t in toks if t in vocab and t != ""] for toks in tokens]
         filtered = doc_filter or {}
@@ -116,7 +120,7 @@ class BM25Index:
                     [token_ids[i] for i in batch],
                     k=kk,
                     sorted=False,
-                    show_progress=show_progress,
+                    show_progress=False,
                     n_threads=threads,
                 )
             finally:
@@ -151,6 +155,7 @@ class BM25Index:
                     "doc_filter names %d candidate(s) absent from the corpus; they were ignored",
                     missing,
                 )
+        bar.close()
         empty = [qids[i] for i, t in enumerate(token_ids) if not t]
         if empty:
             log.info(

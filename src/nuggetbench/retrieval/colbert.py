@@ -246,6 +246,7 @@ class ColBERTRetriever(ModelBacked, Composable):
             store=store,
             show_progress=show_progress,
             desc="encoding corpus (colbert)",
+            step=self.options["batch_size"],
         )
         tokens, offsets = _pack(per_doc)
         per_doc.clear()  # free the per-document arrays before saving

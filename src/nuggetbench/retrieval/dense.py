@@ -240,6 +240,7 @@ class DenseRetriever(ModelBacked, Composable):
                 store=_row_writer(out),
                 show_progress=show_progress,
                 desc="encoding corpus",
+                step=self.options["batch_size"],
             )
 
         if self.options["cache"]:

@@ -140,6 +140,7 @@ class SparseRetriever(ModelBacked, Composable):
             store=lambda rows, matrix: parts.append(matrix),
             show_progress=show_progress,
             desc="encoding corpus (sparse)",
+            step=self.options["batch_size"],
         )
         vocab = parts[0].shape[1] if parts else 0
         stacked = sp.vstack(parts).tocsr() if parts else sp.csr_matrix((0, vocab), dtype=np.float32)

@@ -39,6 +39,7 @@ from ..spec import (
     format_literal,
     lookup,
     parse_literal,
+    short_label,
     split_options,
     split_top,
 )
@@ -170,25 +171,6 @@ def format_spec(
     return format_colon_spec(prefix, changed)
 
 
-#: Options naming where an endpoint is and which variable holds its key: never printed.
-PRIVATE_OPTIONS = ("base_url", "api_key_env")
-
-
-def public_spec(spec: str) -> str:
-    """*spec* without its :data:`PRIVATE_OPTIONS` assignments, as it may be printed and saved
-    (``bm25 >> llm_listwise(model=M, base_url=http://h/v1)`` -> ``bm25 >> llm_listwise(model=M)``).
-    Specs without them come back unchanged."""
-    names = "|".join(PRIVATE_OPTIONS)
-    if not re.search(rf"(?:^|[(:,;])\s*(?:{names})\s*=", spec):
-        return spec
-    out = re.sub(rf"([(:,;])\s*(?:{names})\s*=[^,;)]*", r"\1", spec)
-    out = re.sub(r"([(:;])(?:\s*,)+\s*", r"\1", out)
-    out = re.sub(r"(?:\s*,)+\s*(?=[,;)]|>>|$)", "", out)
-    out = re.sub(r",(?:\s*,)+", ",", out)
-    out = re.sub(r";\s*\)", ")", out)
-    return re.sub(r":\s*(?=>>|\)|,|$)", "", out).strip()
-
-
 # --- labels -------------------------------------------------------------------------------------
 _CALL = re.compile(r"^(\s*[A-Za-z][A-Za-z0-9_\-]*\s*\()(.*)(\)\s*(?:@\s*\d+)?\s*)$", re.S)
 _DEPTH = re.compile(r"^(.*?)(@\s*\d+\s*)?$", re.S)
@@ -200,7 +182,8 @@ def split_label(spec: str) -> tuple[str, str | None]:
     Every spec takes ``name=``: a single retriever among its options
     (``bm25:preset=pyserini,name=pyserini``, ``rerank:MODEL,name=ce@100``), a pipeline on its
     last stage (``bm25 >> rerank:MODEL,name=ce``), ``fuse(...)`` and the wrappers after the
-    ``;`` (``fuse(bm25, dense:M; method=rrf, name=hybrid)``). The label names the system in
+    ``;`` (``fuse(bm25, dense:M; method=rrf, name=hybrid)``), a retriever written as a call
+    among its options (``llm_listwise(model=M, name=judge)``). The label names the system in
     tables, ``results.json`` and run files; the spec without it is what is run and cached.
 
     Raises:
@@ -213,15 +196,10 @@ def split_label(spec: str) -> tuple[str, str | None]:
     if call is not None:
         head, inner, tail = call.groups()
         parts = split_top(inner, (";",), where="retriever spec")
-        if len(parts) < 2:  # a retriever called with options: llm_listwise(model=M, name=x)
-            if head.strip()[:-1].strip().lower() in ("fuse", *WRAPPERS):
-                return text, None
-            options, label = _drop_name(parts[0], spec)
-            new_last = head + options + tail
-        else:
-            options, label = _drop_name(parts[-1], spec)
-            kept = ";".join(parts[:-1]) + (";" + options if options.strip() else "")
-            new_last = head + kept + tail
+        options, label = _drop_name(parts[-1], spec)  # fuse(a, b) items never start "name="
+        sep = ";" if len(parts) > 1 else ""
+        kept = ";".join(parts[:-1]) + (sep + options if options.strip() or not sep else "")
+        new_last = head + kept + tail
     else:
         prefix, sep, rest = last.partition(":")
         if not sep:
@@ -252,19 +230,23 @@ def _drop_name(options: str, spec: str) -> tuple[str, str | None]:
     return ",".join(kept), label
 
 
-def short_label(spec: str, width: int = 24) -> str:
-    """A label of at most *width* characters for a spec without ``name=``: the spec itself when
-    short enough, else with each path or hub id cut to its last part
-    (``dense:/models/e5-small-v2`` -> ``dense:e5-small-v2``), else cut in the middle with
-    ``…``. The full spec stays in the experiment's provenance."""
-    text = spec.strip()
-    if len(text) <= width:
-        return text
-    text = re.sub(r"[^\s:,;()=>]*/([^\s:,;()=>/]+)/?", r"\1", text)
-    if len(text) <= width:
-        return text
-    head = (width - 1) * 2 // 3
-    return text[:head] + "\u2026" + text[len(text) - (width - 1 - head) :]
+#: Options naming where an endpoint is and which variable holds its key: never printed.
+PRIVATE_OPTIONS = ("base_url", "api_key_env")
+
+
+def public_spec(spec: str) -> str:
+    """*spec* without its :data:`PRIVATE_OPTIONS` assignments, as it may be printed and saved
+    (``bm25 >> llm_listwise(model=M, base_url=http://h/v1)`` -> ``bm25 >> llm_listwise(model=M)``).
+    Specs without them come back unchanged."""
+    names = "|".join(PRIVATE_OPTIONS)
+    if not re.search(rf"(?:^|[(:,;])\s*(?:{names})\s*=", spec):
+        return spec
+    out = re.sub(rf"([(:,;])\s*(?:{names})\s*=[^,;)]*", r"\1", spec)
+    out = re.sub(r"([(:;])(?:\s*,)+\s*", r"\1", out)
+    out = re.sub(r"(?:\s*,)+\s*(?=[,;)]|>>|$)", "", out)
+    out = re.sub(r",(?:\s*,)+", ",", out)
+    out = re.sub(r";\s*\)", ")", out)
+    return re.sub(r":\s*(?=>>|\)|,|$)", "", out).strip()
 
 
 # --- parsing ------------------------------------------------------------------------------------
@@ -305,16 +287,17 @@ def parse_retriever(spec: str):
             return _parse_fuse(where, text)
         if name in WRAPPERS:
             return _parse_wrapper(where, text, name)
+        if name not in RETRIEVERS:  # name the unknown retriever rather than the parentheses
+            known = sorted({*RETRIEVERS, *WRAPPERS, "fuse"})
+            raise UnknownNameError(
+                f"{where}: unknown retriever {call.group(1)!r}.{suggest(name, known)} Known: "
+                f"{', '.join(known)}. Run `nuggetbench retrievers` for their options"
+            )
         if name in RETRIEVERS:
             parts = _call_parts(where, text, name)
             if len(parts) > 1:
                 raise SpecError(f"{where}: write {name}(option=value, ...) without ';'")
             return _parse_single(spec, f"{name}:{parts[0].strip()}" if parts[0].strip() else name)
-        known = sorted({*RETRIEVERS, *WRAPPERS, "fuse"})
-        raise UnknownNameError(  # name the unknown retriever rather than the parentheses
-            f"{where}: unknown retriever {call.group(1)!r}.{suggest(name, known)} Known: "
-            f"{', '.join(known)}. Run `nuggetbench retrievers` for their options"
-        )
     return _parse_single(spec, text)
 
 

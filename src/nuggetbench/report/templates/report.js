@@ -119,7 +119,7 @@ function renderQuery(q) {
     const T = D.top[s];
     const docs = T.docs[qi].map((d, r) => {
       const g = T.grades[qi][r], [id, snip] = D.docs[d];
-      const also = where.get(d).filter(([o]) => o !== s).map(([o, rr]) => `<span class="badge sh" data-doc="${d}" title="also ranked by ${esc(o)}">${esc(o)} #${rr}</span>`).join("");
+      const also = where.get(d).filter(([o]) => o !== s).map(([o, rr]) => `<span class="badge sh" data-doc="${d}" data-system="${esc(o)}" title="also ranked by ${esc(o)}: click to scroll to it">${esc(o)} #${rr}</span>`).join("");
       const nd = N && N.docs[String(d)];
       const ng = nd ? nd[0].map((j) => `<span class="badge ng">${esc(N.ids[j])}</span>`).join("") : "";
       const cls = g === null ? "unjudged" : g > 0 ? "rel" : "nonrel";
@@ -128,10 +128,17 @@ function renderQuery(q) {
     }).join("");
     return `<div class="col" data-system="${esc(s)}"><h3>${esc(s)}</h3>${docs || "<p>no documents</p>"}</div>`;
   }).join("");
-  $("#qv").innerHTML = `<div class="qtext">${esc(D.qtext[qi])}</div><p class="note">${vals}</p>${nuggetMatrix(qi)}<div class="cols" style="--n:${D.systems.length}">${cols}</div>`;
+  const qtext = D.hasTexts ? `<div class="qtext">${esc(D.qtext[qi])}</div>` : `<p class="note" id="no-texts">Scored on a judgments file: no query or document texts.</p>`;
+  $("#qv").innerHTML = `${qtext}<p class="note">${vals}</p>${nuggetMatrix(qi)}<div class="cols" style="--n:${D.systems.length}">${cols}</div>`;
 }
 $("#qv-ids").innerHTML = D.qids.slice(0, 5000).map((q) => `<option value="${esc(q)}">`).join("");
 $("#qv-input").addEventListener("change", (e) => { location.hash = "q=" + encodeURIComponent(e.target.value); });
+$("#qv").addEventListener("click", (e) => {
+  const b = e.target.closest(".badge.sh");
+  const col = b && $$("#qv .col").find((c) => c.dataset.system === b.dataset.system);
+  const doc = col && col.querySelector(`.doc[data-doc="${b.dataset.doc}"]`);
+  if (doc) doc.scrollIntoView({block: "center"});
+});
 $("#qv").addEventListener("mouseover", (e) => {
   const b = e.target.closest(".badge.sh");
   $$("#qv .doc.hl").forEach((x) => x.classList.remove("hl"));

@@ -1,0 +1,87 @@
+"""``nuggetbench answers``: score generated answers by the nuggets they support."""
+
+from __future__ import annotations
+
+import click
+
+from ..judging import answers_files, judging_client
+from ._common import console, echo_json, render_means_table, warn
+from .judge import CLIENT_KEYS, llm_options
+
+SCORES = ("vital_score", "strict_vital_score", "all_score", "strict_all_score")
+
+
+@click.command("answers", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("nuggets", type=click.Path(exists=True, dir_okay=False))
+@click.argument("answers", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Also write every assignment (assignments.jsonl) and the summary (answers.json).",
+)
+@click.option(
+    "--baseline", default=None, metavar="NAME", help="Baseline system (default: the first)."
+)
+@click.option(
+    "--test",
+    type=click.Choice(["t", "wilcoxon", "randomization"]),
+    default="t",
+    show_default=True,
+    help="Two-sided paired test.",
+)
+@click.option(
+    "--correction",
+    type=click.Choice(["holm", "bonferroni", "bh", "none"]),
+    default=None,
+    help="Multiple-testing correction [default: holm with more than two systems].",
+)
+@click.option(
+    "--resamples",
+    "n_resamples",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@llm_options
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
+    """Label the NUGGETS of each question as supported, partly supported or not supported by
+    each system's ANSWERS (one file per system, named by its stem) and print nuggetizer's
+    vital_score, strict_vital_score, all_score and strict_all_score, with paired tests and
+    bootstrap intervals between the systems.
+
+    NUGGETS: nuggetizer JSONL ({"qid", "query", "nuggets": [{"text", "importance"}]}), a
+    FreshStack queries file or fastbook-benchmark.json. ANSWERS: TREC 2024 RAG JSONL
+    ({"topic_id", "answer": [{"text", "citations"}], ...}) or {"query_id", "answer"} lines.
+
+    \b
+    Example:
+      nuggetbench answers nuggets.jsonl ragA.jsonl ragB.jsonl --model gpt-4o -o assigned/
+    """
+    client = judging_client(**{k: kw.pop(k) for k in CLIENT_KEYS})
+    try:
+        res = answers_files(nuggets, answers, client, out_dir, max_repairs=max_repairs, **kw)
+    finally:
+        client.close()
+    for s in res.failures:
+        if res.failures[s]:
+            warn(
+                f"{s}: {res.failures[s]} windows could not be parsed; their nuggets are 'failed' (not supported)"
+            )
+        if res.missing[s]:
+            warn(f"{s}: {res.missing[s]} questions have no answer; scored on an empty answer")
+    if fmt == "json":
+        echo_json(res.to_dict())
+        return
+    render_means_table("nugget scores (mean over questions)", res.results, SCORES)
+    console().print(f"requests: {res.windows} windows of at most 10 nuggets; sent now: {res.sent}")
+    if res.comparison is not None:
+        out = console()
+        out.print(res.comparison.to_rich(width=out.width))

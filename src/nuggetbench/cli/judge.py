@@ -1,0 +1,189 @@
+"""``nuggetbench judge``: fill the holes of runs with LLM judgments, or measure their agreement."""
+
+from __future__ import annotations
+
+import click
+
+from ..judging import agreement_run_files, judge_run_files, judging_client
+from ._common import console, echo_json, info, parse_options
+
+#: The options of :func:`~nuggetbench.judging.judging_client`.
+CLIENT_KEYS = ("model", "base_url", "api_key_env", "concurrency")
+
+
+def llm_options(command):
+    """``--model``, ``--base-url``, ``--api-key-env``, ``--concurrency``, ``--max-repairs``."""
+    for opt in reversed(
+        [
+            click.option(
+                "--model",
+                default=None,
+                metavar="NAME",
+                help="LLM model (default: NUGGETBENCH_LLM_MODEL).",
+            ),
+            click.option(
+                "--base-url",
+                default=None,
+                metavar="URL",
+                help="OpenAI-compatible endpoint ending in /v1 (default: NUGGETBENCH_LLM_BASE_URL, "
+                "else OPENAI_BASE_URL, else the OpenAI API).",
+            ),
+            click.option(
+                "--api-key-env",
+                default="OPENAI_API_KEY",
+                show_default=True,
+                metavar="VAR",
+                help="Environment variable holding the key (NUGGETBENCH_LLM_API_KEY is tried first); "
+                "the key is never written anywhere.",
+            ),
+            click.option(
+                "--concurrency",
+                type=click.IntRange(min=1),
+                default=4,
+                show_default=True,
+                help="Requests in flight at once.",
+            ),
+            click.option(
+                "--max-repairs",
+                type=click.IntRange(min=0),
+                default=2,
+                show_default=True,
+                help="Re-asks of an answer that cannot be parsed; then it is recorded as a failure.",
+            ),
+        ]
+    ):
+        command = opt(command)
+    return command
+
+
+@click.command("judge", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("dataset")
+@click.argument("runs", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--depth",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Judge the unjudged documents in the top k of each run (ranked as trec_eval ranks).",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Output folder: qrels.txt, judgments.jsonl and a summary (required unless --agreement).",
+)
+@click.option(
+    "--agreement",
+    is_flag=True,
+    help="Re-judge judged pairs and report agreement with the human qrels.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --agreement: judged pairs drawn at random (default all).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
+@click.option(
+    "--rel-level",
+    type=click.IntRange(min=0),
+    default=None,
+    help="With --agreement: binary relevance threshold (default: the dataset profile's).",
+)
+@click.option(
+    "-m",
+    "--measure",
+    default=None,
+    metavar="MEASURE",
+    help="With --agreement and runs: the measure ordering the systems for Kendall's tau (default: the dataset's first).",
+)
+@click.option(
+    "--profile", default=None, metavar="NAME", help="Profile of --measure (default: the dataset's)."
+)
+@click.option(
+    "-O",
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Dataset loader option, repeatable.",
+)
+@llm_options
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
+    """Judge the holes of RUNS on DATASET with an LLM (UMBRELA's 0-3 scale), or with
+    --agreement re-judge judged pairs and compare with the human qrels.
+
+    Every request is cached by content in the home folder: a re-run sends none, and a killed run
+    resumes where it stopped.
+
+    \b
+    Examples:
+      nuggetbench judge beir/scifact bm25.trec dense.trec --depth 10 --model gpt-4o -o judged/
+      nuggetbench judge birco/clinical-trial --agreement --sample 300 --seed 1 --model M
+    """
+    if not agreement and (out_dir is None or not runs):
+        raise click.UsageError("give RUN files and -o DIR (or --agreement)")
+    client = judging_client(**{k: kw.pop(k) for k in CLIENT_KEYS})
+    options = parse_options(kw.pop("dataset_options"))
+    try:
+        if agreement:
+            del kw["depth"]
+            res = agreement_run_files(dataset, runs, client, out_dir, options=options, **kw)
+            _render_agreement(res, fmt)
+        else:
+            kw = {"depth": kw["depth"], "max_repairs": kw["max_repairs"]}
+            res = judge_run_files(
+                dataset, runs, kw.pop("depth"), client, out_dir, options=options, **kw
+            )
+            _render_holes(res, fmt)
+    finally:
+        client.close()
+
+
+def _render_holes(res, fmt: str) -> None:
+    if fmt == "json":
+        echo_json({"judge": res.to_dict()})
+        return
+    from rich.table import Table
+
+    info(
+        f"holes found in the top {res.depth}: {res.holes}; requests sent: {res.sent}; "
+        f"failures: {res.failures}"
+    )
+    table = Table(title=f"Judged@{res.depth}", title_justify="left")
+    for col in ("run", "before", "after"):
+        table.add_column(col, justify="left" if col == "run" else "right")
+    for name in res.judged_before:
+        table.add_row(name, f"{res.judged_before[name]:.4f}", f"{res.judged_after[name]:.4f}")
+    console().print(table)
+    info(f"wrote {res.files['qrels']}, {res.files['judgments']}")
+
+
+def _render_agreement(res, fmt: str) -> None:
+    if fmt == "json":
+        echo_json({"agreement": res.to_dict()})
+        return
+    from rich.table import Table
+
+    out = console()
+    info(
+        f"pairs: {res.pairs}; judged: {res.judged}; failures: {res.failures}; requests sent: {res.sent}"
+    )
+    out.print(f"Cohen's kappa (grades): {res.cohen_kappa:.4f}")
+    out.print(
+        f"Cohen's kappa (binary, relevant at grade >= {res.rel_level}): {res.cohen_kappa_binary:.4f}"
+    )
+    table = Table(title="confusion (rows: human grade, columns: model grade)", title_justify="left")
+    table.add_column("human \\ model")
+    for g in res.grades:
+        table.add_column(str(g), justify="right")
+    for g, row in zip(res.grades, res.confusion):
+        table.add_row(str(g), *(str(v) for v in row))
+    out.print(table)
+    if res.measure is not None:
+        out.print(f"Kendall's tau of the system orders by {res.measure}: {res.tau:.4f}")

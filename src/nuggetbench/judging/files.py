@@ -1,0 +1,132 @@
+"""What the ``judge`` command does, from a dataset id and run files (one call per command)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..compare import compare
+from ..data import Run
+from ..data.io import load_run
+from ..datasets import Dataset
+from ..datasets.registry import load_target
+from ..errors import InputError
+from ..llm.client import LLMClient
+from .agreement import AgreementOutcome, default_rel_level, judge_agreement
+from .answers import AnswersOutcome, assign_answers, read_answers, read_nuggets
+from .creation import NuggetCreation, create_nuggets_file
+from .holes import JudgeOutcome, judge_holes, write_json, write_rows
+
+__all__ = [
+    "load_judging_inputs",
+    "judge_run_files",
+    "agreement_run_files",
+    "answers_files",
+    "nuggets_for_dataset",
+]
+
+
+def load_judging_inputs(
+    dataset: str | Path, runs: Sequence[str | Path], options: Mapping[str, Any] | None = None
+) -> tuple[Dataset, dict[str, Run]]:
+    """The dataset (with corpus and queries) and ``{file stem: run}`` (the dataset's run
+    policies applied; a repeated stem is named by its whole path).
+
+    Raises:
+        InputError: *dataset* is a judgments file, not a dataset with texts.
+    """
+    target = load_target(dataset, **dict(options or {}))
+    if target.dataset is None:
+        raise InputError(
+            f"{dataset}: judging needs a dataset with its corpus and queries (an id such as "
+            "birco/clinical-trial or a dataset folder), not a qrels file"
+        )
+    loaded: dict[str, Run] = {}
+    for path in runs:
+        name = Path(path).stem
+        if name in loaded:
+            name = str(path)
+        loaded[name] = target.dataset.postprocess_run(load_run(path, name=name))
+    return target.dataset, loaded
+
+
+def judge_run_files(
+    dataset: str | Path,
+    runs: Sequence[str | Path],
+    depth: int,
+    client: LLMClient,
+    out_dir: str | Path,
+    *,
+    options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> JudgeOutcome:
+    """:func:`~.holes.judge_holes` on a dataset id or folder and run files."""
+    ds, loaded = load_judging_inputs(dataset, runs, options)
+    return judge_holes(ds, loaded, depth, client, out_dir, **kwargs)
+
+
+def agreement_run_files(
+    dataset: str | Path,
+    runs: Sequence[str | Path],
+    client: LLMClient,
+    out_dir: str | Path | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> AgreementOutcome:
+    """:func:`~.agreement.judge_agreement` on a dataset id or folder and run files."""
+    ds, loaded = load_judging_inputs(dataset, runs, options)
+    return judge_agreement(ds, client, out_dir, runs=loaded or None, **kwargs)
+
+
+def answers_files(
+    nuggets: str | Path,
+    answers: Sequence[str | Path],
+    client: LLMClient,
+    out_dir: str | Path | None = None,
+    *,
+    max_repairs: int = 2,
+    **compare_options: Any,
+) -> AnswersOutcome:
+    """What ``nuggetbench answers`` does: read the nuggets and each system's answers (a system is
+    named by its file's stem, the whole path when two stems are equal), assign and score
+    (:func:`~.answers.assign_answers`), compare the systems as ``compare`` does
+    (:func:`nuggetbench.compare.compare` with *compare_options*: ``baseline``, ``test``,
+    ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``) when there are two or more, and
+    with *out_dir* write ``assignments.jsonl`` (one row per system, question and nugget) and
+    ``answers.json`` (the summary).
+
+    Raises:
+        InputError / FormatError: from the readers; LLMError / BudgetError: from the client.
+    """
+    sets = read_nuggets(nuggets)
+    systems: dict[str, dict[str, str]] = {}
+    for path in answers:
+        name = Path(path).stem
+        systems[str(path) if name in systems else name] = read_answers(path)
+    outcome = assign_answers(sets, systems, client, max_repairs=max_repairs)
+    if len(systems) > 1:
+        outcome.comparison = compare(outcome.per_query, **compare_options)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        write_rows(out / "assignments.jsonl", outcome.assignments)
+        write_json(out / "answers.json", outcome.to_dict())
+    return outcome
+
+
+def nuggets_for_dataset(
+    dataset: str | Path,
+    client: LLMClient,
+    out: str | Path,
+    *,
+    options: Mapping[str, Any] | None = None,
+    rel_level: int | None = None,
+    **kwargs: Any,
+) -> NuggetCreation:
+    """What ``nuggetbench nuggets`` does: :func:`~.creation.create_nuggets` on a dataset id or
+    folder (relevant at *rel_level*, default the dataset profile's), rows written to *out*."""
+    ds, _ = load_judging_inputs(dataset, [], options)
+    level = default_rel_level(ds.default_profile) if rel_level is None else rel_level
+    return create_nuggets_file(ds, client, out, rel_level=level, **kwargs)

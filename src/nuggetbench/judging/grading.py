@@ -1,0 +1,235 @@
+"""Graded relevance judgments by an LLM on UMBRELA's 0-3 scale, through the LLM layer.
+
+UMBRELA (Upadhyay et al., 2024, "UMBRELA: UMbrela is the (Open-Source Reproduction of the) Bing
+RELevance Assessor", arXiv 2406.06519; castorini/umbrela) asks the model for a grade from 0 to 3
+with a final line ``##final score: G``. Our prompt (``llm/templates/umbrela.v1.txt``) is written in
+our own words with the same four levels and the same final line.
+
+Parsing (:func:`parse_final_score`) is at least as tolerant as UMBRELA's
+(``umbrela/utils/common_utils.py: parse_fewshot_response``): the *last* ``##final score: G`` line
+first, then UMBRELA's fallback patterns (``"final score": G``, ``"score": G``, ``relevance category
+G``, a grade alone on a line...). Unlike UMBRELA, an answer holding no grade is never read as 0:
+it is re-asked (a repair turn naming the problem) up to ``max_repairs`` times, then recorded as a
+failure (``grade = None``, ``error`` set) and left out of the qrels.
+
+Every request goes through :class:`~nuggetbench.llm.client.LLMClient`: answers cached by content
+(a pair is never sent twice; a re-run sends 0 requests; a killed run resumes), retries on 429 /
+5xx / timeouts, bounded concurrency, token usage and cost in its ledger. The answers of a pair
+whose every round failed are removed from the cache (as :func:`~nuggetbench.llm.asking.
+ask_validated` does), so a later run asks again rather than replaying an unusable answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from ..llm.client import ChatRequest, LLMClient
+from ..llm.jsonout import InvalidAnswer
+from ..llm.prompts import load_prompt
+
+__all__ = [
+    "GRADES",
+    "JUDGE_PROMPT",
+    "Judgment",
+    "judge_pairs",
+    "judge_request",
+    "parse_final_score",
+    "cut_words",
+]
+
+#: UMBRELA's scale.
+GRADES = (0, 1, 2, 3)
+#: The prompt file (``llm/templates/umbrela.v1.txt``).
+JUDGE_PROMPT = "umbrela"
+
+_FINAL = re.compile(r"#+\s*final\s*score\s*[:=]?\s*\**\s*([0-3])\b", re.I)
+# UMBRELA's fallbacks, in its order (applied to the lower-cased answer)
+_FALLBACKS = [
+    r'"o": ([0-3])',
+    r"'o': ([0-3])",
+    r"o: ([0-3])",
+    r'"overall_score": ([0-3])',
+    r'"overall": ([0-3])',
+    r'"overall score": ([0-3])',
+    r'"final score": ([0-3])',
+    r'"final_score": ([0-3])',
+    r'"score": ([0-3])',
+    r'"o_score": ([0-3])',
+    r"relevance category: ?([0-3])",
+    r"relevance category is ([0-3])",
+    r"\n([0-3])\b",
+    r"it falls into the category ([0-3])",
+    r"category ([0-3])",
+    r"relevance category for this passage would be ([0-3])",
+    r"the relevance category would be ([0-3])",
+    r"final score:? ?([0-3])",
+]
+
+
+def parse_final_score(text: str) -> int:
+    """The grade (0-3) of a judge's answer.
+
+    The last ``##final score: G`` (any number of ``#``, any case, optional bold marks), else the
+    first of UMBRELA's fallback patterns that matches; text up to a closing ``</think>`` is
+    ignored.
+
+    Raises:
+        InvalidAnswer: no grade from 0 to 3 can be read (never read as 0).
+    """
+    if "</think>" in text:
+        text = text.split("</think>")[-1]
+    finals = _FINAL.findall(text)
+    if finals:
+        return int(finals[-1])
+    low = text.strip().lower()
+    if re.fullmatch(r"[0-3]", low):
+        return int(low)
+    for pattern in _FALLBACKS:
+        m = re.search(pattern, low, re.M | re.S)
+        if m:
+            return int(m.group(1))
+    raise InvalidAnswer("the reply has no final line '##final score: G' with G from 0 to 3")
+
+
+def cut_words(text: str, max_words: int) -> str:
+    """*text* with runs of white space made single spaces, cut after *max_words* words."""
+    words = text.split()
+    return " ".join(words[:max_words])
+
+
+def judge_request(
+    query: str, passage: str, *, temperature: float = 0.0, max_tokens: int = 512
+) -> ChatRequest:
+    """The request asking for the 0-3 grade of *passage* for *query* (stage ``judge``)."""
+    prompt = load_prompt(JUDGE_PROMPT)
+    messages = prompt.render(query=" ".join(query.split()), passage=passage)
+    return ChatRequest(
+        tuple(messages),
+        "judge",
+        prompt.version,
+        {"temperature": temperature, "max_tokens": max_tokens},
+    )
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One judged (query, document) pair.
+
+    Attributes:
+        query_id, doc_id: the pair.
+        grade: the model's grade 0-3, ``None`` when every round failed.
+        human_grade: the human judgment, when one exists.
+        reply: the raw text of the last answer.
+        attempts: requests made for the pair (1 + repair turns).
+        error: why the last answer could not be used (``None`` when parsed).
+        cached: the first answer came from the cache.
+    """
+
+    query_id: str
+    doc_id: str
+    grade: int | None
+    human_grade: int | None
+    reply: str
+    attempts: int
+    error: str | None = None
+    cached: bool = False
+
+    def record(self, model: str, prompt_version: str) -> dict:
+        """The row written to ``judgments.jsonl``."""
+        row = {
+            "query_id": self.query_id,
+            "doc_id": self.doc_id,
+            "grade": self.grade,
+            "human_grade": self.human_grade,
+            "reply": self.reply,
+            "model": model,
+            "prompt": prompt_version,
+            "attempts": self.attempts,
+        }
+        if self.error is not None:
+            row["error"] = self.error
+        return row
+
+
+def _repair(request: ChatRequest, answer: str, problem: str) -> ChatRequest:
+    turn = (
+        {"role": "assistant", "content": answer},
+        {
+            "role": "user",
+            "content": f"Your reply could not be used: {problem}. End your reply with one line "
+            "'##final score: G' where G is 0, 1, 2 or 3.",
+        },
+    )
+    return replace(request, messages=(*request.messages, *turn))
+
+
+def judge_pairs(
+    client: LLMClient,
+    pairs: Sequence[tuple[str, str]],
+    query_text: Callable[[str], str],
+    doc_text: Callable[[str], str],
+    *,
+    human: Callable[[str, str], int | None] = lambda q, d: None,
+    max_repairs: int = 2,
+    max_words: int = 400,
+    progress: Callable[[int], None] | None = None,
+) -> list[Judgment]:
+    """Grade every (query id, doc id) pair of *pairs* on the 0-3 scale, one request per pair.
+
+    Args:
+        client: the LLM client (cache, retries, concurrency, usage).
+        pairs: the pairs to judge, in order; repeated pairs are sent once.
+        query_text: ``query id -> text``; doc_text: ``doc id -> text`` (cut to *max_words*).
+        human: ``(query id, doc id) -> human grade or None`` for the records.
+        max_repairs: repair turns after an answer holding no grade.
+        progress: advanced once per settled first-round answer.
+
+    Returns:
+        One :class:`Judgment` per pair, in the order of *pairs*.
+
+    Raises:
+        LLMError / BudgetError: from the client (answers so far are cached);
+        KeyError: a document or query is unknown.
+    """
+    requests = [judge_request(query_text(q), cut_words(doc_text(d), max_words)) for q, d in pairs]
+    results = client.complete_many(requests, progress=progress)
+    grades: list[int | None] = [None] * len(pairs)
+    replies = [r.text for r in results]
+    attempts = [1] * len(pairs)
+    chains = {i: [r.key] for i, r in enumerate(results)}
+    errors: dict[int, tuple[ChatRequest, str]] = {}
+    for i, res in enumerate(results):
+        try:
+            grades[i] = parse_final_score(res.text)
+        except InvalidAnswer as exc:
+            errors[i] = (requests[i], str(exc))
+    for _ in range(max_repairs):
+        if not errors:
+            break
+        order = sorted(errors)
+        repairs = [_repair(errors[i][0], replies[i], errors[i][1]) for i in order]
+        for i, req, res in zip(order, repairs, client.complete_many(repairs)):
+            attempts[i] += 1
+            replies[i] = res.text
+            chains[i].append(res.key)
+            try:
+                grades[i] = parse_final_score(res.text)
+                del errors[i]
+            except InvalidAnswer as exc:
+                errors[i] = (req, str(exc))
+    client.forget([k for i in errors for k in chains[i]])
+    return [
+        Judgment(
+            q,
+            d,
+            grades[i],
+            human(q, d),
+            replies[i],
+            attempts[i],
+            errors[i][1] if i in errors else None,
+            results[i].cached,
+        )
+        for i, (q, d) in enumerate(pairs)
+    ]

@@ -1,0 +1,97 @@
+"""``compare_to_folder``: what ``nuggetbench compare -o OUTDIR`` saves, so it can be reported.
+
+The folder holds one ``results.json`` in the schema ``nuggetbench run`` writes (``dataset``,
+``measures``, ``profile``, ``provenance``, ``notes``, ``systems`` with per-query values and the
+absolute path of each run file, ``comparison``), so ``nuggetbench report OUTDIR`` reads both.
+The run files stay where they are (they are not copied).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .._atomic import atomic_write
+from .._version import __version__
+from ..compare import ComparisonReport
+from ..data import load_run
+from ..datasets import Dataset, load_target
+from ..evaluation import compare_run_files
+from ..measures import evaluate
+
+__all__ = ["compare_to_folder"]
+
+
+def _names(runs: Sequence[str | Path]) -> dict[str, Path]:
+    """Run names as ``compare_run_files`` gives them: the file stem, the path when stems repeat."""
+    out: dict[str, Path] = {}
+    for path in runs:
+        name = Path(path).stem
+        out[str(path) if name in out else name] = Path(path)
+    return out
+
+
+def compare_to_folder(
+    dataset: str | Path | Dataset,
+    runs: Sequence[str | Path],
+    outdir: str | Path,
+    measures: Sequence[str] | None = None,
+    profile: str | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
+    **compare_options: Any,
+) -> ComparisonReport:
+    """Compare run files as :func:`nuggetbench.evaluation.compare_run_files` does and save
+    ``<outdir>/results.json`` (atomically) for :func:`nuggetbench.report.html`.
+
+    Args:
+        dataset, runs, measures, profile, options, compare_options: as ``compare_run_files``
+            (``baseline``, ``test``, ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``).
+        outdir: the folder (created).
+
+    Returns:
+        The :class:`~nuggetbench.compare.ComparisonReport`.
+
+    Raises:
+        InputError: as ``compare_run_files``.
+    """
+    target = load_target(dataset, **dict(options or {}))
+    source = target.dataset if target.dataset is not None else dataset
+    report = compare_run_files(source, runs, measures, profile, **compare_options)
+    profile_name = profile or target.default_profile or "trec_eval -c"
+    ds = target.dataset
+    name = ds.id if ds is not None else str(dataset)
+    if Path(name).exists():  # a folder or judgments file: found again from anywhere
+        name = str(Path(name).resolve())
+    systems: dict[str, dict] = {}
+    for system, path in _names(runs).items():
+        run = load_run(path, name=system)
+        entry = evaluate(target.qrels, run, report.measures, profile=profile_name).to_dict()
+        entry.update(run_file=str(path.resolve()), seconds={}, run_metadata=dict(run.metadata))
+        systems[system] = entry
+    results = {
+        "dataset": name,
+        "measures": list(report.measures),
+        "profile": profile_name,
+        "k": None,
+        "provenance": {
+            "dataset": name,
+            "dataset_fingerprint": ds.fingerprint() if ds is not None else None,
+            "split": ds.split if ds is not None else None,
+            "qrels_fingerprint": target.qrels.fingerprint(),
+            "nuggetbench_version": __version__,
+            "made_by": "nuggetbench compare",
+            "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        },
+        "notes": list(report.notes),
+        "systems": {system: systems[system] for system in report.systems},
+        "comparison": report.to_dict(),
+    }
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    with atomic_write(outdir / "results.json") as fh:
+        json.dump(results, fh, indent=1, default=str)
+    return report
