@@ -127,10 +127,12 @@ def main() -> None:
                 specs = ["shuffle", "bm25"]
                 for first in ("shuffle", "bm25"):
                     specs.append(
-                        f"{first} >> llm_listwise(model={setting}, k=100, window=20, step=10)"
+                        f"{first} >> llm_listwise(model={setting}, k=100, window=20, step=10, no_api_key=true)"
                     )
                     if args.pointwise is None or name in args.pointwise:
-                        specs.append(f"{first} >> llm_pointwise(model={setting}, k=100)")
+                        specs.append(
+                            f"{first} >> llm_pointwise(model={setting}, k=100, no_api_key=true)"
+                        )
                 for spec in specs:
                     _one(ds, spec, setting, server, run_experiment, name)
 
@@ -144,13 +146,13 @@ def _one(ds, spec, setting, server, run_experiment, name) -> None:
             [spec],
             measures=["nDCG@10"],
             k=100,
-            outdir=out,
+            outdir=Path(out) / "first",
             cache_runs=False,
             with_objective=True,
         )
         seconds = time.perf_counter() - t0
         sent = len(server.log) - before
-        system = exp.systems[spec]
+        system = exp.system(spec)
         llm = system.run.metadata.get("llm")
         rerun = "-"
         if llm:
@@ -160,7 +162,7 @@ def _one(ds, spec, setting, server, run_experiment, name) -> None:
                 [spec],
                 measures=["nDCG@10"],
                 k=100,
-                outdir=out,
+                outdir=Path(out) / "rerun",
                 cache_runs=False,
                 with_objective=True,
             )

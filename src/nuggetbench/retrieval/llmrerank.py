@@ -20,9 +20,9 @@ Specs (options in parentheses, or after a colon like any retriever)::
   read from the answer; an answer with no grade on the scale is re-asked ``max_repairs`` times,
   then scored as the scale's lowest grade and counted (``unparsed``), and its answers are removed
   from the cache (as :func:`~nuggetbench.llm.asking.ask_validated` does with failures), so a
-  later run asks again. Equal grades keep the
-  first stage's order: the score is ``round(grade, 6) + (n - i) / (n + 1) * 1e-7`` for the
-  first-stage position ``i`` of ``n``, an addition below the grades' resolution.
+  later run asks again. Equal grades keep the first stage's order: the score is
+  ``round(grade, 6) + (n - i) / (n + 1) * 1e-7`` for the first-stage position ``i`` of ``n``,
+  an addition below the grades' resolution.
 
 Both put the task objective (BIRCO's ``+O``; ``run --with-objective``) into the system prompt,
 cut each passage to ``passage_tokens`` tokens of ``tokenizer``, and send every request through
