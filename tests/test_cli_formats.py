@@ -157,3 +157,18 @@ def test_run_formats_carry_the_same_means(folder, tmp_path, systems):
     for fmt in ("markdown", "latex", "table"):
         for values in means.values():
             assert f"{values['RR']:.4f}" in outs[fmt]
+
+
+def test_verbose_after_the_command_sets_the_log_level(files):
+    import logging
+
+    qrels, run1, _ = files
+    root = logging.getLogger()
+    before = root.level
+    try:
+        out = CliRunner().invoke(cli, ["evaluate", str(qrels), str(run1), "-m", "P@1", "-vv"])
+        assert out.exit_code == 0 and root.level == logging.DEBUG
+        out = CliRunner().invoke(cli, ["-v", "evaluate", str(qrels), str(run1), "-m", "P@1"])
+        assert out.exit_code == 0 and root.level == logging.INFO
+    finally:
+        root.setLevel(before)

@@ -139,7 +139,7 @@ def render_means_table(
     per measure, each column with fixed decimals (*digits*, else per measure: 0 for counts, 4)."""
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
+    table = Table()  # the title on its own line: a narrow table would wrap it
     table.add_column(first, overflow="fold")
     for m in measures:
         table.add_column(m, justify="right", no_wrap=True)
@@ -157,7 +157,9 @@ def render_means_table(
         if extra_columns:
             cells += [extra_columns.get(name, {}).get(c, "") for c in extra_names]
         table.add_row(name, *cells)
-    console().print(table)
+    out = console()
+    out.print(title, markup=False, highlight=False)
+    out.print(table)
 
 
 def _fixed(value: float, digits: int) -> str:

@@ -125,7 +125,7 @@ def _render(ev: Evaluation, fmt: str, per_query: bool, label: str, asked: list[s
     if per_query:
         per = {q: v for q, v in rows.items() if q != "all"}
         render_means_table("per query", per, measures, first="query")
-    render_means_table(title, {"mean": results.means}, measures)
+    render_means_table(title, {"mean": results.means}, measures, first="")
     render_summaries(ev.summaries, measures)
 
 
