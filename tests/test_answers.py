@@ -316,3 +316,9 @@ def test_usage_and_cost_are_in_the_output_and_a_bad_price_is_refused(server, tmp
     )  # 6 decimals
     result = CliRunner().invoke(cli, [*args, "--price", "cheap"])
     assert result.exit_code != 0 and "IN,OUT" in str(result.exception or result.output)
+
+
+def test_fastbook_answer_components_are_the_nuggets(shared_data):
+    sets = read_nuggets(shared_data / "fastbook" / "fastbook-benchmark.json")
+    assert len(sets) == 191 and sum(len(s.nuggets) for s in sets.values()) == 357
+    assert all(n.importance == "vital" for s in sets.values() for n in s.nuggets)
