@@ -238,7 +238,7 @@ def answers_part(server, env, tmp: Path) -> None:
                         {
                             "run_id": system,
                             "topic_id": qid,
-                            "answer": text + [{"text": "End.", "citations": []}],
+                            "answer": text + [{"text": f"End of {system}.", "citations": []}],
                         }
                     )
                     + "\n"
