@@ -63,7 +63,17 @@ def wrong(q: str, d: str) -> bool:
 def holes_part(server, env, tmp: Path, kill_after: int) -> None:
     nb(env, "run", "beir/scifact", "-r", "bm25", "-m", "nDCG@10", "-o", str(tmp / "exp"))
     run = next((tmp / "exp").rglob("*.trec"))
-    args = ["judge", "beir/scifact", str(run), "--depth", "10", "--model", "demo"]
+    args = [
+        "judge",
+        "beir/scifact",
+        str(run),
+        "--depth",
+        "10",
+        "--model",
+        "demo",
+        "--price",
+        "2.5,10",
+    ]
     first = nb(env, *args, "-o", str(tmp / "judged"), "--format", "json")
     shown = json.loads(first.stdout)["judge"]
     seen = len(server.log)
@@ -228,7 +238,7 @@ def answers_part(server, env, tmp: Path) -> None:
                         {
                             "run_id": system,
                             "topic_id": qid,
-                            "answer": text + [{"text": "End.", "citations": []}],
+                            "answer": text + [{"text": f"End of {system}.", "citations": []}],
                         }
                     )
                     + "\n"

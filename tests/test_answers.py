@@ -297,3 +297,28 @@ def test_freshstack_queries_file_gives_vital_nuggets(tmp_path):
         ("first", "vital"),
         ("second", "vital"),
     ]
+
+
+def test_usage_and_cost_are_in_the_output_and_a_bad_price_is_refused(server, tmp_path):
+    _synthetic(tmp_path, seed=2)
+    args = ["answers", str(tmp_path / "nuggets.jsonl"), str(tmp_path / "A.jsonl"), "--model", "m"]
+    shown = json.loads(_invoke(*args, "--price", "1.5,4", "--format", "json"))
+    usage = shown["usage"]
+    assert usage["paid_calls"] == shown["requests_sent"] > 0
+    # the server reports each message's words as its tokens
+    prompt_words = 0
+    for e in server.answered("assign"):
+        prompt_words += len("\n".join(m["content"] for m in e.body["messages"]).split())
+    assert usage["prompt_tokens"] == prompt_words
+    expected = (usage["prompt_tokens"] * 1.5 + usage["completion_tokens"] * 4) / 1e6
+    assert (
+        usage["cost_usd"] == pytest.approx(expected, abs=1e-6) and usage["cost_usd"] > 0
+    )  # 6 decimals
+    result = CliRunner().invoke(cli, [*args, "--price", "cheap"])
+    assert result.exit_code != 0 and "IN,OUT" in str(result.exception or result.output)
+
+
+def test_fastbook_answer_components_are_the_nuggets(shared_data):
+    sets = read_nuggets(shared_data / "fastbook" / "fastbook-benchmark.json")
+    assert len(sets) == 191 and sum(len(s.nuggets) for s in sets.values()) == 357
+    assert all(n.importance == "vital" for s in sets.values() for n in s.nuggets)

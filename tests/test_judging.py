@@ -465,3 +465,28 @@ def test_agreement_on_birco_clinical_trial(shared_data, server, monkeypatch, tmp
         cohen_kappa_score([x >= level for x in h], [x >= level for x in m])
     )
     assert shown["confusion"] == sk_confusion(h, m, labels=[0, 1, 2, 3]).tolist()
+
+
+def test_usage_errors_are_clear(beir, tmp_path, monkeypatch):
+    folder, _, _ = beir
+    result = CliRunner().invoke(cli, ["judge", str(folder), "--model", "m"])
+    assert result.exit_code == 2 and "RUN files and -o DIR" in result.output
+    monkeypatch.delenv("NUGGETBENCH_LLM_MODEL", raising=False)
+    run = tmp_path / "a.trec"
+    _write_run(run, 9)
+    result = CliRunner().invoke(cli, ["judge", str(folder), str(run), "-o", str(tmp_path / "o")])
+    assert result.exit_code != 0 and "--model" in str(result.exception)
+    (tmp_path / "bad.trec").write_text("q0 Q0 nodoc 1 1.0 x\n")
+    result = CliRunner().invoke(
+        cli,
+        [
+            "judge",
+            str(folder),
+            str(tmp_path / "bad.trec"),
+            "--model",
+            "m",
+            "-o",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert result.exit_code != 0 and "nodoc" in str(result.exception)

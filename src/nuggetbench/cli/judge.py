@@ -8,7 +8,7 @@ from ..judging import agreement_run_files, judge_run_files, judging_client
 from ._common import console, echo_json, info, parse_options
 
 #: The options of :func:`~nuggetbench.judging.judging_client`.
-CLIENT_KEYS = ("model", "base_url", "api_key_env", "concurrency")
+CLIENT_KEYS = ("model", "base_url", "api_key_env", "concurrency", "price")
 
 
 def llm_options(command):
@@ -42,6 +42,13 @@ def llm_options(command):
                 default=4,
                 show_default=True,
                 help="Requests in flight at once.",
+            ),
+            click.option(
+                "--price",
+                default=None,
+                metavar="IN,OUT",
+                help="USD per million input and output tokens, for the cost in the outputs "
+                "(e.g. 2.5,10).",
             ),
             click.option(
                 "--max-repairs",

@@ -8,7 +8,25 @@ from .. import home as _home
 from ..errors import InputError
 from ..llm.client import ENV_MODEL, LLMClient, LLMSettings
 
-__all__ = ["judging_client"]
+__all__ = ["judging_client", "parse_price"]
+
+
+def parse_price(text: str) -> tuple[float, float]:
+    """``"2.5,10"`` -> ``(2.5, 10.0)``: USD per million input and output tokens.
+
+    Raises:
+        InputError: not two numbers >= 0 separated by a comma.
+    """
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        values = ()
+    if len(values) != 2 or min(values) < 0:
+        raise InputError(
+            f"--price {text!r}: give USD per million input and output tokens as IN,OUT, e.g. 2.5,10"
+        )
+    return values[0], values[1]
 
 
 def judging_client(
@@ -18,7 +36,7 @@ def judging_client(
     api_key_env: str = "OPENAI_API_KEY",
     concurrency: int = 4,
     max_retries: int | None = None,
-    price: tuple[float, float] | None = None,
+    price: tuple[float, float] | str | None = None,
     max_calls: int | None = None,
 ) -> LLMClient:
     """A client for *model* (else ``NUGGETBENCH_LLM_MODEL``) at *base_url* (else
@@ -26,9 +44,13 @@ def judging_client(
     ``<home>/cache/llm/cache.sqlite`` (shared with the rerankers and the builder). The key is read
     from the environment variable *api_key_env* by the client and never written anywhere.
 
+    *price* is USD per million ``(input, output)`` tokens, or the text ``"IN,OUT"``.
+
     Raises:
-        InputError: no model named; a bad setting.
+        InputError: no model named; a bad price; a bad setting.
     """
+    if isinstance(price, str):
+        price = parse_price(price)
     if not (model or os.environ.get(ENV_MODEL)):
         raise InputError(f"no LLM model: give --model NAME or set {ENV_MODEL}")
     settings = LLMSettings.from_env(
