@@ -12,6 +12,18 @@ Usage::
 
     python benchmarks/measures.py [--queries 10000] [--depth 1000] [--repeat 1] [--folder DIR]
 
+With ``--whole-process`` it times whole processes instead, as a user does: ``nuggetbench evaluate``
+(the CLI, imports, reading, checks, evaluating, printing) against a pytrec_eval script (import,
+parse, evaluate, print the means) and ``python -m ir_measures``, run interleaved (A, B, C, A, B, C,
+...) ``--repeat`` times (default 5 there); it prints each command's median seconds, its median ratio
+to nuggetbench's time in the same round, and its peak RSS (``os.wait4``'s ``ru_maxrss`` of that
+child)::
+
+    python benchmarks/measures.py --whole-process --depth 100 --repeat 5 [--baseline-src DIR]
+
+``--baseline-src`` adds an older nuggetbench (its ``src`` folder, e.g. from ``git archive``) as a
+peer, for before/after ratios on this noisy machine.
+
 Needs the dev extra (pytrec-eval-terrier). Imports of both libraries happen before timing.
 """
 
@@ -151,21 +163,121 @@ def _warm_up(folder: Path) -> None:
     run_pytrec_eval(qrels_path, run_path)
 
 
+PYTREC_SCRIPT = """
+import sys, pytrec_eval
+with open(sys.argv[1]) as fh:
+    qrels = pytrec_eval.parse_qrel(fh)
+with open(sys.argv[2]) as fh:
+    run = pytrec_eval.parse_run(fh)
+ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map", "recall.100", "recip_rank"})
+res = ev.evaluate(run)
+for name in ("ndcg_cut_10", "map", "recall_100", "recip_rank"):
+    print(name, sum(v[name] for v in res.values()) / len(res))
+"""
+
+
+def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
+    """Run *command*; ``(seconds, peak RSS in MB, exit status, stdout+stderr tail)``."""
+    import os
+    import subprocess
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = proc.stdout.read() if proc.stdout else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return seconds, usage.ru_maxrss / 1024, proc.returncode, out.decode(errors="replace")[-400:]
+
+
+def whole_process(
+    qrels_path: Path, run_path: Path, *, repeat: int, baseline_src: Path | None
+) -> list[str]:
+    """Interleaved whole-process timings; returns the printed lines."""
+    import os
+    import statistics
+
+    python = sys.executable
+    src = Path(__file__).resolve().parents[1] / "src"
+    measures = ["-m", "nDCG@10", "-m", "AP", "-m", "R@100", "-m", "RR"]
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    nb_cmd = [python, "-m", "nuggetbench", "evaluate", str(qrels_path), str(run_path), *measures]
+    commands: dict[str, tuple[list[str], dict[str, str]]] = {
+        "nuggetbench": (nb_cmd, {**base_env, "PYTHONPATH": str(src)}),
+        "pytrec_eval script": (
+            [python, "-c", PYTREC_SCRIPT, str(qrels_path), str(run_path)],
+            base_env,
+        ),
+        "ir_measures": (
+            [
+                python,
+                "-m",
+                "ir_measures",
+                str(qrels_path),
+                str(run_path),
+                "nDCG@10 AP R@100 RR",
+                "--provider",
+                "pytrec_eval",
+            ],
+            base_env,
+        ),
+    }
+    if baseline_src is not None:
+        commands["nuggetbench (baseline)"] = (nb_cmd, {**base_env, "PYTHONPATH": str(baseline_src)})
+    times: dict[str, list[float]] = {k: [] for k in commands}
+    ratios: dict[str, list[float]] = {k: [] for k in commands}
+    peaks: dict[str, float] = {k: 0.0 for k in commands}
+    for _ in range(repeat):
+        this_round = {}
+        for name, (cmd, env) in commands.items():
+            seconds, peak, status, tail = _timed(cmd, env)
+            if status != 0:
+                raise SystemExit(f"{name} failed ({status}):\n{tail}")
+            this_round[name] = seconds
+            times[name].append(seconds)
+            peaks[name] = max(peaks[name], peak)
+        for name in commands:
+            ratios[name].append(this_round["nuggetbench"] / this_round[name])
+    lines = [f"{'command':24s} {'median s':>9s} {'nuggetbench / it':>17s} {'peak RSS MB':>12s}"]
+    for name in commands:
+        lines.append(
+            f"{name:24s} {statistics.median(times[name]):9.2f} "
+            f"{statistics.median(ratios[name]):16.2f}x {peaks[name]:12.0f}"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--depth", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=1, help="best of N timings per tool")
     parser.add_argument("--folder", type=Path, default=None, help="keep the files here")
+    parser.add_argument("--whole-process", action="store_true", help="time whole processes")
+    parser.add_argument(
+        "--baseline-src", type=Path, default=None, help="an older nuggetbench src folder"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="nb-bench-") as tmp:
         folder = args.folder or Path(tmp)
         start = time.perf_counter()
-        qrels_path, run_path = generate(folder, n_queries=args.queries, depth=args.depth)
+        if (folder / "run.txt").exists() and (folder / "qrels.txt").exists():
+            qrels_path, run_path = folder / "qrels.txt", folder / "run.txt"
+            print(f"using the files in {folder}")
+        else:
+            qrels_path, run_path = generate(folder, n_queries=args.queries, depth=args.depth)
         print(
-            f"generated {args.queries} queries x {args.depth} docs in {time.perf_counter() - start:.1f} s "
-            f"({run_path.stat().st_size / 1e6:.0f} MB run, {qrels_path.stat().st_size / 1e6:.1f} MB qrels)"
+            f"{args.queries} queries x {args.depth} docs ({time.perf_counter() - start:.1f} s; "
+            f"{run_path.stat().st_size / 1e6:.0f} MB run, {qrels_path.stat().st_size / 1e6:.1f} MB qrels)"
         )
+        if args.whole_process:
+            repeat = max(args.repeat, 5) if args.repeat == 1 else args.repeat
+            print(f"whole process, interleaved, median of {repeat}:")
+            for line in whole_process(
+                qrels_path, run_path, repeat=repeat, baseline_src=args.baseline_src
+            ):
+                print(line)
+            return 0
         _warm_up(folder)
         ours = min(
             (run_nuggetbench(qrels_path, run_path) for _ in range(args.repeat)), key=lambda r: r[0]

@@ -292,7 +292,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
     @property
     def n_entries(self) -> int:
         """Total number of (query, doc) entries."""
-        return len(self._docids)
+        return len(self._scores)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(query_ids, starts, doc_ids, scores)``: the ranked columns (read-only views).
@@ -301,6 +301,10 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         ``starts[i]:starts[i+1]``; ``doc_ids`` (object) and ``scores`` (float64) shape (n,).
         """
         return self._qids, self._starts, self._docids, self._scores
+
+    def query_offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(query_ids, starts)`` of :meth:`arrays` without building the doc id column."""
+        return self._qids, self._starts
 
     def doc_ids(self, query_id: str) -> list[str]:
         """Ranked doc ids of one query (empty when absent)."""

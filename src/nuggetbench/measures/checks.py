@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ..data._lookup import index_in, is_in
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -112,6 +114,65 @@ def _normal_form(value: str) -> str:
         digits = text.lstrip("+-").split(".")[0].lstrip("0") or "0"
         return sign + digits
     return text
+
+
+_PY_ASCII_SPACE = " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+"""The ASCII characters ``str.strip()`` removes (``str.isspace``)."""
+
+_VECTOR_MIN = 20_000
+"""Below this many ids the normal forms are computed in Python (no pyarrow import)."""
+
+
+def _arrow_ascii(ids: np.ndarray) -> tuple[Any, np.ndarray] | None:
+    """``(pyarrow array, is-ASCII mask)`` of *ids*, or ``None`` when the Python path is to be used."""
+    if len(ids) < _VECTOR_MIN:
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.array(ids, type=pa.string())
+    except (ImportError, UnicodeEncodeError, TypeError, ValueError):
+        return None
+    return arr, pc.string_is_ascii(arr).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _normal_forms(ids: np.ndarray) -> np.ndarray:
+    """:func:`_normal_form` of each id (object (n,)), vectorised for ASCII ids.
+
+    For ASCII text, ``str.strip`` removes exactly :data:`_PY_ASCII_SPACE`, ``str.lower`` is
+    ``ascii_lower`` and ``\\d`` is ``[0-9]``, so the pyarrow expressions below give the same strings;
+    other ids go through :func:`_normal_form` itself.
+    """
+    ids = np.asarray(ids, dtype=object)
+    arrow = _arrow_ascii(ids)
+    if arrow is None:
+        return np.array([_normal_form(x) for x in ids], dtype=object)
+    import pyarrow.compute as pc
+
+    arr, ascii_mask = arrow
+    text = pc.ascii_lower(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE))
+    number = pc.match_substring_regex(text, r"^[+-]?[0-9]+(\.0*)?$")
+    digits = pc.replace_substring_regex(text, r"^\+?(-?)0*([0-9]+)(?:\.0*)?$", r"\1\2")
+    out = pc.if_else(number, digits, text).to_numpy(zero_copy_only=False).astype(object)
+    if not ascii_mask.all():
+        out[~ascii_mask] = [_normal_form(x) for x in ids[~ascii_mask]]
+    return out
+
+
+def _spaced(ids: np.ndarray) -> list[str]:
+    """The ids of *ids* with surrounding white space (``x != x.strip()``), vectorised for ASCII."""
+    ids = np.asarray(ids, dtype=object)
+    arrow = _arrow_ascii(ids)
+    if arrow is None:
+        return [x for x in ids.tolist() if x != x.strip()]
+    import pyarrow.compute as pc
+
+    arr, ascii_mask = arrow
+    changed = pc.not_equal(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE), arr)
+    hit = changed.to_numpy(zero_copy_only=False).astype(bool) & ascii_mask
+    other = [x for x in ids[~ascii_mask].tolist() if x != x.strip()]
+    return ids[hit].tolist() + other
 
 
 def _qrels_ids(qrels: Any) -> list[str]:
@@ -221,10 +282,10 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
                 {"pairs": len(qpairs)},
             )
         )
-    run_docs = _run_doc_ids(run)
-    judged_docs = _judged_doc_ids(qrels)
+    run_docs = _run_doc_uniques(run)
+    judged_docs = _judged_doc_uniques(qrels)
     if run_docs is not None and judged_docs is not None:
-        dpairs = _format_pairs(judged_docs, run_docs)
+        dpairs = _doc_format_pairs(judged_docs, run_docs)
         if dpairs:
             out.append(
                 Finding(
@@ -238,7 +299,7 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
             )
     spaced = sorted({x for x in (*_qrels_ids(qrels), *_run_ids(run)) if x != x.strip()})
     if run_docs is not None:
-        spaced += sorted({x for x in run_docs if x != x.strip()})[:3]
+        spaced += sorted(set(_spaced(run_docs)))[:3]
     if spaced:
         out.append(
             Finding(
@@ -252,11 +313,36 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
     return _emit(out)
 
 
-def _run_doc_ids(run: Any) -> set[str] | None:
+def _doc_format_pairs(judged: np.ndarray, retrieved: np.ndarray) -> list[tuple[str, str]]:
+    """:func:`_format_pairs` of judged and retrieved document ids (distinct), vectorised.
+
+    Only judged ids never retrieved can form a pair, and only retrieved ids whose normal form is
+    one of theirs can be their partner: both sets are found by hash look-ups over the distinct
+    ids, and :func:`_format_pairs` runs on those few.
+    """
+    missing = judged[index_in(judged, retrieved) < 0]
+    if not len(missing):
+        return []
+    partners = retrieved[is_in(_normal_forms(retrieved), _normal_forms(missing))]
+    return _format_pairs(missing.tolist(), partners.tolist())
+
+
+def _run_doc_uniques(run: Any) -> np.ndarray | None:
+    """The distinct document ids of *run* (object array, no order), from its codes when it has them."""
+    if hasattr(run, "doc_codes"):
+        uniques, codes = run.doc_codes()
+        present = np.zeros(len(uniques), dtype=bool)
+        present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
+        return np.asarray(uniques, dtype=object)[present]
     arrays = getattr(run, "arrays", None)
     if arrays is None:
         return None
-    return set(arrays()[2].tolist())
+    return np.array(list(set(arrays()[2].tolist())), dtype=object)
+
+
+def _judged_doc_uniques(qrels: Any) -> np.ndarray | None:
+    docs = _judged_doc_ids(qrels)
+    return None if docs is None else np.array(list(docs), dtype=object)
 
 
 def _judged_doc_ids(qrels: Any, *, relevant_only: bool = False) -> set[str] | None:
@@ -344,38 +430,39 @@ def _judged_hits(qrels: Any, run: Any) -> dict[str, int] | None:
     import pandas as pd
 
     qq, qstarts, qdocs, _ = qrels.arrays()
-    rq, rstarts, _, _ = run.arrays()
-    if hasattr(run, "doc_codes"):
+    if hasattr(run, "doc_codes") and hasattr(run, "query_offsets"):
+        rq, rstarts = run.query_offsets()
         uniques, codes = run.doc_codes()
     else:
-        codes, uniques = pd.factorize(np.asarray(run.arrays()[2], dtype=object))
+        rq, rstarts, rdocs, _ = run.arrays()
+        codes, uniques = pd.factorize(np.asarray(rdocs, dtype=object))
+    codes = np.asarray(codes, dtype=np.int64)
     present = np.zeros(len(uniques), dtype=bool)
-    present[np.asarray(codes, dtype=np.int64)] = True  # after filtering, uniques may hold more
-    doc_code = pd.Index(np.asarray(uniques, dtype=object), dtype=object).get_indexer(
-        np.asarray(qdocs, dtype=object)
-    )
-    query_of_judgment = np.repeat(
-        pd.Index(np.asarray(rq, dtype=object), dtype=object).get_indexer(
-            np.asarray(qq, dtype=object)
-        ),
-        np.diff(qstarts),
-    )
+    present[codes] = True  # after filtering, uniques may hold more
+    doc_code = index_in(qdocs, uniques)
+    query_of_judgment = np.repeat(index_in(qq, rq), np.diff(qstarts))
     nd = np.int64(max(len(uniques), 1))
     keep = (doc_code >= 0) & (query_of_judgment >= 0)
     judged_keys = query_of_judgment[keep].astype(np.int64) * nd + doc_code[keep]
-    run_rows = np.repeat(np.arange(len(rq), dtype=np.int64), np.diff(rstarts))
+    counts = np.diff(rstarts)
     shared_query = np.zeros(len(rq), dtype=bool)
-    shared_query[np.unique(query_of_judgment[query_of_judgment >= 0])] = True
-    in_shared = shared_query[run_rows]
-    hit = np.isin(run_rows * nd + np.asarray(codes, dtype=np.int64), judged_keys) & in_shared
-    judged_codes = np.unique(doc_code[doc_code >= 0])
+    shared_query[query_of_judgment[query_of_judgment >= 0]] = True
+    # only entries whose document is judged somewhere can be judged for their query: look those
+    # few (query, doc) keys up, not all of them
+    judged_doc = np.zeros(len(uniques), dtype=bool)
+    judged_doc[doc_code[keep]] = True
+    cand = np.flatnonzero(judged_doc[codes])
+    cand_rows = np.searchsorted(rstarts, cand, side="right") - 1
+    hit = is_in(cand_rows * nd + codes[cand], judged_keys) & shared_query[cand_rows]
+    hit_rows = cand_rows[hit]
+    judged_codes = doc_code[doc_code >= 0]
     return {
         "queries": int(shared_query.sum()),
-        "queries_with_judged": int(len(np.unique(run_rows[hit]))),
-        "entries": int(in_shared.sum()),
+        "queries_with_judged": int(np.count_nonzero(np.bincount(hit_rows, minlength=1))),
+        "entries": int(counts[shared_query].sum()),
         "judged_entries": int(hit.sum()),
         "retrieved_ids": int(present.sum()),
-        "retrieved_ids_in_qrels": int(present[judged_codes].sum()),
+        "retrieved_ids_in_qrels": int(present[np.unique(judged_codes)].sum()),
     }
 
 
@@ -432,7 +519,7 @@ def check_run_in_corpus(run: Any, corpus: Any, *, sample: int = CORPUS_SAMPLE) -
     """
     if not hasattr(run, "arrays"):
         return []
-    ids = sorted(set(run.arrays()[2].tolist()))
+    ids = sorted(_run_doc_uniques(run).tolist())
     if len(ids) > sample:
         pick = np.random.default_rng(0).choice(len(ids), size=sample, replace=False)
         ids = [ids[i] for i in sorted(pick.tolist())]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..data._lookup import index_in
 from ..data.ranking import rank_order
 from ..errors import IdMismatchError
 from .profiles import Profile, get_profile
@@ -318,15 +319,13 @@ class EvalContext:
 
     def _join(self, qidx: np.ndarray, run_index: np.ndarray) -> np.ndarray:
         """Grade of every entry (``UNJUDGED`` when not judged), vectorised."""
-        import pandas as pd
-
         n = len(qidx)
         grade = np.full(n, UNJUDGED, dtype=np.int64)
         jq, jdocs, jgrades = self.judgments()
         if n == 0 or len(jq) == 0:
             return grade
         uniques, codes = _doc_codes(self.run)
-        jcode = pd.Index(uniques).get_indexer(jdocs).astype(np.int64)
+        jcode = index_in(jdocs, uniques)
         keep = jcode >= 0
         if not keep.any():
             return grade

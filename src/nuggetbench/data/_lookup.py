@@ -1,0 +1,75 @@
+"""Vectorised membership and position look-ups over id columns (hash joins, no Python loop).
+
+Large inputs go through ``pyarrow.compute`` (``index_in``/``is_in``: one hash table, no uniqueness
+check); small ones, or values pyarrow cannot take (a ``str`` holding a lone surrogate), through
+``pandas.Index.get_indexer``/``numpy.isin``. Both answer the same question exactly (string equality
+of ``str`` values is equality of their UTF-8 bytes), so the result never depends on the path.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+__all__ = ["index_in", "is_in", "ARROW_MIN"]
+
+ARROW_MIN = 50_000
+"""Below this many values pyarrow is used only if something already imported it."""
+
+
+def _use_arrow(n: int) -> bool:
+    return n >= ARROW_MIN or "pyarrow.compute" in sys.modules
+
+
+def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+    """Position of each of *values* in *uniques* (distinct ids), ``-1`` where absent.
+
+    Args:
+        values: object (n,) of ``str``.
+        uniques: object (m,) of distinct ``str``.
+
+    Returns:
+        int64 (n,).
+    """
+    values = np.asarray(values, dtype=object)
+    uniques = np.asarray(uniques, dtype=object)
+    if not len(values) or not len(uniques):
+        return np.full(len(values), -1, dtype=np.int64)
+    if _use_arrow(len(values) + len(uniques)):
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            found = pc.index_in(
+                pa.array(values, type=pa.string()), value_set=pa.array(uniques, type=pa.string())
+            )
+            return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        except (UnicodeEncodeError, TypeError, ValueError, ImportError):
+            pass  # e.g. a lone surrogate: pandas compares the str values directly
+    import pandas as pd
+
+    return pd.Index(uniques, dtype=object).get_indexer(values).astype(np.int64, copy=False)
+
+
+def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
+    """Whether each of *values* occurs in *value_set* (bool (n,)); int64 keys or ``str`` ids."""
+    values = np.asarray(values)
+    value_set = np.asarray(value_set)
+    if not len(values) or not len(value_set):
+        return np.zeros(len(values), dtype=bool)
+    if _use_arrow(len(values) + len(value_set)):
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            kind = pa.string() if values.dtype == object else None
+            found = pc.is_in(pa.array(values, type=kind), value_set=pa.array(value_set, type=kind))
+            return found.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+        except (UnicodeEncodeError, TypeError, ValueError, ImportError):
+            pass
+    if values.dtype == object:
+        import pandas as pd
+
+        return pd.Index(pd.unique(value_set), dtype=object).get_indexer(values) >= 0
+    return np.isin(values, value_set)

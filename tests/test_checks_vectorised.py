@@ -1,0 +1,110 @@
+"""The vectorised id-format checks give exactly what the per-id Python rules give."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nuggetbench.data._lookup import index_in, is_in
+from nuggetbench.measures import checks
+
+ALPHABET = list(" \t\n\r\x0b\x0c\x1c\x1f\x85\u00a0+-.0123456789aAbZqQdİß\u0660\u0661é")
+
+
+def _random_ids(rng: np.random.Generator, n: int) -> np.ndarray:
+    pieces = []
+    for _ in range(n):
+        size = int(rng.integers(0, 8))
+        pieces.append("".join(rng.choice(ALPHABET, size)))
+    # ids written as numbers in several ways
+    numbers = [
+        f"{s}{'0' * int(z)}{int(v)}{t}"
+        for s, z, v, t in zip(
+            rng.choice(["", "+", "-"], n // 2),
+            rng.integers(0, 3, n // 2),
+            rng.integers(0, 200, n // 2),
+            rng.choice(["", ".", ".0", ".00", ".5", " "], n // 2),
+        )
+    ]
+    return np.array(pieces + numbers, dtype=object)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_normal_forms_and_spaced_match_python(seed, monkeypatch):
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    rng = np.random.default_rng(seed)
+    ids = _random_ids(rng, 3000)
+    got = checks._normal_forms(ids)
+    assert got.tolist() == [checks._normal_form(x) for x in ids]
+    assert sorted(checks._spaced(ids)) == sorted(x for x in ids if x != x.strip())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_doc_format_pairs_match_python(seed, monkeypatch):
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    rng = np.random.default_rng(seed)
+    pool = np.unique(_random_ids(rng, 2000))
+    judged = np.unique(rng.choice(pool, 600))
+    retrieved = np.unique(rng.choice(pool, 900))
+    got = checks._doc_format_pairs(judged, retrieved)
+    want = checks._format_pairs(judged.tolist(), retrieved.tolist())
+    # the partner chosen for a normal form shared by several retrieved ids is arbitrary
+    assert [x for x, _ in got] == [x for x, _ in want]
+    for x, y in got:
+        assert checks._normal_form(x) == checks._normal_form(y) and x != y
+        assert y in set(retrieved.tolist()) and x not in set(retrieved.tolist())
+
+
+@pytest.mark.parametrize("arrow_min", [1, 10**9])
+def test_index_in_and_is_in_both_paths(arrow_min, monkeypatch):
+    from nuggetbench.data import _lookup
+
+    monkeypatch.setattr(_lookup, "ARROW_MIN", arrow_min)
+    rng = np.random.default_rng(5)
+    uniques = np.array([f"d{i}" for i in rng.permutation(500)], dtype=object)
+    values = np.array([f"d{i}" for i in rng.integers(0, 800, 2000)], dtype=object)
+    pos = index_in(values, uniques)
+    lookup = {d: i for i, d in enumerate(uniques.tolist())}
+    assert pos.tolist() == [lookup.get(v, -1) for v in values.tolist()]
+    keys = rng.integers(0, 10_000, 5000)
+    key_set = rng.integers(0, 10_000, 700)
+    assert is_in(keys, key_set).tolist() == np.isin(keys, key_set).tolist()
+    assert is_in(values, uniques).tolist() == (pos >= 0).tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_judged_hits_match_brute_force(seed):
+    from nuggetbench.data import Qrels, Run
+
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        run_dict = {
+            f"q{i}": {
+                f"d{j}": float(rng.integers(0, 5))
+                for j in rng.choice(50, rng.integers(0, 20), replace=False)
+            }
+            for i in range(rng.integers(1, 15))
+        }
+        qrels_dict = {
+            f"q{i}": {
+                f"d{j}": int(rng.integers(0, 3))
+                for j in rng.choice(60, rng.integers(1, 10), replace=False)
+            }
+            for i in range(rng.integers(1, 15))
+        }
+        run_dict = {q: d for q, d in run_dict.items() if d}
+        if not run_dict:
+            continue
+        got = checks._judged_hits(Qrels.from_dict(qrels_dict), Run.from_dict(run_dict))
+        shared = set(run_dict) & set(qrels_dict)
+        hits = {(q, d) for q in shared for d in run_dict[q] if d in qrels_dict[q]}
+        retrieved = {d for docs in run_dict.values() for d in docs}
+        judged = {d for docs in qrels_dict.values() for d in docs}
+        assert got == {
+            "queries": len(shared),
+            "queries_with_judged": len({q for q, _ in hits}),
+            "entries": sum(len(run_dict[q]) for q in shared),
+            "judged_entries": len(hits),
+            "retrieved_ids": len(retrieved),
+            "retrieved_ids_in_qrels": len(retrieved & judged),
+        }
