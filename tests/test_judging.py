@@ -490,3 +490,15 @@ def test_usage_errors_are_clear(beir, tmp_path, monkeypatch):
         ],
     )
     assert result.exit_code != 0 and "nodoc" in str(result.exception)
+
+
+def test_judge_shows_one_progress_bar_counting_the_pairs(beir, server, tmp_path):
+    folder, truth, human = beir
+    _write_run(tmp_path / "a.trec", 1)
+    args = ["judge", str(folder), str(tmp_path / "a.trec"), "--depth", "5", "--model", "m"]
+    shown = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "o1"), "--format", "json"])
+    assert shown.exit_code == 0, shown.output
+    holes = json.loads(shown.stdout)["judge"]["holes"]
+    assert holes > 0 and f"judging: {holes} pairs" in shown.stderr
+    hidden = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "o2"), "--no-progress"])
+    assert hidden.exit_code == 0 and "judging" not in hidden.stderr

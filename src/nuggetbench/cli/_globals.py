@@ -5,6 +5,10 @@ Kept apart from ``_common`` so that ``nuggetbench --help`` imports nothing but c
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+
 import click
 
 
@@ -58,6 +62,16 @@ def progress_wanted() -> bool:
     """Whether progress bars are on (no ``--no-progress`` anywhere on the command line)."""
     ctx = click.get_current_context(silent=True)
     return not (ctx and (ctx.find_root().obj or {}).get("no_progress"))
+
+
+@contextlib.contextmanager
+def count_bar(desc: str, unit: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr counting settled items (rate and elapsed time; no total is
+    known in advance); hidden by ``--no-progress``. Yields its ``update(n)``."""
+    from tqdm.auto import tqdm  # lazy: keeps `nuggetbench --help` light
+
+    with tqdm(desc=desc, unit=unit, disable=not progress_wanted(), file=sys.stderr) as bar:
+        yield bar.update
 
 
 def hidden_alias(name: str, dest: str, **kwargs):

@@ -6,6 +6,7 @@ import click
 
 from ..judging import answers_files, judging_client
 from ._common import console, echo_json, render_means_table, warn
+from ._globals import count_bar
 from .judge import CLIENT_KEYS, llm_options
 
 SCORES = ("vital_score", "strict_vital_score", "all_score", "strict_all_score")
@@ -67,7 +68,10 @@ def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
     """
     client = judging_client(**{k: kw.pop(k) for k in CLIENT_KEYS})
     try:
-        res = answers_files(nuggets, answers, client, out_dir, max_repairs=max_repairs, **kw)
+        with count_bar("assigning", " windows") as progress:
+            res = answers_files(
+                nuggets, answers, client, out_dir, max_repairs=max_repairs, progress=progress, **kw
+            )
     finally:
         client.close()
     for s in res.failures:

@@ -6,6 +6,7 @@ import click
 
 from ..judging import agreement_run_files, judge_run_files, judging_client
 from ._common import console, echo_json, info, parse_options
+from ._globals import count_bar
 
 #: The options of :func:`~nuggetbench.judging.judging_client`.
 CLIENT_KEYS = ("model", "base_url", "api_key_env", "concurrency", "price")
@@ -140,13 +141,24 @@ def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
     try:
         if agreement:
             del kw["depth"]
-            res = agreement_run_files(dataset, runs, client, out_dir, options=options, **kw)
+            with count_bar("judging", " pairs") as progress:
+                res = agreement_run_files(
+                    dataset, runs, client, out_dir, options=options, progress=progress, **kw
+                )
             _render_agreement(res, fmt)
         else:
             kw = {"depth": kw["depth"], "max_repairs": kw["max_repairs"]}
-            res = judge_run_files(
-                dataset, runs, kw.pop("depth"), client, out_dir, options=options, **kw
-            )
+            with count_bar("judging", " pairs") as progress:
+                res = judge_run_files(
+                    dataset,
+                    runs,
+                    kw.pop("depth"),
+                    client,
+                    out_dir,
+                    options=options,
+                    progress=progress,
+                    **kw,
+                )
             _render_holes(res, fmt)
     finally:
         client.close()

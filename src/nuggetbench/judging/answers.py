@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -300,10 +300,12 @@ def _repair(request: ChatRequest, answer: str, problem: str, n: int) -> ChatRequ
     return replace(request, messages=(*request.messages, *turn))
 
 
-def _ask(client: LLMClient, items: list[tuple], max_repairs: int) -> list[list[str] | None]:
+def _ask(
+    client: LLMClient, items: list[tuple], max_repairs: int, progress: Callable[[int], None] | None
+) -> list[list[str] | None]:
     """Labels of each ``(request, n)`` item, re-asking bad replies; ``None`` after the repairs."""
     requests = [req for req, _ in items]
-    results = client.complete_many(requests)
+    results = client.complete_many(requests, progress=progress)
     labels: list[list[str] | None] = [None] * len(items)
     chains = {i: [r.key] for i, r in enumerate(results)}
     errors: dict[int, tuple[ChatRequest, str, str]] = {}
@@ -335,6 +337,7 @@ def assign_answers(
     *,
     window: int = WINDOW,
     max_repairs: int = 2,
+    progress: Callable[[int], None] | None = None,
 ) -> AnswersOutcome:
     """Label every nugget of every question against each system's answer and score the answers.
 
@@ -344,6 +347,7 @@ def assign_answers(
         client: the LLM client.
         window: nuggets per request (nuggetizer: 10).
         max_repairs: re-asks of a reply that is not a list of the right labels.
+        progress: advanced once per first-round answer (a window of nuggets).
 
     Raises:
         InputError: no nuggets, no system, or a system answering none of the questions.
@@ -367,7 +371,7 @@ def assign_answers(
                 items.append((assign_request(ns.query, answers[q], chunk), len(chunk)))
                 where.append((s, q, start))
     paid = client.ledger.paid()[0]
-    labels = _ask(client, items, max_repairs)
+    labels = _ask(client, items, max_repairs, progress)
     got = {key: lab for key, lab in zip(where, labels)}
     failures = {s: sum(lab is None for (s2, _, _), lab in got.items() if s2 == s) for s in systems}
     rows, per_query = [], {s: {m: {} for m in SCORES} for s in systems}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,7 @@ def answers_files(
     out_dir: str | Path | None = None,
     *,
     max_repairs: int = 2,
+    progress: Callable[[int], None] | None = None,
     **compare_options: Any,
 ) -> AnswersOutcome:
     """What ``nuggetbench answers`` does: read the nuggets and each system's answers (a system is
@@ -105,7 +106,7 @@ def answers_files(
     for path in answers:
         name = Path(path).stem
         systems[str(path) if name in systems else name] = read_answers(path)
-    outcome = assign_answers(sets, systems, client, max_repairs=max_repairs)
+    outcome = assign_answers(sets, systems, client, max_repairs=max_repairs, progress=progress)
     if len(systems) > 1:
         outcome.comparison = compare(outcome.per_query, **compare_options)
     if out_dir is not None:
