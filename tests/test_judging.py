@@ -22,7 +22,7 @@ from sklearn.metrics import confusion_matrix as sk_confusion
 
 from llm_server import LLMServer
 from nuggetbench.cli import cli
-from nuggetbench.judging import cohen_kappa, parse_final_score
+from nuggetbench.judging import cohen_kappa, judging_client, parse_final_score
 from nuggetbench.judging.agreement import confusion_matrix, sample_pairs
 from nuggetbench.llm.jsonout import InvalidAnswer
 
@@ -502,3 +502,15 @@ def test_judge_shows_one_progress_bar_counting_the_pairs(beir, server, tmp_path)
     assert holes > 0 and f"judging: {holes} pairs" in shown.stderr
     hidden = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "o2"), "--no-progress"])
     assert hidden.exit_code == 0 and "judging" not in hidden.stderr
+
+
+def test_no_api_key_is_a_stated_choice(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "set-but-unwanted")
+    stated = judging_client("m", base_url="http://127.0.0.1:9/v1", no_api_key=True)
+    assert stated.settings.api_key() is None and stated.settings.key_problem() is None
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("NUGGETBENCH_LLM_API_KEY", raising=False)
+    silent = judging_client("m", base_url="http://127.0.0.1:9/v1")
+    assert "--no-api-key" in silent.settings.key_problem()
+    help_text = CliRunner().invoke(cli, ["judge", "--help"]).output
+    assert "--no-api-key" in help_text

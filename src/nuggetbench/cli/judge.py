@@ -9,11 +9,12 @@ from ._common import console, echo_json, info, parse_options
 from ._globals import count_bar
 
 #: The options of :func:`~nuggetbench.judging.judging_client`.
-CLIENT_KEYS = ("model", "base_url", "api_key_env", "concurrency", "price")
+CLIENT_KEYS = ("model", "base_url", "api_key_env", "no_api_key", "concurrency", "price")
 
 
 def llm_options(command):
-    """``--model``, ``--base-url``, ``--api-key-env``, ``--concurrency``, ``--max-repairs``."""
+    """``--model``, ``--base-url``, ``--api-key-env``, ``--no-api-key``, ``--concurrency``,
+    ``--price``, ``--max-repairs``."""
     for opt in reversed(
         [
             click.option(
@@ -36,6 +37,11 @@ def llm_options(command):
                 metavar="VAR",
                 help="Environment variable holding the key (NUGGETBENCH_LLM_API_KEY is tried first); "
                 "the key is never written anywhere.",
+            ),
+            click.option(
+                "--no-api-key",
+                is_flag=True,
+                help="The server needs no key (a local one): send none, even if one is set.",
             ),
             click.option(
                 "--concurrency",

@@ -34,6 +34,7 @@ def judging_client(
     *,
     base_url: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
+    no_api_key: bool = False,
     concurrency: int = 4,
     max_retries: int | None = None,
     price: tuple[float, float] | str | None = None,
@@ -42,7 +43,8 @@ def judging_client(
     """A client for *model* (else ``NUGGETBENCH_LLM_MODEL``) at *base_url* (else
     ``NUGGETBENCH_LLM_BASE_URL`` / ``OPENAI_BASE_URL``), caching every answer in
     ``<home>/cache/llm/cache.sqlite`` (shared with the rerankers and the builder). The key is read
-    from the environment variable *api_key_env* by the client and never written anywhere.
+    from the environment variable *api_key_env* by the client and never written anywhere;
+    *no_api_key* states that the server needs none (none is sent).
 
     *price* is USD per million ``(input, output)`` tokens, or the text ``"IN,OUT"``.
 
@@ -57,6 +59,7 @@ def judging_client(
         model=model or None,
         base_url=base_url or None,
         api_key_env=api_key_env,
+        no_api_key=no_api_key or None,
         concurrency=concurrency,
         max_retries=max_retries,
         price=price,

@@ -121,14 +121,15 @@ class LLMSettings:
         if self.no_api_key or self.api_key() is not None:
             return None
         local = (
-            f"; for a server that needs no key ({redact_url(self.base_url)}), state it in the "
-            "plan: [llm] no_api_key = true"
+            f"; for a server that needs no key ({redact_url(self.base_url)}), state it: "
+            "[llm] no_api_key = true in a build plan, no_api_key=true in a retriever spec "
+            "(llm_listwise(..., no_api_key=true)), --no-api-key for judge/answers/nuggets"
             if self.base_url is not None and self.provider != "azure"
             else ""
         )
         return (
-            f"no API key: set {self.api_key_env} (the variable named by [llm] api_key_env) or "
-            f"{ENV_API_KEY} in the environment; keys are never read from the plan{local}"
+            f"no API key: set {self.api_key_env} (the variable named by api_key_env) or "
+            f"{ENV_API_KEY} in the environment; keys are never read from plans or specs{local}"
         )
 
     def endpoint(self) -> str:
