@@ -108,3 +108,31 @@ def test_judged_hits_match_brute_force(seed):
             "retrieved_ids": len(retrieved),
             "retrieved_ids_in_qrels": len(retrieved & judged),
         }
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rank_disagreements_match_per_query_loop(seed):
+    from nuggetbench.data import Run
+
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        run = Run.from_dict(
+            {
+                f"q{i}": {
+                    f"d{j}": float(rng.integers(0, 4))
+                    for j in rng.choice(30, rng.integers(1, 12), replace=False)
+                }
+                for i in range(rng.integers(1, 12))
+            }
+        )
+        qids, starts, _, scores = run.arrays()
+        ranks = rng.integers(1, 6, run.n_entries)
+        if rng.random() < 0.3:  # ranks that follow the order
+            ranks = np.concatenate([np.arange(1, c + 1) for c in np.diff(starts)])
+        want = []
+        for i, q in enumerate(qids):
+            r = ranks[starts[i] : starts[i + 1]]
+            by_rank = scores[starts[i] : starts[i + 1]][np.argsort(r, kind="stable")]
+            if len(r) > 1 and np.any(np.diff(by_rank) > 0):
+                want.append(q)
+        assert checks._rank_disagreements(run, ranks) == want
