@@ -111,9 +111,11 @@ def test_judged_hits_match_brute_force(seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_rank_disagreements_match_per_query_loop(seed):
+@pytest.mark.parametrize("padded", [2, 0])
+def test_rank_disagreements_match_per_query_loop(seed, padded, monkeypatch):
     from nuggetbench.data import Run
 
+    monkeypatch.setattr(checks, "_PADDED_FACTOR", padded)
     rng = np.random.default_rng(seed)
     for _ in range(20):
         run = Run.from_dict(
@@ -136,3 +138,51 @@ def test_rank_disagreements_match_per_query_loop(seed):
             if len(r) > 1 and np.any(np.diff(by_rank) > 0):
                 want.append(q)
         assert checks._rank_disagreements(run, ranks) == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_grouped_codes_equal_dictionary_encode(seed):
+    pa = pytest.importorskip("pyarrow")
+    pc = pytest.importorskip("pyarrow.compute")
+    from nuggetbench.data import _arrow_trec
+
+    rng = np.random.default_rng(seed)
+    names = [f"q{i}" for i in rng.permutation(40)]
+    # mostly grouped, with some queries coming back later (not contiguous)
+    lengths = rng.integers(1, 30, 60)
+    values = np.repeat(rng.choice(names, 60), lengths).tolist()
+    column = pa.chunked_array([values[:100], values[100:]]).combine_chunks()
+    got = _arrow_trec._grouped_codes(column)
+    assert got is not None
+    encoded = pc.dictionary_encode(column)
+    assert got[0].tolist() == encoded.dictionary.to_pylist()
+    assert got[1].tolist() == encoded.indices.to_pylist()
+    shuffled = pa.array(rng.permutation(values).tolist())
+    assert _arrow_trec._grouped_codes(shuffled) is None  # not grouped: the caller hashes all
+
+
+def test_arrow_run_reader_reads_what_the_line_reader_reads(tmp_path, monkeypatch):
+    """The pyarrow path (query ids by adjacent rows) and the regular reader give the same Run."""
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import _arrow_trec, read_run
+
+    rng = np.random.default_rng(3)
+    lines = []
+    for q in rng.permutation(30):
+        for d in rng.choice(200, int(rng.integers(1, 20)), replace=False):
+            lines.append(f"q{q} Q0 d{d} 1 {rng.integers(0, 5) / 2} tag\n")
+    path = tmp_path / "run.txt"
+    path.write_text("".join(lines))
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 10**12)
+    regular = read_run(path, keep_rank=True)
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    calls = []
+    original = _arrow_trec.read_columns
+    monkeypatch.setattr(
+        _arrow_trec, "read_columns", lambda *a, **k: calls.append(original(*a, **k)) or calls[-1]
+    )
+    fast = read_run(path, keep_rank=True)
+    assert calls and calls[0] is not None  # the pyarrow path read it
+    assert fast == regular
+    assert fast.input_ranks.tolist() == regular.input_ranks.tolist()
+

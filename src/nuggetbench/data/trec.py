@@ -246,7 +246,7 @@ def _read_run_arrow(
 
     if _irregular(data):
         return None
-    wanted = {0: "ids", 2: "ids", 4: "float"}
+    wanted = {0: "grouped_ids", 2: "ids", 4: "float"}
     if keep_rank:
         wanted[3] = "int"
     cols = _arrow_trec.read_columns(data, 6, wanted)
