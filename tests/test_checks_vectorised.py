@@ -186,3 +186,44 @@ def test_arrow_run_reader_reads_what_the_line_reader_reads(tmp_path, monkeypatch
     assert fast == regular
     assert fast.input_ranks.tolist() == regular.input_ranks.tolist()
 
+
+@pytest.mark.parametrize("seed", range(3))
+def test_write_run_by_columns_equals_line_by_line(seed, tmp_path):
+    from nuggetbench.data import Run, write_run
+    from nuggetbench.data.trec import format_score
+
+    rng = np.random.default_rng(seed)
+    pool = np.array([0.0, -0.0, 1.0, -3.0, 2.5, 1e15, 1e16, 123456789.0, 1 / 3, -7.25])
+    run = Run.from_dict(
+        {
+            f"q{i}": {
+                f"d{j}": float(rng.choice(pool)) if rng.random() < 0.5 else float(rng.normal())
+                for j in rng.choice(100, rng.integers(1, 25), replace=False)
+            }
+            for i in range(rng.integers(1, 20))
+        },
+        name="my run",
+    )
+    qids, starts, docids, scores = run.arrays()
+    want = "".join(
+        f"{q} Q0 {d} {rank} {format_score(s)} my_run\n"
+        for i, q in enumerate(qids.tolist())
+        for rank, (d, s) in enumerate(
+            zip(
+                docids[starts[i] : starts[i + 1]].tolist(),
+                scores[starts[i] : starts[i + 1]].tolist(),
+            ),
+            start=1,
+        )
+    )
+    assert write_run(run, tmp_path / "run.trec").read_text() == want
+
+
+def test_write_run_names_the_first_bad_id(tmp_path):
+    from nuggetbench.data import Run, write_run
+    from nuggetbench.errors import InputError
+
+    run = Run.from_dict({"q1": {"ok": 2.0, "a b": 1.0}, "q2": {"": 1.0}})
+    with pytest.raises(InputError, match="'a b'"):
+        write_run(run, tmp_path / "run.trec")
+    assert not (tmp_path / "run.trec").exists()
