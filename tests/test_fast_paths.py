@@ -1,4 +1,4 @@
-"""The vectorised id-format checks give exactly what the per-id Python rules give."""
+"""The fast (vectorised, by-column, pyarrow) paths give exactly what the per-item Python rules give."""
 
 from __future__ import annotations
 
@@ -227,3 +227,19 @@ def test_write_run_names_the_first_bad_id(tmp_path):
     with pytest.raises(InputError, match="'a b'"):
         write_run(run, tmp_path / "run.trec")
     assert not (tmp_path / "run.trec").exists()
+
+
+def test_score_texts_equal_format_score():
+    from nuggetbench.data.trec import _score_texts, format_score
+
+    rng = np.random.default_rng(0)
+    special = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e15, 1e16, -1e15 + 1, 3.0, 1e-300, 5e-324]
+    scores = np.concatenate(
+        [
+            rng.normal(size=20_000) * 10.0 ** rng.integers(-20, 20, 20_000),
+            rng.integers(-(10**6), 10**6, 1000).astype(float),
+            special,
+        ]
+    )
+    assert _score_texts(scores) == [format_score(x) for x in scores.tolist()]
+    assert _score_texts(np.zeros(0)) == []
