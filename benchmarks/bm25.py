@@ -14,6 +14,15 @@ goes first) with a fresh, empty ``NUGGETBENCH_HOME`` (cold cache). Wall and CPU 
 reported; the minimum over repetitions is the least disturbed by other load. Run::
 
     NUGGETBENCH_DATA=/work/shared/data python benchmarks/bm25.py [--k 1000] [--repeat 5]
+
+With ``--cli`` it times whole processes instead, interleaved, median of ``--repeat`` (at least 5):
+``nuggetbench run beir/scifact -r bm25 -k K -o OUT`` with a fresh ``NUGGETBENCH_HOME`` (cold) and
+again with the home of the previous cold run (warm: cached index and run), against a bare script
+(``BARE_SCRIPT``: read the files, bm25s + PyStemmer, retrieve the same depth, write the TREC file,
+evaluate nDCG@10 with pytrec_eval). It prints each command's median seconds, the median of the
+per-round ratios to the bare script, and peak RSS (``os.wait4``)::
+
+    NUGGETBENCH_DATA=/work/shared/data python benchmarks/bm25.py --cli [--repeat 5]
 """
 
 from __future__ import annotations
@@ -70,6 +79,140 @@ def nuggetbench_path(dataset_id: str, spec: str, k: int) -> int:
     return run.n_entries
 
 
+BARE_SCRIPT = r"""
+import json, sys
+from pathlib import Path
+import bm25s, Stemmer, pytrec_eval
+folder, k, out = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+ids, texts = [], []
+with open(folder / "corpus.jsonl", encoding="utf-8") as fh:
+    for line in fh:
+        if line.strip():
+            obj = json.loads(line)
+            ids.append(str(obj["_id"]))
+            texts.append((obj.get("title") or "") + " " + obj["text"])
+qrels = {}
+with open(folder / "qrels" / "test.tsv", encoding="utf-8") as fh:
+    next(fh)
+    for line in fh:
+        if line.strip():
+            q, d, r = line.rstrip("\n").split("\t")
+            qrels.setdefault(q, {})[d] = int(r)
+qids, qtexts = [], []
+with open(folder / "queries.jsonl", encoding="utf-8") as fh:
+    for line in fh:
+        obj = json.loads(line)
+        if str(obj["_id"]) in qrels:
+            qids.append(str(obj["_id"]))
+            qtexts.append(obj["text"])
+stemmer = Stemmer.Stemmer("english")
+tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+model = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+model.index(tokens, show_progress=False)
+qtokens = bm25s.tokenize(qtexts, stopwords="en", stemmer=stemmer, show_progress=False)
+docs, scores = model.retrieve(qtokens, corpus=ids, k=min(k, len(ids)), show_progress=False)
+run = {}
+lines = []
+for q, ds, ss in zip(qids, docs.tolist(), scores.tolist()):
+    run[q] = dict(zip(ds, ss))
+    lines += [f"{q} Q0 {d} {r} {s!r} bm25\n" for r, (d, s) in enumerate(zip(ds, ss), 1)]
+out.write_text("".join(lines))
+res = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+print("nDCG@10", sum(v["ndcg_cut_10"] for v in res.values()) / len(res))
+"""
+
+
+def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Run *command*; ``(seconds, peak RSS MB)``; exits with the output tail when it fails."""
+    import subprocess
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = proc.stdout.read() if proc.stdout else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{command[:4]} failed:\n{out.decode(errors='replace')[-2000:]}")
+    return seconds, usage.ru_maxrss / 1024, out.decode(errors="replace")
+
+
+def cli(dataset: str, folder: Path, k: int, repeat: int, baseline_src: Path | None = None) -> None:
+    """Whole-process timings of ``nuggetbench run`` (cold and warm home) against BARE_SCRIPT."""
+    import sys
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    base = {
+        key: v for key, v in os.environ.items() if key not in ("PYTHONPATH", "NUGGETBENCH_HOME")
+    }
+    names: tuple[str, ...] = (
+        "bare bm25s+pytrec_eval",
+        "nuggetbench run (cold)",
+        "nuggetbench run (warm)",
+    )
+    if baseline_src is not None:
+        names += ("baseline run (cold)",)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    ratios: dict[str, list[float]] = {n: [] for n in names}
+    peaks = dict.fromkeys(names, 0.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(repeat):
+            home = Path(tmp) / f"home{rep}"
+            nb_env = {**base, "PYTHONPATH": str(src), "NUGGETBENCH_HOME": str(home)}
+            rounds = {}
+            for name in names:
+                if name.startswith("bare"):
+                    cmd = [
+                        sys.executable,
+                        "-c",
+                        BARE_SCRIPT,
+                        str(folder),
+                        str(k),
+                        f"{tmp}/bare.trec",
+                    ]
+                    env = base
+                else:
+                    out = (
+                        Path(tmp)
+                        / f"out{rep}-{name.split()[0]}-{'warm' if 'warm' in name else 'cold'}"
+                    )
+                    cmd = [
+                        sys.executable,
+                        "-m",
+                        "nuggetbench",
+                        "--no-progress",
+                        "run",
+                        dataset,
+                        "-r",
+                        "bm25",
+                        "-k",
+                        str(k),
+                        "-o",
+                        str(out),
+                        "-m",
+                        "nDCG@10",
+                    ]
+                    env = nb_env
+                    if name.startswith("baseline"):
+                        env = {
+                            **base,
+                            "PYTHONPATH": str(baseline_src),
+                            "NUGGETBENCH_HOME": str(Path(tmp) / f"basehome{rep}"),
+                        }
+                seconds, peak, _ = _timed(cmd, env)
+                rounds[name] = seconds
+                times[name].append(seconds)
+                peaks[name] = max(peaks[name], peak)
+            for name in names:
+                ratios[name].append(rounds[name] / rounds[names[0]])
+    print(f"{dataset}, bm25, k={k}; whole process, interleaved, median of {repeat}:")
+    print(f"{'command':26s} {'median s':>9s} {'ratio to bare':>14s} {'peak RSS MB':>12s}")
+    for name in names:
+        print(
+            f"{name:26s} {statistics.median(times[name]):9.2f} "
+            f"{statistics.median(ratios[name]):13.2f}x {peaks[name]:12.0f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="beir/scifact")
@@ -77,6 +220,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--k1", type=float, default=1.5)
     parser.add_argument("--b", type=float, default=0.75)
+    parser.add_argument("--cli", action="store_true", help="time whole processes")
+    parser.add_argument(
+        "--baseline-src", type=Path, default=None, help="--cli: also an older nuggetbench src"
+    )
     args = parser.parse_args()
 
     from nuggetbench import home
@@ -85,6 +232,9 @@ def main() -> None:
     if folder is None:
         raise SystemExit(f"{args.dataset} not found; set NUGGETBENCH_DATA (e.g. /work/shared/data)")
     spec = f"bm25:k1={args.k1},b={args.b}"
+    if args.cli:
+        cli(args.dataset, folder, args.k, max(args.repeat, 5), args.baseline_src)
+        return
 
     # imports and one warm-up of each path, outside the timings
     import bm25s  # noqa: F401

@@ -27,6 +27,28 @@ def _delimiter(data: bytes) -> str | None:
     return None if b"\t" in data else " "
 
 
+def _grouped_codes(column: object) -> tuple[np.ndarray, np.ndarray] | None:
+    """``dictionary_encode`` of *column* (uniques in order of first appearance, int64 codes) from
+    its runs of equal adjacent values: only the first value of each run is hashed. ``None`` when
+    the runs are short (the column is not grouped)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(column)  # type: ignore[arg-type]
+    if n < 2:
+        return None
+    change = pc.not_equal(column.slice(1), column.slice(0, n - 1))  # type: ignore[attr-defined]
+    heads = np.flatnonzero(
+        np.concatenate([[True], change.to_numpy(zero_copy_only=False).astype(bool)])
+    )
+    if len(heads) * 4 > n:
+        return None
+    encoded = pc.dictionary_encode(column.take(pa.array(heads)))  # type: ignore[attr-defined]
+    uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
+    head_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return uniques, np.repeat(head_codes, np.diff(np.append(heads, n)))
+
+
 def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[int, object] | None:
     """Parse whitespace-separated *data* (no comment lines) with pyarrow.
 
@@ -52,7 +74,12 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
     if delimiter is None:
         return None
     names = [f"c{i}" for i in range(n_columns)]
-    types = {"ids": pa.string(), "float": pa.float64(), "int": pa.int64()}
+    types = {
+        "ids": pa.string(),
+        "grouped_ids": pa.string(),
+        "float": pa.float64(),
+        "int": pa.int64(),
+    }
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
@@ -81,15 +108,17 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
             column = table.column(names[i]).combine_chunks()
             if column.null_count:
                 return None
-            if kind == "ids":
+            if kind in ("ids", "grouped_ids"):
                 if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
                     return None  # an empty field: let the careful reader explain
-                encoded = pc.dictionary_encode(column)
-                uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(
-                    object, copy=False
-                )
-                codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-                out[i] = (uniques, codes)
+                out[i] = _grouped_codes(column) if kind == "grouped_ids" else None
+                if out[i] is None:
+                    encoded = pc.dictionary_encode(column)
+                    uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(
+                        object, copy=False
+                    )
+                    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+                    out[i] = (uniques, codes)
             else:
                 out[i] = column.to_numpy(zero_copy_only=False)
         return out

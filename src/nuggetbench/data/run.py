@@ -306,6 +306,10 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         """``(query_ids, starts)`` of :meth:`arrays` without building the doc id column."""
         return self._qids, self._starts
 
+    def score_column(self) -> np.ndarray:
+        """The ranked scores (float64 (n,)) of :meth:`arrays` without building the doc id column."""
+        return self._scores
+
     def doc_ids(self, query_id: str) -> list[str]:
         """Ranked doc ids of one query (empty when absent)."""
         i = self._index(query_id)

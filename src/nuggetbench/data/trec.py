@@ -246,7 +246,7 @@ def _read_run_arrow(
 
     if _irregular(data):
         return None
-    wanted = {0: "ids", 2: "ids", 4: "float"}
+    wanted = {0: "grouped_ids", 2: "ids", 4: "float"}
     if keep_rank:
         wanted[3] = "int"
     cols = _arrow_trec.read_columns(data, 6, wanted)
@@ -391,6 +391,55 @@ def format_score(score: float) -> str:
     return repr(float(score))
 
 
+def _bad_id(value: str, what: str) -> bool:
+    try:
+        _check_id(value, what)
+    except InputError:
+        return True
+    return False
+
+
+def _score_texts(scores: np.ndarray) -> list[str]:
+    """:func:`format_score` of each score, the integer test done once over the column."""
+    scores = np.asarray(scores, dtype=np.float64)
+    whole = np.isfinite(scores) & (np.abs(scores) < 1e15)
+    whole[whole] = scores[whole] == np.trunc(scores[whole])
+    out = [repr(x) for x in scores.tolist()]
+    for i in np.flatnonzero(whole).tolist():
+        out[i] = str(int(scores[i]))
+    return out
+
+
+def _run_lines(run: Run, tag: str) -> list[str]:
+    """The lines of :func:`write_run`, built by columns; each distinct id is checked once.
+
+    When an id is bad, the lines are built one by one so that the error names the first bad id
+    in file order (as it always did).
+    """
+    qids, starts, docids, scores = run.arrays()
+    counts = np.diff(starts)
+    if hasattr(run, "doc_codes"):
+        uniques, codes = run.doc_codes()
+        present = np.zeros(len(uniques), dtype=bool)
+        present[np.asarray(codes, dtype=np.int64)] = True
+        distinct_docs = np.asarray(uniques, dtype=object)[present].tolist()
+    else:
+        distinct_docs = set(docids.tolist())
+    if any(_bad_id(q, "query id") for q in qids.tolist()) or any(
+        _bad_id(d, "doc id") for d in distinct_docs
+    ):
+        for i, q in enumerate(qids.tolist()):
+            _check_id(q, "query id")
+            for d in docids[int(starts[i]) : int(starts[i + 1])].tolist():
+                _check_id(d, "doc id")
+    ranks = (np.arange(len(scores), dtype=np.int64) - np.repeat(starts[:-1], counts) + 1).tolist()
+    q_column = np.repeat(np.asarray(qids, dtype=object), counts).tolist()
+    return [
+        f"{q} Q0 {d} {r} {s} {tag}\n"
+        for q, d, r, s in zip(q_column, docids.tolist(), ranks, _score_texts(scores))
+    ]
+
+
 def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> Path:
     """Write *run* as a TREC run file, atomically (``.gz`` suffix: gzip-compressed).
 
@@ -402,15 +451,7 @@ def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> Path:
     path = Path(path)
     tag = tag or run.name or "nuggetbench"
     tag = re.sub(r"\s+", "_", tag)
-    qids, starts, docids, scores = run.arrays()
-    lines = []
-    for i, q in enumerate(qids.tolist()):
-        _check_id(q, "query id")
-        a, b = int(starts[i]), int(starts[i + 1])
-        for rank, (d, s) in enumerate(zip(docids[a:b].tolist(), scores[a:b].tolist()), start=1):
-            _check_id(d, "doc id")
-            lines.append(f"{q} Q0 {d} {rank} {format_score(s)} {tag}\n")
-    text = "".join(lines)
+    text = "".join(_run_lines(run, tag))
     if path.suffix == ".gz":
         with atomic_write(path, "wb") as fh:
             fh.write(gzip.compress(encode_id_text(text)))

@@ -575,16 +575,7 @@ def check_run_sorted(run: Any) -> list[Finding]:
         )
     ranks = getattr(run, "input_ranks", None)
     if ranks is not None and len(ranks):
-        qids, starts, _, scores = run.arrays()
-        bad = []
-        for i, q in enumerate(qids):
-            r = np.asarray(ranks[starts[i] : starts[i + 1]])
-            if len(r) < 2:
-                continue
-            # read in rank order, the scores must not go up (tied scores may be in any order)
-            by_rank = np.asarray(scores[starts[i] : starts[i + 1]])[np.argsort(r, kind="stable")]
-            if np.any(np.diff(by_rank) > 0):
-                bad.append(str(q))
+        bad = [str(q) for q in _rank_disagreements(run, np.asarray(ranks))]
         if bad:
             out.append(
                 Finding(
@@ -598,6 +589,60 @@ def check_run_sorted(run: Any) -> list[Finding]:
                 )
             )
     return _emit(out)
+
+
+_PADDED_FACTOR = 2
+"""Queries are sorted as rows of a padded matrix while it holds at most this many cells per
+entry (else by one global lexsort)."""
+
+
+def _rank_disagreements(run: Any, ranks: np.ndarray) -> list[Any]:
+    """Query ids (in run order) whose entries, read in rank order (stable), have a score going up.
+
+    Vectorised: only queries where the rank column is not already non-decreasing in the run's
+    (score) order can disagree, and only those are sorted, all at once by (query, rank).
+    """
+    if hasattr(run, "query_offsets") and hasattr(run, "score_column"):
+        (qids, starts), scores = run.query_offsets(), run.score_column()
+    else:
+        qids, starts, _, scores = run.arrays()
+    scores = np.asarray(scores, dtype=np.float64)
+    counts = np.diff(starts)
+    n = len(scores)
+    if n < 2:
+        return []
+    rows = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    same = rows[1:] == rows[:-1]
+    down = same & (ranks[1:] < ranks[:-1])
+    if not down.any():
+        return []  # ranks follow the run's order, whose scores never go up within a query
+    suspect = np.zeros(len(counts), dtype=bool)
+    suspect[rows[1:][down]] = True
+    which = np.flatnonzero(suspect)
+    lengths = counts[which]
+    width = int(lengths.max())
+    if len(which) * width <= _PADDED_FACTOR * int(lengths.sum()) + 4096 * (_PADDED_FACTOR > 0):
+        # one row per suspect query, padded: a stable row-wise sort by rank
+        cols = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
+            np.cumsum(lengths) - lengths, lengths
+        )
+        entries = np.repeat(starts[which], lengths) + cols
+        row_of = np.repeat(np.arange(len(which)), lengths)
+        keys = np.full((len(which), width), np.iinfo(np.int64).max, dtype=np.int64)
+        keys[row_of, cols] = ranks[entries]
+        by_rank = np.argsort(keys, axis=1, kind="stable")
+        grid = np.full((len(which), width), -np.inf)
+        grid[row_of, cols] = scores[entries]
+        ordered = np.take_along_axis(grid, by_rank, axis=1)
+        valid = np.arange(width)[None, :] < lengths[:, None]
+        up = (ordered[:, 1:] > ordered[:, :-1]) & valid[:, 1:]
+        return [qids[i] for i in which[up.any(axis=1)].tolist()]
+    entries = np.flatnonzero(suspect[rows])
+    # stable by (query, rank): lexsort is stable, so equal ranks keep the run's order
+    order = entries[np.lexsort((ranks[entries], rows[entries]))]
+    r_rows, r_scores = rows[order], scores[order]
+    up = (r_rows[1:] == r_rows[:-1]) & (r_scores[1:] > r_scores[:-1])
+    return [qids[i] for i in np.unique(r_rows[1:][up]).tolist()]
 
 
 def check_findings(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,69 @@ from .._atomic import atomic_write
 from ..errors import InputError, NuggetbenchError, UnknownNameError, suggest
 from .base import parse_measure
 
-__all__ = ["Results", "read_results"]
+__all__ = ["Results", "read_results", "LazyProvenance"]
+
+
+class LazyProvenance(MutableMapping):
+    """A provenance mapping whose costly entries (fingerprints) are computed on first read.
+
+    Behaves as a ``dict`` of its keys (``dict(p)``, ``{**p}``, ``p[k]``, ``p.get(k)``, equality
+    with a dict); a pending entry's function is called once, when the entry is first read, and
+    its value kept. Until then the function (e.g. ``run.fingerprint``) keeps its object alive.
+    Copies and pickles are plain dicts with every entry computed.
+
+    Args:
+        values: the entries known now.
+        pending: ``{key: zero-argument function}`` for the entries computed later.
+    """
+
+    def __init__(
+        self, values: dict[str, Any], pending: dict[str, Callable[[], Any]] | None = None
+    ) -> None:
+        self._values = dict(values)
+        self._pending = dict(pending or {})
+        self._order = list(self._values)
+        for key in self._pending:
+            if key not in self._values:
+                self._order.append(key)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._pending:
+            self._values[key] = self._pending.pop(key)()
+        return self._values[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._pending.pop(key, None)
+        if key not in self._values:
+            self._order.append(key)
+        self._values[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self._values and key not in self._pending:
+            raise KeyError(key)
+        self._values.pop(key, None)
+        self._pending.pop(key, None)
+        self._order.remove(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._order))
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        import copy
+
+        return copy.deepcopy(dict(self), memo)
 
 
 @dataclass

@@ -1,0 +1,245 @@
+"""The fast (vectorised, by-column, pyarrow) paths give exactly what the per-item Python rules give."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nuggetbench.data._lookup import index_in, is_in
+from nuggetbench.measures import checks
+
+ALPHABET = list(" \t\n\r\x0b\x0c\x1c\x1f\x85\u00a0+-.0123456789aAbZqQdİß\u0660\u0661é")
+
+
+def _random_ids(rng: np.random.Generator, n: int) -> np.ndarray:
+    pieces = []
+    for _ in range(n):
+        size = int(rng.integers(0, 8))
+        pieces.append("".join(rng.choice(ALPHABET, size)))
+    # ids written as numbers in several ways
+    numbers = [
+        f"{s}{'0' * int(z)}{int(v)}{t}"
+        for s, z, v, t in zip(
+            rng.choice(["", "+", "-"], n // 2),
+            rng.integers(0, 3, n // 2),
+            rng.integers(0, 200, n // 2),
+            rng.choice(["", ".", ".0", ".00", ".5", " "], n // 2),
+        )
+    ]
+    return np.array(pieces + numbers, dtype=object)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_normal_forms_and_spaced_match_python(seed, monkeypatch):
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    rng = np.random.default_rng(seed)
+    ids = _random_ids(rng, 3000)
+    got = checks._normal_forms(ids)
+    assert got.tolist() == [checks._normal_form(x) for x in ids]
+    assert sorted(checks._spaced(ids)) == sorted(x for x in ids if x != x.strip())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_doc_format_pairs_match_python(seed, monkeypatch):
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    rng = np.random.default_rng(seed)
+    pool = np.unique(_random_ids(rng, 2000))
+    judged = np.unique(rng.choice(pool, 600))
+    retrieved = np.unique(rng.choice(pool, 900))
+    got = checks._doc_format_pairs(judged, retrieved)
+    want = checks._format_pairs(judged.tolist(), retrieved.tolist())
+    # the partner chosen for a normal form shared by several retrieved ids is arbitrary
+    assert [x for x, _ in got] == [x for x, _ in want]
+    for x, y in got:
+        assert checks._normal_form(x) == checks._normal_form(y) and x != y
+        assert y in set(retrieved.tolist()) and x not in set(retrieved.tolist())
+
+
+@pytest.mark.parametrize("arrow_min", [1, 10**9])
+def test_index_in_and_is_in_both_paths(arrow_min, monkeypatch):
+    from nuggetbench.data import _lookup
+
+    monkeypatch.setattr(_lookup, "ARROW_MIN", arrow_min)
+    rng = np.random.default_rng(5)
+    uniques = np.array([f"d{i}" for i in rng.permutation(500)], dtype=object)
+    values = np.array([f"d{i}" for i in rng.integers(0, 800, 2000)], dtype=object)
+    pos = index_in(values, uniques)
+    lookup = {d: i for i, d in enumerate(uniques.tolist())}
+    assert pos.tolist() == [lookup.get(v, -1) for v in values.tolist()]
+    keys = rng.integers(0, 10_000, 5000)
+    key_set = rng.integers(0, 10_000, 700)
+    assert is_in(keys, key_set).tolist() == np.isin(keys, key_set).tolist()
+    assert is_in(values, uniques).tolist() == (pos >= 0).tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_judged_hits_match_brute_force(seed):
+    from nuggetbench.data import Qrels, Run
+
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        run_dict = {
+            f"q{i}": {
+                f"d{j}": float(rng.integers(0, 5))
+                for j in rng.choice(50, rng.integers(0, 20), replace=False)
+            }
+            for i in range(rng.integers(1, 15))
+        }
+        qrels_dict = {
+            f"q{i}": {
+                f"d{j}": int(rng.integers(0, 3))
+                for j in rng.choice(60, rng.integers(1, 10), replace=False)
+            }
+            for i in range(rng.integers(1, 15))
+        }
+        run_dict = {q: d for q, d in run_dict.items() if d}
+        if not run_dict:
+            continue
+        got = checks._judged_hits(Qrels.from_dict(qrels_dict), Run.from_dict(run_dict))
+        shared = set(run_dict) & set(qrels_dict)
+        hits = {(q, d) for q in shared for d in run_dict[q] if d in qrels_dict[q]}
+        retrieved = {d for docs in run_dict.values() for d in docs}
+        judged = {d for docs in qrels_dict.values() for d in docs}
+        assert got == {
+            "queries": len(shared),
+            "queries_with_judged": len({q for q, _ in hits}),
+            "entries": sum(len(run_dict[q]) for q in shared),
+            "judged_entries": len(hits),
+            "retrieved_ids": len(retrieved),
+            "retrieved_ids_in_qrels": len(retrieved & judged),
+        }
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("padded", [2, 0])
+def test_rank_disagreements_match_per_query_loop(seed, padded, monkeypatch):
+    from nuggetbench.data import Run
+
+    monkeypatch.setattr(checks, "_PADDED_FACTOR", padded)
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        run = Run.from_dict(
+            {
+                f"q{i}": {
+                    f"d{j}": float(rng.integers(0, 4))
+                    for j in rng.choice(30, rng.integers(1, 12), replace=False)
+                }
+                for i in range(rng.integers(1, 12))
+            }
+        )
+        qids, starts, _, scores = run.arrays()
+        ranks = rng.integers(1, 6, run.n_entries)
+        if rng.random() < 0.3:  # ranks that follow the order
+            ranks = np.concatenate([np.arange(1, c + 1) for c in np.diff(starts)])
+        want = []
+        for i, q in enumerate(qids):
+            r = ranks[starts[i] : starts[i + 1]]
+            by_rank = scores[starts[i] : starts[i + 1]][np.argsort(r, kind="stable")]
+            if len(r) > 1 and np.any(np.diff(by_rank) > 0):
+                want.append(q)
+        assert checks._rank_disagreements(run, ranks) == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_grouped_codes_equal_dictionary_encode(seed):
+    pa = pytest.importorskip("pyarrow")
+    pc = pytest.importorskip("pyarrow.compute")
+    from nuggetbench.data import _arrow_trec
+
+    rng = np.random.default_rng(seed)
+    names = [f"q{i}" for i in rng.permutation(40)]
+    # mostly grouped, with some queries coming back later (not contiguous)
+    lengths = rng.integers(1, 30, 60)
+    values = np.repeat(rng.choice(names, 60), lengths).tolist()
+    column = pa.chunked_array([values[:100], values[100:]]).combine_chunks()
+    got = _arrow_trec._grouped_codes(column)
+    assert got is not None
+    encoded = pc.dictionary_encode(column)
+    assert got[0].tolist() == encoded.dictionary.to_pylist()
+    assert got[1].tolist() == encoded.indices.to_pylist()
+    shuffled = pa.array(rng.permutation(values).tolist())
+    assert _arrow_trec._grouped_codes(shuffled) is None  # not grouped: the caller hashes all
+
+
+def test_arrow_run_reader_reads_what_the_line_reader_reads(tmp_path, monkeypatch):
+    """The pyarrow path (query ids by adjacent rows) and the regular reader give the same Run."""
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import _arrow_trec, read_run
+
+    rng = np.random.default_rng(3)
+    lines = []
+    for q in rng.permutation(30):
+        for d in rng.choice(200, int(rng.integers(1, 20)), replace=False):
+            lines.append(f"q{q} Q0 d{d} 1 {rng.integers(0, 5) / 2} tag\n")
+    path = tmp_path / "run.txt"
+    path.write_text("".join(lines))
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 10**12)
+    regular = read_run(path, keep_rank=True)
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    calls = []
+    original = _arrow_trec.read_columns
+    monkeypatch.setattr(
+        _arrow_trec, "read_columns", lambda *a, **k: calls.append(original(*a, **k)) or calls[-1]
+    )
+    fast = read_run(path, keep_rank=True)
+    assert calls and calls[0] is not None  # the pyarrow path read it
+    assert fast == regular
+    assert fast.input_ranks.tolist() == regular.input_ranks.tolist()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_write_run_by_columns_equals_line_by_line(seed, tmp_path):
+    from nuggetbench.data import Run, write_run
+    from nuggetbench.data.trec import format_score
+
+    rng = np.random.default_rng(seed)
+    pool = np.array([0.0, -0.0, 1.0, -3.0, 2.5, 1e15, 1e16, 123456789.0, 1 / 3, -7.25])
+    run = Run.from_dict(
+        {
+            f"q{i}": {
+                f"d{j}": float(rng.choice(pool)) if rng.random() < 0.5 else float(rng.normal())
+                for j in rng.choice(100, rng.integers(1, 25), replace=False)
+            }
+            for i in range(rng.integers(1, 20))
+        },
+        name="my run",
+    )
+    qids, starts, docids, scores = run.arrays()
+    want = "".join(
+        f"{q} Q0 {d} {rank} {format_score(s)} my_run\n"
+        for i, q in enumerate(qids.tolist())
+        for rank, (d, s) in enumerate(
+            zip(
+                docids[starts[i] : starts[i + 1]].tolist(),
+                scores[starts[i] : starts[i + 1]].tolist(),
+            ),
+            start=1,
+        )
+    )
+    assert write_run(run, tmp_path / "run.trec").read_text() == want
+
+
+def test_write_run_names_the_first_bad_id(tmp_path):
+    from nuggetbench.data import Run, write_run
+    from nuggetbench.errors import InputError
+
+    run = Run.from_dict({"q1": {"ok": 2.0, "a b": 1.0}, "q2": {"": 1.0}})
+    with pytest.raises(InputError, match="'a b'"):
+        write_run(run, tmp_path / "run.trec")
+    assert not (tmp_path / "run.trec").exists()
+
+
+def test_score_texts_equal_format_score():
+    from nuggetbench.data.trec import _score_texts, format_score
+
+    rng = np.random.default_rng(0)
+    special = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e15, 1e16, -1e15 + 1, 3.0, 1e-300, 5e-324]
+    scores = np.concatenate(
+        [
+            rng.normal(size=20_000) * 10.0 ** rng.integers(-20, 20, 20_000),
+            rng.integers(-(10**6), 10**6, 1000).astype(float),
+            special,
+        ]
+    )
+    assert _score_texts(scores) == [format_score(x) for x in scores.tolist()]
+    assert _score_texts(np.zeros(0)) == []
