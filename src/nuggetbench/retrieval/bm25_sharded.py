@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 import os
 import shutil
 import tempfile
@@ -72,9 +73,12 @@ class MappedIds(Sequence[str]):
     """
 
     def __init__(self, blob: Path, offsets: Path):
-        self._offsets = np.load(offsets, mmap_mode="r")
+        self._offsets = np.asarray(np.load(offsets, mmap_mode="r"))  # a plain view of the map
         size = int(self._offsets[-1]) if len(self._offsets) else 0
-        self._blob = np.memmap(blob, dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
+        self._blob: Any = b""
+        if size:
+            with open(blob, "rb") as fh:
+                self._blob = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
     def __len__(self) -> int:
         return max(len(self._offsets) - 1, 0)
@@ -82,12 +86,19 @@ class MappedIds(Sequence[str]):
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        a, b = int(self._offsets[i]), int(self._offsets[i + 1])
-        return bytes(self._blob[a:b]).decode("utf-8")
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i = i % len(self)
+        return self._blob[int(self._offsets[i]) : int(self._offsets[i + 1])].decode("utf-8")
 
     def take(self, positions: np.ndarray) -> np.ndarray:
         """The ids at *positions* (int array, shape ``(m,)``) as an object array, shape ``(m,)``."""
-        return np.array([self[int(p)] for p in positions], dtype=object)
+        starts = self._offsets[positions].tolist()
+        ends = self._offsets[np.asarray(positions) + 1].tolist()
+        blob = self._blob
+        out = np.empty(len(starts), dtype=object)
+        out[:] = [blob[a:b].decode("utf-8") for a, b in zip(starts, ends)]
+        return out
 
 
 def _write_ids(ids: list[str], blob: Path, offsets: Path) -> None:
@@ -487,10 +498,10 @@ class ShardedBM25Index:
             s = np.concatenate(cand_score[i])
             if not len(pos):
                 continue
-            docs = self.doc_ids.take(pos)
             if len(pos) > k:
-                pos_order = _trec_top(s, docs, k)
-                docs, s = docs[pos_order], s[pos_order]
+                keep = self._trec_top(pos, s, k)
+                pos, s = pos[keep], s[keep]
+            docs = self.doc_ids.take(pos)
             out_q.append(np.full(len(docs), q, dtype=object))
             out_d.append(docs)
             out_s.append(s)
@@ -516,6 +527,19 @@ class ShardedBM25Index:
             },
         )
 
+    def _trec_top(self, pos: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+        """Which of the candidates *pos* (scores *scores*, shape ``(m,)``, m > k) are the first
+        *k* in trec_eval's order (score desc, doc id desc); doc ids are decoded only for the
+        ties at the k-th score."""
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        sure = np.flatnonzero(scores > kth)
+        ties = np.flatnonzero(scores == kth)
+        need = k - len(sure)
+        if len(ties) > need:
+            tied_ids = self.doc_ids.take(pos[ties])
+            ties = ties[np.argsort(tied_ids, kind="stable")[::-1][:need]]
+        return np.concatenate([sure, ties])
+
     def _candidates(self, doc_ids) -> tuple[np.ndarray, int]:
         if self._position is None:
             self._position = {self.doc_ids[i]: i for i in range(len(self.doc_ids))}
@@ -525,13 +549,6 @@ class ShardedBM25Index:
 
     def __repr__(self) -> str:
         return f"<ShardedBM25Index {self.name}: {len(self)} documents in {len(self.shards)} shards>"
-
-
-def _trec_top(scores: np.ndarray, docs: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the first *k* entries in trec_eval's order (score desc, doc id desc)."""
-    _, codes = np.unique(docs, return_inverse=True)  # codes ascend with the doc id
-    order = np.lexsort((-codes.astype(np.int64), -scores.astype(np.float64)))
-    return order[:k]
 
 
 def new_temporary() -> tempfile.TemporaryDirectory:
