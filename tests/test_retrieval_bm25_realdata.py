@@ -46,3 +46,20 @@ def test_scifact_ndcg10_matches_bm25s(scifact, spec, published):
         return
     results = evaluate(scifact.qrels, run, ["nDCG@10"])
     assert float(results.means["nDCG@10"]) == pytest.approx(value, abs=1e-9)
+
+
+@pytest.mark.parametrize("spec", ["bm25", "bm25:preset=pyserini"])
+def test_scifact_sharded_run_is_byte_identical(scifact, spec, tmp_path):
+    """The sharded index (several shard sizes) writes the single index's TREC run byte for byte."""
+    from nuggetbench.data.trec import write_run
+    from nuggetbench.retrieval import parse_retriever
+
+    sep = ":" if ":" not in spec else ","
+    single = parse_retriever(f"{spec}{sep}backend=numpy,cache=false").index(scifact.corpus)
+    full = single.search(scifact.queries, len(scifact.corpus))
+    for shard_docs in (700, 2000):
+        index = parse_retriever(f"{spec}{sep}shard_docs={shard_docs}").index(scifact.corpus)
+        for k in (10, 1000):
+            write_run(index.search(scifact.queries, k), tmp_path / "a.trec")
+            write_run(full.truncate(k), tmp_path / "b.trec")
+            assert (tmp_path / "a.trec").read_bytes() == (tmp_path / "b.trec").read_bytes()

@@ -13,6 +13,7 @@ from .._atomic import atomic_write
 from ..errors import FormatError, InputError
 from ..jsonl import iter_jsonl, write_jsonl
 from .corpus import Corpus, Document, JsonlCorpus, Queries
+from .jsonl_index import IndexedJsonlCorpus
 from .qrels import Qrels
 from .run import Run
 from .source import SPACES, decode_id_text, encode_id_text, parse_grade, read_source, short
@@ -93,6 +94,12 @@ def read_queries_jsonl(path: str | Path, *, name: str | None = None) -> Queries:
     return Queries(texts, metadata=meta, name=name)
 
 
+LARGE_CORPUS_BYTES = 256 << 20
+"""A ``corpus.jsonl`` this large (bytes) is read as an :class:`IndexedJsonlCorpus` (memory-mapped
+ids, the SHA-256 stored beside the file) rather than a :class:`JsonlCorpus` (ids in a Python list
+and dict, the file re-hashed by every process)."""
+
+
 def read_beir_folder(
     folder: str | Path, *, split: str = "test", name: str | None = None
 ) -> tuple[Corpus, Queries, Qrels]:
@@ -120,7 +127,10 @@ def read_beir_folder(
     qrels = read_beir_qrels(qrels_path, name=name)
     queries = read_queries_jsonl(queries_path, name=name)
     queries = queries.subset(qrels.query_ids)
-    corpus = JsonlCorpus(corpus_path, name=name)
+    if corpus_path.stat().st_size >= LARGE_CORPUS_BYTES:
+        corpus: Corpus = IndexedJsonlCorpus(corpus_path, name=name)
+    else:
+        corpus = JsonlCorpus(corpus_path, name=name)
     return corpus, queries, qrels
 
 

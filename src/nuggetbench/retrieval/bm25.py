@@ -22,7 +22,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import shutil
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write
@@ -33,6 +35,7 @@ from ..store import Artifact
 from ..text.analyzers import analyzer_for_language, get_analyzer
 from ._models import stage_bar
 from .bm25_index import BM25Index, numba_available
+from .bm25_sharded import SHARDED_METHODS, ShardedBM25Index, build_sharded, finish, new_temporary
 from .compose import Composable
 from .options import METHODS, STOPWORDS, BM25Options
 
@@ -79,6 +82,11 @@ class BM25(Composable):
                 )
         if opts.backend == "numba" and not numba_available():
             raise SpecError("bm25: backend=numba needs numba (pip install numba); use backend=auto")
+        if opts.shard_docs and opts.method not in SHARDED_METHODS:
+            raise SpecError(
+                f"bm25: shard_docs needs method={'|'.join(SHARDED_METHODS)} (got {opts.method!r}, "
+                "whose non-occurrence score the sharded index does not carry); use shard_docs=0"
+            )
         analyzer = opts.analyzer.strip().lower() or "auto"
         if analyzer not in ("auto", "bm25s"):
             analyzer = get_analyzer(analyzer).name  # SpecError when unknown
@@ -95,6 +103,7 @@ class BM25(Composable):
         self.backend = self.options.backend
         self.threads = self.options.threads
         self.analyzer = self.options.analyzer
+        self.shard_docs = self.options.shard_docs
 
     # --- description -----------------------------------------------------------------------
     @property
@@ -142,6 +151,8 @@ class BM25(Composable):
         }
         if self.analyzer not in ("auto", "bm25s"):
             payload["analyzer"] = get_analyzer(self.analyzer).params
+        if self.shard_docs:
+            payload["shard_docs"] = self.shard_docs
         return payload
 
     # --- tokenization ------------------------------------------------------------------------
@@ -182,13 +193,15 @@ class BM25(Composable):
         )
 
     # --- indexing ----------------------------------------------------------------------------
-    def index(self, corpus: Corpus, *, show_progress: bool = False) -> BM25Index:
+    def index(self, corpus: Corpus, *, show_progress: bool = False) -> BM25Index | ShardedBM25Index:
         """Index *corpus* (``title + " " + text`` of each document), or load the cached index.
 
         Raises:
             InputError: the corpus is empty, or no document has a single indexable term (every
                 text empty or made of stop words / one-letter tokens): nothing could be ranked.
         """
+        if self.shard_docs:
+            return self._index_sharded(corpus, show_progress=show_progress)
         artifact = self._artifact(corpus) if self.cache else None
         if artifact is not None and artifact.path.exists():
             loaded = self._load(artifact, corpus)
@@ -266,3 +279,41 @@ class BM25(Composable):
             return None
         log.info("loaded the cached BM25 index %s", folder)
         return BM25Index(self, retriever, doc_ids, from_cache=True)
+
+    def _index_sharded(self, corpus: Corpus, *, show_progress: bool) -> ShardedBM25Index:
+        """The sharded index (:mod:`nuggetbench.retrieval.bm25_sharded`), built or resumed in
+        ``<artifact>.partial/`` and moved into the artifact folder; without the cache, in a
+        temporary folder removed with the index."""
+        if not self.cache:
+            tmp = new_temporary()
+            work = Path(tmp.name) / "partial"
+            summary = build_sharded(
+                self, corpus, work, shard_docs=self.shard_docs, show_progress=show_progress
+            )
+            final = Path(tmp.name) / "index"
+            final.mkdir()
+            finish(work, final, summary["n_shards"])
+            return ShardedBM25Index(self, final, from_cache=False, keep=tmp)
+        artifact = self._artifact(corpus)
+        if artifact.path.exists():
+            meta = artifact.meta()
+            if meta is not None and meta.get("corpus_fingerprint") == corpus.fingerprint():
+                try:
+                    return ShardedBM25Index(self, artifact.path, from_cache=True)
+                except (OSError, ValueError, KeyError) as exc:
+                    log.warning("ignoring the unreadable BM25 cache %s (%s)", artifact.path, exc)
+            artifact.discard()
+        work = artifact.path.with_name(artifact.path.name + ".partial")
+        summary = build_sharded(
+            self, corpus, work, shard_docs=self.shard_docs, show_progress=show_progress
+        )
+        with artifact.build() as (staging, meta):
+            finish(work, staging, summary["n_shards"])
+            meta.update(
+                retriever=self.name,
+                params=self.params,
+                corpus_fingerprint=corpus.fingerprint(),
+                **summary,
+            )
+        shutil.rmtree(work, ignore_errors=True)
+        return ShardedBM25Index(self, artifact.path, from_cache=False)

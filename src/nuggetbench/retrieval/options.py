@@ -71,6 +71,11 @@ class BM25Options(Options):
         "auto",
         "tokenizer: auto (bm25s, or the dataset's language), bm25s, or an analyzer name (de, ja, cjk...)",
     )
+    shard_docs: int = option(
+        0,
+        "documents per index shard, built in bounded memory with global statistics (same run); 0: one index",
+        minimum=0,
+    )
 
 
 # --- fields shared by the model-backed retrievers ----------------------------------------------
