@@ -22,7 +22,6 @@ exists (it reports the number of differing lines otherwise). Run::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -181,21 +180,23 @@ def main() -> None:
             f"queries/s {1000 / row['stages']['search']:7.1f}  | {stages}",
             flush=True,
         )
-    a, b = folder / "single.trec", folder / "sharded.trec"
-    if a.exists() and b.exists():
-        same = hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
-        if same:
-            print("single and sharded TREC runs: byte-identical")
-        else:
-            la, lb = a.read_text().splitlines(), b.read_text().splitlines()
-            diff = len(set(la) ^ set(lb))
-            same_scores = _scores_by_query(la) == _scores_by_query(lb)
-            print(
-                f"single and sharded TREC runs differ in {diff} lines; per-query score lists "
-                f"{'identical' if same_scores else 'DIFFERENT'} (so the lines differ only in "
-                "which tied documents fill the last places: bm25s' single index cuts a tie at "
-                "the k-th score arbitrarily, the sharded one by doc id descending)"
-            )
+    a = folder / "single.trec"
+    for other in ("sharded", "sharded-mm"):
+        b = folder / f"{other}.trec"
+        if not (a.exists() and b.exists()) or other not in args.engines.split(","):
+            continue
+        if a.read_bytes() == b.read_bytes():
+            print(f"single and {other} TREC runs: byte-identical")
+            continue
+        la, lb = a.read_text().splitlines(), b.read_text().splitlines()
+        diff = len(set(la) ^ set(lb))
+        same_scores = _scores_by_query(la) == _scores_by_query(lb)
+        print(
+            f"single and {other} TREC runs differ in {diff} lines; per-query score lists "
+            f"{'identical' if same_scores else 'DIFFERENT'} (so the lines differ only in "
+            "which tied documents fill the last places: bm25s' single index cuts a tie at "
+            "the k-th score arbitrarily, the sharded one by doc id descending)"
+        )
     print(json.dumps(rows))
 
 

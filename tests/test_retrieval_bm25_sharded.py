@@ -176,3 +176,18 @@ def test_killed_build_resumes_unfinished_chunks_only(tmp_path):
     assert _text(index.search(queries, 600), tmp_path) == _text(
         single.search(queries, 600), tmp_path
     )
+
+
+@pytest.mark.parametrize("analyzer", ["de", "cjk"])
+def test_sharded_with_an_analyzer_equals_single(tmp_path, analyzer):
+    docs = [
+        Document(f"d{i}", f"Häuser Hauses Haus {i % 7} 東京大学 {'漢字' * (i % 3)} Straße", "")
+        for i in range(60)
+    ]
+    corpus = InMemoryCorpus(docs)
+    queries = Queries({"a": "Haus Straße", "b": "東京", "c": "漢字 Häuser"})
+    single = BM25(cache=False, backend="numpy", analyzer=analyzer).index(corpus)
+    sharded = BM25(analyzer=analyzer, shard_docs=13).index(corpus)
+    assert _text(sharded.search(queries, 100), tmp_path) == _text(
+        single.search(queries, 100), tmp_path
+    )
