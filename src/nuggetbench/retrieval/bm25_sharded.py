@@ -43,6 +43,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,10 +229,8 @@ def _tokenize_chunk(retriever: BM25, chunk: list[Document], stem: Path, vocab: d
             gid = vocab[tok] = len(vocab)
             added.append(tok)
         remap[local] = gid
-    lens = np.fromiter((len(t) for t in tokens.ids), dtype=np.int64, count=len(chunk))
-    flat = np.fromiter(
-        (t for doc in tokens.ids for t in doc), dtype=np.int64, count=int(lens.sum())
-    )
+    lens = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(chunk))
+    flat = np.fromiter(chain.from_iterable(tokens.ids), dtype=np.int64, count=int(lens.sum()))
     _save_npy(Path(f"{stem}.tokens.npy"), remap[flat] if len(flat) else np.zeros(0, np.int32))
     _save_npy(Path(f"{stem}.lens.npy"), lens)
     _write_ids([d.doc_id for d in chunk], Path(f"{stem}.ids.bin"), Path(f"{stem}.ids.npy"))
