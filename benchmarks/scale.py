@@ -7,6 +7,8 @@ BEIR's format, outside the repository). Then each engine runs in its own subproc
 
 * ``single``:  ``nuggetbench`` ``bm25`` (one bm25s index), corpus ``JsonlCorpus``, a cold home;
 * ``sharded``: ``bm25:shard_docs=S`` (the sharded index with global statistics), same corpus;
+* ``sharded-mm``: the same, the corpus an ``IndexedJsonlCorpus`` (memory-mapped ids, built cold
+  here; what ``read_beir_folder`` gives for a ``corpus.jsonl`` of 256 MiB or more);
 * ``bm25s``:   bare bm25s: texts read into a list, ``bm25s.tokenize``, ``BM25.index``,
   ``BM25.retrieve`` (the same defaults: lucene, k1=1.5, b=0.75, English stemmer and stop words).
 
@@ -20,7 +22,6 @@ exists (it reports the number of differing lines otherwise). Run::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -97,17 +98,26 @@ if engine == "bm25s":
     + r""", show_progress=False, n_threads=1)
     stages["search"] = time.perf_counter() - t
 else:
+    import shutil
     from nuggetbench.data import JsonlCorpus, Queries
+    from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
     from nuggetbench.data.trec import write_run
     from nuggetbench.retrieval.bm25 import BM25
-    corpus = JsonlCorpus(f"{folder}/corpus.jsonl")
+    if engine.endswith("-mm"):
+        shutil.rmtree(f"{folder}/corpus.jsonl.index", ignore_errors=True)  # cold
+        corpus = IndexedJsonlCorpus(f"{folder}/corpus.jsonl")
+    else:
+        corpus = JsonlCorpus(f"{folder}/corpus.jsonl")
     t = time.perf_counter()
     n = len(corpus)
     stages["corpus index"] = time.perf_counter() - t
     t = time.perf_counter()
-    retriever = BM25(shard_docs=shard_docs, backend="numpy") if engine == "sharded" else BM25(backend="numpy")
+    retriever = BM25(shard_docs=shard_docs, backend="numpy") if engine.startswith("sharded") else BM25(backend="numpy")
     index = retriever.index(corpus)
     stages["index (tokenize+score+save)"] = time.perf_counter() - t
+    if engine.startswith("sharded"):
+        built = json.load(open(index.folder / "meta.json"))["stage_seconds"]
+        stages.update({f"  of which {k}": v for k, v in built.items()})
     t = time.perf_counter()
     run = index.search(Queries(queries), """
     + str(K)
@@ -149,7 +159,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200_000, help="passages")
     ap.add_argument("--shard-docs", type=int, default=100_000)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "nb_scale")
-    ap.add_argument("--engines", default="single,sharded,bm25s")
+    ap.add_argument("--engines", default="single,sharded,sharded-mm,bm25s")
     args = ap.parse_args()
     folder = args.workdir / f"n{args.n}"
     t = time.perf_counter()
@@ -170,21 +180,23 @@ def main() -> None:
             f"queries/s {1000 / row['stages']['search']:7.1f}  | {stages}",
             flush=True,
         )
-    a, b = folder / "single.trec", folder / "sharded.trec"
-    if a.exists() and b.exists():
-        same = hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
-        if same:
-            print("single and sharded TREC runs: byte-identical")
-        else:
-            la, lb = a.read_text().splitlines(), b.read_text().splitlines()
-            diff = len(set(la) ^ set(lb))
-            same_scores = _scores_by_query(la) == _scores_by_query(lb)
-            print(
-                f"single and sharded TREC runs differ in {diff} lines; per-query score lists "
-                f"{'identical' if same_scores else 'DIFFERENT'} (so the lines differ only in "
-                "which tied documents fill the last places: bm25s' single index cuts a tie at "
-                "the k-th score arbitrarily, the sharded one by doc id descending)"
-            )
+    a = folder / "single.trec"
+    for other in ("sharded", "sharded-mm"):
+        b = folder / f"{other}.trec"
+        if not (a.exists() and b.exists()) or other not in args.engines.split(","):
+            continue
+        if a.read_bytes() == b.read_bytes():
+            print(f"single and {other} TREC runs: byte-identical")
+            continue
+        la, lb = a.read_text().splitlines(), b.read_text().splitlines()
+        diff = len(set(la) ^ set(lb))
+        same_scores = _scores_by_query(la) == _scores_by_query(lb)
+        print(
+            f"single and {other} TREC runs differ in {diff} lines; per-query score lists "
+            f"{'identical' if same_scores else 'DIFFERENT'} (so the lines differ only in "
+            "which tied documents fill the last places: bm25s' single index cuts a tie at "
+            "the k-th score arbitrarily, the sharded one by doc id descending)"
+        )
     print(json.dumps(rows))
 
 

@@ -176,3 +176,43 @@ def test_killed_build_resumes_unfinished_chunks_only(tmp_path):
     assert _text(index.search(queries, 600), tmp_path) == _text(
         single.search(queries, 600), tmp_path
     )
+
+
+@pytest.mark.parametrize("analyzer", ["de", "cjk"])
+def test_sharded_with_an_analyzer_equals_single(tmp_path, analyzer):
+    docs = [
+        Document(f"d{i}", f"Häuser Hauses Haus {i % 7} 東京大学 {'漢字' * (i % 3)} Straße", "")
+        for i in range(60)
+    ]
+    corpus = InMemoryCorpus(docs)
+    queries = Queries({"a": "Haus Straße", "b": "東京", "c": "漢字 Häuser"})
+    single = BM25(cache=False, backend="numpy", analyzer=analyzer).index(corpus)
+    sharded = BM25(analyzer=analyzer, shard_docs=13).index(corpus)
+    assert _text(sharded.search(queries, 100), tmp_path) == _text(
+        single.search(queries, 100), tmp_path
+    )
+
+
+def test_resume_redoes_only_unfinished_chunks_and_shards(tmp_path):
+    from nuggetbench.retrieval.bm25_sharded import build_sharded, finish
+
+    corpus, queries = _zipf_corpus(6, 200)
+    retriever = BM25(shard_docs=30)
+    work = tmp_path / "work"
+    first = build_sharded(retriever, corpus, work, shard_docs=30)
+    assert first["n_shards"] == 7 and first["resumed_chunks"] == first["resumed_shards"] == 0
+    # as if killed: chunk 6 never finished tokenizing, shards 2 and 6 never finished scoring
+    (work / "chunk-00006.done").unlink()
+    for i in (2, 6):
+        (work / f"shard-{i:05d}.done").unlink()
+    stamp = (work / "shard-00003.data.npy").stat().st_mtime_ns
+    second = build_sharded(retriever, corpus, work, shard_docs=30)
+    assert second["resumed_chunks"] == 6 and second["resumed_shards"] == 5
+    assert (work / "shard-00003.data.npy").stat().st_mtime_ns == stamp  # not rewritten
+    final = tmp_path / "index"
+    final.mkdir()
+    finish(work, final, second["n_shards"])
+    index = ShardedBM25Index(retriever, final, from_cache=False)
+    single = BM25(cache=False, backend="numpy").index(corpus)
+    full = single.search(queries, len(corpus))
+    assert _text(index.search(queries, 7), tmp_path) == _text(full.truncate(7), tmp_path)

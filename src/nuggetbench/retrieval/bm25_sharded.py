@@ -41,7 +41,9 @@ import mmap
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,12 +147,14 @@ def build_sharded(
         show_progress: tqdm bars (documents/s, ETA) per stage.
 
     Returns:
-        ``{"n_docs", "n_shards", "n_vocab", "avg_doc_len", "resumed_chunks", "resumed_shards"}``.
+        ``{"n_docs", "n_shards", "n_vocab", "avg_doc_len", "resumed_chunks", "resumed_shards",
+        "stage_seconds"}`` (wall seconds of this attempt per stage).
 
     Raises:
         InputError: the corpus is empty or has no indexable term.
     """
     work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
     total = len(corpus)
     vocab: dict[str, int] = {}
     n_chunks, resumed_chunks = _tokenize_stage(
@@ -166,8 +170,11 @@ def build_sharded(
             f"{retriever.stopwords!r}); check the corpus's text fields, or index with "
             "bm25:stopwords=none"
         )
-    df, n_docs, avg_doc_len = _stats_stage(work, n_chunks, len(vocab), show_progress)
+    t1 = time.perf_counter()
+    df, n_docs, avg_doc_len = _stats_stage(work, n_chunks, len(vocab), total, show_progress)
+    t2 = time.perf_counter()
     resumed_shards = _score_stage(retriever, work, n_chunks, df, n_docs, avg_doc_len, show_progress)
+    t3 = time.perf_counter()
     return {
         "n_docs": n_docs,
         "n_shards": n_chunks,
@@ -175,6 +182,7 @@ def build_sharded(
         "avg_doc_len": float(avg_doc_len),
         "resumed_chunks": resumed_chunks,
         "resumed_shards": resumed_shards,
+        "stage_seconds": {"tokenize": t1 - t0, "statistics": t2 - t1, "score": t3 - t2},
     }
 
 
@@ -221,10 +229,8 @@ def _tokenize_chunk(retriever: BM25, chunk: list[Document], stem: Path, vocab: d
             gid = vocab[tok] = len(vocab)
             added.append(tok)
         remap[local] = gid
-    lens = np.fromiter((len(t) for t in tokens.ids), dtype=np.int64, count=len(chunk))
-    flat = np.fromiter(
-        (t for doc in tokens.ids for t in doc), dtype=np.int64, count=int(lens.sum())
-    )
+    lens = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(chunk))
+    flat = np.fromiter(chain.from_iterable(tokens.ids), dtype=np.int64, count=int(lens.sum()))
     _save_npy(Path(f"{stem}.tokens.npy"), remap[flat] if len(flat) else np.zeros(0, np.int32))
     _save_npy(Path(f"{stem}.lens.npy"), lens)
     _write_ids([d.doc_id for d in chunk], Path(f"{stem}.ids.bin"), Path(f"{stem}.ids.npy"))
@@ -242,11 +248,11 @@ def _shard_pairs(tokens: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.n
     return uniq // max(n, 1), uniq % max(n, 1), counts
 
 
-def _stats_stage(work: Path, n_chunks: int, n_vocab: int, show: bool):
+def _stats_stage(work: Path, n_chunks: int, n_vocab: int, total: int, show: bool):
     df = np.zeros(n_vocab, dtype=np.int64)
     n_docs = 0
     length_sum = 0
-    bar = progress_bar(show, n_chunks, "bm25 statistics")
+    bar = progress_bar(show, total, "bm25 statistics")
     try:
         for i in range(n_chunks):
             stem = work / f"chunk-{i:05d}"
@@ -257,7 +263,7 @@ def _stats_stage(work: Path, n_chunks: int, n_vocab: int, show: bool):
             n_docs += len(lens)
             length_sum += int(lens.sum())
             if bar is not None:
-                bar.update(1)
+                bar.update(len(lens))
     finally:
         if bar is not None:
             bar.close()
