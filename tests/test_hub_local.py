@@ -11,6 +11,7 @@ import pytest
 
 from nuggetbench.data import Document, JsonlCorpus
 from nuggetbench.data.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
+from nuggetbench.data.source import decode_id_text
 from nuggetbench.datasets import hub
 from nuggetbench.errors import DatasetError, DownloadError, DuplicateError, FormatError
 
@@ -181,3 +182,14 @@ def test_real_beir_corpus_through_the_lean_index(shared_data, tmp_path):
     assert list(lean) == ids
     for did in ids[:: max(1, len(ids) // 50)]:
         assert lean[did] == ref[did]
+
+
+def test_indexed_ids_keep_their_bytes_like_the_other_readers(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    # a raw invalid-UTF-8 byte in an id reads as the private-use code point the TREC readers use
+    path.write_bytes(b'{"_id": "caf\xc3\xa9", "text": "x"}\n{"_id": "caf\xe9", "text": "y"}\n')
+    corpus = IndexedJsonlCorpus(path)
+    ids = list(corpus)
+    assert ids[0] == "caf\u00e9" and ids[1] != ids[0]
+    assert ids[1] == decode_id_text(b"caf\xe9")
+    assert ids[1] in corpus and ids[0] in corpus and "caf\ufffd" not in corpus

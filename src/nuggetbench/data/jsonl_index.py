@@ -36,6 +36,7 @@ from .. import home as _home
 from .._atomic import atomic_write, clean_stale, staging_prefix
 from ..errors import DuplicateError, FormatError
 from .corpus import Document, JsonlCorpus, _parse_corpus_line
+from .source import decode_id_text, encode_id_text
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ class IndexedJsonlCorpus(JsonlCorpus):
 
     def _row(self, doc_id: object) -> int | None:
         a = self._ensure()
-        key = doc_id.encode("utf-8") if isinstance(doc_id, str) else None
+        key = encode_id_text(doc_id) if isinstance(doc_id, str) else None
         if (
             key is None
             or len(key) > a["sorted_ids"].dtype.itemsize
@@ -233,7 +234,7 @@ class IndexedJsonlCorpus(JsonlCorpus):
         ids = self._ensure()["ids"]
         for start in range(0, len(ids), 65536):
             for raw in ids[start : start + 65536].tolist():
-                yield raw.decode("utf-8")
+                yield decode_id_text(raw, path=self.path)
 
     def __len__(self) -> int:
         return int(len(self._ensure()["ids"]))
@@ -356,7 +357,7 @@ def write_jsonl_corpus(
                 line = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
                 fh.write(line)
                 h.update(line)
-                builder.add(doc.doc_id.encode("utf-8"), pos)
+                builder.add(encode_id_text(doc.doc_id), pos)
                 pos += len(line)
                 bar.update(1)
             fh.flush()
