@@ -112,7 +112,8 @@ def test_judged_hits_match_brute_force(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("padded", [2, 0])
-def test_rank_disagreements_match_per_query_loop(seed, padded, monkeypatch):
+@pytest.mark.parametrize("fixed", [False, True])
+def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, monkeypatch):
     from nuggetbench.data import Run
 
     monkeypatch.setattr(checks, "_PADDED_FACTOR", padded)
@@ -129,6 +130,16 @@ def test_rank_disagreements_match_per_query_loop(seed, padded, monkeypatch):
         )
         qids, starts, _, scores = run.arrays()
         ranks = rng.integers(1, 6, run.n_entries)
+        if fixed:  # every query retrieves the same number of documents: no padding
+            depth = int(rng.integers(2, 9))
+            run = Run.from_dict(
+                {
+                    f"q{i}": {f"d{j}": float(rng.integers(0, 4)) for j in range(depth)}
+                    for i in range(rng.integers(1, 12))
+                }
+            )
+            qids, starts, _, scores = run.arrays()
+            ranks = rng.integers(1, 6, run.n_entries)
         if rng.random() < 0.3:  # ranks that follow the order
             ranks = np.concatenate([np.arange(1, c + 1) for c in np.diff(starts)])
         want = []

@@ -54,6 +54,23 @@ def test_rank_order_matches_plain_lexsort(layout):
             )
 
 
+def test_rank_order_fixed_depth_blocks_match_plain_lexsort():
+    """Every query has the same number of entries (a fixed retrieval depth), in contiguous
+    blocks in any query order, scores unsorted: the unpadded per-block sort."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        k, depth = int(rng.integers(1, 8)), int(rng.integers(2, 12))
+        q = np.repeat(rng.permutation(k), depth)
+        s = rng.choice([0.0, -0.0, 1.0, 2.5, -1.0, np.inf], k * depth)
+        if rng.random() < 0.5:
+            s = np.round(rng.random(k * depth), 1)
+        d = np.array([f"d{x}" for x in rng.integers(0, 40, k * depth)], dtype=object)
+        for tie_break in ("docid_desc", "docid_asc"):
+            assert np.array_equal(
+                rank_order(q, s, d, tie_break=tie_break), _reference_order(q, s, d, tie_break)
+            )
+
+
 def _write_run(path, rng, n_queries=300, depth=120, sep=" ", shuffle=True, comment=False):
     lines = ["# a comment line\n"] if comment else []
     qids = [str(q) for q in rng.permutation(n_queries) + 1]  # numeric order != string order
