@@ -254,3 +254,55 @@ def test_score_texts_equal_format_score():
     )
     assert _score_texts(scores) == [format_score(x) for x in scores.tolist()]
     assert _score_texts(np.zeros(0)) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qrels_sniff_fast_path_answers_as_the_line_loop(seed, tmp_path, monkeypatch):
+    """sniff_nugget_qrels with its vectorised common case equals the line-by-line sniff alone,
+    on random near-qrels files (blank and comment lines, wrong field counts, JSON, carriage
+    returns, odd whitespace, non-ASCII, a second column that varies, short max_lines)."""
+    from nuggetbench.data import diversity_io
+
+    rng = np.random.default_rng(seed)
+    pieces = [" ", "\t", "  ", "\x0b", "\x1c", "\r\n", "é", "#", "{", "\n"]
+    fast_hits = 0
+    for case in range(150):
+        lines = []
+        for _ in range(int(rng.integers(0, 9))):
+            fields = [
+                f"q{rng.integers(0, 3)}",
+                str(rng.choice(["0", "0", "0", "1", "Q0"])) if rng.random() < 0.5 else "0",
+                f"d{rng.integers(0, 4)}",
+                str(rng.integers(0, 3)),
+            ][: 4 if rng.random() < 0.85 else int(rng.integers(0, 6))]
+            line = " ".join(fields)
+            if rng.random() < 0.1:
+                line = str(rng.choice(pieces)) + line
+            if rng.random() < 0.1:
+                line = line + str(rng.choice(pieces)) + "x"
+            lines.append(line)
+        text = "\n".join(lines) + ("\n" if rng.random() < 0.7 else "")
+        name = "diversity.qrels" if rng.random() < 0.05 else f"c{case}.txt"
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8"))
+        max_lines = int(rng.integers(0, 10))
+        got = diversity_io.sniff_nugget_qrels(path, max_lines=max_lines)
+        fast_hits += diversity_io._plain_document_qrels(path, max_lines)
+        with monkeypatch.context() as m:
+            m.setattr(diversity_io, "_plain_document_qrels", lambda *a: False)
+            want = diversity_io.sniff_nugget_qrels(path, max_lines=max_lines)
+        assert got == want, text
+    assert fast_hits > 10  # the fast path was taken often enough to be tested
+    for name, text in [
+        ("fs.jsonl", '{"query_id": "q1", "nuggets": []}\n'),
+        ("nbsp.txt", "q0\u00a00 d1 1\nq0 1 d1 1\n"),  # a non-ASCII space splits str only
+        ("fs.txt", "q0\x1c0 d1 1\nq0 1 d1 1\n"),  # so does an ASCII separator
+        ("cr.txt", "q0 0 d1 1\rq0 1 d1 1\n"),  # text mode ends a line at a lone CR
+    ]:
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8"))
+        with monkeypatch.context() as m:
+            m.setattr(diversity_io, "_plain_document_qrels", lambda *a: False)
+            want = diversity_io.sniff_nugget_qrels(path)
+        assert want is not None
+        assert diversity_io.sniff_nugget_qrels(path) == want

@@ -45,7 +45,7 @@ def _irregular(data: bytes) -> bool:
         b"\x0b" in data
         or b"\x0c" in data
         or b"\x00" in data
-        or data.count(b"\r") != data.count(b"\r\n")
+        or (b"\r" in data and data.count(b"\r") != data.count(b"\r\n"))
     )
 
 
