@@ -66,6 +66,9 @@ def test_index_in_and_is_in_both_paths(arrow_min, monkeypatch):
     pos = index_in(values, uniques)
     lookup = {d: i for i, d in enumerate(uniques.tolist())}
     assert pos.tolist() == [lookup.get(v, -1) for v in values.tolist()]
+    for size in (1, 7, 60, 240):  # fewer values than uniques: the table is built on the values
+        few = np.array([f"d{i}" for i in rng.integers(0, 800, size)], dtype=object)
+        assert index_in(few, uniques).tolist() == [lookup.get(v, -1) for v in few.tolist()]
     keys = rng.integers(0, 10_000, 5000)
     key_set = rng.integers(0, 10_000, 700)
     assert is_in(keys, key_set).tolist() == np.isin(keys, key_set).tolist()

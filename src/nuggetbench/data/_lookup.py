@@ -41,6 +41,8 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
             import pyarrow as pa
             import pyarrow.compute as pc
 
+            if len(uniques) > 2 * len(values):
+                return _index_in_swapped(pa, pc, values, uniques)
             found = pc.index_in(
                 pa.array(values, type=pa.string()), value_set=pa.array(uniques, type=pa.string())
             )
@@ -50,6 +52,19 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     import pandas as pd
 
     return pd.Index(uniques, dtype=object).get_indexer(values).astype(np.int64, copy=False)
+
+
+def _index_in_swapped(pa, pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+    """:func:`index_in` with the hash table built on the (fewer) distinct *values* and probed by
+    *uniques*: each distinct value finds at most one unique (they are distinct), then the
+    positions are spread back to *values* through their codes."""
+    encoded = pc.dictionary_encode(pa.array(values, type=pa.string()))
+    where = pc.index_in(pa.array(uniques, type=pa.string()), value_set=encoded.dictionary)
+    where = where.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    found = np.flatnonzero(where >= 0)
+    position = np.full(len(encoded.dictionary), -1, dtype=np.int64)
+    position[where[found]] = found
+    return position[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
