@@ -309,3 +309,45 @@ def test_qrels_sniff_fast_path_answers_as_the_line_loop(seed, tmp_path, monkeypa
             want = diversity_io.sniff_nugget_qrels(path)
         assert want is not None
         assert diversity_io.sniff_nugget_qrels(path) == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qrels_arrow_sort_equals_lexsort(seed, monkeypatch):
+    """Qrels order judgments by (query, doc id as string) through pyarrow's stable sort; the
+    result (kept duplicates included) equals the numpy lexsort over sorted factor codes."""
+    from nuggetbench.data import Qrels, _lookup
+    from nuggetbench.data import qrels as qrels_module
+    from nuggetbench.errors import DuplicateError
+
+    monkeypatch.setattr(_lookup, "ARROW_MIN", 1)
+    rng = np.random.default_rng(seed)
+    alphabet = ["a", "B", "é", "z", "0", "\U0010ff81", "ß", " ", "中"]
+    for _ in range(60):
+        n = int(rng.integers(1, 80))
+        q = np.array([f"q{x}" for x in rng.integers(0, 6, n)], dtype=object)
+        d = np.array(
+            ["".join(rng.choice(alphabet, int(rng.integers(1, 4)))) for _ in range(n)],
+            dtype=object,
+        )
+        r = rng.integers(-1, 3, n)
+        for on_duplicate in ("last", "error"):
+            got = want = None
+            try:
+                got = Qrels(q, d, r, on_duplicate=on_duplicate).arrays()
+            except DuplicateError as exc:
+                got = str(exc)
+            with monkeypatch.context() as m:
+                m.setattr(qrels_module, "order_by_code_and_id", lambda *a: None)
+                try:
+                    want = Qrels(q, d, r, on_duplicate=on_duplicate).arrays()
+                except DuplicateError as exc:
+                    want = str(exc)
+            if isinstance(want, str):
+                assert got == want
+            else:
+                for a, b in zip(got, want):
+                    assert a.tolist() == b.tolist()
+    assert (
+        _lookup.order_by_code_and_id(np.array([0, 0]), np.array(["\ud800", "a"], dtype=object))
+        is None
+    )

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["index_in", "is_in", "ARROW_MIN"]
+__all__ = ["index_in", "is_in", "order_by_code_and_id", "ARROW_MIN"]
 
 ARROW_MIN = 50_000
 """Below this many values pyarrow is used only if something already imported it."""
@@ -88,3 +88,36 @@ def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
 
         return pd.Index(pd.unique(value_set), dtype=object).get_indexer(values) >= 0
     return np.isin(values, value_set)
+
+
+def order_by_code_and_id(codes: np.ndarray, ids: np.ndarray) -> np.ndarray | None:
+    """Stable order by *codes* ascending, then *ids* ascending as strings, sorted in C++.
+
+    The permutation equals ``np.lexsort((rank of each id among the sorted distinct ids, codes))``:
+    pyarrow compares UTF-8 bytes, whose order is the code point order ``str`` comparison uses,
+    and its ``sort_indices`` is stable.
+
+    Args:
+        codes: int (n,).
+        ids: object (n,) of ``str``.
+
+    Returns:
+        int64 (n,), or ``None`` when the input is small or pyarrow cannot take it (then sort with
+        :func:`numpy.lexsort` over sorted factor codes).
+    """
+    if len(ids) < ARROW_MIN and "pyarrow.compute" not in sys.modules:
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = pa.table(
+            {
+                "c": pa.array(np.asarray(codes, dtype=np.int64)),
+                "i": pa.array(np.asarray(ids, dtype=object), type=pa.string()),
+            }
+        )
+        order = pc.sort_indices(table, sort_keys=[("c", "ascending"), ("i", "ascending")])
+    except (UnicodeEncodeError, TypeError, ValueError, ImportError):
+        return None  # e.g. a lone surrogate: the caller sorts the str values directly
+    return order.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
