@@ -66,6 +66,9 @@ def test_index_in_and_is_in_both_paths(arrow_min, monkeypatch):
     pos = index_in(values, uniques)
     lookup = {d: i for i, d in enumerate(uniques.tolist())}
     assert pos.tolist() == [lookup.get(v, -1) for v in values.tolist()]
+    for size in (1, 7, 60, 240):  # fewer values than uniques: the table is built on the values
+        few = np.array([f"d{i}" for i in rng.integers(0, 800, size)], dtype=object)
+        assert index_in(few, uniques).tolist() == [lookup.get(v, -1) for v in few.tolist()]
     keys = rng.integers(0, 10_000, 5000)
     key_set = rng.integers(0, 10_000, 700)
     assert is_in(keys, key_set).tolist() == np.isin(keys, key_set).tolist()
@@ -112,7 +115,8 @@ def test_judged_hits_match_brute_force(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("padded", [2, 0])
-def test_rank_disagreements_match_per_query_loop(seed, padded, monkeypatch):
+@pytest.mark.parametrize("fixed", [False, True])
+def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, monkeypatch):
     from nuggetbench.data import Run
 
     monkeypatch.setattr(checks, "_PADDED_FACTOR", padded)
@@ -129,6 +133,16 @@ def test_rank_disagreements_match_per_query_loop(seed, padded, monkeypatch):
         )
         qids, starts, _, scores = run.arrays()
         ranks = rng.integers(1, 6, run.n_entries)
+        if fixed:  # every query retrieves the same number of documents: no padding
+            depth = int(rng.integers(2, 9))
+            run = Run.from_dict(
+                {
+                    f"q{i}": {f"d{j}": float(rng.integers(0, 4)) for j in range(depth)}
+                    for i in range(rng.integers(1, 12))
+                }
+            )
+            qids, starts, _, scores = run.arrays()
+            ranks = rng.integers(1, 6, run.n_entries)
         if rng.random() < 0.3:  # ranks that follow the order
             ranks = np.concatenate([np.arange(1, c + 1) for c in np.diff(starts)])
         want = []
@@ -243,3 +257,97 @@ def test_score_texts_equal_format_score():
     )
     assert _score_texts(scores) == [format_score(x) for x in scores.tolist()]
     assert _score_texts(np.zeros(0)) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qrels_sniff_fast_path_answers_as_the_line_loop(seed, tmp_path, monkeypatch):
+    """sniff_nugget_qrels with its vectorised common case equals the line-by-line sniff alone,
+    on random near-qrels files (blank and comment lines, wrong field counts, JSON, carriage
+    returns, odd whitespace, non-ASCII, a second column that varies, short max_lines)."""
+    from nuggetbench.data import diversity_io
+
+    rng = np.random.default_rng(seed)
+    pieces = [" ", "\t", "  ", "\x0b", "\x1c", "\r\n", "é", "#", "{", "\n"]
+    fast_hits = 0
+    for case in range(150):
+        lines = []
+        for _ in range(int(rng.integers(0, 9))):
+            fields = [
+                f"q{rng.integers(0, 3)}",
+                str(rng.choice(["0", "0", "0", "1", "Q0"])) if rng.random() < 0.5 else "0",
+                f"d{rng.integers(0, 4)}",
+                str(rng.integers(0, 3)),
+            ][: 4 if rng.random() < 0.85 else int(rng.integers(0, 6))]
+            line = " ".join(fields)
+            if rng.random() < 0.1:
+                line = str(rng.choice(pieces)) + line
+            if rng.random() < 0.1:
+                line = line + str(rng.choice(pieces)) + "x"
+            lines.append(line)
+        text = "\n".join(lines) + ("\n" if rng.random() < 0.7 else "")
+        name = "diversity.qrels" if rng.random() < 0.05 else f"c{case}.txt"
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8"))
+        max_lines = int(rng.integers(0, 10))
+        got = diversity_io.sniff_nugget_qrels(path, max_lines=max_lines)
+        fast_hits += diversity_io._plain_document_qrels(path, max_lines)
+        with monkeypatch.context() as m:
+            m.setattr(diversity_io, "_plain_document_qrels", lambda *a: False)
+            want = diversity_io.sniff_nugget_qrels(path, max_lines=max_lines)
+        assert got == want, text
+    assert fast_hits > 10  # the fast path was taken often enough to be tested
+    for name, text in [
+        ("fs.jsonl", '{"query_id": "q1", "nuggets": []}\n'),
+        ("nbsp.txt", "q0\u00a00 d1 1\nq0 1 d1 1\n"),  # a non-ASCII space splits str only
+        ("fs.txt", "q0\x1c0 d1 1\nq0 1 d1 1\n"),  # so does an ASCII separator
+        ("cr.txt", "q0 0 d1 1\rq0 1 d1 1\n"),  # text mode ends a line at a lone CR
+    ]:
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8"))
+        with monkeypatch.context() as m:
+            m.setattr(diversity_io, "_plain_document_qrels", lambda *a: False)
+            want = diversity_io.sniff_nugget_qrels(path)
+        assert want is not None
+        assert diversity_io.sniff_nugget_qrels(path) == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qrels_arrow_sort_equals_lexsort(seed, monkeypatch):
+    """Qrels order judgments by (query, doc id as string) through pyarrow's stable sort; the
+    result (kept duplicates included) equals the numpy lexsort over sorted factor codes."""
+    from nuggetbench.data import Qrels, _lookup
+    from nuggetbench.data import qrels as qrels_module
+    from nuggetbench.errors import DuplicateError
+
+    monkeypatch.setattr(_lookup, "ARROW_MIN", 1)
+    rng = np.random.default_rng(seed)
+    alphabet = ["a", "B", "é", "z", "0", "\U0010ff81", "ß", " ", "中"]
+    for _ in range(60):
+        n = int(rng.integers(1, 80))
+        q = np.array([f"q{x}" for x in rng.integers(0, 6, n)], dtype=object)
+        d = np.array(
+            ["".join(rng.choice(alphabet, int(rng.integers(1, 4)))) for _ in range(n)],
+            dtype=object,
+        )
+        r = rng.integers(-1, 3, n)
+        for on_duplicate in ("last", "error"):
+            got = want = None
+            try:
+                got = Qrels(q, d, r, on_duplicate=on_duplicate).arrays()
+            except DuplicateError as exc:
+                got = str(exc)
+            with monkeypatch.context() as m:
+                m.setattr(qrels_module, "order_by_code_and_id", lambda *a: None)
+                try:
+                    want = Qrels(q, d, r, on_duplicate=on_duplicate).arrays()
+                except DuplicateError as exc:
+                    want = str(exc)
+            if isinstance(want, str):
+                assert got == want
+            else:
+                for a, b in zip(got, want):
+                    assert a.tolist() == b.tolist()
+    assert (
+        _lookup.order_by_code_and_id(np.array([0, 0]), np.array(["\ud800", "a"], dtype=object))
+        is None
+    )

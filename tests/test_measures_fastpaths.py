@@ -54,6 +54,23 @@ def test_rank_order_matches_plain_lexsort(layout):
             )
 
 
+def test_rank_order_fixed_depth_blocks_match_plain_lexsort():
+    """Every query has the same number of entries (a fixed retrieval depth), in contiguous
+    blocks in any query order, scores unsorted: the unpadded per-block sort."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        k, depth = int(rng.integers(1, 8)), int(rng.integers(2, 12))
+        q = np.repeat(rng.permutation(k), depth)
+        s = rng.choice([0.0, -0.0, 1.0, 2.5, -1.0, np.inf], k * depth)
+        if rng.random() < 0.5:
+            s = np.round(rng.random(k * depth), 1)
+        d = np.array([f"d{x}" for x in rng.integers(0, 40, k * depth)], dtype=object)
+        for tie_break in ("docid_desc", "docid_asc"):
+            assert np.array_equal(
+                rank_order(q, s, d, tie_break=tie_break), _reference_order(q, s, d, tie_break)
+            )
+
+
 def _write_run(path, rng, n_queries=300, depth=120, sep=" ", shuffle=True, comment=False):
     lines = ["# a comment line\n"] if comment else []
     qids = [str(q) for q in rng.permutation(n_queries) + 1]  # numeric order != string order
@@ -168,3 +185,55 @@ def test_doc_codes_and_fingerprint_follow_derived_runs():
         rebuilt = Run.from_dict(derived.to_dict())
         assert derived.fingerprint() == rebuilt.fingerprint()
     assert run.doc_ids("a") == ["y", "x", "z"] and run.doc_ids("b") == ["y", "w"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_arrow_qrels_reader_equals_regular_reader(tmp_path, monkeypatch, seed):
+    """read_qrels' pyarrow path gives the regular reader's qrels, errors included, on random
+    near-qrels files (tabs, comments, blank lines, odd spacing, bad grades, duplicates,
+    non-ASCII and invalid UTF-8 ids); irregular files decline it."""
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import read_qrels
+
+    rng = np.random.default_rng(seed)
+    took = []
+    original = arrow_trec.read_columns
+
+    def spy(*args, **kw):
+        out = original(*args, **kw)
+        took.append(out is not None)
+        return out
+
+    monkeypatch.setattr(arrow_trec, "read_columns", spy)
+    grades = ["0", "1", "2", "-1", "1.0", "2e1", "x", "9223372036854775807", "3"]
+    for case in range(80):
+        sep = "\t" if rng.random() < 0.3 else " "
+        messy = 0.1 if rng.random() < 0.4 else 0.0  # irregular lines in some files only
+        lines = ["# judged\n"] if rng.random() < 0.2 else []
+        for _ in range(int(rng.integers(1, 60))):
+            doc = str(rng.choice(["d1", "d2", "dé", "D-3", "d4", "d5", "d6"]))
+            if rng.random() < messy:
+                doc = "d\udcff"  # an invalid UTF-8 byte
+            fields = [f"{rng.integers(1, 12)}", "0", doc, str(rng.choice(grades[:6]))]
+            if rng.random() < messy:
+                fields[3] = str(rng.choice(grades[6:]))
+            line = sep.join(fields)
+            if rng.random() < messy:
+                line = str(rng.choice([" ", "  ", "\t "])) + line
+            if rng.random() < messy:
+                line += str(rng.choice([" ", " extra", ""]))
+            lines.append(line + "\n")
+            if rng.random() < messy:
+                lines.append("\n")
+        path = tmp_path / f"q{case}.txt"
+        path.write_bytes("".join(lines).encode("utf-8", errors="surrogateescape"))
+        results = []
+        for min_bytes in (0, 1 << 62):
+            monkeypatch.setattr(arrow_trec, "MIN_BYTES", min_bytes)
+            try:
+                qrels = read_qrels(path)
+                results.append([a.tolist() for a in qrels.arrays()])
+            except (FormatError, DuplicateError) as exc:
+                results.append(f"{type(exc).__name__}: {exc}")
+        assert results[0] == results[1], path.read_bytes()
+    assert sum(took) > 20 and not all(took)  # both paths were exercised

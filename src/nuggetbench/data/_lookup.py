@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["index_in", "is_in", "ARROW_MIN"]
+__all__ = ["index_in", "is_in", "order_by_code_and_id", "ARROW_MIN"]
 
 ARROW_MIN = 50_000
 """Below this many values pyarrow is used only if something already imported it."""
@@ -41,6 +41,8 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
             import pyarrow as pa
             import pyarrow.compute as pc
 
+            if len(uniques) > 2 * len(values):
+                return _index_in_swapped(pa, pc, values, uniques)
             found = pc.index_in(
                 pa.array(values, type=pa.string()), value_set=pa.array(uniques, type=pa.string())
             )
@@ -50,6 +52,19 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     import pandas as pd
 
     return pd.Index(uniques, dtype=object).get_indexer(values).astype(np.int64, copy=False)
+
+
+def _index_in_swapped(pa, pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+    """:func:`index_in` with the hash table built on the (fewer) distinct *values* and probed by
+    *uniques*: each distinct value finds at most one unique (they are distinct), then the
+    positions are spread back to *values* through their codes."""
+    encoded = pc.dictionary_encode(pa.array(values, type=pa.string()))
+    where = pc.index_in(pa.array(uniques, type=pa.string()), value_set=encoded.dictionary)
+    where = where.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    found = np.flatnonzero(where >= 0)
+    position = np.full(len(encoded.dictionary), -1, dtype=np.int64)
+    position[where[found]] = found
+    return position[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
@@ -73,3 +88,36 @@ def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
 
         return pd.Index(pd.unique(value_set), dtype=object).get_indexer(values) >= 0
     return np.isin(values, value_set)
+
+
+def order_by_code_and_id(codes: np.ndarray, ids: np.ndarray) -> np.ndarray | None:
+    """Stable order by *codes* ascending, then *ids* ascending as strings, sorted in C++.
+
+    The permutation equals ``np.lexsort((rank of each id among the sorted distinct ids, codes))``:
+    pyarrow compares UTF-8 bytes, whose order is the code point order ``str`` comparison uses,
+    and its ``sort_indices`` is stable.
+
+    Args:
+        codes: int (n,).
+        ids: object (n,) of ``str``.
+
+    Returns:
+        int64 (n,), or ``None`` when the input is small or pyarrow cannot take it (then sort with
+        :func:`numpy.lexsort` over sorted factor codes).
+    """
+    if len(ids) < ARROW_MIN and "pyarrow.compute" not in sys.modules:
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = pa.table(
+            {
+                "c": pa.array(np.asarray(codes, dtype=np.int64)),
+                "i": pa.array(np.asarray(ids, dtype=object), type=pa.string()),
+            }
+        )
+        order = pc.sort_indices(table, sort_keys=[("c", "ascending"), ("i", "ascending")])
+    except (UnicodeEncodeError, TypeError, ValueError, ImportError):
+        return None  # e.g. a lone surrogate: the caller sorts the str values directly
+    return order.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
+from ._lookup import order_by_code_and_id
 from .ranking import factorize_sorted
 from .run import _as_str_array
 from .source import INT64_MAX as _INT64_MAX
@@ -62,10 +63,12 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
             raise InputError("qrels columns differ in length")
         if len(q):
             uq, qcodes = factorize_sorted(q)
-            _, dcodes = factorize_sorted(d)
-            order = np.lexsort((dcodes, qcodes))
-            qcodes, d, r, dcodes = qcodes[order], d[order], r[order], dcodes[order]
-            same = (qcodes[1:] == qcodes[:-1]) & (dcodes[1:] == dcodes[:-1])
+            order = order_by_code_and_id(qcodes, d)
+            if order is None:
+                _, dcodes = factorize_sorted(d)
+                order = np.lexsort((dcodes, qcodes))
+            qcodes, d, r = qcodes[order], d[order], r[order]
+            same = (qcodes[1:] == qcodes[:-1]) & (d[1:] == d[:-1])
             if same.any():
                 # stable lexsort keeps input order inside a pair: the later line comes second
                 conflict = same & (r[1:] != r[:-1])

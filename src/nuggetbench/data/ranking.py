@@ -158,13 +158,16 @@ def _sort_blocks(q: np.ndarray, s: np.ndarray, same: np.ndarray) -> np.ndarray |
     width = int(block_len.max())
     if len(block_len) * width > 2 * n + 4096:
         return None
-    rows = np.repeat(np.arange(len(block_len)), block_len)
-    cols = np.arange(n, dtype=np.int64) - np.repeat(block_starts, block_len)
-    keys = np.full((len(block_len), width), np.inf)
-    keys[rows, cols] = -s
-    within = np.argsort(keys, axis=1)
     row_order = np.argsort(q[block_starts], kind="stable")
-    within = within[row_order]
+    if int(block_len.min()) == width:  # equal blocks (a fixed depth): no padding
+        within = np.argsort((-s).reshape(len(block_len), width), axis=1)[row_order]
+        within += block_starts[row_order][:, None]
+        return within.reshape(-1)
+    # blocks are contiguous and in file order, so a row-major mask scatters them in place
+    filled = np.arange(width) < block_len[:, None]
+    keys = np.full((len(block_len), width), np.inf)
+    keys[filled] = -s
+    within = np.argsort(keys, axis=1)[row_order]
     valid = within < block_len[row_order][:, None]
     return (within + block_starts[row_order][:, None])[valid]
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._atomic import atomic_write
 from ..errors import DuplicateError, FormatError, InputError
+from . import _arrow_trec  # imports pyarrow only when a large file is read
 from .qrels import Qrels
 from .run import Run
 from .source import (
@@ -45,7 +46,7 @@ def _irregular(data: bytes) -> bool:
         b"\x0b" in data
         or b"\x0c" in data
         or b"\x00" in data
-        or data.count(b"\r") != data.count(b"\r\n")
+        or (b"\r" in data and data.count(b"\r") != data.count(b"\r\n"))
     )
 
 
@@ -242,8 +243,6 @@ def _read_run_arrow(
     path: Path, raw: bytes, data: bytes, *, name: str | None, keep_rank: bool, duplicates: str
 ) -> Run | None:
     """The pyarrow fast path of :func:`read_run` (``None``: use the regular reader)."""
-    from . import _arrow_trec  # lazy: pyarrow loads only when a large run file is read
-
     if _irregular(data):
         return None
     wanted = {0: "grouped_ids", 2: "ids", 4: "float"}
@@ -298,7 +297,9 @@ def read_qrels(path: str | Path, *, name: str | None = None, content: bytes | No
 
 def _read_qrels_bytes(path: Path, raw: bytes, *, name: str | None) -> Qrels:
     data = _strip_comments(raw)
-    cols = _fast_columns(data, 4)
+    cols = _read_qrels_arrow(data)
+    if cols is None:
+        cols = _fast_columns(data, 4)
     if cols is None:
         cols = _slow_lines(raw, str(path), 4, "qrels")
     q, _, d, r = cols
@@ -311,6 +312,19 @@ def _read_qrels_bytes(path: Path, raw: bytes, *, name: str | None) -> Qrels:
         metadata={"source": str(path)},
         source=str(path),
     )
+
+
+def _read_qrels_arrow(data: bytes) -> list[np.ndarray | None] | None:
+    """The pyarrow fast path of :func:`read_qrels`: the query, doc and grade columns as object
+    arrays of ``str`` (the iteration column is only counted), or ``None``: use the regular
+    reader (small or irregular files, see :func:`._arrow_trec.read_columns`)."""
+    if len(data) < _arrow_trec.MIN_BYTES or _irregular(data):
+        return None
+    cols = _arrow_trec.read_columns(data, 4, {0: "grouped_ids", 2: "ids", 3: "ids"})
+    if cols is None:
+        return None
+    (qu, qc), (du, dc), (ru, rc) = cols[0], cols[2], cols[3]
+    return [qu[qc], None, du[dc], ru[rc]]
 
 
 def parse_grades(values: np.ndarray, path: str | Path, raw: bytes | None) -> np.ndarray:

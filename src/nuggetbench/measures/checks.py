@@ -623,18 +623,19 @@ def _rank_disagreements(run: Any, ranks: np.ndarray) -> list[Any]:
     width = int(lengths.max())
     if len(which) * width <= _PADDED_FACTOR * int(lengths.sum()) + 4096 * (_PADDED_FACTOR > 0):
         # one row per suspect query, padded: a stable row-wise sort by rank
-        cols = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
-            np.cumsum(lengths) - lengths, lengths
-        )
-        entries = np.repeat(starts[which], lengths) + cols
-        row_of = np.repeat(np.arange(len(which)), lengths)
-        keys = np.full((len(which), width), np.iinfo(np.int64).max, dtype=np.int64)
-        keys[row_of, cols] = ranks[entries]
-        by_rank = np.argsort(keys, axis=1, kind="stable")
-        grid = np.full((len(which), width), -np.inf)
-        grid[row_of, cols] = scores[entries]
-        ordered = np.take_along_axis(grid, by_rank, axis=1)
+        # the cells a query fills, row-major: a boolean mask places its entries in order
         valid = np.arange(width)[None, :] < lengths[:, None]
+        entries = (starts[which][:, None] + np.arange(width, dtype=np.int64)[None, :])[valid]
+        if len(entries) == valid.size:  # equal lengths: no padding
+            keys = ranks[entries].reshape(valid.shape)
+            grid = scores[entries].reshape(valid.shape)
+        else:
+            keys = np.full(valid.shape, np.iinfo(np.int64).max, dtype=np.int64)
+            keys[valid] = ranks[entries]
+            grid = np.full(valid.shape, -np.inf)
+            grid[valid] = scores[entries]
+        by_rank = np.argsort(keys, axis=1, kind="stable")
+        ordered = np.take_along_axis(grid, by_rank, axis=1)
         up = (ordered[:, 1:] > ordered[:, :-1]) & valid[:, 1:]
         return [qids[i] for i in which[up.any(axis=1)].tolist()]
     entries = np.flatnonzero(suspect[rows])
