@@ -11,7 +11,9 @@ BEIR's format, outside the repository). Then each engine runs in its own subproc
   here; what ``read_beir_folder`` gives for a ``corpus.jsonl`` of 256 MiB or more);
 * ``dense``:   ``dense:all-MiniLM-L6-v2,shard_docs=S`` on CPU over the first ``--dense-n``
   passages only (CPU encoding runs at tens to hundreds of documents/s): resumable sharded encoding
-  into a memory-mapped ``.npy`` (reported in documents/s), then exact block search over the map;
+  into a memory-mapped ``.npy`` (reported in documents/s), then exact block search over the map,
+  then faiss ``index=flat|ivf|hnsw`` (default ``nlist``/``nprobe``/``hnsw_m``/``ef_search``) over
+  the same cached vectors, each with its recall@100 against the exact run;
 * ``bm25s``:   bare bm25s: texts read into a list, ``bm25s.tokenize``, ``BM25.index``,
   ``BM25.retrieve`` (the same defaults: lucene, k1=1.5, b=0.75, English stemmer and stop words).
 
@@ -128,6 +130,22 @@ elif engine == "dense":
     + r""")
     stages["search"] = time.perf_counter() - t
     write_run(run, out)
+    from dataclasses import replace
+    from nuggetbench.retrieval.dense_index import recall_against_exact
+    for kind in ("flat", "ivf", "hnsw"):  # same cached vectors (the corpus key has no index field)
+        ann = DenseRetriever(retriever.model_name, replace(retriever.options, index=kind))
+        ann._model = retriever._model
+        t = time.perf_counter()
+        ann_index = ann.index(corpus)
+        approx = ann_index.search(Queries(queries), """
+    + str(K)
+    + r""")
+        stages[f"{kind}: build+search"] = time.perf_counter() - t
+        stages[f"{kind}: recall@"""
+    + str(K)
+    + r""" vs exact"] = recall_against_exact(approx, run, """
+    + str(K)
+    + r""")
 else:
     import shutil
     from nuggetbench.data import JsonlCorpus, Queries
@@ -210,7 +228,10 @@ def main() -> None:
         out = folder / f"{engine}.trec"
         row = run_child(engine, folder, args.shard_docs, out, home)
         rows.append(row)
-        stages = ", ".join(f"{k} {v:.1f} s" for k, v in row["stages"].items())
+        stages = ", ".join(
+            f"{k} {v:.4f}" if "recall" in k else f"{k} {v:.1f}" + ("" if "/s" in k else " s")
+            for k, v in row["stages"].items()
+        )
         print(
             f"{engine:8s} wall {row['wall_s']:7.1f} s  peak RSS {row['peak_rss_gb']:5.2f} GB  "
             f"queries/s {1000 / row['stages']['search']:7.1f}  | {stages}",
