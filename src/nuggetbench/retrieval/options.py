@@ -144,9 +144,23 @@ class DenseOptions(Options):
     fp16: bool | None = _fp16()
     with_title: bool = _with_title()
     faiss: str = option("", "empty: exact numpy search; else a faiss factory string (Flat, HNSW32)")
+    index: str = option(
+        "exact",
+        "exact: numpy search in blocks; flat|ivf|hnsw: a faiss index (flat is exact)",
+        choices=("exact", "flat", "ivf", "hnsw"),
+    )
+    nlist: int = option(0, "ivf: inverted lists (0: about 4 x sqrt(documents))", minimum=0)
+    nprobe: int = option(16, "ivf: lists searched per query", minimum=1)
+    hnsw_m: int = option(32, "hnsw: neighbours per node", minimum=2)
+    ef_search: int = option(128, "hnsw: search breadth (efSearch)", minimum=1)
     query_block: int = _block(1024, "queries")
     doc_block: int = _block(16384, "documents")
     chunk: int = _chunk(8192)
+    shard_docs: int = option(
+        0,
+        "0: encode in one pass; N: encode in resumable shards of N documents (same vectors)",
+        minimum=0,
+    )
     cache: bool = _cache()
     revision: str | None = _revision()
     trust_remote_code: bool = _trust_remote_code()
