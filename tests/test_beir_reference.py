@@ -171,3 +171,18 @@ def test_beir_custom_measures_by_hand():
     # BEIR's evaluate() goes through pytrec_eval: doc id descending puts x before n
     p1 = evaluate(qrels, run, ["P@1"], profile="beir").values("P@1")
     assert p1 == {"a": 1.0, "b": 1.0}  # while MRR@1 above (input order) saw n first
+
+
+def test_hole_departs_from_beir_on_run_only_queries():
+    """BEIR's ``hole`` adds the holes of queries without judgments (here ``zz``, whose two
+    documents are unjudged: 1.0) to its sum over ``len(qrels)``; we leave run-only queries out,
+    as for every other measure (a documented departure)."""
+    qrels = {"a": {"d1": 1, "d2": 0}}
+    results = {"a": {"d1": 1.0, "d9": 0.5}, "zz": {"x1": 1.0, "x2": 0.5}}
+    theirs = beir_eval.EvaluateRetrieval.evaluate_custom(
+        copy.deepcopy(qrels), copy.deepcopy(results), [2], metric="hole"
+    )["Hole@2"]
+    q = Qrels(["a", "a"], ["d1", "d2"], [1, 0])
+    r = Run(["a", "a", "zz", "zz"], ["d1", "d9", "x1", "x2"], [1.0, 0.5, 1.0, 0.5])
+    ours = evaluate(q, r, ["Hole@2"], profile="beir").means["Hole@2"]
+    assert theirs == pytest.approx(1.5) and ours == pytest.approx(0.5)
