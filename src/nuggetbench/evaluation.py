@@ -110,14 +110,14 @@ def evaluate_dataset(
         InputError: *corpus* given for a dataset whose judgments do not depend on a corpus.
         FormatError, DatasetError: from the readers and loaders.
     """
-    if measures:
-        measure_keys(list(measures))  # fail before any reading (trec_eval's names included)
+    if measures:  # fail before any reading (trec_eval's names included)
+        measures = measure_keys(list(measures))
     if profile is not None:
         get_profile(profile)  # an unknown profile fails before any reading too
     if judgment_groups:
         return _evaluate_groups(dataset, run, measures, profile, trailing)
     target = _target(dataset, corpus, dict(options or {}))
-    measures = measure_keys(list(measures or target.default_measures))
+    measures = measures or measure_keys(list(target.default_measures))
     expanded = any(is_trec_spec(m) for m in measures)
     prof = get_profile(profile or target.default_profile)
     if not isinstance(run, Run):

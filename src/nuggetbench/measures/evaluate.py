@@ -119,9 +119,10 @@ def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[str]
     Raises:
         UnknownNameError, SpecError: as :func:`parse_measure` (also when nothing is given).
     """
-    measure_pairs(measures)  # validates
     if isinstance(measures, (str, Measure)):
         return [key for key, _ in measure_pairs(measures)]
+    measures = list(measures)
+    measure_pairs(measures)  # validates (trec_eval's specs are kept as given below)
     out: dict[str, None] = {}
     for item in measures:
         out.setdefault(item.strip() if isinstance(item, str) else str(item), None)
