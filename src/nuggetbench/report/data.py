@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..compare import Summary, compare, profile_summaries
+from ..compare.report import TIE_TOLERANCE  # one tie rule for the report and `compare`
 from ..corpus.spans import fix
 from ..data import NuggetQrels
 from ..errors import InputError
@@ -28,8 +29,6 @@ from .inputs import ReportInputs
 
 __all__ = ["ReportData", "build_report_data", "outcome", "TIE_TOLERANCE", "MISSING"]
 
-#: Two per-query values closer than this are a tie (floating-point noise of equal scores).
-TIE_TOLERANCE = 1e-9
 #: The snippet of a retrieved document that is not in the corpus.
 MISSING = "[not in the corpus]"
 #: Characters shown of a passage of a span-judged benchmark (whole passages, in practice).
