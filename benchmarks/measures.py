@@ -190,22 +190,46 @@ def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float, int, 
     return seconds, usage.ru_maxrss / 1024, proc.returncode, out.decode(errors="replace")[-400:]
 
 
+PYTREC_ALL_SCRIPT = """
+import sys, pytrec_eval
+with open(sys.argv[1]) as fh:
+    qrels = pytrec_eval.parse_qrel(fh)
+with open(sys.argv[2]) as fh:
+    run = pytrec_eval.parse_run(fh)
+ev = pytrec_eval.RelevanceEvaluator(qrels, pytrec_eval.supported_measures)
+res = ev.evaluate(run)
+names = sorted(next(iter(res.values())))
+for name in names:
+    print(name, sum(v[name] for v in res.values()) / len(res))
+"""
+
+
 def whole_process(
-    qrels_path: Path, run_path: Path, *, repeat: int, baseline_src: Path | None
+    qrels_path: Path,
+    run_path: Path,
+    *,
+    repeat: int,
+    baseline_src: Path | None,
+    all_trec: bool = False,
 ) -> list[str]:
-    """Interleaved whole-process timings; returns the printed lines."""
+    """Interleaved whole-process timings; returns the printed lines. With *all_trec*:
+    ``nuggetbench evaluate -m all_trec --format trec_eval`` against a pytrec_eval script
+    evaluating and printing ``pytrec_eval.supported_measures`` (ir_measures left out)."""
     import os
     import statistics
 
     python = sys.executable
     src = Path(__file__).resolve().parents[1] / "src"
     measures = ["-m", "nDCG@10", "-m", "AP", "-m", "R@100", "-m", "RR"]
+    if all_trec:
+        measures = ["-m", "all_trec", "--format", "trec_eval"]
     base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     nb_cmd = [python, "-m", "nuggetbench", "evaluate", str(qrels_path), str(run_path), *measures]
+    script = PYTREC_ALL_SCRIPT if all_trec else PYTREC_SCRIPT
     commands: dict[str, tuple[list[str], dict[str, str]]] = {
         "nuggetbench": (nb_cmd, {**base_env, "PYTHONPATH": str(src)}),
         "pytrec_eval script": (
-            [python, "-c", PYTREC_SCRIPT, str(qrels_path), str(run_path)],
+            [python, "-c", script, str(qrels_path), str(run_path)],
             base_env,
         ),
         "ir_measures": (
@@ -222,6 +246,8 @@ def whole_process(
             base_env,
         ),
     }
+    if all_trec:
+        del commands["ir_measures"]
     if baseline_src is not None:
         commands["nuggetbench (baseline)"] = (nb_cmd, {**base_env, "PYTHONPATH": str(baseline_src)})
     times: dict[str, list[float]] = {k: [] for k in commands}
@@ -257,6 +283,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline-src", type=Path, default=None, help="an older nuggetbench src folder"
     )
+    parser.add_argument(
+        "--all-trec",
+        action="store_true",
+        help="with --whole-process: -m all_trec --format trec_eval against pytrec_eval's "
+        "supported_measures",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="nb-bench-") as tmp:
         folder = args.folder or Path(tmp)
@@ -274,7 +306,11 @@ def main(argv: list[str] | None = None) -> int:
             repeat = max(args.repeat, 5) if args.repeat == 1 else args.repeat
             print(f"whole process, interleaved, median of {repeat}:")
             for line in whole_process(
-                qrels_path, run_path, repeat=repeat, baseline_src=args.baseline_src
+                qrels_path,
+                run_path,
+                repeat=repeat,
+                baseline_src=args.baseline_src,
+                all_trec=args.all_trec,
             ):
                 print(line)
             return 0
