@@ -62,18 +62,23 @@ measure_option = click.option(
 )
 
 
+#: ``-O KEY=VALUE``, repeatable: dataset loader options (the dataset family declares and types
+#: them); ``parse_options`` turns them into a dict.
+dataset_option = click.option(
+    "-O",
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Dataset loader option, repeatable (e.g. -O split=dev -O max_docs=100000; "
+    "`nuggetbench datasets info ID` lists them).",
+)
+
+
 def dataset_options(command):
     """``--profile``, ``--split`` and ``-O KEY=VALUE``: the options every command that scores
     against a dataset takes (the dataset family declares and types the ``-O`` options)."""
-    command = click.option(
-        "-O",
-        "--dataset-option",
-        "dataset_options",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Dataset loader option, repeatable (e.g. -O split=dev -O max_docs=100000; "
-        "`nuggetbench datasets info ID` lists them).",
-    )(command)
+    command = dataset_option(command)
     command = click.option(
         "--split", default=None, help="Dataset split (same as -O split=; default: the dataset's)."
     )(command)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..judging import agreement_run_files, judge_run_files, judging_client
-from ._common import console, echo_json, info, parse_options
+from ._common import console, dataset_option, echo_json, info, parse_options
 from ._globals import count_bar
 
 #: The options of :func:`~nuggetbench.judging.judging_client`.
@@ -116,14 +116,7 @@ def llm_options(command):
 @click.option(
     "--profile", default=None, metavar="NAME", help="Profile of --measure (default: the dataset's)."
 )
-@click.option(
-    "-O",
-    "--dataset-option",
-    "dataset_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Dataset loader option, repeatable.",
-)
+@dataset_option
 @llm_options
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..judging import judging_client, nuggets_for_dataset
-from ._common import echo_json, info, parse_options, warn
+from ._common import dataset_option, echo_json, info, parse_options, warn
 from .judge import CLIENT_KEYS, llm_options
 
 
@@ -39,14 +39,7 @@ from .judge import CLIENT_KEYS, llm_options
     default=None,
     help="Relevant documents used per query (default all).",
 )
-@click.option(
-    "-O",
-    "--dataset-option",
-    "dataset_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Dataset loader option, repeatable.",
-)
+@dataset_option
 @llm_options
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True

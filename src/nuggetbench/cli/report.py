@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from .. import report
-from ._common import info, parse_options
+from ._common import dataset_option, info, parse_options
 
 
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,14 +46,7 @@ from ._common import info, parse_options
     show_default=True,
     help="Characters of each document shown (span-judged benchmarks show whole passages).",
 )
-@click.option(
-    "-O",
-    "--dataset-option",
-    "dataset_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Dataset loader option, as given to `run` (e.g. -O chunker=...), repeatable.",
-)
+@dataset_option
 def report_command(outdir, output, plots, baseline, top, snippet_chars, dataset_options):
     """Write an HTML report of OUTDIR, the output folder of `nuggetbench run` (results.json and
     runs/): summary with CIs and tests, per-query table and plots, query view, nuggets, depth
