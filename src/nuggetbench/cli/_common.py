@@ -75,6 +75,40 @@ dataset_option = click.option(
 )
 
 
+def stats_options(command):
+    """``--test``, ``--correction``, ``--resamples`` and ``--seed``: the paired-comparison options
+    of ``compare`` and ``answers`` (passed on to :func:`nuggetbench.compare.compare`)."""
+    for opt in reversed(
+        [
+            click.option(
+                "--test",
+                type=click.Choice(["t", "wilcoxon", "randomization"]),
+                default="t",
+                show_default=True,
+                help="Two-sided paired test.",
+            ),
+            click.option(
+                "--correction",
+                type=click.Choice(["holm", "bonferroni", "bh", "none"]),
+                default=None,
+                help="Multiple-testing correction over the comparisons of each measure "
+                "[default: holm with more than two systems, else none].",
+            ),
+            click.option(
+                "--resamples",
+                "n_resamples",
+                type=click.IntRange(min=1),
+                default=10_000,
+                show_default=True,
+                help="Bootstrap resamples (and Monte Carlo sign flips of the randomization test).",
+            ),
+            click.option("--seed", type=int, default=0, show_default=True, help="Random seed."),
+        ]
+    ):
+        command = opt(command)
+    return command
+
+
 def dataset_options(command):
     """``--profile``, ``--split`` and ``-O KEY=VALUE``: the options every command that scores
     against a dataset takes (the dataset family declares and types the ``-O`` options)."""

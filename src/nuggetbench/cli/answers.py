@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..judging import answers_files, judging_client
-from ._common import console, echo_json, render_means_table, warn
+from ._common import console, echo_json, render_means_table, stats_options, warn
 from ._globals import count_bar
 from .judge import CLIENT_KEYS, llm_options
 
@@ -26,28 +26,7 @@ SCORES = ("vital_score", "strict_vital_score", "all_score", "strict_all_score")
 @click.option(
     "--baseline", default=None, metavar="NAME", help="Baseline system (default: the first)."
 )
-@click.option(
-    "--test",
-    type=click.Choice(["t", "wilcoxon", "randomization"]),
-    default="t",
-    show_default=True,
-    help="Two-sided paired test.",
-)
-@click.option(
-    "--correction",
-    type=click.Choice(["holm", "bonferroni", "bh", "none"]),
-    default=None,
-    help="Multiple-testing correction [default: holm with more than two systems].",
-)
-@click.option(
-    "--resamples",
-    "n_resamples",
-    type=click.IntRange(min=1),
-    default=10_000,
-    show_default=True,
-    help="Bootstrap resamples.",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@stats_options
 @llm_options
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True

@@ -6,7 +6,7 @@ import click
 
 from ..evaluation import compare_run_files
 from ..report import compare_to_folder
-from ._common import console, dataset_options, measure_option, parse_options, warn
+from ._common import console, dataset_options, measure_option, parse_options, stats_options, warn
 from ._formats import format_option
 
 
@@ -21,21 +21,7 @@ from ._formats import format_option
     metavar="NAME",
     help="Baseline run: its name (file stem) or 1-based position (default: the first RUN).",
 )
-@click.option(
-    "--test",
-    "test",
-    type=click.Choice(["t", "wilcoxon", "randomization"]),
-    default="t",
-    show_default=True,
-    help="Two-sided paired test.",
-)
-@click.option(
-    "--correction",
-    type=click.Choice(["holm", "bonferroni", "bh", "none"]),
-    default=None,
-    help="Multiple-testing correction over the comparisons of each measure "
-    "[default: holm with more than two runs, else none].",
-)
+@stats_options
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -50,15 +36,6 @@ from ._formats import format_option
     show_default=True,
     help="Confidence level of the bootstrap intervals.",
 )
-@click.option(
-    "--resamples",
-    "n_resamples",
-    type=click.IntRange(min=1),
-    default=10_000,
-    show_default=True,
-    help="Bootstrap resamples (and Monte Carlo sign flips of the randomization test).",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @format_option()
 @click.option(
     "-o",
