@@ -351,3 +351,42 @@ def test_qrels_arrow_sort_equals_lexsort(seed, monkeypatch):
         _lookup.order_by_code_and_id(np.array([0, 0]), np.array(["\ud800", "a"], dtype=object))
         is None
     )
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("filtered", [False, True])
+def test_id_format_check_over_shared_codes_matches_python(seed, filtered, monkeypatch):
+    """check_id_formats over the run's codes (Run.codes_of, shared with the join) finds the same
+    doc id pairs as the set rule over every judged and retrieved id, also after filtering (the
+    run's uniques then hold ids it no longer retrieves)."""
+    from nuggetbench.data import Qrels, Run
+
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    rng = np.random.default_rng(seed)
+    pool = np.unique(_random_ids(rng, 1500))
+    pool = pool[[x == x.strip() and x != "" for x in pool.tolist()]]
+    queries = [f"q{i}" for i in range(12)]
+    run = Run(
+        rng.choice(queries, 900),
+        rng.choice(pool, 900),
+        rng.integers(0, 50, 900).astype(float),
+        duplicates="first",
+    )
+    if filtered:
+        run = run.filter_entries(rng.random(run.n_entries) < 0.5)
+    qrels = Qrels(
+        rng.choice(queries, 500), rng.choice(pool, 500), rng.integers(0, 3, 500), on_duplicate="last"
+    )
+    retrieved = set(run.arrays()[2].tolist())
+    judged = set(qrels.arrays()[2].tolist())
+    want = checks._format_pairs(judged, retrieved)
+    found = [f for f in checks.check_id_formats(qrels, run) if f.kind == "doc_id_format"]
+    assert (found[0].counts["pairs"] if found else 0) == len(want)
+    missing = checks._missing_judged_docs(qrels, run)
+    assert sorted(missing.tolist()) == sorted(judged - retrieved)
+    codes = run.codes_of(qrels.arrays()[2])
+    assert run.codes_of(qrels.arrays()[2]) is codes  # one look-up, shared
+    uniques = run.doc_codes()[0].tolist()
+    assert [uniques[c] if c >= 0 else None for c in codes.tolist()] == [
+        d if d in set(uniques) else None for d in qrels.arrays()[2].tolist()
+    ]
