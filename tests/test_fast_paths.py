@@ -375,7 +375,10 @@ def test_id_format_check_over_shared_codes_matches_python(seed, filtered, monkey
     if filtered:
         run = run.filter_entries(rng.random(run.n_entries) < 0.5)
     qrels = Qrels(
-        rng.choice(queries, 500), rng.choice(pool, 500), rng.integers(0, 3, 500), on_duplicate="last"
+        rng.choice(queries, 500),
+        rng.choice(pool, 500),
+        rng.integers(0, 3, 500),
+        on_duplicate="last",
     )
     retrieved = set(run.arrays()[2].tolist())
     judged = set(qrels.arrays()[2].tolist())
