@@ -116,10 +116,12 @@ def test_judged_hits_match_brute_force(seed):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("padded", [2, 0])
 @pytest.mark.parametrize("fixed", [False, True])
-def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, monkeypatch):
+@pytest.mark.parametrize("groups", [True, False])
+def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, groups, monkeypatch):
     from nuggetbench.data import Run
 
     monkeypatch.setattr(checks, "_PADDED_FACTOR", padded)
+    monkeypatch.setattr(checks, "_BY_SCORE_GROUPS", groups)
     rng = np.random.default_rng(seed)
     for _ in range(20):
         run = Run.from_dict(
@@ -132,7 +134,7 @@ def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, monkeypatc
             }
         )
         qids, starts, _, scores = run.arrays()
-        ranks = rng.integers(1, 6, run.n_entries)
+        ranks = rng.integers(1, 6, run.n_entries) * int(rng.choice([1, -1, 2**40, 2**60]))
         if fixed:  # every query retrieves the same number of documents: no padding
             depth = int(rng.integers(2, 9))
             run = Run.from_dict(

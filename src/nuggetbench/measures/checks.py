@@ -619,6 +619,38 @@ _PADDED_FACTOR = 2
 entry (else by one global lexsort)."""
 
 
+_BY_SCORE_GROUPS = True
+"""Find disagreements in one pass over groups of equal scores (no sort); tests turn it off to
+compare with the sorting paths."""
+
+
+def _rank_disagreements_by_groups(
+    rows: np.ndarray, scores: np.ndarray, ranks: np.ndarray
+) -> np.ndarray | None:
+    """The query rows (ascending, distinct) of :func:`_rank_disagreements`, without sorting.
+
+    Entries are ranked (scores non-increasing inside each row). Read in rank order (stable, so
+    equal ranks keep the score order), a row's scores go up exactly when some entry has a higher
+    rank than an entry of strictly lower score. So each group of equal scores is compared with
+    the largest rank of the row's earlier (higher-scoring) groups: one running maximum over keys
+    ``row * span + rank`` (a row's keys all exceed the earlier rows', so the maximum restarts at
+    each row). ``None`` when the keys would not fit in int64 (the caller sorts instead).
+    """
+    low, high = int(ranks.min()), int(ranks.max())
+    span = high - low + 1
+    if (int(rows[-1]) + 1) * span >= 2**62:
+        return None
+    keys = rows * np.int64(span) + (ranks - low)
+    change = np.empty(len(rows), dtype=bool)
+    change[0] = True
+    np.logical_or(rows[1:] != rows[:-1], scores[1:] != scores[:-1], out=change[1:])
+    heads = np.flatnonzero(change)
+    largest = np.maximum.accumulate(np.maximum.reduceat(keys, heads))
+    smallest = np.minimum.reduceat(keys, heads)
+    bad = largest[:-1] > smallest[1:]  # an earlier group of the row ranks below this one
+    return np.unique(rows[heads[1:][bad]])
+
+
 def _rank_disagreements(run: Any, ranks: np.ndarray) -> list[Any]:
     """Query ids (in run order) whose entries, read in rank order (stable), have a score going up.
 
@@ -639,6 +671,10 @@ def _rank_disagreements(run: Any, ranks: np.ndarray) -> list[Any]:
     down = same & (ranks[1:] < ranks[:-1])
     if not down.any():
         return []  # ranks follow the run's order, whose scores never go up within a query
+    if _BY_SCORE_GROUPS:
+        found = _rank_disagreements_by_groups(rows, scores, ranks)
+        if found is not None:
+            return [qids[i] for i in found.tolist()]
     suspect = np.zeros(len(counts), dtype=bool)
     suspect[rows[1:][down]] = True
     which = np.flatnonzero(suspect)
