@@ -471,3 +471,56 @@ def test_arrow_qrels_reader_reads_what_the_line_reader_reads(tmp_path, monkeypat
                 read_qrels(bad)
             messages.append(str(info.value))
     assert messages[0] == messages[1] and "line 51" in messages[0]
+
+
+def test_evaluate_path_imports_no_pandas_and_pandas_still_converts(tmp_path):
+    """The pyarrow fast paths (large files) of `nuggetbench evaluate` import neither pandas nor
+    scipy; pyarrow's conversions to and from pandas still work afterwards."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pandas")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = np.random.default_rng(0)
+    run_lines = [
+        f"q{q} Q0 d{d} {r} {s:.3f} tag"
+        for q in range(300)
+        for r, (d, s) in enumerate(
+            zip(rng.choice(5000, 60, replace=False), np.sort(rng.random(60))[::-1])
+        )
+    ]
+    (tmp_path / "run.txt").write_text("\n".join(run_lines) + "\n")
+    qrels = {
+        (f"q{q}", f"d{d}"): int(g)
+        for q, d, g in zip(
+            rng.integers(0, 300, 4000), rng.integers(0, 5000, 4000), rng.integers(0, 3, 4000)
+        )
+    }
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in qrels.items()))
+    script = f"""
+import sys
+from nuggetbench.data import _arrow_trec, _lookup
+_arrow_trec.MIN_BYTES = 1
+_lookup.ARROW_MIN = 1
+from nuggetbench.cli import main
+sys.argv = ["nuggetbench", "evaluate", {str(tmp_path / "qrels.txt")!r}, {str(tmp_path / "run.txt")!r},
+            "-m", "nDCG@10", "-m", "AP", "--format", "json"]
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+assert "pyarrow" in sys.modules
+assert "pandas" not in sys.modules and "scipy" not in sys.modules, "imported"
+import pandas as pd, pyarrow as pa
+assert pa.table({{"a": [1, 2]}}).to_pandas().shape == (2, 1)
+assert pa.Table.from_pandas(pd.DataFrame({{"a": [1.5]}})).num_rows == 1
+assert pa.array(pd.Series(["x", None])).null_count == 1
+assert pa.array(pd.Categorical(["a", "b", "a"])).type.index_type == pa.int8()
+"""
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(src)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert '"nDCG@10"' in done.stdout

@@ -14,6 +14,8 @@ import logging
 
 import numpy as np
 
+from . import _pyarrow
+
 logger = logging.getLogger(__name__)
 
 MIN_BYTES = 1 << 20  # below this the regular reader is as fast
@@ -31,8 +33,7 @@ def _grouped_codes(column: object) -> tuple[np.ndarray, np.ndarray] | None:
     """``dictionary_encode`` of *column* (uniques in order of first appearance, int64 codes) from
     its runs of equal adjacent values: only the first value of each run is hashed. ``None`` when
     the runs are short (the column is not grouped)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    pa, pc = _pyarrow.load()
 
     n = len(column)  # type: ignore[arg-type]
     if n < 2:
@@ -65,8 +66,7 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
     if len(data) < MIN_BYTES:
         return None
     try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        pa, pc = _pyarrow.load()
         import pyarrow.csv as pcsv
     except ImportError:
         return None

@@ -12,6 +12,8 @@ import sys
 
 import numpy as np
 
+from . import _pyarrow
+
 __all__ = ["index_in", "is_in", "order_by_code_and_id", "ARROW_MIN"]
 
 ARROW_MIN = 50_000
@@ -38,8 +40,7 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
         return np.full(len(values), -1, dtype=np.int64)
     if _use_arrow(len(values) + len(uniques)):
         try:
-            import pyarrow as pa
-            import pyarrow.compute as pc
+            pa, pc = _pyarrow.load()
 
             if len(uniques) > 2 * len(values):
                 return _index_in_swapped(pa, pc, values, uniques)
@@ -75,8 +76,7 @@ def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
         return np.zeros(len(values), dtype=bool)
     if _use_arrow(len(values) + len(value_set)):
         try:
-            import pyarrow as pa
-            import pyarrow.compute as pc
+            pa, pc = _pyarrow.load()
 
             kind = pa.string() if values.dtype == object else None
             found = pc.is_in(pa.array(values, type=kind), value_set=pa.array(value_set, type=kind))
@@ -108,8 +108,7 @@ def order_by_code_and_id(codes: np.ndarray, ids: np.ndarray) -> np.ndarray | Non
     if len(ids) < ARROW_MIN and "pyarrow.compute" not in sys.modules:
         return None
     try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        pa, pc = _pyarrow.load()
 
         table = pa.table(
             {

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data import _pyarrow
 from ..data._lookup import index_in, is_in
 
 log = logging.getLogger(__name__)
@@ -128,8 +129,7 @@ def _arrow_ascii(ids: np.ndarray) -> tuple[Any, np.ndarray] | None:
     if len(ids) < _VECTOR_MIN:
         return None
     try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        pa, pc = _pyarrow.load()
 
         arr = pa.array(ids, type=pa.string())
     except (ImportError, UnicodeEncodeError, TypeError, ValueError):
