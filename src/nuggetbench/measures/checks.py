@@ -137,15 +137,16 @@ def _arrow_ascii(ids: np.ndarray) -> tuple[Any, np.ndarray] | None:
     return arr, pc.string_is_ascii(arr).to_numpy(zero_copy_only=False).astype(bool)
 
 
-def _normal_forms(ids: np.ndarray) -> np.ndarray:
+def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) -> np.ndarray:
     """:func:`_normal_form` of each id (object (n,)), vectorised for ASCII ids.
 
     For ASCII text, ``str.strip`` removes exactly :data:`_PY_ASCII_SPACE`, ``str.lower`` is
     ``ascii_lower`` and ``\\d`` is ``[0-9]``, so the pyarrow expressions below give the same strings;
-    other ids go through :func:`_normal_form` itself.
+    other ids go through :func:`_normal_form` itself. *arrow*: :func:`_arrow_ascii` of *ids* when
+    the caller has it.
     """
     ids = np.asarray(ids, dtype=object)
-    arrow = _arrow_ascii(ids)
+    arrow = arrow or _arrow_ascii(ids)
     if arrow is None:
         return np.array([_normal_form(x) for x in ids], dtype=object)
     import pyarrow.compute as pc
@@ -164,10 +165,11 @@ def _normal_forms(ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def _spaced(ids: np.ndarray) -> list[str]:
-    """The ids of *ids* with surrounding white space (``x != x.strip()``), vectorised for ASCII."""
+def _spaced(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) -> list[str]:
+    """The ids of *ids* with surrounding white space (``x != x.strip()``), vectorised for ASCII
+    (*arrow*: :func:`_arrow_ascii` of *ids* when the caller has it)."""
     ids = np.asarray(ids, dtype=object)
-    arrow = _arrow_ascii(ids)
+    arrow = arrow or _arrow_ascii(ids)
     if arrow is None:
         return [x for x in ids.tolist() if x != x.strip()]
     import pyarrow.compute as pc
@@ -288,8 +290,9 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
         )
     run_docs = _run_doc_uniques(run)
     missing_docs = _missing_judged_docs(qrels, run)
+    run_arrow = _arrow_ascii(run_docs) if run_docs is not None else None  # one conversion
     if run_docs is not None and missing_docs is not None:
-        dpairs = _doc_format_pairs(missing_docs, run_docs)
+        dpairs = _doc_format_pairs(missing_docs, run_docs, run_arrow)
         if dpairs:
             out.append(
                 Finding(
@@ -303,7 +306,7 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
             )
     spaced = sorted({x for x in (*_qrels_ids(qrels), *_run_ids(run)) if x != x.strip()})
     if run_docs is not None:
-        spaced += sorted(set(_spaced(run_docs)))[:3]
+        spaced += sorted(set(_spaced(run_docs, run_arrow)))[:3]
     if spaced:
         out.append(
             Finding(
@@ -317,18 +320,25 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
     return _emit(out)
 
 
-def _doc_format_pairs(missing: np.ndarray, retrieved: np.ndarray) -> list[tuple[str, str]]:
+def _doc_format_pairs(
+    missing: np.ndarray, retrieved: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None
+) -> list[tuple[str, str]]:
     """:func:`_format_pairs` of the judged document ids never retrieved (*missing*, distinct) and
     the retrieved ones (distinct), vectorised.
 
     Only judged ids never retrieved can form a pair (:func:`_missing_judged_docs`), and only
-    retrieved ids whose normal form is one of theirs can be their partner: found by one hash
-    look-up over the normal forms, and :func:`_format_pairs` runs on those few.
+    retrieved ids whose normal form is one of theirs can be their partner, and only missing ids
+    whose normal form is a partner's can pair: hash look-ups over the normal forms, and
+    :func:`_format_pairs` runs on those few. *arrow*: :func:`_arrow_ascii` of *retrieved*.
     """
     if not len(missing):
         return []
-    partners = retrieved[is_in(_normal_forms(retrieved), _normal_forms(missing))]
-    return _format_pairs(missing.tolist(), partners.tolist())
+    missing = np.asarray(missing, dtype=object)
+    missing_forms = _normal_forms(missing)
+    forms = _normal_forms(retrieved, arrow)
+    partner = is_in(forms, missing_forms)
+    paired = is_in(missing_forms, forms[partner])
+    return _format_pairs(missing[paired].tolist(), retrieved[partner].tolist())
 
 
 def _run_doc_uniques(run: Any) -> np.ndarray | None:
@@ -478,14 +488,15 @@ def _judged_hits(qrels: Any, run: Any) -> dict[str, int] | None:
     cand_rows = np.searchsorted(rstarts, cand, side="right") - 1
     hit = is_in(cand_rows * nd + codes[cand], judged_keys) & shared_query[cand_rows]
     hit_rows = cand_rows[hit]
-    judged_codes = doc_code[doc_code >= 0]
+    in_qrels = np.zeros(len(uniques), dtype=bool)
+    in_qrels[doc_code[doc_code >= 0]] = True
     return {
         "queries": int(shared_query.sum()),
         "queries_with_judged": int(np.count_nonzero(np.bincount(hit_rows, minlength=1))),
         "entries": int(counts[shared_query].sum()),
         "judged_entries": int(hit.sum()),
         "retrieved_ids": int(present.sum()),
-        "retrieved_ids_in_qrels": int(present[np.unique(judged_codes)].sum()),
+        "retrieved_ids_in_qrels": int((present & in_qrels).sum()),
     }
 
 
