@@ -524,3 +524,40 @@ assert pa.array(pd.Categorical(["a", "b", "a"])).type.index_type == pa.int8()
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert '"nDCG@10"' in done.stdout
+
+
+@pytest.mark.parametrize("source", ["file", "pipe"])
+def test_arrow_run_reader_names_duplicate_lines_after_dropping_the_bytes(
+    source, tmp_path, monkeypatch
+):
+    """The fast run reader drops the file's bytes before ranking; a duplicate pair is still named
+    with both lines (a regular file is read again; a pipe's bytes are kept), as the careful
+    reader names it."""
+    import os
+
+    from nuggetbench.data import _arrow_trec, trec
+    from nuggetbench.data.io import load_run
+    from nuggetbench.errors import DuplicateError
+
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    lines = [f"q{q} Q0 d{d} {d + 1} {100 - d}.5 tag" for q in range(30) for d in range(40)]
+    lines.insert(700, "q3 Q0 d7 99 1.25 tag")  # q3/d7 first at line 128
+    path = tmp_path / "run.txt"
+    path.write_text("\n".join(lines) + "\n")
+    messages = []
+    for reader in ("arrow", "careful"):
+        with monkeypatch.context() as m:
+            if reader == "careful":
+                m.setattr(trec, "_read_run_arrow", lambda *a, **k: None)
+            if source == "file":
+                target = path
+            else:
+                read_end, write_end = os.pipe()
+                os.write(write_end, path.read_bytes())
+                os.close(write_end)
+                target = f"/dev/fd/{read_end}"
+            with pytest.raises(DuplicateError) as info:
+                load_run(target)
+            messages.append(str(info.value).replace(str(target), "RUN"))
+    assert messages[0] == messages[1]
+    assert "line 701 (first at line 128)" in messages[0]

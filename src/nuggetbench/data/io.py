@@ -14,7 +14,7 @@ from .qrels import Qrels
 from .rankfile import looks_like_rank_file, read_rank_file
 from .run import DUPLICATE_POLICIES, Run
 from .source import read_source
-from .trec import read_qrels, read_run
+from .trec import read_qrels, read_run_owned
 
 
 def _first_data_line(data: bytes) -> bytes:
@@ -59,13 +59,15 @@ def load_run(
     first = _first_data_line(data).lstrip()
     if path.suffix == ".json" or first.startswith(b"{"):
         return read_json_run(path, name=name, duplicates=duplicates or "error", content=data)
-    return read_run(
+    box = [data]  # the reader drops the bytes once parsed (a run file's size off the peak)
+    del data
+    return read_run_owned(
         path,
+        box,
         name=name,
         keep_rank=keep_rank,
         trailing=trailing,
         duplicates=duplicates or "error",
-        content=data,
     )
 
 

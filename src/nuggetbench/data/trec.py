@@ -187,25 +187,59 @@ def read_run(
             both line numbers named).
     """
     path = Path(path)
-    raw = read_source(path, what="run") if content is None else content
+    box = [read_source(path, what="run") if content is None else content]
+    return read_run_owned(
+        path, box, name=name, keep_rank=keep_rank, trailing=trailing, duplicates=duplicates
+    )
+
+
+def read_run_owned(
+    path: Path,
+    box: list[bytes],
+    *,
+    name: str | None = None,
+    keep_rank: bool = False,
+    trailing: str = "error",
+    duplicates: str = "error",
+) -> Run:
+    """:func:`read_run` of the bytes in the one-item list *box*, which it empties: once the fast
+    path has parsed the columns, the file's bytes are dropped before the run is ranked (a run
+    file's size less at the peak), unless *path* is not a regular file (a pipe cannot be read
+    again to name the lines of a duplicate pair)."""
+    raw = box.pop()
     check_reserved(raw, path)
     try:
-        return _read_run_bytes(
-            path, raw, name=name, keep_rank=keep_rank, trailing=trailing, duplicates=duplicates
+        columns = _read_run_arrow(path, raw, keep_rank=keep_rank)
+        if columns is None:
+            return _read_run_bytes(
+                path, raw, name=name, keep_rank=keep_rank, trailing=trailing, duplicates=duplicates
+            )
+        if path.is_file():
+            raw = b""  # read again if a duplicate pair is to be named
+        return Run._from_codes(
+            *columns[:5],
+            name=name or columns[5],
+            metadata={"source": str(path)},
+            source=str(path),
+            ranks=columns[6],
+            duplicates=duplicates,
         )
     except DuplicateError as exc:
         if not isinstance(exc.key, tuple):
             raise
+        if not raw:
+            try:
+                raw = read_source(path, what="run")
+            except (InputError, FormatError, OSError):
+                raise exc from None
         raise _duplicate_at(path, raw, exc, doc_column=2) from None
 
 
 def _read_run_bytes(
     path: Path, raw: bytes, *, name: str | None, keep_rank: bool, trailing: str, duplicates: str
 ) -> Run:
+    """The regular (pandas or line-by-line) reader of :func:`read_run`."""
     data = _strip_comments(raw)
-    fast = _read_run_arrow(path, raw, data, name=name, keep_rank=keep_rank, duplicates=duplicates)
-    if fast is not None:
-        return fast
     if trailing not in ("error", "ignore"):
         raise InputError(f"trailing must be 'error' or 'ignore', got {trailing!r}")
     cols = _fast_columns(data, 6)
@@ -239,10 +273,11 @@ def _read_run_bytes(
     )
 
 
-def _read_run_arrow(
-    path: Path, raw: bytes, data: bytes, *, name: str | None, keep_rank: bool, duplicates: str
-) -> Run | None:
-    """The pyarrow fast path of :func:`read_run` (``None``: use the regular reader)."""
+def _read_run_arrow(path: Path, raw: bytes, *, keep_rank: bool) -> tuple | None:
+    """The pyarrow fast path of :func:`read_run`: ``(query uniques, query codes, doc uniques,
+    doc codes, scores, the first line's tag or the file name, ranks or None)`` for
+    :meth:`Run._from_codes`, or ``None``: use the regular reader."""
+    data = _strip_comments(raw)
     if _irregular(data):
         return None
     wanted = {0: "grouped_ids", 2: "ids", 4: "float"}
@@ -256,19 +291,8 @@ def _read_run_arrow(
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise FormatError(path, _line_of_entry(raw, i), f"score is not finite: {scores[i]!r}")
     first = next((line for line in data[:8192].split(b"\n") if line.strip()), b"").split()
-    label = name or (decode_id_text(first[5]) if len(first) >= 6 else path.name)
-    return Run._from_codes(
-        qu,
-        qc,
-        du,
-        dc,
-        scores,
-        name=label,
-        metadata={"source": str(path)},
-        source=str(path),
-        ranks=cols.get(3),
-        duplicates=duplicates,
-    )
+    label = decode_id_text(first[5]) if len(first) >= 6 else path.name
+    return qu, qc, du, dc, scores, label, cols.get(3)
 
 
 def read_qrels(path: str | Path, *, name: str | None = None, content: bytes | None = None) -> Qrels:
