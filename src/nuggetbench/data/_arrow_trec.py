@@ -121,6 +121,10 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
                     out[i] = (uniques, codes)
             else:
                 out[i] = column.to_numpy(zero_copy_only=False)
+        del table, column
+        # hand the parser's freed blocks back to the system: numpy's and Python's allocations
+        # that follow cannot reuse memory kept by pyarrow's pool (a lower peak RSS)
+        pa.default_memory_pool().release_unused()
         return out
     except (pa.ArrowException, ValueError, OverflowError) as exc:
         logger.debug("pyarrow fast path declined: %s", exc)
