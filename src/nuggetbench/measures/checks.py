@@ -659,7 +659,9 @@ def _rank_disagreements_by_groups(
     largest = np.maximum.accumulate(np.maximum.reduceat(keys, heads))
     smallest = np.minimum.reduceat(keys, heads)
     bad = largest[:-1] > smallest[1:]  # an earlier group of the row ranks below this one
-    return np.unique(rows[heads[1:][bad]])
+    flagged = np.zeros(int(rows[-1]) + 1, dtype=bool)
+    flagged[rows[heads[1:][bad]]] = True
+    return np.flatnonzero(flagged)
 
 
 def _rank_disagreements(run: Any, ranks: np.ndarray) -> list[Any]:
