@@ -54,7 +54,7 @@ from ..data import Corpus, Document, Queries, Run
 from ..errors import InputError
 from ._models import progress_bar
 from .base import DocFilter, check_k
-from .shardmap import Mapper, serial_map
+from .shardmap import Mapper, active, serial_map
 
 if TYPE_CHECKING:  # pragma: no cover
     from .bm25 import BM25
@@ -147,7 +147,8 @@ def build_sharded(
         work: the partial folder (created; kept between attempts for resuming).
         shard_docs: documents per chunk and shard (>= 1).
         show_progress: tqdm bars (documents/s, ETA) per stage.
-        mapper: runs the per-shard scoring (:mod:`.shardmap`; default: in this process).
+        mapper: runs the per-shard scoring (:mod:`.shardmap`; default: the active one,
+            :func:`.shardmap.active`, else this process).
 
     Returns:
         ``{"n_docs", "n_shards", "n_vocab", "avg_doc_len", "resumed_chunks", "resumed_shards",
@@ -302,7 +303,7 @@ def _score_stage(
         "delta": retriever.delta,
         "avg_doc_len": avg_doc_len,
     }
-    (mapper or serial_map)(
+    (mapper or active() or serial_map)(
         score_shard,
         [(str(work), i) for i in pending],
         common=common,
@@ -477,8 +478,9 @@ class ShardedBM25Index:
             ``doc_ids.bin`` + ``doc_ids.offsets.npy``).
         doc_ids: :class:`MappedIds`, corpus order.
         from_cache: whether it was loaded from the cache.
-        mapper: runs the per-shard searches (:mod:`.shardmap`; ``None``: in this process; a
-            cluster's tasks read the shards from *folder*, which they must be able to reach).
+        mapper: runs the per-shard searches (:mod:`.shardmap`; ``None``: the mapper active at
+            search time, :func:`.shardmap.active`, else this process; a cluster's tasks read the
+            shards from *folder*, which they must be able to reach).
     """
 
     def __init__(
@@ -568,7 +570,8 @@ class ShardedBM25Index:
         calls = [(scorer, start) for scorer, start in zip(self.shards, self.starts)]
         sizes = [int(scorer.scores["num_docs"]) for scorer in self.shards]
         common = {"token_ids": token_ids, "filter_pos": filter_pos, "k": k}
-        if self.mapper is None:
+        mapper = self.mapper if self.mapper is not None else active()
+        if mapper is None:
             found = serial_map(
                 shard_candidates,
                 calls,
@@ -583,7 +586,7 @@ class ShardedBM25Index:
                 "b": self.retriever.b,
                 "method": self.retriever.method,
             }
-            found = self.mapper(
+            found = mapper(
                 search_shard,
                 [
                     (str(self.folder), i, start, n)

@@ -12,12 +12,14 @@ idempotent: it writes its shard's files atomically and its ``.done`` marker last
 values, so running a call twice (a retried task) gives the same files and the same result.
 
 :func:`serial_map` runs the calls here, one after the other; :class:`~.distributed.RayMapper`
-runs them as Ray tasks (``nuggetbench run --ray``).
+runs them as Ray tasks (``nuggetbench run --ray``). :func:`using` sets the mapper that indexes
+built or searched inside its block use (:func:`active`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from ._models import progress_bar
@@ -62,4 +64,26 @@ def serial_map(
     return out
 
 
-__all__ = ["Mapper", "serial_map"]
+_ACTIVE: list[Mapper] = []
+
+
+def active() -> Mapper | None:
+    """The mapper set by the innermost :func:`using` block (``None``: in this process)."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+@contextmanager
+def using(mapper: Mapper | None) -> Iterator[Mapper | None]:
+    """Within the block, the sharded indexes built and searched run their per-shard work with
+    *mapper* (``None`` changes nothing)."""
+    if mapper is None:
+        yield None
+        return
+    _ACTIVE.append(mapper)
+    try:
+        yield mapper
+    finally:
+        _ACTIVE.remove(mapper)
+
+
+__all__ = ["Mapper", "active", "serial_map", "using"]
