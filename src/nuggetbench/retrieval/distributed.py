@@ -44,7 +44,7 @@ import numpy as np
 from ..errors import InputError
 from . import dense_sharded, shardmap
 from ._models import progress_bar
-from .topk import _select_by_rows, block_topk, make_run
+from .topk import block_topk, make_run, select_topk
 
 log = logging.getLogger(__name__)
 
@@ -386,7 +386,10 @@ def search_dense(
     )
     ids = np.concatenate([f[0] for f in found], axis=1)
     scores = np.concatenate([f[1] for f in found], axis=1)
-    ids, scores = _select_by_rows(scores, ids, tie_key[ids], kk)
+    for r in range(0, len(ids), 64):  # a slice of rows at a time keeps the temporaries small
+        sl = slice(r, r + 64)
+        ids[sl, :kk], scores[sl, :kk] = select_topk(scores[sl], ids[sl], tie_key[ids[sl]], kk)
+    ids, scores = ids[:, :kk], scores[:, :kk]
     return make_run(
         qid_arr,
         [np.repeat(qid_arr, ids.shape[1])],
