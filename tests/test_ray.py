@@ -283,8 +283,9 @@ def test_dense_search_on_ray_equals_block_search(cluster, tiny, tmp_path):
     for k in (1, 7, 400):
         expected = _trec(index.search(queries, k), tmp_path / "single.trec")
         with distributed.use_ray(cluster):
-            got = _trec(index.search(queries, k), tmp_path / "ray.trec")
-        assert got == expected and expected
+            run = index.search(queries, k)
+        assert run.metadata["shard_mapper"] == "ray"
+        assert _trec(run, tmp_path / "ray.trec") == expected and expected
 
 
 # --- the command line and the switch ------------------------------------------------------------
@@ -324,6 +325,9 @@ def test_cli_ray_option_writes_the_same_run(cluster, tmp_path, monkeypatch):
         assert out.exit_code == 0, out.output
         (trec,) = (tmp_path / how / "runs").glob("*.trec")
         outs[how] = trec.read_bytes()
+        saved = json.loads((tmp_path / how / "results.json").read_text())
+        meta = saved["systems"][spec]["run_metadata"]
+        assert meta.get("shard_mapper") == ("ray" if how != "single" else None), how
     assert outs["option"] == outs["single"] == outs["env"] and outs["single"]
 
 

@@ -640,6 +640,7 @@ class ShardedBM25Index:
                 "index_from_cache": self.from_cache,
                 "backend": "numpy",
                 "shards": len(self.shards),
+                **({"shard_mapper": getattr(mapper, "name", repr(mapper))} if mapper else {}),
                 "queries_without_known_terms": len(empty),
                 "objective": bool(objective),
             },

@@ -111,6 +111,8 @@ class RayMapper:
         num_cpus: CPUs each task reserves.
     """
 
+    name = "ray"  # recorded in the run's metadata (``shard_mapper``)
+
     def __init__(self, address: str = "auto", *, max_retries: int = MAX_RETRIES, num_cpus=1):
         self.address = address
         self.max_retries = int(max_retries)
@@ -397,7 +399,7 @@ def search_dense(
         [scores.ravel()],
         doc_ids,
         name=name,
-        metadata=metadata,
+        metadata={**metadata, "shard_mapper": mapper.name},
     )
 
 
