@@ -18,7 +18,10 @@ import numpy as np
 
 from .._atomic import atomic_write
 from ..errors import DuplicateError, FormatError, InputError
-from . import _arrow_trec  # imports pyarrow only when a large file is read
+from . import (
+    _arrow_trec,  # imports pyarrow only when a large file is read
+    _trec_write,  # imports pyarrow only when a large run is written
+)
 from .qrels import Qrels
 from .run import Run
 from .source import (
@@ -512,14 +515,28 @@ def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> Path:
     path = Path(path)
     tag = tag or run.name or "nuggetbench"
     tag = re.sub(r"\s+", "_", tag)
-    text = "".join(_run_lines(run, tag))
-    if path.suffix == ".gz":
-        with atomic_write(path, "wb") as fh:
-            fh.write(gzip.compress(encode_id_text(text)))
-    else:
-        with atomic_write(path, "wb") as fh:
-            fh.write(encode_id_text(text))
+    blocks = _column_blocks(run, tag)
+    if blocks is None:
+        blocks = [encode_id_text("".join(_run_lines(run, tag)))]
+    with atomic_write(path, "wb") as fh:
+        if path.suffix == ".gz":
+            with gzip.GzipFile(filename="", fileobj=fh, mode="wb") as gz:
+                for block in blocks:
+                    gz.write(block)
+        else:
+            for block in blocks:
+                fh.write(block)
     return path
+
+
+def _column_blocks(run: Run, tag: str):
+    """The file's bytes from :mod:`._trec_write` (large runs whose ids and tag it can write),
+    else ``None``."""
+    if not isinstance(run, Run) or run.n_entries < _trec_write.MIN_ENTRIES:
+        return None
+    qids, starts = run.query_offsets()
+    uniques, codes = run.doc_codes()
+    return _trec_write.run_chunks(qids, starts, uniques, codes, run.score_column(), tag)
 
 
 def write_qrels(qrels: Qrels, path: str | Path) -> Path:
