@@ -8,6 +8,12 @@ BM25 do you mean?"): ``lucene`` (default), ``robertson``, ``atire``, ``bm25l``, 
 Defaults follow bm25s: ``k1=1.5, b=0.75, method=lucene``, English stemmer and stop words.
 ``bm25:preset=pyserini`` gives Pyserini's BEIR setting ``k1=0.9, b=0.4``.
 
+``bm25:backend=lucene`` indexes and searches with Lucene through Pyserini instead (the optional
+``lucene`` extra; :mod:`nuggetbench.retrieval.lucene`): Lucene's English analyzer, ``fields=flat``
+or ``fields=multifield``; ``bm25:preset=lucene-flat`` / ``lucene-multifield`` are Pyserini's BEIR
+regressions (with ``k1=0.9, b=0.4``). From Python: ``parse_retriever("bm25:backend=lucene")`` or
+``BM25(backend="lucene", k1=0.9, b=0.4)``; ``.index(corpus).search(queries, k)`` gives a Run.
+
 Searching is :class:`~nuggetbench.retrieval.bm25_index.BM25Index`: only documents that score
 above a document containing none of the query terms are returned (as Lucene returns only
 matching documents), so a query can get fewer than *k* results.
@@ -37,6 +43,8 @@ from ._models import stage_bar
 from .bm25_index import BM25Index, numba_available
 from .bm25_sharded import SHARDED_METHODS, ShardedBM25Index, build_sharded, finish, new_temporary
 from .compose import Composable
+from .lucene import EXTRA as LUCENE_EXTRA
+from .lucene import LuceneIndex, build_lucene_index, lucene_available
 from .options import METHODS, STOPWORDS, BM25Options
 
 __all__ = ["BM25", "BM25Options", "METHODS", "STOPWORDS"]
@@ -62,7 +70,12 @@ class BM25(Composable):
         SpecError: an option is out of range or unknown (the valid values are listed).
     """
 
-    PRESETS = {"pyserini": {"k1": 0.9, "b": 0.4}, "bm25s": {"k1": 1.5, "b": 0.75}}
+    PRESETS = {
+        "pyserini": {"k1": 0.9, "b": 0.4},
+        "bm25s": {"k1": 1.5, "b": 0.75},
+        "lucene-flat": {"backend": "lucene", "fields": "flat", "k1": 0.9, "b": 0.4},
+        "lucene-multifield": {"backend": "lucene", "fields": "multifield", "k1": 0.9, "b": 0.4},
+    }
     OPTIONS = BM25Options
     _RESULT_OPTIONS = ("k1", "b", "method", "delta", "stemmer", "stopwords")
     #: BM25 expands the query with the task objective's terms (BIRCO "+O").
@@ -88,6 +101,10 @@ class BM25(Composable):
                 "whose non-occurrence score the sharded index does not carry); use shard_docs=0"
             )
         analyzer = opts.analyzer.strip().lower() or "auto"
+        if opts.backend == "lucene":
+            _check_lucene(opts, stemmer, analyzer)
+        elif opts.fields != "flat":
+            raise SpecError("bm25: fields=multifield is a layout of backend=lucene; add backend=lucene")
         if analyzer not in ("auto", "bm25s"):
             analyzer = get_analyzer(analyzer).name  # SpecError when unknown
         self.options = replace(
@@ -104,11 +121,15 @@ class BM25(Composable):
         self.threads = self.options.threads
         self.analyzer = self.options.analyzer
         self.shard_docs = self.options.shard_docs
+        self.fields = self.options.fields
 
     # --- description -----------------------------------------------------------------------
     @property
     def params(self) -> dict[str, Any]:
-        """Every option that changes the results (``delta`` only for bm25l / bm25+)."""
+        """Every option that changes the results (``delta`` only for bm25l / bm25+; with
+        ``backend=lucene``: ``k1``, ``b``, ``backend`` and ``fields``)."""
+        if self.backend == "lucene":
+            return {"k1": self.k1, "b": self.b, "backend": "lucene", "fields": self.fields}
         out = {k: getattr(self, k) for k in self._RESULT_OPTIONS}
         if self.method not in _NONOCCURRENCE_METHODS:
             out.pop("delta")
@@ -167,6 +188,11 @@ class BM25(Composable):
         name = analyzer_for_language(language)
         if name is None:
             return self
+        if self.backend == "lucene":
+            raise SpecError(
+                f"bm25: backend=lucene indexes with Lucene's English analyzer, but the dataset's "
+                f"language is {language!r}; use the bm25s backend (bm25 without backend=lucene)"
+            )
         clone = copy.copy(self)
         clone.analyzer = name
         return clone
@@ -193,13 +219,31 @@ class BM25(Composable):
         )
 
     # --- indexing ----------------------------------------------------------------------------
-    def index(self, corpus: Corpus, *, show_progress: bool = False) -> BM25Index | ShardedBM25Index:
+    def index(
+        self, corpus: Corpus, *, show_progress: bool = False
+    ) -> BM25Index | ShardedBM25Index | LuceneIndex:
         """Index *corpus* (``title + " " + text`` of each document), or load the cached index.
+
+        With ``backend=lucene``, a :class:`~nuggetbench.retrieval.lucene.LuceneIndex` built by
+        Pyserini (:func:`~nuggetbench.retrieval.lucene.build_lucene_index`).
 
         Raises:
             InputError: the corpus is empty, or no document has a single indexable term (every
                 text empty or made of stop words / one-letter tokens): nothing could be ranked.
+            ModelError: ``backend=lucene`` without Pyserini or Java (names the extra).
         """
+        if self.backend == "lucene":
+            return build_lucene_index(
+                corpus,
+                layout=self.fields,
+                k1=self.k1,
+                b=self.b,
+                threads=self.threads,
+                cache=self.cache,
+                name=self.name,
+                params=self.params,
+                show_progress=show_progress,
+            )
         if self.shard_docs:
             return self._index_sharded(corpus, show_progress=show_progress)
         artifact = self._artifact(corpus) if self.cache else None
@@ -317,3 +361,27 @@ class BM25(Composable):
             )
         shutil.rmtree(work, ignore_errors=True)
         return ShardedBM25Index(self, artifact.path, from_cache=False)
+
+
+def _check_lucene(opts: BM25Options, stemmer: str, analyzer: str) -> None:
+    """Refuse options that ``backend=lucene`` cannot honour (it uses Lucene's own analyzer)."""
+    if not lucene_available():
+        raise SpecError(f"bm25: backend=lucene needs Pyserini and Java: {LUCENE_EXTRA}")
+    defaults = BM25Options()
+    changed = [
+        f"{name}={value}"
+        for name, value, default in (
+            ("method", opts.method, defaults.method),
+            ("stemmer", stemmer, defaults.stemmer),
+            ("stopwords", opts.stopwords.lower(), defaults.stopwords),
+            ("analyzer", analyzer, defaults.analyzer),
+            ("shard_docs", opts.shard_docs, defaults.shard_docs),
+        )
+        if value != default
+    ]
+    if changed:
+        raise SpecError(
+            f"bm25: backend=lucene uses Lucene's BM25 and English analyzer (Porter stemmer, Lucene's "
+            f"stop words), as Pyserini; {', '.join(changed)} belong to the bm25s backend "
+            "(drop them, or drop backend=lucene)"
+        )

@@ -63,10 +63,19 @@ class BM25Options(Options):
     cache: bool = option(True, "read and write the index in the artifact store")
     backend: str = option(
         "auto",
-        "bm25s retrieval backend; auto uses numba only when queries x documents >= 2e8",
-        choices=("auto", "numpy", "numba"),
+        "auto|numpy|numba: bm25s retrieval (auto uses numba only when queries x documents >= 2e8); "
+        "lucene: Lucene through Pyserini (the lucene extra)",
+        choices=("auto", "numpy", "numba", "lucene"),
     )
-    threads: int = option(0, "numba retrieval threads (0: every CPU)", minimum=0)
+    threads: int = option(
+        0, "numba retrieval threads, or Lucene's indexing and search threads (0: every CPU)", minimum=0
+    )
+    fields: str = option(
+        "flat",
+        "backend=lucene layout: flat (title + text in one field) or multifield (title and text "
+        "fields, searched with equal weights), Pyserini's BEIR indexes",
+        choices=("flat", "multifield"),
+    )
     analyzer: str = option(
         "auto",
         "tokenizer: auto (bm25s, or the dataset's language), bm25s, or an analyzer name (de, ja, cjk...)",
