@@ -145,3 +145,14 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def copy_file(source: str | Path, path: str | Path) -> Path:
+    """Copy the file *source* to *path* atomically (through :func:`atomic_write`).
+
+    Raises:
+        OSError: *source* cannot be read or *path* cannot be written.
+    """
+    with open(source, "rb") as src, atomic_write(path, "wb") as fh:
+        shutil.copyfileobj(src, fh, 1 << 20)
+    return Path(path)

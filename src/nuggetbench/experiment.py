@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import home as _home
-from ._atomic import atomic_write
+from ._atomic import atomic_write, copy_file
 from ._version import __version__
 from .compare import ComparisonReport, compare
 from .data import Run, read_run, write_run
@@ -34,6 +33,7 @@ from .measures.checks import Finding, query_findings
 from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
 from .retrieval.distributed import ray_address, use_ray
 from .retrieval.spec import public_spec, split_label
+from .store import spec_file_name
 from .text.analyzers import adapt_to_language
 
 log = logging.getLogger(__name__)
@@ -293,10 +293,8 @@ def default_outdir(dataset: Dataset) -> Path:
     return _home.home() / "outputs" / slug(dataset.id) / stamp
 
 
-def slug(spec: str) -> str:
-    """A file-name-safe form of a retriever spec."""
-    text = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", spec).strip("_")
-    return text[:120] or "run"
+#: A file-name-safe form of a retriever spec (``runs/<slug>.trec``).
+slug = spec_file_name
 
 
 def run_experiment(
@@ -563,13 +561,20 @@ def _run_one(
         objective=objective,
     )
     t2 = time.perf_counter()
+    searched = run
     run = dataset.postprocess_run(run)
+    # a TREC file that already holds exactly this run with this tag (the run cache's) is copied
+    held = getattr(index, "run_file", None)
+    source = held[0] if held and run is searched and held[1] == slug(spec) else None
     full = exp.provenance.get("systems", {}).get(spec, spec)
     run = run.with_name(spec, {**run.metadata, "retriever": full, "k": exp.k})
     run_path = None
     if exp.outdir:
         path = exp.outdir / "runs" / f"{slug(spec)}.trec"
-        run_path = _saving(exp, path, write_run, run, path, tag=slug(spec))
+        if source is not None:
+            run_path = _saving(exp, path, copy_file, source, path)
+        else:
+            run_path = _saving(exp, path, write_run, run, path, tag=slug(spec))
     results = evaluate(dataset.qrels, run, exp.measures, profile=exp.profile)
     # a cached retriever builds its index inside the first search that misses the cache
     built = float(getattr(index, "index_seconds", 0.0))

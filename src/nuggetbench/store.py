@@ -55,6 +55,7 @@ __all__ = [
     "iter_jsonl",
     "key_of",
     "slug",
+    "spec_file_name",
     "write_jsonl",
 ]
 
@@ -75,6 +76,13 @@ def slug(text: str, *, keep: str = "end", length: int = 60) -> str:
     clean = re.sub(r"[^A-Za-z0-9_.=\-]+", "_", text)
     clean = clean[-length:] if keep == "end" else clean[:length]
     return clean.lstrip("._-") or "x"
+
+
+def spec_file_name(spec: str) -> str:
+    """A file-name-safe form of a retriever spec (at most 120 characters, ``run`` when empty):
+    the name of ``runs/<name>.trec`` and the tag column of the TREC files written for it."""
+    text = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", spec).strip("_")
+    return text[:120] or "run"
 
 
 def _canonical(value: Any) -> Any:

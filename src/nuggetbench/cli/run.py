@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from .. import report
 from ..datasets import load_dataset
 from ..errors import InputError, OutputError
 from ..experiment import Experiment, default_outdir, run_experiment
@@ -144,6 +143,8 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         raise OutputError(exp.unsaved_message())
     info(f"runs and results saved in {exp.outdir}")
     if with_html:
+        from .. import report  # lazy: jinja2 and the report's modules, only with --html
+
         info(f"report written to {report.html(exp, exp.outdir / 'report.html', dataset=ds)}")
 
 

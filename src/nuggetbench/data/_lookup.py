@@ -1,8 +1,9 @@
 """Vectorised membership and position look-ups over id columns (hash joins, no Python loop).
 
 Large inputs go through ``pyarrow.compute`` (``index_in``/``is_in``: one hash table, no uniqueness
-check); small ones, or values pyarrow cannot take (a ``str`` holding a lone surrogate), through
-``pandas.Index.get_indexer``/``numpy.isin``. Both answer the same question exactly (string equality
+check); small ones through a Python dict or set (fewer than :data:`SMALL` values: importing pandas
+would cost more than the look-up), the others, or values pyarrow cannot take (a ``str`` holding a
+lone surrogate), through ``pandas.Index.get_indexer``/``numpy.isin``. Both answer the same question exactly (string equality
 of ``str`` values is equality of their UTF-8 bytes), so the result never depends on the path.
 """
 
@@ -18,6 +19,10 @@ __all__ = ["index_in", "is_in", "order_by_code_and_id", "ARROW_MIN"]
 
 ARROW_MIN = 50_000
 """Below this many values pyarrow is used only if something already imported it."""
+
+
+SMALL = 20_000
+"""Below this many values (and without pyarrow) a Python dict or set answers."""
 
 
 def _use_arrow(n: int) -> bool:
@@ -50,6 +55,9 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
             return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         except (UnicodeEncodeError, TypeError, ValueError, ImportError):
             pass  # e.g. a lone surrogate: pandas compares the str values directly
+    elif len(values) + len(uniques) < SMALL:  # a dict: no pandas import for a few ids
+        position = {u: i for i, u in enumerate(uniques.tolist())}
+        return np.fromiter((position.get(v, -1) for v in values.tolist()), np.int64, len(values))
     import pandas as pd
 
     return pd.Index(uniques, dtype=object).get_indexer(values).astype(np.int64, copy=False)
@@ -83,6 +91,9 @@ def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
             return found.to_numpy(zero_copy_only=False).astype(bool, copy=False)
         except (UnicodeEncodeError, TypeError, ValueError, ImportError):
             pass
+    if values.dtype == object and len(values) + len(value_set) < SMALL:
+        members = set(value_set.tolist())  # no pandas import for a few ids
+        return np.fromiter((v in members for v in values.tolist()), bool, len(values))
     if values.dtype == object:
         import pandas as pd
 

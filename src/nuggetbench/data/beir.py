@@ -35,8 +35,10 @@ def read_beir_qrels(
     """
     path = Path(path)
     data = read_source(path, what="qrels") if content is None else content
-    q: list[str] = []
-    d: list[str] = []
+    queries: dict[str, int] = {}  # id -> code, as the lines are read (no second pass)
+    docs: dict[str, int] = {}
+    q: list[int] = []
+    d: list[int] = []
     r: list[int] = []
     for lineno, line in enumerate(decode_id_text(data, path=path).split("\n"), start=1):
         line = line.rstrip("\r")
@@ -59,12 +61,16 @@ def read_beir_qrels(
                 lineno,
                 f"score must be an integer in the 64-bit range, got {short(parts[2])}",
             )
-        q.append(parts[0].strip(SPACES))  # ASCII white space only: ids keep every other byte
-        d.append(parts[1].strip(SPACES))
+        qid = parts[0].strip(SPACES)  # ASCII white space only: ids keep every other byte
+        did = parts[1].strip(SPACES)
+        q.append(queries.setdefault(qid, len(queries)))
+        d.append(docs.setdefault(did, len(docs)))
         r.append(grade)
-    return Qrels(
-        q,
-        d,
+    return Qrels._from_codes(
+        np.array(list(queries), dtype=object),
+        np.asarray(q, dtype=np.int64),
+        np.array(list(docs), dtype=object),
+        np.asarray(d, dtype=np.int64),
         np.asarray(r, dtype=np.int64),
         name=name or path.name,
         metadata={"source": str(path)},

@@ -171,6 +171,9 @@ class JsonlCorpus(Corpus):
         DuplicateError: an id occurs twice.
     """
 
+    #: whether a first complete :meth:`iter_documents` pass keeps the id index in memory
+    _index_on_iteration = True
+
     def __init__(self, path: str | Path, *, name: str | None = None):
         self.path = Path(path)
         self.name = name
@@ -192,6 +195,15 @@ class JsonlCorpus(Corpus):
                     ids.append(_fast_id(self.path, lineno, stripped))
                     offsets.append(pos)
                 pos += len(raw)
+        self._set_index(ids, offsets)
+        self._fp = h.hexdigest()[:16]
+
+    def _set_index(self, ids: list[str], offsets: list[int]) -> None:
+        """Keep the id index (ids and byte offsets of the non-blank lines, in file order).
+
+        Raises:
+            DuplicateError: an id occurs twice.
+        """
         lookup: dict[str, int] = {}
         for i, did in enumerate(ids):
             if did in lookup:
@@ -202,7 +214,6 @@ class JsonlCorpus(Corpus):
         self._ids = ids
         self._offsets = np.asarray(offsets, dtype=np.int64)
         self._lookup = lookup
-        self._fp = h.hexdigest()[:16]
 
     def _ensure(self) -> None:
         if self._ids is None:
@@ -248,15 +259,41 @@ class JsonlCorpus(Corpus):
         return self._row(doc_id) is not None
 
     def iter_documents(self) -> Iterator[Document]:
-        """Stream the file in order; nothing but the current line is held."""
+        """Stream the file in order; nothing but the current line is held.
+
+        A complete first pass also builds the id index (ids, offsets, the duplicate check), so
+        the file is not parsed a second time for it.
+
+        Raises:
+            FormatError: a line is not a document (file and line named).
+            DuplicateError: an id occurs twice (at the end of a first complete pass).
+        """
+        build = self._index_on_iteration and self._ids is None
+        ids: list[str] = []
+        offsets: list[int] = []
         with open(self.path, "rb") as fh:
+            pos = 0
             for lineno, raw in enumerate(fh, start=1):
                 if raw.strip():
-                    yield _parse_corpus_line(self.path, lineno, raw)
+                    doc = _parse_corpus_line(self.path, lineno, raw)
+                    if build:
+                        ids.append(doc.doc_id)
+                        offsets.append(pos)
+                    yield doc
+                pos += len(raw)
+        if build and self._ids is None:
+            self._set_index(ids, offsets)
 
     def fingerprint(self) -> str:
-        self._ensure()
-        return self._fp  # type: ignore[return-value]
+        """The first 16 hex digits of the SHA-256 of the file's bytes (the file is hashed, not
+        parsed, when the id index is not built yet)."""
+        if self._fp is None:
+            h = hashlib.sha256()
+            with open(self.path, "rb") as fh:
+                while block := fh.read(1 << 20):
+                    h.update(block)
+            self._fp = h.hexdigest()[:16]
+        return self._fp
 
     def __repr__(self) -> str:
         return f"<JsonlCorpus {self.path}>"

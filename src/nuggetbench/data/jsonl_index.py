@@ -160,6 +160,8 @@ class IndexedJsonlCorpus(JsonlCorpus):
         DuplicateError: an id occurs twice.
     """
 
+    _index_on_iteration = False  # its index is memory-mapped files, built by _ensure()
+
     def __init__(
         self, path: str | Path, *, name: str | None = None, index_dir: str | Path | None = None
     ):

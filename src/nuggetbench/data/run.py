@@ -471,14 +471,12 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
 
     def fingerprint(self) -> str:
         """SHA-256 (hex, 16 chars) of the ranked content."""
-        import pandas as pd
-
         h = hashlib.sha256()
         h.update("\x1f".join(self._qids.tolist()).encode())
         h.update(self._starts.tobytes())
         # the doc id column, canonically: distinct ids in order of first appearance, then codes
         uniques, codes = self.doc_codes()
-        canonical, first = pd.factorize(codes)
+        canonical, first = _factorize_ints(codes)
         h.update("\x1f".join(uniques[np.asarray(first, dtype=np.int64)].tolist()).encode())
         h.update(np.asarray(canonical, dtype=np.int64).tobytes())
         h.update(self._scores.tobytes())
@@ -518,6 +516,19 @@ def _as_str_array(values: Iterable[Any]) -> np.ndarray:
     if isinstance(values, np.ndarray):
         return values.astype(str).astype(object)
     return np.array([v if isinstance(v, str) else str(v) for v in values], dtype=object)
+
+
+def _factorize_ints(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pandas.factorize`` of an int array, with numpy: ``(canonical, first)``, where *first*
+    holds the distinct values in order of first appearance and ``first[canonical] == codes``."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    distinct, where, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(where, kind="stable")
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[order] = np.arange(len(distinct), dtype=np.int64)
+    return rank[inverse.reshape(-1)], distinct[order]
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

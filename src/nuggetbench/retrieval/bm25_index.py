@@ -35,6 +35,15 @@ def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
+def _compact(codes: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids that *codes* use, codes into them)``: positions into *ids* (int64 (n,)) renumbered
+    over the ids that occur, in their order in *ids*."""
+    used = np.zeros(len(ids), dtype=bool)
+    used[codes] = True
+    renumber = np.cumsum(used) - 1
+    return ids[used], renumber[codes]
+
+
 class BM25Index:
     """A built (or loaded) BM25 index; :meth:`search` returns a :class:`Run`.
 
@@ -129,9 +138,8 @@ class BM25Index:
             scores = np.asarray(scores)
             floor = np.array([self._no_match_score(token_ids[i]) for i in batch])
             keep = scores > floor[:, None]
-            batch_q = np.array([qids[i] for i in batch], dtype=object)
-            out_q.append(np.repeat(batch_q, keep.sum(axis=1)))
-            out_d.append(self._doc_array[indices[keep]])
+            out_q.append(np.repeat(np.asarray(batch, dtype=np.int64), keep.sum(axis=1)))
+            out_d.append(indices[keep].astype(np.int64, copy=False))
             out_s.append(scores[keep])
         if single:
             missing = 0
@@ -147,8 +155,8 @@ class BM25Index:
                 if len(cand) > k:
                     top = np.argpartition(-sub, k - 1)[:k]
                     cand, sub = cand[top], sub[top]
-                out_q.append(np.full(len(cand), qids[i], dtype=object))
-                out_d.append(self._doc_array[cand])
+                out_q.append(np.full(len(cand), i, dtype=np.int64))
+                out_d.append(np.asarray(cand, dtype=np.int64))
                 out_s.append(sub)
             if missing:
                 log.warning(
@@ -161,12 +169,17 @@ class BM25Index:
             log.info(
                 "%d queries have no term in the index vocabulary and retrieve nothing", len(empty)
             )
-        q = np.concatenate(out_q) if out_q else np.zeros(0, dtype=object)
-        d = np.concatenate(out_d) if out_d else np.zeros(0, dtype=object)
+        q = np.concatenate(out_q) if out_q else np.zeros(0, dtype=np.int64)
+        d = np.concatenate(out_d) if out_d else np.zeros(0, dtype=np.int64)
         s = np.concatenate(out_s).astype(np.float64) if out_s else np.zeros(0)
-        run = Run(
-            q,
-            d,
+        # codes into the queries and documents that occur (no id is hashed or compared again)
+        qu, qcodes = _compact(q, np.array(qids, dtype=object))
+        du, dcodes = _compact(d, self._doc_array)
+        run = Run._from_codes(
+            qu,
+            qcodes,
+            du,
+            dcodes,
             s,
             name=self.name,
             metadata={

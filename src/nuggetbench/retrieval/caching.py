@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import time
 import zipfile
@@ -28,7 +29,7 @@ import numpy as np
 from .._atomic import atomic_write
 from .._version import __version__
 from ..data import Run, read_run, write_run
-from ..store import Artifact
+from ..store import Artifact, spec_file_name
 from .base import search, uses_objective
 from .topk import _with_empty_queries
 
@@ -69,6 +70,9 @@ class RunCache:
         self.artifact = Artifact("runs", fields, label=label)
         self.fields = self.artifact.fields
         self.path = self.artifact.path
+        #: ``(TREC file, its tag)`` holding exactly the run last loaded or saved (``None``: none,
+        #: or the run was cut from a deeper one)
+        self.served: tuple[Any, str] | None = None
 
     def depths(self) -> list[int]:
         """Depths cached, ascending."""
@@ -80,6 +84,7 @@ class RunCache:
     def load(self, k: int, *, exact: bool = False):
         """The cached run truncated to depth *k*, or ``None`` when no cached depth >= *k* exists
         (with *exact*, only depth *k* itself serves: for retrievers whose top *k* depends on *k*)."""
+        self.served = None
         for depth in (d for d in self.depths() if (d == k if exact else d >= k)):
             try:
                 meta = json.loads((self.path / f"k{depth}.json").read_text())
@@ -87,13 +92,21 @@ class RunCache:
                 continue
             if _canonical(meta.get("fields")) != _canonical(self.fields):
                 continue
-            run = _read_columns(self.path / f"k{depth}.npz") if meta.get("columns") else None
+            trec = self.path / f"k{depth}.trec"
+            # the columns and the copy serve only while the text is the file written beside them
+            same = meta.get("trec_stat") is not None and _stat(trec) == meta.get("trec_stat")
+            run = (
+                _read_columns(self.path / f"k{depth}.npz") if same and meta.get("columns") else None
+            )
             if run is None:
-                run = read_run(self.path / f"k{depth}.trec")
+                run = read_run(trec)
             if meta.get("queries_without_results"):
                 run = _with_empty_queries(run, meta["queries_without_results"])
             metadata = dict(meta.get("metadata") or {}, cached=True, cached_depth=depth)
-            return run.truncate(k).with_name(meta.get("name"), metadata)
+            cut = run.truncate(k)
+            if cut is run and same and meta.get("tag"):  # the TREC file holds exactly this run
+                self.served = (trec, str(meta["tag"]))
+            return cut.with_name(meta.get("name"), metadata)
         return None
 
     def save(self, run, k: int) -> None:
@@ -107,13 +120,26 @@ class RunCache:
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "nuggetbench": __version__,
         }
-        write_run(run, self.path / f"k{int(k)}.trec")  # checks every id
+        tag = spec_file_name(run.name or "run")
+        write_run(run, self.path / f"k{int(k)}.trec", tag=tag)  # checks every id
+        meta["tag"] = tag
+        meta["trec_stat"] = _stat(self.path / f"k{int(k)}.trec")
         meta["columns"] = _write_columns(run, self.path / f"k{int(k)}.npz")
         with atomic_write(self.path / f"k{int(k)}.json") as fh:
             json.dump(meta, fh, indent=1, default=str)
+        self.served = (self.path / f"k{int(k)}.trec", tag)
 
 
 COLUMNS_FORMAT = 1
+
+
+def _stat(path) -> list[int] | None:
+    """``[size, mtime_ns]`` of *path* (``None`` when it cannot be read)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
 
 
 def _id_blob(ids: np.ndarray) -> np.ndarray:
@@ -221,6 +247,10 @@ class CachedIndex:
 
     Attributes:
         hits, misses: cache lookups served and missed.
+        run_file: ``(path, tag)`` of the run cache's TREC file that holds exactly the run the
+            last search returned, written with that tag; ``None`` when there is none (a run cut
+            from a deeper one, or not saved). A caller writing the same run with the same tag may
+            copy this file instead.
         index_seconds: wall-clock seconds spent building the wrapped index (0 while it was not
             built: every search so far was served from the cache).
     """
@@ -234,6 +264,7 @@ class CachedIndex:
         self.hits = 0
         self.misses = 0
         self.index_seconds = 0.0
+        self.run_file: tuple[Any, str] | None = None
 
     def _cache(self, queries, doc_filter, objective) -> RunCache | None:
         identity = retriever_identity(self.retriever)
@@ -260,11 +291,13 @@ class CachedIndex:
     ):
         """As the wrapped index's ``search``; served from the run cache when possible."""
         cache = self._cache(queries, doc_filter, objective)
+        self.run_file = None
         exact = bool(getattr(self.retriever, "depth_dependent", False))
         run = cache.load(k, exact=exact) if cache is not None else None
         if run is not None:
             self.hits += 1
             log.info("reusing cached run %s", cache.path)
+            self.run_file = cache.served
             return run
         self.misses += 1
         if self._inner is None:
@@ -284,6 +317,7 @@ class CachedIndex:
         if cache is not None:
             try:
                 cache.save(run, k)
+                self.run_file = cache.served
             except OSError as exc:  # a cache is optional: a full disk must not cost the run
                 log.warning("could not save the run in the run cache %s: %s", cache.path, exc)
         return run
