@@ -104,7 +104,9 @@ class BM25(Composable):
         if opts.backend == "lucene":
             _check_lucene(opts, stemmer, analyzer)
         elif opts.fields != "flat":
-            raise SpecError("bm25: fields=multifield is a layout of backend=lucene; add backend=lucene")
+            raise SpecError(
+                "bm25: fields=multifield is a layout of backend=lucene; add backend=lucene"
+            )
         if analyzer not in ("auto", "bm25s"):
             analyzer = get_analyzer(analyzer).name  # SpecError when unknown
         self.options = replace(
