@@ -191,8 +191,10 @@ def pyserini_api() -> SimpleNamespace:
     jul = jnius.autoclass("java.util.logging.Logger").getLogger("org.apache.lucene.store")
     jul.setLevel(jnius.autoclass("java.util.logging.Level").SEVERE)
     _QUIET_LOGGERS.append(jul)
-    import openai
-
+    try:
+        import openai
+    except ImportError as exc:  # Pyserini requires it; a --no-deps install may lack it
+        raise ModelError(f"Pyserini's imports need the openai package: {EXTRA}") from exc
     real_client = openai.OpenAI
     openai.OpenAI = lambda *args, **kwargs: None  # pyserini.encode._openai builds one at import
     try:
