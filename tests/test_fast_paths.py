@@ -116,10 +116,12 @@ def test_judged_hits_match_brute_force(seed):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("padded", [2, 0])
 @pytest.mark.parametrize("fixed", [False, True])
-def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, monkeypatch):
+@pytest.mark.parametrize("groups", [True, False])
+def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, groups, monkeypatch):
     from nuggetbench.data import Run
 
     monkeypatch.setattr(checks, "_PADDED_FACTOR", padded)
+    monkeypatch.setattr(checks, "_BY_SCORE_GROUPS", groups)
     rng = np.random.default_rng(seed)
     for _ in range(20):
         run = Run.from_dict(
@@ -132,7 +134,7 @@ def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, monkeypatc
             }
         )
         qids, starts, _, scores = run.arrays()
-        ranks = rng.integers(1, 6, run.n_entries)
+        ranks = rng.integers(1, 6, run.n_entries) * int(rng.choice([1, -1, 2**40, 2**60]))
         if fixed:  # every query retrieves the same number of documents: no padding
             depth = int(rng.integers(2, 9))
             run = Run.from_dict(
@@ -351,3 +353,121 @@ def test_qrels_arrow_sort_equals_lexsort(seed, monkeypatch):
         _lookup.order_by_code_and_id(np.array([0, 0]), np.array(["\ud800", "a"], dtype=object))
         is None
     )
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("filtered", [False, True])
+def test_id_format_check_over_shared_codes_matches_python(seed, filtered, monkeypatch):
+    """check_id_formats over the run's codes (Run.codes_of, shared with the join) finds the same
+    doc id pairs as the set rule over every judged and retrieved id, also after filtering (the
+    run's uniques then hold ids it no longer retrieves)."""
+    from nuggetbench.data import Qrels, Run
+
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    rng = np.random.default_rng(seed)
+    pool = np.unique(_random_ids(rng, 1500))
+    pool = pool[[x == x.strip() and x != "" for x in pool.tolist()]]
+    queries = [f"q{i}" for i in range(12)]
+    run = Run(
+        rng.choice(queries, 900),
+        rng.choice(pool, 900),
+        rng.integers(0, 50, 900).astype(float),
+        duplicates="first",
+    )
+    if filtered:
+        run = run.filter_entries(rng.random(run.n_entries) < 0.5)
+    qrels = Qrels(
+        rng.choice(queries, 500),
+        rng.choice(pool, 500),
+        rng.integers(0, 3, 500),
+        on_duplicate="last",
+    )
+    retrieved = set(run.arrays()[2].tolist())
+    judged = set(qrels.arrays()[2].tolist())
+    want = checks._format_pairs(judged, retrieved)
+    found = [f for f in checks.check_id_formats(qrels, run) if f.kind == "doc_id_format"]
+    assert (found[0].counts["pairs"] if found else 0) == len(want)
+    missing = checks._missing_judged_docs(qrels, run)
+    assert sorted(missing.tolist()) == sorted(judged - retrieved)
+    codes = run.codes_of(qrels.arrays()[2])
+    assert run.codes_of(qrels.arrays()[2]) is codes  # one look-up, shared
+    uniques = run.doc_codes()[0].tolist()
+    assert [uniques[c] if c >= 0 else None for c in codes.tolist()] == [
+        d if d in set(uniques) else None for d in qrels.arrays()[2].tolist()
+    ]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_qrels_from_codes_equals_constructor(seed):
+    """Qrels built from factorised columns (the arrow reader's) equal the constructor's, kept
+    order, duplicates and the duplicate error included."""
+    from nuggetbench.data import Qrels
+    from nuggetbench.errors import DuplicateError
+
+    rng = np.random.default_rng(seed)
+    alphabet = ["a", "B", "é", "z", "0", "ß", "中", "Z1", "a0"]
+    for _ in range(80):
+        n = int(rng.integers(1, 90))
+        q = np.array([f"q{x}" for x in rng.integers(0, 12, n)], dtype=object)
+        d = np.array(
+            ["".join(rng.choice(alphabet, int(rng.integers(1, 3)))) for _ in range(n)],
+            dtype=object,
+        )
+        r = rng.integers(-1, 3, n) if rng.random() < 0.5 else np.ones(n, dtype=np.int64)
+        # uniques in a shuffled order, as a hash table would give them
+        qu = np.array(sorted(set(q.tolist()), key=lambda _: rng.random()), dtype=object)
+        du = np.array(sorted(set(d.tolist()), key=lambda _: rng.random()), dtype=object)
+        qc = np.array([qu.tolist().index(x) for x in q.tolist()])
+        dc = np.array([du.tolist().index(x) for x in d.tolist()])
+        try:
+            want = Qrels(q, d, r, source="f").arrays()
+        except DuplicateError as exc:
+            want = str(exc)
+        try:
+            got = Qrels._from_codes(qu, qc, du, dc, r, source="f").arrays()
+        except DuplicateError as exc:
+            got = str(exc)
+        if isinstance(want, str):
+            assert got == want
+        else:
+            for a, b in zip(got, want):
+                assert a.tolist() == b.tolist()
+
+
+def test_arrow_qrels_reader_reads_what_the_line_reader_reads(tmp_path, monkeypatch):
+    """A large regular qrels file read by the pyarrow path equals the pandas/line reader's, and
+    a bad grade names the same line."""
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import _arrow_trec, read_qrels, trec
+    from nuggetbench.errors import FormatError
+
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    rng = np.random.default_rng(3)
+    lines = [
+        f"{rng.integers(0, 40)} 0 D{rng.integers(0, 300)} {rng.choice(['0', '1', '2', '-1', '1.0', '2e0'])}"
+        for _ in range(3000)
+    ]
+    seen, unique_lines = set(), []
+    for line in lines:  # one judgment per (query, doc)
+        key = (line.split()[0], line.split()[2])
+        if key not in seen:
+            seen.add(key)
+            unique_lines.append(line)
+    path = tmp_path / "qrels.txt"
+    path.write_text("\n".join(unique_lines) + "\n")
+    got = read_qrels(path)
+    with monkeypatch.context() as m:
+        m.setattr(trec, "_read_qrels_arrow", lambda *a, **k: None)
+        want = read_qrels(path)
+    assert got == want and got.name == want.name and got.metadata == want.metadata
+    bad = tmp_path / "bad.txt"
+    bad.write_text("\n".join(unique_lines[:50] + ["1 0 Dx 1.5"] + unique_lines[50:]) + "\n")
+    messages = []
+    for reader in ("arrow", "careful"):
+        with monkeypatch.context() as m:
+            if reader == "careful":
+                m.setattr(trec, "_read_qrels_arrow", lambda *a, **k: None)
+            with pytest.raises(FormatError) as info:
+                read_qrels(bad)
+            messages.append(str(info.value))
+    assert messages[0] == messages[1] and "line 51" in messages[0]

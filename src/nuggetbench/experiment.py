@@ -32,6 +32,7 @@ from .errors import InputError, UnknownNameError, suggest
 from .measures import Results, evaluate, get_profile, plain_measures
 from .measures.checks import Finding, query_findings
 from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
+from .retrieval.distributed import ray_address, use_ray
 from .retrieval.spec import public_spec, split_label
 from .text.analyzers import adapt_to_language
 
@@ -311,6 +312,7 @@ def run_experiment(
     cache_runs: bool = True,
     existing: str = "error",
     baseline: str | None = None,
+    ray: str | None = None,
 ) -> Experiment:
     """Retrieve with each retriever spec, apply the dataset's policies, save and score the runs.
 
@@ -371,6 +373,16 @@ def run_experiment(
     objective = dataset.objective if with_objective else None
     if with_objective and not objective:
         exp.notes.append(f"{dataset.id} declares no task objective; --with-objective had no effect")
+    with use_ray(ray_address(ray)):
+        _run_all(exp, dataset, labels, parsed, objective, show_progress)
+    exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if exp.outdir:
+        _saving(exp, exp.outdir / "results.json", save_experiment, exp)
+    return exp
+
+
+def _run_all(exp, dataset, labels, parsed, objective, show_progress) -> None:
+    """Retrieve with each system in turn, saving ``results.json`` after each."""
     for label, (spec, retriever) in zip(labels, parsed):
         if objective and not uses_objective(retriever):
             exp.notes.append(f"{label} does not take instructions; the task objective was not used")
@@ -380,10 +392,6 @@ def run_experiment(
         exp.systems[label] = outcome
         if exp.outdir:
             _saving(exp, exp.outdir / "results.json", save_experiment, exp)
-    exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    if exp.outdir:
-        _saving(exp, exp.outdir / "results.json", save_experiment, exp)
-    return exp
 
 
 def _saving(exp: Experiment, path: Path, write: Any, *args: Any, **kwargs: Any) -> Any:

@@ -94,6 +94,15 @@ from ._globals import hidden_alias, progress_wanted
     "measures, profile and depth); the comparison then covers all its systems.",
 )
 @click.option(
+    "--ray",
+    default=None,
+    metavar="ADDRESS",
+    envvar="NUGGETBENCH_RAY_ADDRESS",
+    help="Build and search sharded indexes (bm25:shard_docs=N, dense:MODEL,shard_docs=N) on a "
+    "Ray cluster: auto (one running here), local (start one in this process) or HOST:PORT "
+    "[env NUGGETBENCH_RAY_ADDRESS]; same runs, byte for byte.",
+)
+@click.option(
     "--html",
     "with_html",
     is_flag=True,
@@ -125,6 +134,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         show_progress=progress_wanted() and fmt == "table",
         cache_runs=not (more.pop("no_cache") or more.pop("no_run_cache")),
         existing="overwrite" if overwrite else "append" if append else "error",
+        ray=more.pop("ray") or "",  # the option reads NUGGETBENCH_RAY_ADDRESS itself
         **more,  # k, profile, with_objective
     )
     _render(exp, fmt)

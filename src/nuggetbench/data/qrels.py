@@ -69,31 +69,93 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
                 order = np.lexsort((dcodes, qcodes))
             qcodes, d, r = qcodes[order], d[order], r[order]
             same = (qcodes[1:] == qcodes[:-1]) & (d[1:] == d[:-1])
-            if same.any():
-                # stable lexsort keeps input order inside a pair: the later line comes second
-                conflict = same & (r[1:] != r[:-1])
-                if conflict.any() and on_duplicate == "error":
-                    i = int(np.flatnonzero(conflict)[0])
-                    raise DuplicateError(
-                        f"{source or 'qrels'}: document {d[i]!r} is judged twice for query "
-                        f"{uq[qcodes[i]]!r} with different grades ({r[i]} and {r[i + 1]}); "
-                        "keep one judgment per (query, doc)",
-                        key=(str(uq[qcodes[i]]), str(d[i])),
-                    )
-                keep = np.ones(len(d), dtype=bool)
-                keep[:-1][same] = False  # keep the last of each run of equal pairs
-                qcodes, d, r = qcodes[keep], d[keep], r[keep]
-            starts = np.searchsorted(qcodes, np.arange(len(uq) + 1)).astype(np.int64)
         else:
             uq = np.array([], dtype=object)
-            starts = np.zeros(1, dtype=np.int64)
-        self._qids = uq
-        self._starts = starts
-        self._docids = d
-        self._rels = r
+            qcodes = np.zeros(0, dtype=np.int64)
+            same = np.zeros(0, dtype=bool)
+        self._init_sorted(uq, qcodes, d, r, same, source=source, on_duplicate=on_duplicate)
         self.name = name
         self.metadata = dict(metadata or {})
         self.nuggets = nuggets
+
+    def _init_sorted(
+        self,
+        uq: np.ndarray,
+        qcodes: np.ndarray,
+        d: np.ndarray,
+        r: np.ndarray,
+        same: np.ndarray,
+        *,
+        source: str | None,
+        on_duplicate: str,
+    ) -> None:
+        """Fill the columns from entries sorted by (query code, doc id), input order kept inside
+        a pair; *same* (n-1,) marks an entry equal in both to the one before it."""
+        if same.any():
+            # the stable sort keeps input order inside a pair: the later line comes second
+            conflict = same & (r[1:] != r[:-1])
+            if conflict.any() and on_duplicate == "error":
+                i = int(np.flatnonzero(conflict)[0])
+                raise DuplicateError(
+                    f"{source or 'qrels'}: document {d[i]!r} is judged twice for query "
+                    f"{uq[qcodes[i]]!r} with different grades ({r[i]} and {r[i + 1]}); "
+                    "keep one judgment per (query, doc)",
+                    key=(str(uq[qcodes[i]]), str(d[i])),
+                )
+            keep = np.ones(len(d), dtype=bool)
+            keep[:-1][same] = False  # keep the last of each run of equal pairs
+            qcodes, d, r = qcodes[keep], d[keep], r[keep]
+        self._qids = uq
+        self._starts = np.searchsorted(qcodes, np.arange(len(uq) + 1)).astype(np.int64)
+        self._docids = d
+        self._rels = r
+
+    @classmethod
+    def _from_codes(
+        cls,
+        query_uniques: np.ndarray,
+        query_codes: np.ndarray,
+        doc_uniques: np.ndarray,
+        doc_codes: np.ndarray,
+        relevance: np.ndarray,
+        *,
+        name: str | None = None,
+        metadata: dict | None = None,
+        source: str | None = None,
+    ) -> Qrels:
+        """Qrels from factorised columns (a fast reader's output), as the constructor builds them.
+
+        ``query_uniques`` / ``doc_uniques``: distinct ``str`` ids (object arrays, any order);
+        ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``relevance`` int64 (n,).
+        The entries are ordered by (query id, doc id) through the ranks of the distinct ids, so
+        no per-entry string is compared or hashed again. Same duplicate rule and error.
+        """
+        qu = np.asarray(query_uniques, dtype=object)
+        du = np.asarray(doc_uniques, dtype=object)
+        qc = np.asarray(query_codes, dtype=np.int64)
+        dc = np.asarray(doc_codes, dtype=np.int64)
+        r = np.asarray(relevance, dtype=np.int64)
+        qperm = np.argsort(qu, kind="stable")
+        qrank = np.empty(len(qu), dtype=np.int64)
+        qrank[qperm] = np.arange(len(qu), dtype=np.int64)
+        dperm = order_by_code_and_id(np.zeros(len(du), dtype=np.int64), du)
+        if dperm is None:
+            dperm = np.argsort(du, kind="stable")
+        drank = np.empty(len(du), dtype=np.int64)
+        drank[dperm] = np.arange(len(du), dtype=np.int64)
+        qcodes = qrank[qc]
+        if len(qu) * max(len(du), 1) < 2**62:
+            order = np.argsort(qcodes * np.int64(max(len(du), 1)) + drank[dc], kind="stable")
+        else:  # pragma: no cover - astronomically many ids
+            order = np.lexsort((drank[dc], qcodes))
+        qcodes, dc, r = qcodes[order], dc[order], r[order]
+        same = (qcodes[1:] == qcodes[:-1]) & (dc[1:] == dc[:-1])
+        qrels = cls.__new__(cls)
+        qrels._init_sorted(qu[qperm], qcodes, du[dc], r, same, source=source, on_duplicate="error")
+        qrels.name = name
+        qrels.metadata = dict(metadata or {})
+        qrels.nuggets = None
+        return qrels
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, int]], **kwargs: Any) -> Qrels:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
+from ._lookup import index_in
 from .ranking import TieBreak, _n_distinct, factorize_sorted, rank_codes, rank_order
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         "_doc_uniques",
         "_doc_codes",
         "_input_pos",
+        "_lookup",
     )
 
     def __init__(
@@ -169,6 +171,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         self._doc_uniques = du
         self._doc_codes = dcodes
         self._docids_cache = None  # materialised on first use (see _docids)
+        self._lookup = None
         self._scores = s
         self.name = name
         self.metadata = dict(metadata or {})
@@ -273,6 +276,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         run._qids = qids
         run._starts = starts
         run._docids_cache = docids  # may be None when doc_codes is given
+        run._lookup = None
         run._scores = scores
         run.name = name
         run.metadata = dict(metadata or {})
@@ -327,6 +331,26 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         if self._doc_codes is None:
             self._doc_uniques, self._doc_codes = _factorize(self._docids)
         return self._doc_uniques, self._doc_codes
+
+    def codes_of(self, doc_ids: np.ndarray) -> np.ndarray:
+        """Position of each of *doc_ids* among :meth:`doc_codes`'s uniques, ``-1`` where absent.
+
+        Args:
+            doc_ids: object (m,) of ``str`` (e.g. a qrels' doc id column).
+
+        Returns:
+            int64 (m,), read-only. The answer for the last array asked about is kept (compared by
+            identity; the run holds that array), so the trap checks and the evaluation's join
+            map a qrels' documents to the run's codes once.
+        """
+        cached = self._lookup
+        if cached is not None and cached[0] is doc_ids:
+            return cached[1]
+        uniques, _ = self.doc_codes()
+        codes = index_in(doc_ids, uniques)
+        codes.flags.writeable = False
+        self._lookup = (doc_ids, codes)
+        return codes
 
     @property
     def _docids(self) -> np.ndarray:

@@ -18,7 +18,10 @@ import numpy as np
 
 from .._atomic import atomic_write
 from ..errors import DuplicateError, FormatError, InputError
-from . import _arrow_trec  # imports pyarrow only when a large file is read
+from . import (
+    _arrow_trec,  # imports pyarrow only when a large file is read
+    _trec_write,  # imports pyarrow only when a large run is written
+)
 from .qrels import Qrels
 from .run import Run
 from .source import (
@@ -297,9 +300,10 @@ def read_qrels(path: str | Path, *, name: str | None = None, content: bytes | No
 
 def _read_qrels_bytes(path: Path, raw: bytes, *, name: str | None) -> Qrels:
     data = _strip_comments(raw)
-    cols = _read_qrels_arrow(data)
-    if cols is None:
-        cols = _fast_columns(data, 4)
+    fast = _read_qrels_arrow(path, raw, data, name=name)
+    if fast is not None:
+        return fast
+    cols = _fast_columns(data, 4)
     if cols is None:
         cols = _slow_lines(raw, str(path), 4, "qrels")
     q, _, d, r = cols
@@ -314,17 +318,54 @@ def _read_qrels_bytes(path: Path, raw: bytes, *, name: str | None) -> Qrels:
     )
 
 
-def _read_qrels_arrow(data: bytes) -> list[np.ndarray | None] | None:
-    """The pyarrow fast path of :func:`read_qrels`: the query, doc and grade columns as object
-    arrays of ``str`` (the iteration column is only counted), or ``None``: use the regular
-    reader (small or irregular files, see :func:`._arrow_trec.read_columns`)."""
+def _read_qrels_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None) -> Qrels | None:
+    """The pyarrow fast path of :func:`read_qrels` (the iteration column is only counted), or
+    ``None``: use the regular reader (small or irregular files, see
+    :func:`._arrow_trec.read_columns`). Columns stay factorised: each distinct grade string is
+    parsed once and the entries are sorted by the ranks of the distinct ids."""
     if len(data) < _arrow_trec.MIN_BYTES or _irregular(data):
         return None
     cols = _arrow_trec.read_columns(data, 4, {0: "grouped_ids", 2: "ids", 3: "ids"})
     if cols is None:
         return None
     (qu, qc), (du, dc), (ru, rc) = cols[0], cols[2], cols[3]
-    return [qu[qc], None, du[dc], ru[rc]]
+    grades = _parse_grade_uniques(ru, rc, path, raw)
+    return Qrels._from_codes(
+        qu,
+        qc,
+        du,
+        dc,
+        grades[rc],
+        name=name or path.name,
+        metadata={"source": str(path)},
+        source=str(path),
+    )
+
+
+def _parse_grade_uniques(
+    uniques: np.ndarray, codes: np.ndarray, path: str | Path, raw: bytes | None
+) -> np.ndarray:
+    """Each distinct grade string of a factorised column parsed exactly (int64 (u,)).
+
+    Raises:
+        FormatError: as :func:`parse_grades` (the first line holding the bad value named).
+    """
+    parsed = np.empty(len(uniques), dtype=np.int64)
+    for j, text in enumerate(uniques.tolist()):
+        grade = parse_grade(str(text))
+        if grade is None or not INT64_MIN <= grade <= INT64_MAX:
+            i = int(np.flatnonzero(codes == j)[0])
+            line = _line_of_entry(raw, i) if raw is not None else None
+            problem = (
+                "is not an integer"
+                if grade is None
+                else f"lies outside the 64-bit range [{INT64_MIN}, {INT64_MAX}]"
+            )
+            raise FormatError(
+                path, line, f"relevance {short(text)} {problem}; grades must be integers"
+            )
+        parsed[j] = grade
+    return parsed
 
 
 def parse_grades(values: np.ndarray, path: str | Path, raw: bytes | None) -> np.ndarray:
@@ -344,22 +385,7 @@ def parse_grades(values: np.ndarray, path: str | Path, raw: bytes | None) -> np.
     if not len(values):
         return np.zeros(0, dtype=np.int64)
     codes, uniques = pd.factorize(pd.Series(values, dtype=object), sort=False)
-    parsed = np.empty(len(uniques), dtype=np.int64)
-    for j, text in enumerate(uniques.tolist()):
-        grade = parse_grade(str(text))
-        if grade is None or not INT64_MIN <= grade <= INT64_MAX:
-            i = int(np.flatnonzero(codes == j)[0])
-            line = _line_of_entry(raw, i) if raw is not None else None
-            problem = (
-                "is not an integer"
-                if grade is None
-                else f"lies outside the 64-bit range [{INT64_MIN}, {INT64_MAX}]"
-            )
-            raise FormatError(
-                path, line, f"relevance {short(text)} {problem}; grades must be integers"
-            )
-        parsed[j] = grade
-    return parsed[codes]
+    return _parse_grade_uniques(np.asarray(uniques, dtype=object), codes, path, raw)[codes]
 
 
 def _duplicate_at(path: Path, raw: bytes, exc: DuplicateError, *, doc_column: int) -> Exception:
@@ -465,14 +491,28 @@ def write_run(run: Run, path: str | Path, *, tag: str | None = None) -> Path:
     path = Path(path)
     tag = tag or run.name or "nuggetbench"
     tag = re.sub(r"\s+", "_", tag)
-    text = "".join(_run_lines(run, tag))
-    if path.suffix == ".gz":
-        with atomic_write(path, "wb") as fh:
-            fh.write(gzip.compress(encode_id_text(text)))
-    else:
-        with atomic_write(path, "wb") as fh:
-            fh.write(encode_id_text(text))
+    blocks = _column_blocks(run, tag)
+    if blocks is None:
+        blocks = [encode_id_text("".join(_run_lines(run, tag)))]
+    with atomic_write(path, "wb") as fh:
+        if path.suffix == ".gz":
+            with gzip.GzipFile(filename="", fileobj=fh, mode="wb") as gz:
+                for block in blocks:
+                    gz.write(block)
+        else:
+            for block in blocks:
+                fh.write(block)
     return path
+
+
+def _column_blocks(run: Run, tag: str):
+    """The file's bytes from :mod:`._trec_write` (large runs whose ids and tag it can write),
+    else ``None``."""
+    if not isinstance(run, Run) or run.n_entries < _trec_write.MIN_ENTRIES:
+        return None
+    qids, starts = run.query_offsets()
+    uniques, codes = run.doc_codes()
+    return _trec_write.run_chunks(qids, starts, uniques, codes, run.score_column(), tag)
 
 
 def write_qrels(qrels: Qrels, path: str | Path) -> Path:

@@ -153,8 +153,12 @@ def _normal_forms(ids: np.ndarray) -> np.ndarray:
     arr, ascii_mask = arrow
     text = pc.ascii_lower(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE))
     number = pc.match_substring_regex(text, r"^[+-]?[0-9]+(\.0*)?$")
-    digits = pc.replace_substring_regex(text, r"^\+?(-?)0*([0-9]+)(?:\.0*)?$", r"\1\2")
-    out = pc.if_else(number, digits, text).to_numpy(zero_copy_only=False).astype(object)
+    if pc.any(number).as_py():  # rewrite only the numbers (the regex replace is the slow step)
+        digits = pc.replace_substring_regex(
+            text.filter(number), r"^\+?(-?)0*([0-9]+)(?:\.0*)?$", r"\1\2"
+        )
+        text = pc.replace_with_mask(text, number, digits)
+    out = text.to_numpy(zero_copy_only=False).astype(object)
     if not ascii_mask.all():
         out[~ascii_mask] = [_normal_form(x) for x in ids[~ascii_mask]]
     return out
@@ -283,9 +287,9 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
             )
         )
     run_docs = _run_doc_uniques(run)
-    judged_docs = _judged_doc_uniques(qrels)
-    if run_docs is not None and judged_docs is not None:
-        dpairs = _doc_format_pairs(judged_docs, run_docs)
+    missing_docs = _missing_judged_docs(qrels, run)
+    if run_docs is not None and missing_docs is not None:
+        dpairs = _doc_format_pairs(missing_docs, run_docs)
         if dpairs:
             out.append(
                 Finding(
@@ -313,14 +317,14 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
     return _emit(out)
 
 
-def _doc_format_pairs(judged: np.ndarray, retrieved: np.ndarray) -> list[tuple[str, str]]:
-    """:func:`_format_pairs` of judged and retrieved document ids (distinct), vectorised.
+def _doc_format_pairs(missing: np.ndarray, retrieved: np.ndarray) -> list[tuple[str, str]]:
+    """:func:`_format_pairs` of the judged document ids never retrieved (*missing*, distinct) and
+    the retrieved ones (distinct), vectorised.
 
-    Only judged ids never retrieved can form a pair, and only retrieved ids whose normal form is
-    one of theirs can be their partner: both sets are found by hash look-ups over the distinct
-    ids, and :func:`_format_pairs` runs on those few.
+    Only judged ids never retrieved can form a pair (:func:`_missing_judged_docs`), and only
+    retrieved ids whose normal form is one of theirs can be their partner: found by one hash
+    look-up over the normal forms, and :func:`_format_pairs` runs on those few.
     """
-    missing = judged[index_in(judged, retrieved) < 0]
     if not len(missing):
         return []
     partners = retrieved[is_in(_normal_forms(retrieved), _normal_forms(missing))]
@@ -340,9 +344,27 @@ def _run_doc_uniques(run: Any) -> np.ndarray | None:
     return np.array(list(set(arrays()[2].tolist())), dtype=object)
 
 
-def _judged_doc_uniques(qrels: Any) -> np.ndarray | None:
-    docs = _judged_doc_ids(qrels)
-    return None if docs is None else np.array(list(docs), dtype=object)
+def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
+    """The distinct judged document ids that the run never retrieves (object array, no order).
+
+    A run with ``codes_of`` maps the qrels' doc id column to its codes once (shared with
+    :func:`_judged_hits` and the evaluation's join); only the absent ids are then made distinct.
+    """
+    arrays = getattr(qrels, "arrays", None)
+    if arrays is None:
+        return None
+    docids = arrays()[2]
+    if hasattr(run, "codes_of"):
+        uniques, codes = run.doc_codes()
+        present = np.zeros(len(uniques) + 1, dtype=bool)  # the last cell: absent (-1)
+        present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
+        absent = np.asarray(docids, dtype=object)[~present[run.codes_of(docids)]]
+        return np.array(list(set(absent.tolist())), dtype=object)
+    retrieved = _run_doc_uniques(run)
+    if retrieved is None:
+        return None
+    judged = np.array(list(set(docids.tolist())), dtype=object)
+    return judged[index_in(judged, retrieved) < 0]
 
 
 def _judged_doc_ids(qrels: Any, *, relevant_only: bool = False) -> set[str] | None:
@@ -427,19 +449,20 @@ def _judged_hits(qrels: Any, run: Any) -> dict[str, int] | None:
     """
     if not hasattr(run, "arrays") or not hasattr(qrels, "arrays"):
         return None
-    import pandas as pd
-
     qq, qstarts, qdocs, _ = qrels.arrays()
-    if hasattr(run, "doc_codes") and hasattr(run, "query_offsets"):
+    if hasattr(run, "codes_of") and hasattr(run, "query_offsets"):
         rq, rstarts = run.query_offsets()
         uniques, codes = run.doc_codes()
+        doc_code = run.codes_of(qdocs)
     else:
+        import pandas as pd
+
         rq, rstarts, rdocs, _ = run.arrays()
         codes, uniques = pd.factorize(np.asarray(rdocs, dtype=object))
+        doc_code = index_in(qdocs, uniques)
     codes = np.asarray(codes, dtype=np.int64)
     present = np.zeros(len(uniques), dtype=bool)
     present[codes] = True  # after filtering, uniques may hold more
-    doc_code = index_in(qdocs, uniques)
     query_of_judgment = np.repeat(index_in(qq, rq), np.diff(qstarts))
     nd = np.int64(max(len(uniques), 1))
     keep = (doc_code >= 0) & (query_of_judgment >= 0)
@@ -596,6 +619,38 @@ _PADDED_FACTOR = 2
 entry (else by one global lexsort)."""
 
 
+_BY_SCORE_GROUPS = True
+"""Find disagreements in one pass over groups of equal scores (no sort); tests turn it off to
+compare with the sorting paths."""
+
+
+def _rank_disagreements_by_groups(
+    rows: np.ndarray, scores: np.ndarray, ranks: np.ndarray
+) -> np.ndarray | None:
+    """The query rows (ascending, distinct) of :func:`_rank_disagreements`, without sorting.
+
+    Entries are ranked (scores non-increasing inside each row). Read in rank order (stable, so
+    equal ranks keep the score order), a row's scores go up exactly when some entry has a higher
+    rank than an entry of strictly lower score. So each group of equal scores is compared with
+    the largest rank of the row's earlier (higher-scoring) groups: one running maximum over keys
+    ``row * span + rank`` (a row's keys all exceed the earlier rows', so the maximum restarts at
+    each row). ``None`` when the keys would not fit in int64 (the caller sorts instead).
+    """
+    low, high = int(ranks.min()), int(ranks.max())
+    span = high - low + 1
+    if (int(rows[-1]) + 1) * span >= 2**62:
+        return None
+    keys = rows * np.int64(span) + (ranks - low)
+    change = np.empty(len(rows), dtype=bool)
+    change[0] = True
+    np.logical_or(rows[1:] != rows[:-1], scores[1:] != scores[:-1], out=change[1:])
+    heads = np.flatnonzero(change)
+    largest = np.maximum.accumulate(np.maximum.reduceat(keys, heads))
+    smallest = np.minimum.reduceat(keys, heads)
+    bad = largest[:-1] > smallest[1:]  # an earlier group of the row ranks below this one
+    return np.unique(rows[heads[1:][bad]])
+
+
 def _rank_disagreements(run: Any, ranks: np.ndarray) -> list[Any]:
     """Query ids (in run order) whose entries, read in rank order (stable), have a score going up.
 
@@ -616,6 +671,10 @@ def _rank_disagreements(run: Any, ranks: np.ndarray) -> list[Any]:
     down = same & (ranks[1:] < ranks[:-1])
     if not down.any():
         return []  # ranks follow the run's order, whose scores never go up within a query
+    if _BY_SCORE_GROUPS:
+        found = _rank_disagreements_by_groups(rows, scores, ranks)
+        if found is not None:
+            return [qids[i] for i in found.tolist()]
     suspect = np.zeros(len(counts), dtype=bool)
     suspect[rows[1:][down]] = True
     which = np.flatnonzero(suspect)

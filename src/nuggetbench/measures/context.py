@@ -236,7 +236,18 @@ class EvalContext:
             )
             qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), lengths)
             self._cache["judgments"] = (qidx, qdocs[index], qgrades[index])
+            self._cache["judgment_index"] = index
         return self._cache["judgments"]
+
+    def _judged_codes(self, uniques: np.ndarray) -> np.ndarray:
+        """Position of each judgment's document (:meth:`judgments` order) among the run's doc
+        *uniques* (``-1``: never retrieved). A run with ``codes_of`` answers for the whole qrels
+        column once, shared with the trap checks."""
+        jq, jdocs, _ = self.judgments()
+        codes_of = getattr(self.run, "codes_of", None)
+        if codes_of is None:
+            return index_in(jdocs, uniques)
+        return codes_of(self.qrels.arrays()[2])[self._cache["judgment_index"]]
 
     def num_rel(self, rel: int = 1) -> np.ndarray:
         """Judged relevant documents per query (``grade >= rel`` and ``>= 0``), float64 (Q,)."""
@@ -325,7 +336,7 @@ class EvalContext:
         if n == 0 or len(jq) == 0:
             return grade
         uniques, codes = _doc_codes(self.run)
-        jcode = index_in(jdocs, uniques)
+        jcode = self._judged_codes(uniques)
         keep = jcode >= 0
         if not keep.any():
             return grade

@@ -54,6 +54,7 @@ from ..data import Corpus, Document, Queries, Run
 from ..errors import InputError
 from ._models import progress_bar
 from .base import DocFilter, check_k
+from .shardmap import Mapper, active, serial_map
 
 if TYPE_CHECKING:  # pragma: no cover
     from .bm25 import BM25
@@ -136,6 +137,7 @@ def build_sharded(
     *,
     shard_docs: int,
     show_progress: bool = False,
+    mapper: Mapper | None = None,
 ) -> dict[str, Any]:
     """Run (or resume) the three stages in *work*; returns the build's summary.
 
@@ -145,6 +147,8 @@ def build_sharded(
         work: the partial folder (created; kept between attempts for resuming).
         shard_docs: documents per chunk and shard (>= 1).
         show_progress: tqdm bars (documents/s, ETA) per stage.
+        mapper: runs the per-shard scoring (:mod:`.shardmap`; default: the active one,
+            :func:`.shardmap.active`, else this process).
 
     Returns:
         ``{"n_docs", "n_shards", "n_vocab", "avg_doc_len", "resumed_chunks", "resumed_shards",
@@ -173,7 +177,9 @@ def build_sharded(
     t1 = time.perf_counter()
     df, n_docs, avg_doc_len = _stats_stage(work, n_chunks, len(vocab), total, show_progress)
     t2 = time.perf_counter()
-    resumed_shards = _score_stage(retriever, work, n_chunks, df, n_docs, avg_doc_len, show_progress)
+    resumed_shards = _score_stage(
+        retriever, work, n_chunks, df, n_docs, avg_doc_len, show_progress, mapper
+    )
     t3 = time.perf_counter()
     return {
         "n_docs": n_docs,
@@ -273,8 +279,10 @@ def _stats_stage(work: Path, n_chunks: int, n_vocab: int, total: int, show: bool
     return df, n_docs, avg_doc_len
 
 
-def _score_stage(retriever: BM25, work: Path, n_chunks, df, n_docs, avg_doc_len, show) -> int:
-    from bm25s.scoring import _build_idf_array, _select_idf_scorer, _select_tfc_scorer
+def _score_stage(
+    retriever: BM25, work: Path, n_chunks, df, n_docs, avg_doc_len, show, mapper=None
+) -> int:
+    from bm25s.scoring import _build_idf_array, _select_idf_scorer
 
     idf = _build_idf_array(
         doc_frequencies={t: int(c) for t, c in enumerate(df)},
@@ -282,45 +290,82 @@ def _score_stage(retriever: BM25, work: Path, n_chunks, df, n_docs, avg_doc_len,
         compute_idf_fn=_select_idf_scorer(retriever.method),
         dtype="float32",
     )
-    tfc_fn = _select_tfc_scorer(retriever.method)
-    n_vocab = len(df)
-    resumed = 0
-    bar = progress_bar(show, n_docs, "bm25 score shards")
-    try:
-        for i in range(n_chunks):
-            stem = work / f"chunk-{i:05d}"
-            shard = work / f"shard-{i:05d}"
-            lens = np.load(f"{stem}.lens.npy")
-            if Path(f"{shard}.done").exists():
-                resumed += 1
-            else:
-                tokens = np.asarray(np.load(f"{stem}.tokens.npy", mmap_mode="r"))
-                tok, doc, counts = _shard_pairs(tokens, lens)
-                # the operand types of bm25s' _build_scores_and_indices_for_matrix: tf float32,
-                # l_d an integer, l_avg a float64 scalar; idf float32; the product to float32
-                tfc = tfc_fn(
-                    tf_array=counts.astype(np.float32),
-                    l_d=lens[doc],
-                    l_avg=avg_doc_len,
-                    k1=retriever.k1,
-                    b=retriever.b,
-                    delta=retriever.delta,
-                )
-                data = (idf[tok] * tfc).astype(np.float32)
-                indptr = np.zeros(n_vocab + 1, dtype=np.int64)
-                np.cumsum(np.bincount(tok, minlength=n_vocab), out=indptr[1:])
-                _save_npy(Path(f"{shard}.data.npy"), data)
-                _save_npy(Path(f"{shard}.indices.npy"), doc.astype(np.int32))
-                _save_npy(Path(f"{shard}.indptr.npy"), indptr)
-                Path(f"{shard}.done").touch()
-            if bar is not None:
-                bar.update(len(lens))
-    finally:
-        if bar is not None:
-            bar.close()
+    pending = [i for i in range(n_chunks) if not (work / f"shard-{i:05d}.done").exists()]
+    resumed = n_chunks - len(pending)
+    sizes = [
+        int(np.load(work / f"chunk-{i:05d}.lens.npy", mmap_mode="r").shape[0]) for i in pending
+    ]
+    common = {
+        "idf": idf,
+        "method": retriever.method,
+        "k1": retriever.k1,
+        "b": retriever.b,
+        "delta": retriever.delta,
+        "avg_doc_len": avg_doc_len,
+    }
+    (mapper or active() or serial_map)(
+        score_shard,
+        [(str(work), i) for i in pending],
+        common=common,
+        sizes=sizes,
+        desc="bm25 score shards",
+        show_progress=show,
+    )
     if resumed:
         log.info("bm25 sharded build: resumed %d of %d scored shards", resumed, n_chunks)
     return resumed
+
+
+def score_shard(
+    work: str,
+    i: int,
+    *,
+    idf: np.ndarray,
+    method: str,
+    k1: float,
+    b: float,
+    delta: float,
+    avg_doc_len: np.float64,
+) -> int:
+    """Write shard *i*'s CSC score matrix (``shard-NNNNN.{data,indices,indptr}.npy``) from chunk
+    *i*'s token ids in the partial folder *work*, then its ``.done`` marker; idempotent (every
+    file written atomically, the marker last), so a retried call gives the same files.
+
+    Args:
+        work: the partial folder; i: the shard number.
+        idf: float32 ``(vocabulary,)`` global idf (bm25s' ``_build_idf_array``).
+        method, k1, b, delta: the BM25 variant and parameters.
+        avg_doc_len: the global average document length (float64).
+
+    Returns:
+        The shard's number of documents.
+    """
+    from bm25s.scoring import _select_tfc_scorer
+
+    stem = Path(work) / f"chunk-{i:05d}"
+    shard = Path(work) / f"shard-{i:05d}"
+    lens = np.load(f"{stem}.lens.npy")
+    n_vocab = len(idf)
+    tokens = np.asarray(np.load(f"{stem}.tokens.npy", mmap_mode="r"))
+    tok, doc, counts = _shard_pairs(tokens, lens)
+    # the operand types of bm25s' _build_scores_and_indices_for_matrix: tf float32,
+    # l_d an integer, l_avg a float64 scalar; idf float32; the product to float32
+    tfc = _select_tfc_scorer(method)(
+        tf_array=counts.astype(np.float32),
+        l_d=lens[doc],
+        l_avg=avg_doc_len,
+        k1=k1,
+        b=b,
+        delta=delta,
+    )
+    data = (idf[tok] * tfc).astype(np.float32)
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount(tok, minlength=n_vocab), out=indptr[1:])
+    _save_npy(Path(f"{shard}.data.npy"), data)
+    _save_npy(Path(f"{shard}.indices.npy"), doc.astype(np.int32))
+    _save_npy(Path(f"{shard}.indptr.npy"), indptr)
+    Path(f"{shard}.done").touch()
+    return len(lens)
 
 
 def finish(work: Path, staging: Path, n_chunks: int, vocab: dict[str, int] | None = None) -> None:
@@ -360,6 +405,69 @@ def _replay_vocab(work: Path, n_chunks: int) -> dict[str, int]:
     return vocab
 
 
+def load_shard(folder: Path | str, i: int, n: int, *, k1: float, b: float, method: str):
+    """Shard *i* of the index in *folder* (*n* documents) as a ``bm25s.BM25`` over memory maps."""
+    import bm25s
+
+    stem = Path(folder) / f"shard-{i:05d}"
+    scorer = bm25s.BM25(k1=k1, b=b, method=method, backend="numpy")
+    scorer.scores = {
+        "data": np.load(f"{stem}.data.npy", mmap_mode="r"),
+        "indices": np.load(f"{stem}.indices.npy", mmap_mode="r"),
+        "indptr": np.load(f"{stem}.indptr.npy", mmap_mode="r"),
+        "num_docs": n,
+    }
+    scorer.nonoccurrence_array = None
+    return scorer
+
+
+def shard_candidates(
+    scorer: Any,
+    start: int,
+    *,
+    token_ids: list[list[int]],
+    filter_pos: dict[int, np.ndarray],
+    k: int,
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """One shard's candidates for every query: ``[(query number, corpus positions, float32
+    scores)]``, every document scoring at or above the shard's k-th best (ties included).
+
+    Args:
+        scorer: the shard (:func:`load_shard`); start: its first corpus position.
+        token_ids: per query, the global token ids of its terms.
+        filter_pos: ``{query number: sorted corpus positions}`` of the restricted queries.
+        k: depth (>= 1).
+    """
+    n = int(scorer.scores["num_docs"])
+    out = []
+    for i, ids in enumerate(token_ids):
+        if i in filter_pos:
+            pos = filter_pos[i]
+            pos = pos[(pos >= start) & (pos < start + n)] - start
+            if not len(pos):
+                continue
+            s = scorer.get_scores_from_ids(ids)[pos] if ids else np.zeros(len(pos), np.float32)
+        elif not ids:
+            continue
+        else:
+            scores = scorer.get_scores_from_ids(ids)
+            pos = np.flatnonzero(scores > 0.0)
+            s = scores[pos]
+        if len(pos) > k:
+            kth = np.partition(s, len(s) - k)[len(s) - k]
+            keep = s >= kth  # every tie of the k-th score stays a candidate
+            pos, s = pos[keep], s[keep]
+        out.append((i, pos + start, s))
+    return out
+
+
+def search_shard(
+    folder: str, i: int, start: int, n: int, *, k1: float, b: float, method: str, **common: Any
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """:func:`shard_candidates` of shard *i* loaded from *folder* (a cluster task)."""
+    return shard_candidates(load_shard(folder, i, n, k1=k1, b=b, method=method), start, **common)
+
+
 # --- searching -------------------------------------------------------------------------------
 class ShardedBM25Index:
     """A sharded BM25 index (memory-mapped shards); :meth:`search` returns a :class:`Run`.
@@ -370,11 +478,21 @@ class ShardedBM25Index:
             ``doc_ids.bin`` + ``doc_ids.offsets.npy``).
         doc_ids: :class:`MappedIds`, corpus order.
         from_cache: whether it was loaded from the cache.
+        mapper: runs the per-shard searches (:mod:`.shardmap`; ``None``: the mapper active at
+            search time, :func:`.shardmap.active`, else this process; a cluster's tasks read the
+            shards from *folder*, which they must be able to reach).
     """
 
-    def __init__(self, retriever: BM25, folder: Path, *, from_cache: bool, keep: Any = None):
-        import bm25s
-
+    def __init__(
+        self,
+        retriever: BM25,
+        folder: Path,
+        *,
+        from_cache: bool,
+        keep: Any = None,
+        mapper: Mapper | None = None,
+    ):
+        self.mapper = mapper  # runs the per-shard searches (None: in this process)
         self.retriever = retriever
         self.folder = Path(folder)
         self.from_cache = from_cache
@@ -386,20 +504,11 @@ class ShardedBM25Index:
         start = 0
         i = 0
         while (self.folder / f"shard-{i:05d}.data.npy").exists():
-            stem = self.folder / f"shard-{i:05d}"
-            scorer = bm25s.BM25(
-                k1=retriever.k1, b=retriever.b, method=retriever.method, backend="numpy"
-            )
-            indices = np.load(f"{stem}.indices.npy", mmap_mode="r")
             n = int(self._shard_len(i))
-            scorer.scores = {
-                "data": np.load(f"{stem}.data.npy", mmap_mode="r"),
-                "indices": indices,
-                "indptr": np.load(f"{stem}.indptr.npy", mmap_mode="r"),
-                "num_docs": n,
-            }
+            scorer = load_shard(
+                self.folder, i, n, k1=retriever.k1, b=retriever.b, method=retriever.method
+            )
             scorer.vocab_dict = self.vocab
-            scorer.nonoccurrence_array = None
             self.shards.append(scorer)
             self.starts.append(start)
             start += n
@@ -458,37 +567,40 @@ class ShardedBM25Index:
             if q in filtered:
                 filter_pos[i], n_missing = self._candidates(filtered[q])
                 missing += n_missing
-        bar = progress_bar(show_progress, len(self), "bm25 search shards")
-        for scorer, start in zip(self.shards, self.starts):
-            n = int(scorer.scores["num_docs"])
-            for i in range(len(qids)):
-                ids = token_ids[i]
-                if i in filter_pos:
-                    pos = filter_pos[i]
-                    pos = pos[(pos >= start) & (pos < start + n)] - start
-                    if not len(pos):
-                        continue
-                    s = (
-                        scorer.get_scores_from_ids(ids)[pos]
-                        if ids
-                        else np.zeros(len(pos), np.float32)
-                    )
-                elif not ids:
-                    continue
-                else:
-                    scores = scorer.get_scores_from_ids(ids)
-                    pos = np.flatnonzero(scores > 0.0)
-                    s = scores[pos]
-                if len(pos) > k:
-                    kth = np.partition(s, len(s) - k)[len(s) - k]
-                    keep = s >= kth  # every tie of the k-th score stays a candidate
-                    pos, s = pos[keep], s[keep]
-                cand_pos[i].append(pos + start)
+        calls = [(scorer, start) for scorer, start in zip(self.shards, self.starts)]
+        sizes = [int(scorer.scores["num_docs"]) for scorer in self.shards]
+        common = {"token_ids": token_ids, "filter_pos": filter_pos, "k": k}
+        mapper = self.mapper if self.mapper is not None else active()
+        if mapper is None:
+            found = serial_map(
+                shard_candidates,
+                calls,
+                common=common,
+                sizes=sizes,
+                desc="bm25 search shards",
+                show_progress=show_progress,
+            )
+        else:
+            params = {
+                "k1": self.retriever.k1,
+                "b": self.retriever.b,
+                "method": self.retriever.method,
+            }
+            found = mapper(
+                search_shard,
+                [
+                    (str(self.folder), i, start, n)
+                    for i, (start, n) in enumerate(zip(self.starts, sizes))
+                ],
+                common={**common, **params},
+                sizes=sizes,
+                desc="bm25 search shards",
+                show_progress=show_progress,
+            )
+        for shard_found in found:  # shard order, as the single-process loop
+            for i, pos, s in shard_found:
+                cand_pos[i].append(pos)
                 cand_score[i].append(s)
-            if bar is not None:
-                bar.update(n)
-        if bar is not None:
-            bar.close()
         if missing:
             log.warning(
                 "doc_filter names %d candidate(s) absent from the corpus; they were ignored",
@@ -528,6 +640,7 @@ class ShardedBM25Index:
                 "index_from_cache": self.from_cache,
                 "backend": "numpy",
                 "shards": len(self.shards),
+                **({"shard_mapper": getattr(mapper, "name", repr(mapper))} if mapper else {}),
                 "queries_without_known_terms": len(empty),
                 "objective": bool(objective),
             },

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..data import Corpus
-from . import dense_sharded, embcache
+from . import dense_sharded, distributed, embcache
 from ._common import ModelBacked, encode_by_length, encode_in_length_order
 from ._models import BatchBackoff, resolve_model
 from .compose import Composable
@@ -287,17 +287,32 @@ class DenseRetriever(ModelBacked, Composable):
         else:
             keep = tempfile.TemporaryDirectory(prefix="nuggetbench-dense-")
             work = Path(keep.name)
-        summary = dense_sharded.encode_sharded(
-            work,
-            corpus,
-            doc_ids,
-            dim=dim,
-            with_title=opts["with_title"],
-            shard_docs=opts["shard_docs"],
-            step=stride,
-            encode=lambda texts: self.backoff(self._encode_docs, texts),
-            show_progress=show_progress,
-        )
+        ray_mapper = distributed.active_ray()
+        if ray_mapper is not None:  # the same shards, encoded by Ray Data model actors
+            summary = distributed.encode_dense(
+                ray_mapper,
+                self,
+                work,
+                corpus,
+                doc_ids,
+                dim=dim,
+                with_title=opts["with_title"],
+                shard_docs=opts["shard_docs"],
+                step=stride,
+                show_progress=show_progress,
+            )
+        else:
+            summary = dense_sharded.encode_sharded(
+                work,
+                corpus,
+                doc_ids,
+                dim=dim,
+                with_title=opts["with_title"],
+                shard_docs=opts["shard_docs"],
+                step=stride,
+                encode=lambda texts: self.backoff(self._encode_docs, texts),
+                show_progress=show_progress,
+            )
         log.info("dense sharded encode: %s", summary)
         if keep is not None:
             emb = np.load(work / "embeddings.npy", mmap_mode="r")

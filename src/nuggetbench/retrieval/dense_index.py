@@ -12,6 +12,7 @@ import numpy as np
 
 from ..data import Queries, Run
 from ..errors import InputError
+from . import distributed
 from ._common import BlockIndex, contiguous
 from .base import check_k
 from .topk import make_run, select_topk
@@ -83,6 +84,25 @@ class DenseIndex(BlockIndex):
         if (r.options["faiss"] or r.options["index"] != "exact") and not doc_filter:
             return self._faiss_search(qids, q, k, meta)
         emb = self.embeddings
+        ray_mapper = distributed.active_ray()
+        if ray_mapper is not None and not doc_filter and _npy_file(emb):
+            # exact search over the same blocks, by Ray tasks reading the memory-mapped file
+            return distributed.search_dense(
+                ray_mapper,
+                _npy_file(emb),
+                len(self.doc_ids),
+                q,
+                qids,
+                self.doc_ids,
+                self._ties,
+                k,
+                query_block=r.options["query_block"],
+                doc_block=r.options["doc_block"],
+                span=r.options["shard_docs"] or 8 * r.options["doc_block"],
+                name=r.name,
+                metadata=meta,
+                show_progress=show_progress,
+            )
 
         def score(q_rows: np.ndarray, d_rows: np.ndarray) -> np.ndarray:
             docs = emb[d_rows[0] : d_rows[-1] + 1] if contiguous(d_rows) else emb[d_rows]
@@ -128,6 +148,18 @@ class DenseIndex(BlockIndex):
 TIE_MARGIN = 32
 """Extra candidates asked of faiss per query, so that documents tied at the k-th score are cut in
 trec_eval's order rather than faiss' (id ascending)."""
+
+
+def _npy_file(emb: np.ndarray) -> str | None:
+    """The ``.npy`` file *emb* maps whole (what cluster tasks can open), else ``None``."""
+    name = getattr(emb, "filename", None) if isinstance(emb, np.memmap) else None
+    if not name or not str(name).endswith(".npy"):
+        return None
+    try:
+        whole = np.load(name, mmap_mode="r")
+    except (OSError, ValueError):
+        return None
+    return str(name) if whole.shape == emb.shape and whole.dtype == emb.dtype else None
 
 
 def _faiss():

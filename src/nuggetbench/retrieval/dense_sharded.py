@@ -85,7 +85,67 @@ def encode_sharded(
         ``{"shards": count, "resumed": shards found done, "encoded": shards encoded now,
         "shard_docs": the shard size used}``.
     """
+    out, order, size, done = prepare(
+        work, corpus, len(doc_ids), dim=dim, with_title=with_title, shard_docs=shard_docs, step=step
+    )
     n = len(doc_ids)
+    n_shards = len(done)
+    resumed = sum(done)
+    if resumed:
+        log.info("dense sharded encode: resuming, %d of %d shards done", resumed, n_shards)
+    bar = progress_bar(show_progress, n, desc)
+    try:
+        if bar is not None and resumed:
+            bar.update(
+                sum(len(order[i * size : (i + 1) * size]) for i in range(n_shards) if done[i])
+            )
+        for i in range(n_shards):
+            if done[i]:
+                continue
+            write_shard(
+                work,
+                out,
+                i,
+                order[i * size : (i + 1) * size],
+                corpus,
+                doc_ids,
+                with_title=with_title,
+                step=step,
+                encode=encode,
+                progress=bar.update if bar is not None else None,
+            )
+    finally:
+        if bar is not None:
+            bar.close()
+        del out
+    return {
+        "shards": n_shards,
+        "resumed": resumed,
+        "encoded": n_shards - resumed,
+        "shard_docs": size,
+    }
+
+
+def prepare(
+    work: Path,
+    corpus: Corpus,
+    n: int,
+    *,
+    dim: int,
+    with_title: bool,
+    shard_docs: int,
+    step: int,
+) -> tuple[np.ndarray, np.ndarray, int, list[bool]]:
+    """Open (or create) the partial folder *work* for *n* vectors of *dim* and plan the shards.
+
+    A partial folder written with another shape, dtype or shard size is discarded.
+
+    Returns:
+        ``(out, order, size, done)``: the ``(n, dim)`` float32 memory map ``embeddings.npy``
+        (writable), the encoding order (``(n,)`` rows, text length descending, stable), the shard
+        size (:func:`shard_size`; shard *i* is ``order[i * size : (i + 1) * size]``) and, per
+        shard, whether its ``.done`` marker exists.
+    """
     size = shard_size(shard_docs, step)
     n_shards = max(1, -(-n // size))
     work.mkdir(parents=True, exist_ok=True)
@@ -112,37 +172,34 @@ def encode_sharded(
     out = np.load(array_path, mmap_mode="r+")
     order = np.argsort(-text_lengths(corpus, n, with_title=with_title), kind="stable")
     done = [(work / f"shard-{i:05d}.done").exists() for i in range(n_shards)]
-    resumed = sum(done)
-    if resumed:
-        log.info("dense sharded encode: resuming, %d of %d shards done", resumed, n_shards)
-    bar = progress_bar(show_progress, n, desc)
-    try:
-        if bar is not None and resumed:
-            bar.update(
-                sum(len(order[i * size : (i + 1) * size]) for i in range(n_shards) if done[i])
-            )
-        for i in range(n_shards):
-            if done[i]:
-                continue
-            shard_rows = order[i * size : (i + 1) * size]
-            for start in range(0, len(shard_rows), step):
-                rows = shard_rows[start : start + step]
-                texts = corpus.texts([doc_ids[r] for r in rows.tolist()], with_title=with_title)
-                out[rows] = np.asarray(encode(texts), dtype=np.float32)
-                if bar is not None:
-                    bar.update(len(rows))
-            out.flush()  # the rows are on disk before the marker says so
-            (work / f"shard-{i:05d}.done").touch()
-    finally:
-        if bar is not None:
-            bar.close()
-        del out
-    return {
-        "shards": n_shards,
-        "resumed": resumed,
-        "encoded": n_shards - resumed,
-        "shard_docs": size,
-    }
+    return out, order, size, done
+
+
+def write_shard(
+    work: Path,
+    out: np.ndarray,
+    i: int,
+    shard_rows: np.ndarray,
+    corpus: Corpus,
+    doc_ids: list[str],
+    *,
+    with_title: bool,
+    step: int,
+    encode: Callable[[list[str]], Any],
+    progress: Callable[[int], Any] | None = None,
+) -> int:
+    """Encode shard *i* (rows *shard_rows* of *doc_ids*, *step* per encode call, as the single
+    pass), write its vectors into *out*, flush the map, then write ``shard-NNNNN.done``.
+    Idempotent: a repeated call writes the same rows. Returns the shard's documents."""
+    for start in range(0, len(shard_rows), step):
+        rows = shard_rows[start : start + step]
+        texts = corpus.texts([doc_ids[r] for r in rows.tolist()], with_title=with_title)
+        out[rows] = np.asarray(encode(texts), dtype=np.float32)
+        if progress is not None:
+            progress(len(rows))
+    out.flush()  # the rows are on disk before the marker says so
+    (Path(work) / f"shard-{i:05d}.done").touch()
+    return len(shard_rows)
 
 
 def commit(work: Path, staging: Path) -> None:
