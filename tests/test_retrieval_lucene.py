@@ -219,3 +219,14 @@ def test_scifact_gives_pyserini_regression_numbers(api, shared_data, preset, ndc
     }
     assert round(means["ndcg_cut_10"], 4) == ndcg10
     assert round(means["recall_100"], 4) == r100
+
+
+def test_run_cache_key_names_the_engine(api, monkeypatch):
+    from nuggetbench.retrieval.caching import retriever_identity
+
+    ident = retriever_identity(BM25(backend="lucene"))
+    assert ident["engine"]["pyserini"] == api.pyserini_version
+    assert ident["engine"]["anserini_jar"] == api.jar
+    assert "engine" not in retriever_identity(BM25())  # bm25s run cache keys unchanged
+    monkeypatch.setattr(lucene.importlib.metadata, "version", lambda name: "9.9.9")
+    assert retriever_identity(BM25(backend="lucene")) != ident

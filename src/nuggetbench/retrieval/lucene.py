@@ -80,6 +80,7 @@ __all__ = [
     "LAYOUTS",
     "LuceneIndex",
     "build_lucene_index",
+    "index_key",
     "lucene_available",
     "pyserini_api",
 ]
