@@ -14,6 +14,8 @@ BEIR's format, outside the repository). Then each engine runs in its own subproc
   into a memory-mapped ``.npy`` (reported in documents/s), then exact block search over the map,
   then faiss ``index=flat|ivf|hnsw`` (default ``nlist``/``nprobe``/``hnsw_m``/``ef_search``) over
   the same cached vectors, each with its recall@100 against the exact run;
+* ``lucene``:  ``bm25:backend=lucene,k1=0.9,b=0.4`` (Pyserini, in-process JVM, 2 indexing
+  threads; ``NUGGETBENCH_LUCENE_HEAP`` sets the heap, default 4g; the peak RSS includes the JVM);
 * ``bm25s``:   bare bm25s: texts read into a list, ``bm25s.tokenize``, ``BM25.index``,
   ``BM25.retrieve`` (the same defaults: lucene, k1=1.5, b=0.75, English stemmer and stop words).
 
@@ -22,6 +24,7 @@ the nuggetbench runs (single, sharded) write the same TREC file when no top-k bo
 exists (it reports the number of differing lines otherwise). Run::
 
     python benchmarks/scale.py --n 200000 [--shard-docs 100000] [--workdir /tmp/nb_scale]
+    python benchmarks/scale.py --n 1000000 --engines sharded,lucene,bm25s
     python benchmarks/scale.py --n 20000 --engines dense --dense-n 20000 --shard-docs 4096
 """
 
@@ -161,7 +164,12 @@ else:
     n = len(corpus)
     stages["corpus index"] = time.perf_counter() - t
     t = time.perf_counter()
-    retriever = BM25(shard_docs=shard_docs, backend="numpy") if engine.startswith("sharded") else BM25(backend="numpy")
+    if engine == "lucene":  # Pyserini's BEIR preset: k1=0.9, b=0.4, one field, 2 indexing threads
+        retriever = BM25(backend="lucene", k1=0.9, b=0.4, threads=2)
+    elif engine.startswith("sharded"):
+        retriever = BM25(shard_docs=shard_docs, backend="numpy")
+    else:
+        retriever = BM25(backend="numpy")
     index = retriever.index(corpus)
     stages["index (tokenize+score+save)"] = time.perf_counter() - t
     if engine.startswith("sharded"):

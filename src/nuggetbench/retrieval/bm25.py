@@ -380,8 +380,6 @@ class BM25(Composable):
 
 def _check_lucene(opts: BM25Options, stemmer: str, analyzer: str) -> None:
     """Refuse options that ``backend=lucene`` cannot honour (it uses Lucene's own analyzer)."""
-    if not lucene_available():
-        raise SpecError(f"bm25: backend=lucene needs Pyserini and Java: {LUCENE_EXTRA}")
     defaults = BM25Options()
     changed = [
         f"{name}={value}"
@@ -400,3 +398,6 @@ def _check_lucene(opts: BM25Options, stemmer: str, analyzer: str) -> None:
             f"stop words), as Pyserini; {', '.join(changed)} belong to the bm25s backend "
             "(drop them, or drop backend=lucene)"
         )
+    # The spec is checked first, so that a wrong option is named even without Pyserini.
+    if not lucene_available():
+        raise SpecError(f"bm25: backend=lucene needs Pyserini and Java: {LUCENE_EXTRA}")
