@@ -148,10 +148,10 @@ def test_failed_build_leaves_nothing(api, monkeypatch):
     def boom(doc, layout):
         raise RuntimeError("killed")
 
-    monkeypatch.setattr(lucene, "_json_line", boom)
-    with pytest.raises(RuntimeError, match="killed"):
-        BM25(backend="lucene").index(corpus)
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # undoes only this patch, not the test's home
+        patch.setattr(lucene, "_json_line", boom)
+        with pytest.raises(RuntimeError, match="killed"):
+            BM25(backend="lucene").index(corpus)
     index = BM25(backend="lucene").index(corpus)
     assert not index.from_cache
     assert [p.name for p in index.path.parent.parent.iterdir()] == [index.path.parent.name]
