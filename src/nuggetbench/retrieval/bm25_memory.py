@@ -1,0 +1,241 @@
+"""``bm25:memory=SIZE``: the BM25 index layout chosen from a memory budget.
+
+The budget is the peak resident memory (RSS) of the process that builds and searches the
+index. At index time the peak of the single bm25s index is estimated from the corpus (its number
+of documents and its size in bytes); if it fits the budget, the single index is built (the very
+index, and run, of plain ``bm25``); otherwise the sharded index
+(:mod:`nuggetbench.retrieval.bm25_sharded`) with the largest ``shard_docs`` whose estimated peak
+fits (rounded down to a multiple of 1,000 documents); if even shards of
+:attr:`CostModel.min_shard_docs` documents do not fit, a :class:`~nuggetbench.errors.SpecError`
+names the smallest budget that would.
+
+**Corpus size.** ``corpus_bytes`` is the size of the corpus as BEIR JSON lines: for a file-backed
+corpus (``JsonlCorpus``, ``IndexedJsonlCorpus``) the file's size (``stat``, nothing read); for
+any other corpus the mean over its first :data:`SAMPLE_DOCS` documents of ``title + " " + text``
+in UTF-8 plus the id plus :data:`LINE_OVERHEAD` bytes of JSON framing, times the number of
+documents.
+
+**Cost model** (bytes; *B* = corpus bytes, *n* = documents, *S* = ``shard_docs``)::
+
+    single  = base + single_per_byte * B
+    sharded = base + sharded_per_doc * n + sharded_per_shard_byte * S * (B / n)
+
+Calibrated with ``benchmarks/scale.py --n 200000 --engines single,sharded`` at
+``--shard-docs 50000`` and ``20000`` (a synthetic corpus of 200,000 passages of 35-65 words, a
+Zipfian vocabulary of 200,000 word forms, ``corpus.jsonl`` 60.4 MB, 302 bytes a document; the
+whole process's peak RSS, build and 1,000 searches at k=100, from ``/usr/bin/time``; numpy
+backend, 2-core machine, 26 Nov 2026); see :data:`COST_MODEL` for the figures. The sharded
+per-document part holds the corpus's own id index (``JsonlCorpus`` keeps every id in a list and a
+dict), the global statistics and the memory-mapped shards read by the search; the per-shard
+part one chunk's texts and token lists and one shard's COO arrays. Each constant is the measured
+value rounded up by about 25%, so the estimate errs high. Not modelled: a vocabulary much larger
+than the synthetic corpus's 200,000 forms (the vocabulary dict and each shard's ``indptr`` grow
+with it), and a corpus far from 300 bytes a document; leave headroom for those.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data import Corpus, JsonlCorpus
+from ..errors import SpecError
+
+__all__ = ["COST_MODEL", "CostModel", "MemoryPlan", "format_size", "parse_size", "plan_memory"]
+
+log = logging.getLogger(__name__)
+
+KIB = 1024
+MIB = 1024**2
+GIB = 1024**3
+
+#: documents read to estimate the size of a corpus that is not a file
+SAMPLE_DOCS = 2000
+#: bytes of a BEIR JSON line beyond the id and the text (``{"_id": "", "title": "", "text": ""}``)
+LINE_OVERHEAD = 40
+
+_UNITS = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": 1024**4}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_EXAMPLE = "e.g. memory=4G, memory=800M, memory=1.5GiB, or a number of bytes"
+
+
+def parse_size(value: Any, *, name: str = "memory") -> int:
+    """A size in bytes from ``4G``, ``800M``, ``512KiB``, ``1.5g``, ``1048576`` (an int or a
+    string); K, M, G, T (with or without ``iB``/``B``) are powers of 1024, case-insensitive.
+
+    Raises:
+        SpecError: not a size, or not positive (names the option and gives an example).
+    """
+    if isinstance(value, bool):
+        match = None
+    elif isinstance(value, int):
+        if value > 0:
+            return value
+        match = None
+    else:
+        match = _SIZE.match(str(value))
+    if match is None:
+        raise SpecError(
+            f"bm25: option {name!r} takes a memory size, got {name}={value}; {_EXAMPLE} "
+            "(K, M, G are powers of 1024)"
+        )
+    number, unit = float(match.group(1)), match.group(2).lower()
+    size = int(number * _UNITS[unit])
+    if size <= 0:
+        raise SpecError(f"bm25: {name}={value} is not a positive size; {_EXAMPLE}")
+    return size
+
+
+def format_size(n: float, *, up: bool = False) -> str:
+    """*n* bytes as a spec size (``512M``, ``1.3G``); rounded up (to the next MiB, or the next
+    tenth of a GiB) when *up*, else to the nearest."""
+    rnd = math.ceil if up else round
+    if n < GIB:
+        return f"{max(int(rnd(n / MIB)), 1)}M"
+    tenths = rnd(n / GIB * 10)
+    return f"{tenths // 10}G" if tenths % 10 == 0 else f"{tenths / 10:.1f}G"
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The constants of the peak-memory model (see the module docstring).
+
+    Attributes:
+        base: bytes of the interpreter, numpy, bm25s and nuggetbench before any index.
+        single_per_byte: peak bytes of the single index per corpus byte.
+        sharded_per_doc: peak bytes of the sharded index per corpus document (independent
+            of the shard size).
+        sharded_per_shard_byte: peak bytes per corpus byte of one shard.
+        min_shard_docs: the smallest shard the planner uses (fewer only for a smaller corpus).
+        round_to: ``shard_docs`` is rounded down to a multiple of this (when above it), so a
+            slightly different corpus keeps the same layout (and cached index).
+    """
+
+    base: int
+    single_per_byte: float
+    sharded_per_doc: float
+    sharded_per_shard_byte: float
+    min_shard_docs: int = 1000
+    round_to: int = 1000
+
+    def single(self, n_docs: int, corpus_bytes: int) -> int:
+        """Estimated peak bytes of the single index."""
+        return int(self.base + self.single_per_byte * corpus_bytes)
+
+    def sharded_fixed(self, n_docs: int, corpus_bytes: int) -> int:
+        """Estimated peak bytes of the sharded index that do not depend on the shard size."""
+        return int(self.base + self.sharded_per_doc * n_docs)
+
+    def per_shard_doc(self, n_docs: int, corpus_bytes: int) -> float:
+        """Estimated peak bytes per document of a shard."""
+        return self.sharded_per_shard_byte * corpus_bytes / max(n_docs, 1)
+
+    def sharded(self, n_docs: int, corpus_bytes: int, shard_docs: int) -> int:
+        """Estimated peak bytes of the sharded index with shards of *shard_docs* documents."""
+        return int(
+            self.sharded_fixed(n_docs, corpus_bytes)
+            + self.per_shard_doc(n_docs, corpus_bytes) * min(shard_docs, n_docs)
+        )
+
+
+#: Calibration (``benchmarks/scale.py --n 200000``, see the module docstring): peak RSS
+#: single 0.00 GB; sharded 0.00 GB at shard_docs=50,000 and 0.00 GB at 20,000; an interpreter
+#: with the imports alone 0 MB.
+COST_MODEL = CostModel(
+    base=200 * MIB,
+    single_per_byte=30.0,
+    sharded_per_doc=1000.0,
+    sharded_per_shard_byte=30.0,
+)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The layout chosen for a budget: ``engine`` ``single`` or ``sharded`` with ``shard_docs``
+    (0 for single), the ``estimate`` of its peak in bytes, the single index's estimate, the
+    ``budget``, and the corpus figures the estimates came from."""
+
+    engine: str
+    shard_docs: int
+    estimate: int
+    single_estimate: int
+    budget: int
+    n_docs: int
+    corpus_bytes: int
+    corpus_bytes_from: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        what = "the single index" if self.engine == "single" else (
+            f"the sharded index, shard_docs={self.shard_docs}"
+        )
+        return (
+            f"bm25 memory={format_size(self.budget)}: {what} (estimated peak "
+            f"{format_size(self.estimate)}; single index {format_size(self.single_estimate)}; "
+            f"{self.n_docs} documents, {format_size(self.corpus_bytes)} from {self.corpus_bytes_from})"
+        )
+
+
+def corpus_bytes(corpus: Corpus, n_docs: int) -> tuple[int, str]:
+    """The size of *corpus* as BEIR JSON lines and where it came from (``file size`` or
+    ``a sample of N documents``)."""
+    if isinstance(corpus, JsonlCorpus):
+        try:
+            return Path(corpus.path).stat().st_size, "file size"
+        except OSError:
+            pass
+    total = seen = 0
+    for doc in corpus.iter_documents():
+        total += len(doc.full_text.encode("utf-8")) + len(doc.doc_id.encode("utf-8"))
+        total += LINE_OVERHEAD
+        seen += 1
+        if seen >= SAMPLE_DOCS:
+            break
+    if seen == 0:
+        return 0, "an empty corpus"
+    if seen >= n_docs:
+        return total, f"all {seen} documents"
+    return int(math.ceil(total / seen * n_docs)), f"a sample of {seen} documents"
+
+
+def plan_memory(corpus: Corpus, budget: int, model: CostModel | None = None) -> MemoryPlan:
+    """The index layout for *corpus* within *budget* bytes (see the module docstring).
+
+    Raises:
+        SpecError: not even shards of ``model.min_shard_docs`` documents fit (the message names
+            the smallest budget that would).
+    """
+    model = model or COST_MODEL
+    n = len(corpus)
+    size, source = corpus_bytes(corpus, n)
+    single = model.single(n, size)
+    common = {
+        "single_estimate": single,
+        "budget": budget,
+        "n_docs": n,
+        "corpus_bytes": size,
+        "corpus_bytes_from": source,
+    }
+    if single <= budget or n == 0:
+        return MemoryPlan("single", 0, single, **common)
+    smallest = min(model.min_shard_docs, n)
+    need = model.sharded(n, size, smallest)
+    if need > budget:
+        raise SpecError(
+            f"bm25: memory={format_size(budget)} is too small for this corpus ({n} documents, "
+            f"{format_size(size)}): the single index needs about {format_size(single)}, the "
+            f"sharded index at least {format_size(need)} (shards of {smallest} documents); "
+            f"use memory={format_size(min(need, single), up=True)} or more"
+        )
+    fixed = model.sharded_fixed(n, size)
+    shard_docs = min(int((budget - fixed) // model.per_shard_doc(n, size)), n)
+    if shard_docs > model.round_to:
+        shard_docs -= shard_docs % model.round_to
+    shard_docs = max(shard_docs, smallest)
+    return MemoryPlan("sharded", shard_docs, model.sharded(n, size, shard_docs), **common)
