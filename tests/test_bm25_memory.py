@@ -137,6 +137,14 @@ def test_small_budget_shards_and_the_run_equals_plain_bm25(tmp_path, monkeypatch
         assert _text(index.search(queries, k), tmp_path) == _text(full.truncate(k), tmp_path)
 
 
+def test_budget_runs_are_not_shared_with_plain_bm25_runs():
+    from nuggetbench.retrieval.caching import retriever_identity
+
+    budget = retriever_identity(BM25(memory="4G"))
+    assert budget["name"] == "bm25" and budget["params"] == BM25().params
+    assert budget != retriever_identity(BM25()) != retriever_identity(BM25(memory="2G"))
+
+
 def test_budget_too_small_names_the_smallest_that_works(monkeypatch):
     corpus, _ = _corpus(2)
     with pytest.raises(SpecError, match=r"memory=1M is too small.*use memory=\d+M or more"):

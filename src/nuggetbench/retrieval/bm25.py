@@ -148,6 +148,8 @@ class BM25(Composable):
         self.fields = self.options.fields
         if self.backend == "lucene":  # the run cache keys on it (bm25s keys stay name + params)
             self.identity = self._lucene_identity
+        elif self.memory is not None:
+            self.identity = self._budget_identity
 
     # --- description -----------------------------------------------------------------------
     @property
@@ -185,6 +187,18 @@ class BM25(Composable):
             "params": self.params,
             "class": f"{type(self).__module__}.{type(self).__qualname__}",
             "engine": lucene_index_key(self.fields),
+        }
+
+    def _budget_identity(self) -> dict[str, Any]:
+        """What identifies a ``memory=`` run in the run cache: name and params plus the budget.
+        The layout depends on the corpus, and the sharded index cuts ties at the k-th score by
+        doc id where the single one cuts them as bm25s does, so these runs are not served from
+        (nor to) plain ``bm25``'s cached runs; the index itself is shared (:meth:`_layout`)."""
+        return {
+            "name": self.name,
+            "params": self.params,
+            "class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "memory": self.memory,
         }
 
     def cache_key(self, corpus: Corpus) -> str:
