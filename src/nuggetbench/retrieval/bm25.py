@@ -442,7 +442,6 @@ class BM25(Composable):
         shutil.rmtree(work, ignore_errors=True)
         return ShardedBM25Index(self, artifact.path, from_cache=False)
 
-
     def _plan_meta(self, corpus: Corpus) -> dict[str, Any]:
         """``{"memory_plan": ...}`` for the index's meta.json when a budget chose the layout."""
         plan = self.memory_plan(corpus)

@@ -172,9 +172,9 @@ class MemoryPlan:
         return asdict(self)
 
     def describe(self) -> str:
-        what = "the single index" if self.engine == "single" else (
-            f"the sharded index, shard_docs={self.shard_docs}"
-        )
+        what = "the single index"
+        if self.engine == "sharded":
+            what = f"the sharded index, shard_docs={self.shard_docs}"
         return (
             f"bm25 memory={format_size(self.budget)}: {what} (estimated peak "
             f"{format_size(self.estimate)}; single index {format_size(self.single_estimate)}; "
