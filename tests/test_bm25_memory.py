@@ -24,6 +24,7 @@ from nuggetbench.retrieval.bm25_sharded import ShardedBM25Index
 TOY = CostModel(
     base=0,
     single_per_byte=100.0,
+    sharded_base=0,
     sharded_per_doc=0.0,
     sharded_per_shard_byte=100.0,
     min_shard_docs=10,

@@ -18,19 +18,32 @@ documents.
 **Cost model** (bytes; *B* = corpus bytes, *n* = documents, *S* = ``shard_docs``)::
 
     single  = base + single_per_byte * B
-    sharded = base + sharded_per_doc * n + sharded_per_shard_byte * S * (B / n)
+    sharded = base + sharded_base + sharded_per_doc * n + sharded_per_shard_byte * S * (B / n)
 
-Calibrated with ``benchmarks/scale.py --n 200000 --engines single,sharded`` at
-``--shard-docs 50000`` and ``20000`` (a synthetic corpus of 200,000 passages of 35-65 words, a
-Zipfian vocabulary of 200,000 word forms, ``corpus.jsonl`` 60.4 MB, 302 bytes a document; the
-whole process's peak RSS, build and 1,000 searches at k=100, from ``/usr/bin/time``; numpy
-backend, 2-core machine, 26 Nov 2026); see :data:`COST_MODEL` for the figures. The sharded
-per-document part holds the corpus's own id index (``JsonlCorpus`` keeps every id in a list and a
-dict), the global statistics and the memory-mapped shards read by the search; the per-shard
-part one chunk's texts and token lists and one shard's COO arrays. Each constant is the measured
-value rounded up by about 25%, so the estimate errs high. Not modelled: a vocabulary much larger
-than the synthetic corpus's 200,000 forms (the vocabulary dict and each shard's ``indptr`` grow
-with it), and a corpus far from 300 bytes a document; leave headroom for those.
+Calibrated with ``benchmarks/scale.py`` (synthetic passages of 35-65 words from a Zipfian
+vocabulary of 200,000 word forms, 302 bytes a ``corpus.jsonl`` line; the whole process's peak RSS
+from ``/usr/bin/time``: build from a cold store with the numpy backend, then 1,000 queries at
+k=100; 2-core machine, 26 Nov 2026); peak RSS in MiB:
+
+===============================================  =========  ==========  ==========
+command (``--engines single,sharded``)           single     sharded     corpus
+===============================================  =========  ==========  ==========
+``--n 200000 --shard-docs 50000``                655.2      425.7       60.4 MB
+``--n 200000 --shard-docs 20000``                655.2      379.5       60.4 MB
+``--n 100000 --shard-docs 20000``                408.3      316.4       30.2 MB
+the imports alone (``BM25``, ``JsonlCorpus``)    114.8
+===============================================  =========  ==========  ==========
+
+Fitted: single, 8.55 bytes a corpus byte above 162 MiB; sharded, 5.34 bytes a byte of one shard
+(the 50,000 / 20,000 difference), plus 661 bytes a document (the 200,000 / 100,000 difference:
+the corpus's id index, ``JsonlCorpus`` keeping every id in a list and a dict, the global
+statistics, the memory-mapped shards read by the search) above 223 MiB (the interpreter, the
+vocabulary, the allocator's high-water mark). :data:`COST_MODEL` rounds each slope up by about
+25% and the constants up, so the estimate errs high: 13-17% above the five measurements, and
+more on larger corpora (1M passages: about 3.1 GiB single, 1.2 GiB sharded at 100,000
+documents a shard, where ``benchmarks/scale.py`` measured about 2.5 and 0.6-0.8 GB). Not
+modelled: a vocabulary much larger than 200,000 forms (the vocabulary dict and each shard's
+``indptr`` grow with it) and passages far from 300 bytes; leave headroom for those.
 """
 
 from __future__ import annotations
@@ -105,8 +118,10 @@ class CostModel:
     """The constants of the peak-memory model (see the module docstring).
 
     Attributes:
-        base: bytes of the interpreter, numpy, bm25s and nuggetbench before any index.
+        base: bytes of the interpreter, numpy, bm25s and nuggetbench, and the constant part of
+            an index.
         single_per_byte: peak bytes of the single index per corpus byte.
+        sharded_base: the sharded index's constant bytes beyond ``base``.
         sharded_per_doc: peak bytes of the sharded index per corpus document (independent
             of the shard size).
         sharded_per_shard_byte: peak bytes per corpus byte of one shard.
@@ -117,6 +132,7 @@ class CostModel:
 
     base: int
     single_per_byte: float
+    sharded_base: int
     sharded_per_doc: float
     sharded_per_shard_byte: float
     min_shard_docs: int = 1000
@@ -128,7 +144,7 @@ class CostModel:
 
     def sharded_fixed(self, n_docs: int, corpus_bytes: int) -> int:
         """Estimated peak bytes of the sharded index that do not depend on the shard size."""
-        return int(self.base + self.sharded_per_doc * n_docs)
+        return int(self.base + self.sharded_base + self.sharded_per_doc * n_docs)
 
     def per_shard_doc(self, n_docs: int, corpus_bytes: int) -> float:
         """Estimated peak bytes per document of a shard."""
@@ -142,14 +158,13 @@ class CostModel:
         )
 
 
-#: Calibration (``benchmarks/scale.py --n 200000``, see the module docstring): peak RSS
-#: single 0.00 GB; sharded 0.00 GB at shard_docs=50,000 and 0.00 GB at 20,000; an interpreter
-#: with the imports alone 0 MB.
+#: The calibrated model (measurements and fits in the module docstring): measured -> used.
 COST_MODEL = CostModel(
-    base=200 * MIB,
-    single_per_byte=30.0,
-    sharded_per_doc=1000.0,
-    sharded_per_shard_byte=30.0,
+    base=160 * MIB,  # imports 115 MiB; the single index's intercept 162 MiB
+    single_per_byte=10.5,  # 8.55
+    sharded_base=80 * MIB,  # 223 - 162 = 61 MiB
+    sharded_per_doc=830.0,  # 661
+    sharded_per_shard_byte=6.7,  # 5.34
 )
 
 
