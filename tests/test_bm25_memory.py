@@ -178,3 +178,4 @@ def test_format_size_rounds_up_when_asked():
     assert format_size((300 << 20) + 1, up=True) == "301M"
     assert format_size(1.21 * (1 << 30), up=True) == "1.3G"
     assert format_size(2 << 30) == "2G"
+    assert format_size(1000) == "1000" and format_size(1500, up=True) == "2K"

@@ -104,9 +104,11 @@ def parse_size(value: Any, *, name: str = "memory") -> int:
 
 
 def format_size(n: float, *, up: bool = False) -> str:
-    """*n* bytes as a spec size (``512M``, ``1.3G``); rounded up (to the next MiB, or the next
-    tenth of a GiB) when *up*, else to the nearest."""
+    """*n* bytes as a spec size (``300``, ``64K``, ``512M``, ``1.3G``); rounded up (to the next
+    KiB or MiB, or the next tenth of a GiB) when *up*, else to the nearest."""
     rnd = math.ceil if up else round
+    if n < MIB:
+        return f"{max(int(rnd(n / KIB)), 1)}K" if n >= KIB else str(max(int(rnd(n)), 1))
     if n < GIB:
         return f"{max(int(rnd(n / MIB)), 1)}M"
     tenths = rnd(n / GIB * 10)
