@@ -35,6 +35,7 @@ import copy
 import json
 import logging
 import shutil
+import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -144,7 +145,7 @@ class BM25(Composable):
         self.analyzer = self.options.analyzer
         self.shard_docs = self.options.shard_docs
         self.memory = memory  # the budget in bytes (None: no budget)
-        self._plan: tuple[Corpus, MemoryPlan] | None = None
+        self._plan: tuple[Any, MemoryPlan] | None = None  # (weak ref to the corpus, its plan)
         self.fields = self.options.fields
         if self.backend == "lucene":  # the run cache keys on it (bm25s keys stay name + params)
             self.identity = self._lucene_identity
@@ -223,10 +224,10 @@ class BM25(Composable):
         """
         if self.memory is None:
             return None
-        if self._plan is None or self._plan[0] is not corpus:
+        if self._plan is None or self._plan[0]() is not corpus:
             plan = plan_memory(corpus, self.memory)
             log.info("%s", plan.describe())
-            self._plan = (corpus, plan)
+            self._plan = (weakref.ref(corpus), plan)
         return self._plan[1]
 
     def _layout(self, corpus: Corpus) -> int:
