@@ -24,7 +24,6 @@ from nuggetbench.retrieval.bm25_sharded import ShardedBM25Index
 TOY = CostModel(
     base=0,
     single_per_byte=100.0,
-    sharded_base=0,
     sharded_per_doc=0.0,
     sharded_per_shard_byte=100.0,
     min_shard_docs=10,
@@ -179,3 +178,29 @@ def test_format_size_rounds_up_when_asked():
     assert format_size(1.21 * (1 << 30), up=True) == "1.3G"
     assert format_size(2 << 30) == "2G"
     assert format_size(1000) == "1000" and format_size(1500, up=True) == "2K"
+
+
+def test_many_small_shards_cost_memory_too():
+    """The search's per-shard part makes the sharded estimate least at an interior shard size:
+    a budget below that least peak is refused, a larger one gets the largest fitting shard."""
+    model = CostModel(
+        base=0,
+        single_per_byte=100.0,
+        sharded_per_doc=0.0,
+        sharded_per_shard_byte=10.0,
+        sharded_search_base=0,
+        sharded_per_shard=20_000,
+        min_shard_docs=1,
+        round_to=10,
+    )
+    corpus, _ = _corpus(3, 1000)
+    n, size = len(corpus), bm25_memory.corpus_bytes(corpus, len(corpus))[0]
+    low = model.cheapest_shard(n, size)
+    least = model.sharded(n, size, low)
+    assert 1 < low < n and least < model.sharded(n, size, 1) and least < model.sharded(n, size, n)
+    with pytest.raises(SpecError, match=f"shards of {low} documents"):
+        plan_memory(corpus, least - 1, model)
+    budget = (least + model.sharded(n, size, n)) // 2
+    plan = plan_memory(corpus, budget, model)
+    assert plan.engine == "sharded" and low < plan.shard_docs < n and plan.estimate <= budget
+    assert model.sharded(n, size, plan.shard_docs + 10) > budget  # the largest, to the rounding
