@@ -264,8 +264,8 @@ def plan_memory(corpus: Corpus, budget: int, model: CostModel | None = None) -> 
     """The index layout for *corpus* within *budget* bytes (see the module docstring).
 
     Raises:
-        SpecError: not even shards of ``model.min_shard_docs`` documents fit (the message names
-            the smallest budget that would).
+        SpecError: neither the single index nor any shard size fits (the message names the
+            smallest budget that would: the cheapest layout's estimate).
     """
     model = model or COST_MODEL
     n = len(corpus)
