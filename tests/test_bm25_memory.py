@@ -143,6 +143,8 @@ def test_budget_runs_are_not_shared_with_plain_bm25_runs():
     budget = retriever_identity(BM25(memory="4G"))
     assert budget["name"] == "bm25" and budget["params"] == BM25().params
     assert budget != retriever_identity(BM25()) != retriever_identity(BM25(memory="2G"))
+    german = retriever_identity(BM25(memory="4G").for_language("de"))
+    assert german["params"]["analyzer"] == "de" and german["memory"] == 4 << 30
 
 
 def test_budget_too_small_names_the_smallest_that_works(monkeypatch):

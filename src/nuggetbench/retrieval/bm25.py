@@ -271,6 +271,8 @@ class BM25(Composable):
             )
         clone = copy.copy(self)
         clone.analyzer = name
+        if self.memory is not None:  # bound to the clone, whose params name its analyzer
+            clone.identity = clone._budget_identity
         return clone
 
     def _tokenize(self, texts: list[str], *, return_ids: bool, show_progress: bool):
