@@ -47,7 +47,7 @@ from ..spec import format_colon_spec
 from ..store import Artifact
 from ..text.analyzers import analyzer_for_language, get_analyzer
 from ._models import stage_bar
-from .bm25_index import BM25Index, numba_available
+from .bm25_index import BM25Index, numba_available, tokenize_texts
 from .bm25_memory import MemoryPlan, parse_size, plan_memory
 from .bm25_sharded import SHARDED_METHODS, ShardedBM25Index, build_sharded, finish, new_temporary
 from .compose import Composable
@@ -276,25 +276,18 @@ class BM25(Composable):
         return clone
 
     def _tokenize(self, texts: list[str], *, return_ids: bool, show_progress: bool):
-        if self.analyzer not in ("auto", "bm25s"):
-            return get_analyzer(self.analyzer).tokenize(
-                texts, return_ids=return_ids, show_progress=show_progress
-            )
-        import bm25s
-
-        stemmer = None
-        if self.stemmer != "none":
-            import Stemmer
-
-            stemmer = Stemmer.Stemmer(self.stemmer)
-        stopwords: Any = [] if self.stopwords == "none" else self.stopwords
-        return bm25s.tokenize(
+        return tokenize_texts(
             texts,
-            stopwords=stopwords,
-            stemmer=stemmer,
+            tokenizer=self.tokenizer,
             return_ids=return_ids,
             show_progress=show_progress,
         )
+
+    @property
+    def tokenizer(self) -> tuple[str, str, str]:
+        """``(analyzer, stemmer, stopwords)``: what :func:`.bm25_index.tokenize_texts` needs
+        (plain strings, so a worker process can tokenize as this retriever does)."""
+        return (self.analyzer, self.stemmer, self.stopwords)
 
     # --- indexing ----------------------------------------------------------------------------
     def index(
