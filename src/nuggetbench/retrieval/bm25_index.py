@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data import Queries, Run
+from ..text.analyzers import get_analyzer
 from ._models import stage_bar
 from .base import DocFilter, check_k
 
@@ -39,8 +40,6 @@ def tokenize_texts(
     lists."""
     analyzer, stemmer_name, stopwords = tokenizer
     if analyzer not in ("auto", "bm25s"):
-        from ..text.analyzers import get_analyzer
-
         return get_analyzer(analyzer).tokenize(
             texts, return_ids=return_ids, show_progress=show_progress
         )

@@ -54,6 +54,7 @@ from ..data import Corpus, Document, Queries, Run
 from ..errors import InputError
 from ._models import progress_bar
 from .base import DocFilter, check_k
+from .bm25_index import tokenize_texts
 from .shardmap import Mapper, active, serial_map
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -276,8 +277,6 @@ def tokenize_chunk_local(texts: list[str], stem: str, *, tokenizer: tuple[str, s
     :func:`.bm25_index.tokenize_texts` with *tokenizer*) and write ``<stem>.local.npz``
     (``lens``, ``flat`` token ids, the chunk vocabulary's ``tokens`` as UTF-8 bytes with
     ``offsets`` and their ``ids``, in the order bm25s made it), atomically; running it twice writes the same bytes."""
-    from .bm25_index import tokenize_texts
-
     tokens = tokenize_texts(texts, tokenizer=tokenizer, return_ids=True, show_progress=False)
     lens, flat = _flat_ids(tokens.ids, len(texts))
     items = list(tokens.vocab.items())
