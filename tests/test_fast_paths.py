@@ -561,3 +561,34 @@ def test_arrow_run_reader_names_duplicate_lines_after_dropping_the_bytes(
             messages.append(str(info.value).replace(str(target), "RUN"))
     assert messages[0] == messages[1]
     assert "line 701 (first at line 128)" in messages[0]
+
+
+def test_writing_a_run_imports_no_pandas(tmp_path):
+    """The columnar TREC writer (`write_run`, the run cache) goes through pyarrow without its
+    pandas probe (0.5 s here): reading and writing a run leave pandas unimported (the bytes are
+    checked against the line writer in tests/test_trec_write_columns.py)."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pandas")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rng = np.random.default_rng(1)
+    lines = [f"q{q} Q0 d{d} {d} {rng.random():.6f} x" for q in range(40) for d in range(50)]
+    (tmp_path / "in.trec").write_text("\n".join(lines) + "\n")
+    script = f"""
+import sys
+from nuggetbench.data import _arrow_trec, _trec_write, read_run, write_run
+_arrow_trec.MIN_BYTES = 1
+_trec_write.MIN_ENTRIES = 1
+run = read_run({str(tmp_path / "in.trec")!r})
+write_run(run, {str(tmp_path / "out.trec")!r})
+assert "pyarrow" in sys.modules, "the columnar writer was not used"
+assert "pandas" not in sys.modules, "pandas imported"
+assert len(open({str(tmp_path / "out.trec")!r}).read().splitlines()) == 2000
+"""
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(src)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
