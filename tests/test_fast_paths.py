@@ -565,23 +565,26 @@ def test_arrow_run_reader_names_duplicate_lines_after_dropping_the_bytes(
 
 def test_writing_a_run_imports_no_pandas(tmp_path):
     """The columnar TREC writer (`write_run`, the run cache) goes through pyarrow without its
-    pandas probe (0.5 s here): reading and writing a run leave pandas unimported (the bytes are
-    checked against the line writer in tests/test_trec_write_columns.py)."""
+    pandas probe (0.5 s here): a run built from codes, as BM25's search builds it, is written
+    without importing pandas (the bytes are checked against the line writer in
+    tests/test_trec_write_columns.py)."""
     pytest.importorskip("pyarrow")
     pytest.importorskip("pandas")
     import subprocess
     import sys
     from pathlib import Path
 
-    rng = np.random.default_rng(1)
-    lines = [f"q{q} Q0 d{d} {d} {rng.random():.6f} x" for q in range(40) for d in range(50)]
-    (tmp_path / "in.trec").write_text("\n".join(lines) + "\n")
     script = f"""
 import sys
-from nuggetbench.data import _arrow_trec, _trec_write, read_run, write_run
-_arrow_trec.MIN_BYTES = 1
+import numpy as np
+from nuggetbench.data import Run, _trec_write, write_run
 _trec_write.MIN_ENTRIES = 1
-run = read_run({str(tmp_path / "in.trec")!r})
+rng = np.random.default_rng(1)
+queries = np.array([f"q{{i}}" for i in range(40)], dtype=object)
+docs = np.array([f"d{{i}}" for i in range(500)], dtype=object)
+run = Run._from_codes(queries, np.repeat(np.arange(40), 50), docs,
+                      np.tile(np.arange(50), 40), rng.random(2000))
+assert "pandas" not in sys.modules, "pandas imported before writing"
 write_run(run, {str(tmp_path / "out.trec")!r})
 assert "pyarrow" in sys.modules, "the columnar writer was not used"
 assert "pandas" not in sys.modules, "pandas imported"
