@@ -16,7 +16,8 @@ BEIR's format, outside the repository). Then each engine runs in its own subproc
   the same cached vectors, each with its recall@100 against the exact run;
 * ``lucene``:  ``bm25:backend=lucene,k1=0.9,b=0.4`` (Pyserini, in-process JVM, 2 indexing
   threads; ``NUGGETBENCH_LUCENE_HEAP`` sets the heap, default 4g; the peak RSS includes the JVM);
-* ``memory``:  ``bm25:memory=SIZE`` (``--memory``): the budget chooses the single index or the
+* ``memory``:  ``bm25:memory=SIZE`` (``--memory``) over the ``IndexedJsonlCorpus`` (built cold),
+  as a user's BEIR folder is read: the budget chooses the single index or the
   sharded one and its shard size (the choice is printed as ``memory plan: shard_docs``, 0 for
   the single index);
 * ``bm25s``:   bare bm25s: texts read into a list, ``bm25s.tokenize``, ``BM25.index``,
@@ -159,7 +160,7 @@ else:
     from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
     from nuggetbench.data.trec import write_run
     from nuggetbench.retrieval.bm25 import BM25
-    if engine.endswith("-mm"):
+    if engine.endswith("-mm") or engine == "memory":  # memory: as read_beir_folder reads >= 256 MiB
         shutil.rmtree(f"{folder}/corpus.jsonl.index", ignore_errors=True)  # cold
         corpus = IndexedJsonlCorpus(f"{folder}/corpus.jsonl")
     else:
