@@ -561,3 +561,43 @@ def test_arrow_run_reader_names_duplicate_lines_after_dropping_the_bytes(
             messages.append(str(info.value).replace(str(target), "RUN"))
     assert messages[0] == messages[1]
     assert "line 701 (first at line 128)" in messages[0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_case_lower_forms_proves_distinct_normal_forms(seed, monkeypatch):
+    """When the cheap test says no two ids can share a normal form, none do; and it does say so
+    for the usual shapes of ids (one case, canonical numbers)."""
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        pool = ["D0245237", "d17", "DOC-9", "doc-9", "0", "-0", "12", "-7", "a.b", "Q1", "q1"]
+        pool += ["007", "+3", "1.0", " x", "é", "A", "a", "-00", "5."]
+        pool += _random_ids(rng, 30).tolist()
+        a = np.unique(rng.choice(pool, int(rng.integers(1, 12))))
+        b = np.unique(rng.choice(pool, int(rng.integers(1, 12))))
+        if checks._one_case_lower_forms(checks._arrow_ascii(a), checks._arrow_ascii(b)):
+            union = set(a.tolist()) | set(b.tolist())
+            assert len({checks._normal_form(x) for x in union}) == len(union)
+    assert checks._one_case_lower_forms(
+        checks._arrow_ascii(np.array(["D0245237", "DOC-9", "-0", "12"], dtype=object)),
+        checks._arrow_ascii(np.array(["D17", "Q1", "0"], dtype=object)),
+    )
+    for other in ("d17", "007", "+3", "1.0", " D1", "É1", "1.", "-00"):
+        assert not checks._one_case_lower_forms(
+            checks._arrow_ascii(np.array(["D0245237", "12"], dtype=object)),
+            checks._arrow_ascii(np.array(["D17", other], dtype=object)),
+        ), other
+    assert checks._one_case_lower_forms(None, checks._arrow_ascii(np.array(["d1"]))) is False
+
+
+def test_id_format_check_finds_case_pairs_across_sides(monkeypatch):
+    """Each side of one case, but not the same case: the pairs are still found."""
+    from nuggetbench.data import Qrels, Run
+
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    run = Run(["q1"] * 3, ["D1", "D2", "D3"], [3.0, 2.0, 1.0])
+    qrels = Qrels(["q1"] * 3, ["d1", "d2", "D3"], [1, 0, 1])
+    found = [f for f in checks.check_id_formats(qrels, run) if f.kind == "doc_id_format"]
+    assert found and found[0].counts["pairs"] == 2
+    qrels = Qrels(["q1"] * 3, ["D1", "D7", "D8"], [1, 0, 1])
+    assert [f for f in checks.check_id_formats(qrels, run) if f.kind == "doc_id_format"] == []

@@ -149,9 +149,18 @@ def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) 
     arrow = arrow or _arrow_ascii(ids)
     if arrow is None:
         return np.array([_normal_form(x) for x in ids], dtype=object)
+    arr, ascii_mask = arrow
+    out = _ascii_normal_forms(arr).to_numpy(zero_copy_only=False).astype(object)
+    if not ascii_mask.all():
+        out[~ascii_mask] = [_normal_form(x) for x in ids[~ascii_mask]]
+    return out
+
+
+def _ascii_normal_forms(arr: Any) -> Any:
+    """:func:`_normal_form` of each ASCII id of the pyarrow string array *arr* (a pyarrow array;
+    the values of non-ASCII ids are not their normal forms)."""
     import pyarrow.compute as pc
 
-    arr, ascii_mask = arrow
     text = pc.ascii_lower(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE))
     number = pc.match_substring_regex(text, r"^[+-]?[0-9]+(\.0*)?$")
     if pc.any(number).as_py():  # rewrite only the numbers (the regex replace is the slow step)
@@ -159,10 +168,25 @@ def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) 
             text.filter(number), r"^\+?(-?)0*([0-9]+)(?:\.0*)?$", r"\1\2"
         )
         text = pc.replace_with_mask(text, number, digits)
-    out = text.to_numpy(zero_copy_only=False).astype(object)
-    if not ascii_mask.all():
-        out[~ascii_mask] = [_normal_form(x) for x in ids[~ascii_mask]]
-    return out
+    return text
+
+
+def _one_case_lower_forms(*arrows: tuple[Any, np.ndarray] | None) -> bool:
+    """Whether no two different ids of all *arrows* (:func:`_arrow_ascii` results) can share a
+    normal form, by a cheap vectorised test: every id is ASCII, its normal form is its lower
+    case (no surrounding white space, no number written with a sign, leading zeros or ``.0``),
+    and the ids are all without upper-case letters or all without lower-case ones, so lower
+    casing, hence the normal form, is one-to-one on them. ``False`` means "not proved"."""
+    import pyarrow.compute as pc
+
+    if any(a is None or not a[1].all() for a in arrows):
+        return False
+    lowered = [(arr, pc.ascii_lower(arr)) for arr, _ in arrows if len(arr)]
+    if not all(pc.all(pc.equal(_ascii_normal_forms(arr), low)).as_py() for arr, low in lowered):
+        return False
+    return all(pc.all(pc.equal(low, arr)).as_py() for arr, low in lowered) or all(
+        pc.all(pc.equal(pc.ascii_upper(arr), arr)).as_py() for arr, _ in lowered
+    )
 
 
 def _spaced(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) -> list[str]:
@@ -289,8 +313,13 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
             )
         )
     run_docs = _run_doc_uniques(run)
-    missing_docs = _missing_judged_docs(qrels, run)
     run_arrow = _arrow_ascii(run_docs) if run_docs is not None else None  # one conversion
+    judged_docs = _judged_doc_column(qrels)
+    missing_docs = None
+    if judged_docs is not None and not _one_case_lower_forms(
+        run_arrow, _arrow_ascii(judged_docs)
+    ):  # a pair is possible: find the judged ids never retrieved, then their partners
+        missing_docs = _missing_judged_docs(qrels, run)
     if run_docs is not None and missing_docs is not None:
         dpairs = _doc_format_pairs(missing_docs, run_docs, run_arrow)
         if dpairs:
@@ -354,16 +383,21 @@ def _run_doc_uniques(run: Any) -> np.ndarray | None:
     return np.array(list(set(arrays()[2].tolist())), dtype=object)
 
 
+def _judged_doc_column(qrels: Any) -> np.ndarray | None:
+    """The qrels' doc id column (object (n,)), ``None`` when *qrels* has no arrays."""
+    arrays = getattr(qrels, "arrays", None)
+    return None if arrays is None else arrays()[2]
+
+
 def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
     """The distinct judged document ids that the run never retrieves (object array, no order).
 
     A run with ``codes_of`` maps the qrels' doc id column to its codes once (shared with
     :func:`_judged_hits` and the evaluation's join); only the absent ids are then made distinct.
     """
-    arrays = getattr(qrels, "arrays", None)
-    if arrays is None:
+    docids = _judged_doc_column(qrels)
+    if docids is None:
         return None
-    docids = arrays()[2]
     if hasattr(run, "codes_of"):
         uniques, codes = run.doc_codes()
         present = np.zeros(len(uniques) + 1, dtype=bool)  # the last cell: absent (-1)
