@@ -77,11 +77,18 @@ def _index_in_swapped(pa, pc, values: np.ndarray, uniques: np.ndarray) -> np.nda
 
 
 def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
-    """Whether each of *values* occurs in *value_set* (bool (n,)); int64 keys or ``str`` ids."""
+    """Whether each of *values* occurs in *value_set* (bool (n,)); int64 keys or ``str`` ids.
+
+    Integer keys are looked up by binary search in the sorted *value_set* (faster than a hash
+    table in pyarrow or :func:`numpy.isin`'s sort of both sides)."""
     values = np.asarray(values)
     value_set = np.asarray(value_set)
     if not len(values) or not len(value_set):
         return np.zeros(len(values), dtype=bool)
+    if values.dtype.kind in "iu" and value_set.dtype.kind == values.dtype.kind:
+        ordered = np.sort(value_set)
+        at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+        return ordered[at] == values
     if _use_arrow(len(values) + len(value_set)):
         try:
             pa, pc = _pyarrow.load()
