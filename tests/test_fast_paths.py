@@ -601,3 +601,59 @@ def test_id_format_check_finds_case_pairs_across_sides(monkeypatch):
     assert found and found[0].counts["pairs"] == 2
     qrels = Qrels(["q1"] * 3, ["D1", "D7", "D8"], [1, 0, 1])
     assert [f for f in checks.check_id_formats(qrels, run) if f.kind == "doc_id_format"] == []
+
+
+def test_shared_strings_are_the_conversion_of_the_array():
+    """share_strings: arrow_strings answers with the shared array for that array only, the array
+    becomes read-only, and the entry goes with the array."""
+    pa = pytest.importorskip("pyarrow")
+    import gc
+
+    from nuggetbench.data import _lookup
+
+    ids = np.array(["b", "a", "c"], dtype=object)
+    strings = pa.array(ids.tolist(), type=pa.string())
+    _lookup.share_strings(ids, strings)
+    assert _lookup.arrow_strings(ids) is strings
+    assert not ids.flags.writeable
+    with pytest.raises(ValueError):
+        ids[0] = "z"
+    copy = ids.copy()
+    assert _lookup.arrow_strings(copy) is not strings
+    assert _lookup.arrow_strings(copy).equals(strings)
+    key = id(ids)
+    del ids
+    gc.collect()
+    assert key not in _lookup._SHARED
+
+
+def test_fast_readers_share_the_id_columns_they_parsed(tmp_path, monkeypatch):
+    """The pyarrow readers hand their doc id columns to the look-ups: equal to converting the
+    run's doc uniques and the qrels' doc id column, and the look-ups give the same answers."""
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _arrow_trec, _lookup, read_qrels, read_run
+
+    rng = np.random.default_rng(4)
+    run_lines = [
+        f"q{q} Q0 d{d} 1 {rng.integers(0, 9)} tag\n"
+        for q in range(20)
+        for d in rng.choice(300, 15, replace=False)
+    ]
+    qrels_lines = [
+        f"q{q} 0 d{d} {rng.integers(0, 3)}\n" for q in range(25) for d in rng.choice(400, 12, False)
+    ]
+    (tmp_path / "run.txt").write_text("".join(run_lines))
+    (tmp_path / "qrels.txt").write_text("".join(qrels_lines))
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    run = read_run(tmp_path / "run.txt")
+    qrels = read_qrels(tmp_path / "qrels.txt")
+    uniques = run.doc_codes()[0]
+    column = qrels.arrays()[2]
+    for values in (uniques, column):
+        shared = _lookup.arrow_strings(values)
+        assert shared is _lookup._SHARED[id(values)][1]
+        assert shared.equals(pa.array(values.tolist(), type=pa.string()))
+    lookup = {d: i for i, d in enumerate(uniques.tolist())}
+    assert run.codes_of(column).tolist() == [lookup.get(d, -1) for d in column.tolist()]
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 10**12)
+    assert read_qrels(tmp_path / "qrels.txt") == qrels

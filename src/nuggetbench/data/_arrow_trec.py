@@ -60,8 +60,10 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
             or ``"int"``.
 
     Returns:
-        ``{column: value}``: for ``"ids"`` a tuple ``(uniques object array, codes int64 array)``,
-        otherwise a numpy array; ``None`` when pyarrow is missing or the file is not regular.
+        ``{column: value}``: for ``"grouped_ids"`` a tuple ``(uniques object array, codes int64
+        array)``, for ``"ids"`` ``(uniques, codes, the uniques as a pyarrow string array)`` (for
+        :func:`._lookup.share_strings`: no conversion back to pyarrow later), otherwise a numpy
+        array; ``None`` when pyarrow is missing or the file is not regular.
     """
     if len(data) < MIN_BYTES:
         return None
@@ -118,7 +120,7 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
                         object, copy=False
                     )
                     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-                    out[i] = (uniques, codes)
+                    out[i] = (uniques, codes) + ((encoded.dictionary,) if kind == "ids" else ())
             else:
                 out[i] = column.to_numpy(zero_copy_only=False)
         del table, column

@@ -10,12 +10,21 @@ of ``str`` values is equality of their UTF-8 bytes), so the result never depends
 from __future__ import annotations
 
 import sys
+import weakref
+from typing import Any
 
 import numpy as np
 
 from . import _pyarrow
 
-__all__ = ["index_in", "is_in", "order_by_code_and_id", "ARROW_MIN"]
+__all__ = [
+    "index_in",
+    "is_in",
+    "order_by_code_and_id",
+    "share_strings",
+    "arrow_strings",
+    "ARROW_MIN",
+]
 
 ARROW_MIN = 50_000
 """Below this many values pyarrow is used only if something already imported it."""
@@ -27,6 +36,37 @@ SMALL = 20_000
 
 def _use_arrow(n: int) -> bool:
     return n >= ARROW_MIN or "pyarrow.compute" in sys.modules
+
+
+_SHARED: dict[int, tuple[weakref.ref, Any]] = {}
+"""``id(array) -> (weak reference to the array, its pyarrow string array)``: see
+:func:`share_strings`."""
+
+
+def share_strings(values: np.ndarray, strings: Any) -> None:
+    """Remember *strings*, a pyarrow string array equal to *values* (object (n,) of ``str``), as
+    the pyarrow form of *values* for :func:`arrow_strings`, while *values* lives.
+
+    A fast reader holds the pyarrow form of the id columns it parsed: the look-ups and checks
+    then do not convert the ``str`` objects back (each conversion costs as much as a hash join).
+    *values* becomes read-only, so the two can never differ.
+    """
+    values.flags.writeable = False
+    key = id(values)
+    _SHARED[key] = (weakref.ref(values, lambda _, key=key: _SHARED.pop(key, None)), strings)
+
+
+def arrow_strings(values: np.ndarray) -> Any:
+    """``pa.array(values, type=pa.string())``, or the array shared by :func:`share_strings`.
+
+    Raises:
+        As :func:`pyarrow.array` (a value that is not a ``str``, a lone surrogate).
+    """
+    shared = _SHARED.get(id(values))
+    if shared is not None and shared[0]() is values:
+        return shared[1]
+    pa, _ = _pyarrow.load()
+    return pa.array(values, type=pa.string())
 
 
 def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
@@ -45,13 +85,11 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
         return np.full(len(values), -1, dtype=np.int64)
     if _use_arrow(len(values) + len(uniques)):
         try:
-            pa, pc = _pyarrow.load()
+            _, pc = _pyarrow.load()
 
             if len(uniques) > 2 * len(values):
-                return _index_in_swapped(pa, pc, values, uniques)
-            found = pc.index_in(
-                pa.array(values, type=pa.string()), value_set=pa.array(uniques, type=pa.string())
-            )
+                return _index_in_swapped(pc, values, uniques)
+            found = pc.index_in(arrow_strings(values), value_set=arrow_strings(uniques))
             return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         except (UnicodeEncodeError, TypeError, ValueError, ImportError):
             pass  # e.g. a lone surrogate: pandas compares the str values directly
@@ -63,12 +101,12 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     return pd.Index(uniques, dtype=object).get_indexer(values).astype(np.int64, copy=False)
 
 
-def _index_in_swapped(pa, pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+def _index_in_swapped(pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     """:func:`index_in` with the hash table built on the (fewer) distinct *values* and probed by
     *uniques*: each distinct value finds at most one unique (they are distinct), then the
     positions are spread back to *values* through their codes."""
-    encoded = pc.dictionary_encode(pa.array(values, type=pa.string()))
-    where = pc.index_in(pa.array(uniques, type=pa.string()), value_set=encoded.dictionary)
+    encoded = pc.dictionary_encode(arrow_strings(values))
+    where = pc.index_in(arrow_strings(uniques), value_set=encoded.dictionary)
     where = where.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     found = np.flatnonzero(where >= 0)
     position = np.full(len(encoded.dictionary), -1, dtype=np.int64)
@@ -93,8 +131,11 @@ def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
         try:
             pa, pc = _pyarrow.load()
 
-            kind = pa.string() if values.dtype == object else None
-            found = pc.is_in(pa.array(values, type=kind), value_set=pa.array(value_set, type=kind))
+            if values.dtype == object:
+                values_a, set_a = arrow_strings(values), arrow_strings(value_set)
+            else:
+                values_a, set_a = pa.array(values), pa.array(value_set)
+            found = pc.is_in(values_a, value_set=set_a)
             return found.to_numpy(zero_copy_only=False).astype(bool, copy=False)
         except (UnicodeEncodeError, TypeError, ValueError, ImportError):
             pass
@@ -131,7 +172,7 @@ def order_by_code_and_id(codes: np.ndarray, ids: np.ndarray) -> np.ndarray | Non
         table = pa.table(
             {
                 "c": pa.array(np.asarray(codes, dtype=np.int64)),
-                "i": pa.array(np.asarray(ids, dtype=object), type=pa.string()),
+                "i": arrow_strings(np.asarray(ids, dtype=object)),
             }
         )
         order = pc.sort_indices(table, sort_keys=[("c", "ascending"), ("i", "ascending")])

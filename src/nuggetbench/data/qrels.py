@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
-from ._lookup import order_by_code_and_id
+from ._lookup import order_by_code_and_id, share_strings
 from .ranking import factorize_sorted
 from .run import _as_str_array
 from .source import INT64_MAX as _INT64_MAX
@@ -122,16 +122,22 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         name: str | None = None,
         metadata: dict | None = None,
         source: str | None = None,
+        doc_strings: Any = None,
     ) -> Qrels:
         """Qrels from factorised columns (a fast reader's output), as the constructor builds them.
 
         ``query_uniques`` / ``doc_uniques``: distinct ``str`` ids (object arrays, any order);
         ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``relevance`` int64 (n,).
-        The entries are ordered by (query id, doc id) through the ranks of the distinct ids, so
-        no per-entry string is compared or hashed again. Same duplicate rule and error.
+        ``doc_strings``: ``doc_uniques`` as a pyarrow string array, when the reader has it: the
+        doc id column's pyarrow form is then shared with the look-ups
+        (:func:`._lookup.share_strings`). The entries are ordered by (query id, doc id) through
+        the ranks of the distinct ids, so no per-entry string is compared or hashed again. Same
+        duplicate rule and error.
         """
         qu = np.asarray(query_uniques, dtype=object)
         du = np.asarray(doc_uniques, dtype=object)
+        if doc_strings is not None:
+            share_strings(du, doc_strings)
         qc = np.asarray(query_codes, dtype=np.int64)
         dc = np.asarray(doc_codes, dtype=np.int64)
         r = np.asarray(relevance, dtype=np.int64)
@@ -152,6 +158,8 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         same = (qcodes[1:] == qcodes[:-1]) & (dc[1:] == dc[:-1])
         qrels = cls.__new__(cls)
         qrels._init_sorted(qu[qperm], qcodes, du[dc], r, same, source=source, on_duplicate="error")
+        if doc_strings is not None and not same.any():  # the column is du[dc]: share its form
+            share_strings(qrels._docids, doc_strings.take(dc))
         qrels.name = name
         qrels.metadata = dict(metadata or {})
         qrels.nuggets = None

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..data import _pyarrow
-from ..data._lookup import index_in, is_in
+from ..data._lookup import arrow_strings, index_in, is_in
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +129,9 @@ def _arrow_ascii(ids: np.ndarray) -> tuple[Any, np.ndarray] | None:
     if len(ids) < _VECTOR_MIN:
         return None
     try:
-        pa, pc = _pyarrow.load()
+        _, pc = _pyarrow.load()
 
-        arr = pa.array(ids, type=pa.string())
+        arr = arrow_strings(ids)
     except (ImportError, UnicodeEncodeError, TypeError, ValueError):
         return None
     return arr, pc.string_is_ascii(arr).to_numpy(zero_copy_only=False).astype(bool)
@@ -376,7 +376,8 @@ def _run_doc_uniques(run: Any) -> np.ndarray | None:
         uniques, codes = run.doc_codes()
         present = np.zeros(len(uniques), dtype=bool)
         present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
-        return np.asarray(uniques, dtype=object)[present]
+        uniques = np.asarray(uniques, dtype=object)
+        return uniques if present.all() else uniques[present]
     arrays = getattr(run, "arrays", None)
     if arrays is None:
         return None
