@@ -657,3 +657,27 @@ def test_fast_readers_share_the_id_columns_they_parsed(tmp_path, monkeypatch):
     assert run.codes_of(column).tolist() == [lookup.get(d, -1) for d in column.tolist()]
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 10**12)
     assert read_qrels(tmp_path / "qrels.txt") == qrels
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_qrels_from_codes_sorts_as_the_constructor(seed, monkeypatch):
+    """Qrels._from_codes (by a (query rank, doc id) sort in pyarrow, with or without the doc
+    strings, or by doc ranks without pyarrow) equals the constructor, repeated pairs included."""
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import Qrels, _lookup
+
+    rng = np.random.default_rng(seed)
+    qu = np.array([f"q{i}" for i in rng.permutation(9)] + ["Q", "q10", "é"], dtype=object)
+    du = np.array(
+        [f"d{i}" for i in rng.permutation(60)] + ["D", "d", "", "é", "e\u0301"], dtype=object
+    )
+    qc = rng.integers(0, len(qu), 400)
+    dc = rng.integers(0, len(du), 400)
+    grades = rng.integers(0, 3, len(du) * len(qu)).reshape(len(qu), len(du))[qc, dc]
+    want = Qrels(qu[qc], du[dc], grades, on_duplicate="last")
+    strings = pa.array(du.tolist(), type=pa.string())
+    for arrow_min in (1, 10**9):
+        monkeypatch.setattr(_lookup, "ARROW_MIN", arrow_min)
+        for doc_strings in (None, strings):
+            got = Qrels._from_codes(qu, qc, du.copy(), dc, grades, doc_strings=doc_strings)
+            assert got == want

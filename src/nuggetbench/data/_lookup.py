@@ -57,7 +57,8 @@ def share_strings(values: np.ndarray, strings: Any) -> None:
 
 
 def arrow_strings(values: np.ndarray) -> Any:
-    """``pa.array(values, type=pa.string())``, or the array shared by :func:`share_strings`.
+    """``pa.array(values, type=pa.string())``, or the array shared by :func:`share_strings`
+    (*values* itself when it is a pyarrow array already).
 
     Raises:
         As :func:`pyarrow.array` (a value that is not a ``str``, a lone surrogate).
@@ -66,6 +67,8 @@ def arrow_strings(values: np.ndarray) -> Any:
     if shared is not None and shared[0]() is values:
         return shared[1]
     pa, _ = _pyarrow.load()
+    if isinstance(values, pa.Array):
+        return values
     return pa.array(values, type=pa.string())
 
 
@@ -158,7 +161,7 @@ def order_by_code_and_id(codes: np.ndarray, ids: np.ndarray) -> np.ndarray | Non
 
     Args:
         codes: int (n,).
-        ids: object (n,) of ``str``.
+        ids: object (n,) of ``str``, or the same as a pyarrow string array.
 
     Returns:
         int64 (n,), or ``None`` when the input is small or pyarrow cannot take it (then sort with
@@ -172,7 +175,7 @@ def order_by_code_and_id(codes: np.ndarray, ids: np.ndarray) -> np.ndarray | Non
         table = pa.table(
             {
                 "c": pa.array(np.asarray(codes, dtype=np.int64)),
-                "i": arrow_strings(np.asarray(ids, dtype=object)),
+                "i": arrow_strings(ids),
             }
         )
         order = pc.sort_indices(table, sort_keys=[("c", "ascending"), ("i", "ascending")])

@@ -130,36 +130,35 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``relevance`` int64 (n,).
         ``doc_strings``: ``doc_uniques`` as a pyarrow string array, when the reader has it: the
         doc id column's pyarrow form is then shared with the look-ups
-        (:func:`._lookup.share_strings`). The entries are ordered by (query id, doc id) through
-        the ranks of the distinct ids, so no per-entry string is compared or hashed again. Same
-        duplicate rule and error.
+        (:func:`._lookup.share_strings`). The entries are ordered by (query id, doc id) with
+        the query ids compared through their ranks: a stable sort by (query rank, doc id) in
+        C++ (:func:`._lookup.order_by_code_and_id`), or without pyarrow by the ranks of the
+        distinct doc ids. Same duplicate rule and error.
         """
         qu = np.asarray(query_uniques, dtype=object)
         du = np.asarray(doc_uniques, dtype=object)
-        if doc_strings is not None:
-            share_strings(du, doc_strings)
         qc = np.asarray(query_codes, dtype=np.int64)
         dc = np.asarray(doc_codes, dtype=np.int64)
         r = np.asarray(relevance, dtype=np.int64)
         qperm = np.argsort(qu, kind="stable")
         qrank = np.empty(len(qu), dtype=np.int64)
         qrank[qperm] = np.arange(len(qu), dtype=np.int64)
-        dperm = order_by_code_and_id(np.zeros(len(du), dtype=np.int64), du)
-        if dperm is None:
-            dperm = np.argsort(du, kind="stable")
-        drank = np.empty(len(du), dtype=np.int64)
-        drank[dperm] = np.arange(len(du), dtype=np.int64)
         qcodes = qrank[qc]
-        if len(qu) * max(len(du), 1) < 2**62:
-            order = np.argsort(qcodes * np.int64(max(len(du), 1)) + drank[dc], kind="stable")
-        else:  # pragma: no cover - astronomically many ids
-            order = np.lexsort((drank[dc], qcodes))
+        strings = doc_strings.take(dc) if doc_strings is not None else None
+        order = order_by_code_and_id(qcodes, du[dc] if strings is None else strings)
+        if order is None:
+            drank = np.empty(len(du), dtype=np.int64)
+            drank[np.argsort(du, kind="stable")] = np.arange(len(du), dtype=np.int64)
+            if len(qu) * max(len(du), 1) < 2**62:
+                order = np.argsort(qcodes * np.int64(max(len(du), 1)) + drank[dc], kind="stable")
+            else:  # pragma: no cover - astronomically many ids
+                order = np.lexsort((drank[dc], qcodes))
         qcodes, dc, r = qcodes[order], dc[order], r[order]
         same = (qcodes[1:] == qcodes[:-1]) & (dc[1:] == dc[:-1])
         qrels = cls.__new__(cls)
         qrels._init_sorted(qu[qperm], qcodes, du[dc], r, same, source=source, on_duplicate="error")
-        if doc_strings is not None and not same.any():  # the column is du[dc]: share its form
-            share_strings(qrels._docids, doc_strings.take(dc))
+        if strings is not None and not same.any():  # the column is du[dc]: share its form
+            share_strings(qrels._docids, strings.take(order))
         qrels.name = name
         qrels.metadata = dict(metadata or {})
         qrels.nuggets = None
