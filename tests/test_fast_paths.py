@@ -681,3 +681,46 @@ def test_qrels_from_codes_sorts_as_the_constructor(seed, monkeypatch):
         for doc_strings in (None, strings):
             got = Qrels._from_codes(qu, qc, du.copy(), dc, grades, doc_strings=doc_strings)
             assert got == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_short_keys_order_and_equality_are_the_ids(seed):
+    """short_keys: equal keys for equal ids, key order = str order; None for long ids or NUL."""
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _lookup
+
+    rng = np.random.default_rng(seed)
+    alphabet = list("aAzZ09-_ .é\u00ff\u4e00") + ["\U0001f600"]
+    ids = ["".join(rng.choice(alphabet, int(rng.integers(0, 5)))) for _ in range(400)]
+    ids = [i for i in ids if len(i.encode()) <= 8] + ["", "a", "ab", "abcdefgh", "b"]
+    arr = pa.array(ids, type=pa.string())
+    for strings in (arr, arr.slice(3, 200)):  # an offset into the buffers too
+        values = strings.to_pylist()
+        keys = _lookup.short_keys(strings)
+        assert keys is not None and keys.dtype == np.uint64
+        pairs = rng.integers(0, len(values), (2000, 2))
+        for i, j in pairs.tolist():
+            assert (keys[i] == keys[j]) == (values[i] == values[j])
+            assert (keys[i] < keys[j]) == (values[i] < values[j])
+        first, codes = _lookup.factorize_keys(keys)
+        distinct = [values[f] for f in first.tolist()]
+        assert distinct == sorted(set(values))
+        assert [distinct[c] for c in codes.tolist()] == values
+    assert _lookup.short_keys(pa.array(["abcdefghi", "a"])) is None
+    assert _lookup.short_keys(pa.array(["a\x00", "a"])) is None
+    assert _lookup.short_keys(pa.array(["a", None])) is None
+    assert len(_lookup.short_keys(pa.array([], type=pa.string()))) == 0
+
+
+def test_index_in_by_short_keys_equals_the_hash_join():
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _lookup
+
+    rng = np.random.default_rng(9)
+    uniques = np.array([f"D{i}" for i in rng.permutation(3000)], dtype=object)
+    values = np.array([f"D{i}" for i in rng.integers(0, 4000, 5000)], dtype=object)
+    want = _lookup.index_in(values, uniques)
+    _lookup.share_strings(uniques, pa.array(uniques.tolist(), type=pa.string()))
+    _lookup.share_strings(values, pa.array(values.tolist(), type=pa.string()))
+    assert _lookup._shared_keys(values) is not None
+    assert _lookup.index_in(values, uniques).tolist() == want.tolist()

@@ -11,10 +11,11 @@ is created per line except for the distinct ids.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 
-from . import _pyarrow
+from . import _lookup, _pyarrow
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,19 @@ def _grouped_codes(column: object) -> tuple[np.ndarray, np.ndarray] | None:
     uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
     head_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return uniques, np.repeat(head_codes, np.diff(np.append(heads, n)))
+
+
+def _factorize(column: Any) -> tuple[Any, np.ndarray]:
+    """``(distinct values as a pyarrow array, int64 codes)`` of a pyarrow string *column*: short
+    ids by their integer keys (:func:`._lookup.short_keys`; the distinct ids then come sorted),
+    others by pyarrow's hash table (in order of first appearance)."""
+    pa, pc = _pyarrow.load()
+    keys = _lookup.short_keys(column)
+    if keys is not None:
+        first, codes = _lookup.factorize_keys(keys)
+        return column.take(pa.array(first)), codes
+    encoded = pc.dictionary_encode(column)
+    return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[int, object] | None:
@@ -115,12 +129,9 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
                     return None  # an empty field: let the careful reader explain
                 out[i] = _grouped_codes(column) if kind == "grouped_ids" else None
                 if out[i] is None:
-                    encoded = pc.dictionary_encode(column)
-                    uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(
-                        object, copy=False
-                    )
-                    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-                    out[i] = (uniques, codes) + ((encoded.dictionary,) if kind == "ids" else ())
+                    dictionary, codes = _factorize(column)
+                    uniques = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
+                    out[i] = (uniques, codes) + ((dictionary,) if kind == "ids" else ())
             else:
                 out[i] = column.to_numpy(zero_copy_only=False)
         del table, column

@@ -23,6 +23,8 @@ __all__ = [
     "order_by_code_and_id",
     "share_strings",
     "arrow_strings",
+    "short_keys",
+    "factorize_keys",
     "ARROW_MIN",
 ]
 
@@ -38,9 +40,9 @@ def _use_arrow(n: int) -> bool:
     return n >= ARROW_MIN or "pyarrow.compute" in sys.modules
 
 
-_SHARED: dict[int, tuple[weakref.ref, Any]] = {}
-"""``id(array) -> (weak reference to the array, its pyarrow string array)``: see
-:func:`share_strings`."""
+_SHARED: dict[int, list[Any]] = {}
+"""``id(array) -> [weak reference to the array, its pyarrow string array, its short keys]``
+(the keys computed when first asked for, ``False`` before): see :func:`share_strings`."""
 
 
 def share_strings(values: np.ndarray, strings: Any) -> None:
@@ -48,12 +50,18 @@ def share_strings(values: np.ndarray, strings: Any) -> None:
     the pyarrow form of *values* for :func:`arrow_strings`, while *values* lives.
 
     A fast reader holds the pyarrow form of the id columns it parsed: the look-ups and checks
-    then do not convert the ``str`` objects back (each conversion costs as much as a hash join).
-    *values* becomes read-only, so the two can never differ.
+    then do not convert the ``str`` objects back (each conversion costs as much as a hash join),
+    and short ids are compared as integers (:func:`short_keys`). *values* becomes read-only, so
+    the two can never differ.
     """
     values.flags.writeable = False
     key = id(values)
-    _SHARED[key] = (weakref.ref(values, lambda _, key=key: _SHARED.pop(key, None)), strings)
+    _SHARED[key] = [weakref.ref(values, lambda _, key=key: _SHARED.pop(key, None)), strings, False]
+
+
+def _shared(values: Any) -> list[Any] | None:
+    entry = _SHARED.get(id(values))
+    return entry if entry is not None and entry[0]() is values else None
 
 
 def arrow_strings(values: np.ndarray) -> Any:
@@ -63,13 +71,79 @@ def arrow_strings(values: np.ndarray) -> Any:
     Raises:
         As :func:`pyarrow.array` (a value that is not a ``str``, a lone surrogate).
     """
-    shared = _SHARED.get(id(values))
-    if shared is not None and shared[0]() is values:
+    shared = _shared(values)
+    if shared is not None:
         return shared[1]
     pa, _ = _pyarrow.load()
     if isinstance(values, pa.Array):
         return values
     return pa.array(values, type=pa.string())
+
+
+def _shared_keys(values: np.ndarray) -> np.ndarray | None:
+    """:func:`short_keys` of the strings shared for *values* (computed once), else ``None``."""
+    shared = _shared(values)
+    if shared is None:
+        return None
+    if shared[2] is False:
+        shared[2] = short_keys(shared[1])
+    return shared[2]
+
+
+_KEEP = np.array([((1 << 64) - 1) ^ ((1 << (8 * (8 - n))) - 1) for n in range(9)], np.uint64)
+"""``_KEEP[n]``: the mask of the first *n* bytes of a big-endian 64-bit word."""
+
+
+def short_keys(strings: Any) -> np.ndarray | None:
+    """One integer per id of the pyarrow string array *strings*, equal for equal ids and ordered
+    as the ids (uint64 (n,)), when every id has at most 8 UTF-8 bytes and no NUL byte; else
+    ``None``.
+
+    The key is the id's bytes read as a big-endian number, zero padded: without NUL bytes two
+    different ids differ in a byte where one of them has a non-zero byte, and the byte order
+    of UTF-8 is the code point order ``str`` comparison uses. Integer keys are sorted and
+    searched by numpy several times faster than strings are hashed.
+    """
+    pa, _ = _pyarrow.load()
+    if not isinstance(strings, pa.Array) or strings.type != pa.string() or strings.null_count:
+        return None
+    n = len(strings)
+    offsets = np.frombuffer(strings.buffers()[1], np.int32, n + 1, strings.offset * 4)
+    lengths = np.diff(offsets)
+    if n == 0 or int(lengths.max()) > 8:
+        return None if n else np.zeros(0, dtype=np.uint64)
+    start, end = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(strings.buffers()[2], np.uint8, end) if end else np.zeros(0, np.uint8)
+    if not data[start:].all():
+        return None  # a NUL byte: "a" and "a\0" would share a key
+    padded = np.zeros(end + 8, dtype=np.uint8)
+    padded[start:end] = data[start:]
+    words = np.ndarray((end + 1,), dtype=">u8", buffer=padded, strides=(1,))  # at every byte
+    return words[offsets[:-1]].astype(np.uint64) & _KEEP[lengths]
+
+
+def factorize_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, codes)`` of integer *keys* (n,): ``first`` int64 (u,) the position of one
+    occurrence of each distinct key, in ascending key order; ``codes`` int64 (n,) with
+    ``keys[first][codes] == keys``."""
+    order = np.argsort(keys)
+    ordered = keys[order]
+    head = np.empty(len(keys), dtype=bool)
+    head[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=head[1:])
+    codes = np.empty(len(keys), dtype=np.int64)
+    codes[order] = np.cumsum(head) - 1
+    return order[head].astype(np.int64, copy=False), codes
+
+
+def _index_in_keys(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+    """:func:`index_in` over integer keys (*uniques* distinct): a binary search."""
+    order = None if bool((uniques[1:] > uniques[:-1]).all()) else np.argsort(uniques)
+    ordered = uniques if order is None else uniques[order]
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    found = ordered[at] == values
+    position = at if order is None else order[at]
+    return np.where(found, position, -1).astype(np.int64, copy=False)
 
 
 def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
@@ -86,6 +160,10 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     uniques = np.asarray(uniques, dtype=object)
     if not len(values) or not len(uniques):
         return np.full(len(values), -1, dtype=np.int64)
+    value_keys = _shared_keys(values)
+    unique_keys = _shared_keys(uniques) if value_keys is not None else None
+    if unique_keys is not None:
+        return _index_in_keys(value_keys, unique_keys)
     if _use_arrow(len(values) + len(uniques)):
         try:
             _, pc = _pyarrow.load()

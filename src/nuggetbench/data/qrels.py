@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
-from ._lookup import order_by_code_and_id, share_strings
+from ._lookup import order_by_code_and_id, share_strings, short_keys
 from .ranking import factorize_sorted
 from .run import _as_str_array
 from .source import INT64_MAX as _INT64_MAX
@@ -131,8 +131,9 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         ``doc_strings``: ``doc_uniques`` as a pyarrow string array, when the reader has it: the
         doc id column's pyarrow form is then shared with the look-ups
         (:func:`._lookup.share_strings`). The entries are ordered by (query id, doc id) with
-        the query ids compared through their ranks: a stable sort by (query rank, doc id) in
-        C++ (:func:`._lookup.order_by_code_and_id`), or without pyarrow by the ranks of the
+        the query ids compared through their ranks: a stable sort by (query rank, doc id), the
+        doc ids compared as integer keys when short (:func:`._lookup.short_keys`) or as strings
+        in C++ (:func:`._lookup.order_by_code_and_id`), or without pyarrow by the ranks of the
         distinct doc ids. Same duplicate rule and error.
         """
         qu = np.asarray(query_uniques, dtype=object)
@@ -144,11 +145,15 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         qrank = np.empty(len(qu), dtype=np.int64)
         qrank[qperm] = np.arange(len(qu), dtype=np.int64)
         qcodes = qrank[qc]
-        strings = doc_strings.take(dc) if doc_strings is not None else None
-        order = order_by_code_and_id(qcodes, du[dc] if strings is None else strings)
-        if order is None:
+        keys = short_keys(doc_strings) if doc_strings is not None else None
+        order = None
+        if keys is None:
+            ids = du[dc] if doc_strings is None else doc_strings.take(dc)
+            order = order_by_code_and_id(qcodes, ids)
+        if order is None:  # the ranks of the distinct doc ids: short ones by their integer keys
+            by_id = np.argsort(keys) if keys is not None else np.argsort(du, kind="stable")
             drank = np.empty(len(du), dtype=np.int64)
-            drank[np.argsort(du, kind="stable")] = np.arange(len(du), dtype=np.int64)
+            drank[by_id] = np.arange(len(du), dtype=np.int64)
             if len(qu) * max(len(du), 1) < 2**62:
                 order = np.argsort(qcodes * np.int64(max(len(du), 1)) + drank[dc], kind="stable")
             else:  # pragma: no cover - astronomically many ids
@@ -157,8 +162,8 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         same = (qcodes[1:] == qcodes[:-1]) & (dc[1:] == dc[:-1])
         qrels = cls.__new__(cls)
         qrels._init_sorted(qu[qperm], qcodes, du[dc], r, same, source=source, on_duplicate="error")
-        if strings is not None and not same.any():  # the column is du[dc]: share its form
-            share_strings(qrels._docids, strings.take(order))
+        if doc_strings is not None and not same.any():  # the column is du[dc]: share its form
+            share_strings(qrels._docids, doc_strings.take(dc))
         qrels.name = name
         qrels.metadata = dict(metadata or {})
         qrels.nuggets = None
