@@ -724,3 +724,26 @@ def test_index_in_by_short_keys_equals_the_hash_join():
     _lookup.share_strings(values, pa.array(values.tolist(), type=pa.string()))
     assert _lookup._shared_keys(values) is not None
     assert _lookup.index_in(values, uniques).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sniff_helpers_equal_their_python_spelling(seed, tmp_path):
+    """_head_lines is islice over the file's lines; _one_value_every_fourth_field is the set of
+    bytes.split()[1::4] (white space of every kind, long and empty texts)."""
+    import itertools
+
+    from nuggetbench.data import diversity_io
+
+    rng = np.random.default_rng(seed)
+    pieces = [b" ", b"\t", b"  ", b"\x0b", b"\x0c", b"\r", b"\n", b"\r\n", b"0", b"1", b"a", b"Q0"]
+    for case in range(200):
+        text = b"".join(rng.choice(pieces, int(rng.integers(0, 40))).tolist())
+        if rng.random() < 0.3:
+            text = b"".join(f"q{i} 0 d{i} 1\n".encode() for i in range(int(rng.integers(0, 9))))
+        want = len(set(text.split()[1::4])) <= 1
+        assert diversity_io._one_value_every_fourth_field(text) == want, text
+        path = tmp_path / f"t{case}"
+        path.write_bytes(text)
+        n = int(rng.integers(0, 12))
+        with open(path, "rb") as fh:
+            assert diversity_io._head_lines(path, n) == b"".join(itertools.islice(fh, n))
