@@ -136,11 +136,23 @@ def factorize_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order[head].astype(np.int64, copy=False), codes
 
 
+def _search(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)``, the *values* searched
+    in ascending order (each search starts where the last one ended: several times faster
+    than searching a large array in random order)."""
+    if len(values) < 4096:
+        return np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    by_value = np.argsort(values)
+    at = np.empty(len(values), dtype=np.int64)
+    at[by_value] = np.searchsorted(ordered, values[by_value])
+    return np.minimum(at, len(ordered) - 1)
+
+
 def _index_in_keys(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     """:func:`index_in` over integer keys (*uniques* distinct): a binary search."""
     order = None if bool((uniques[1:] > uniques[:-1]).all()) else np.argsort(uniques)
     ordered = uniques if order is None else uniques[order]
-    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    at = _search(ordered, values)
     found = ordered[at] == values
     position = at if order is None else order[at]
     return np.where(found, position, -1).astype(np.int64, copy=False)
@@ -206,8 +218,7 @@ def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
         return np.zeros(len(values), dtype=bool)
     if values.dtype.kind in "iu" and value_set.dtype.kind == values.dtype.kind:
         ordered = np.sort(value_set)
-        at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
-        return ordered[at] == values
+        return ordered[_search(ordered, values)] == values
     if _use_arrow(len(values) + len(value_set)):
         try:
             pa, pc = _pyarrow.load()
