@@ -176,17 +176,29 @@ def _one_case_lower_forms(*arrows: tuple[Any, np.ndarray] | None) -> bool:
     normal form, by a cheap vectorised test: every id is ASCII, its normal form is its lower
     case (no surrounding white space, no number written with a sign, leading zeros or ``.0``),
     and the ids are all without upper-case letters or all without lower-case ones, so lower
-    casing, hence the normal form, is one-to-one on them. ``False`` means "not proved"."""
+    casing, hence the normal form, is one-to-one on them. ``False`` means "not proved".
+
+    Only ids without letters can be numbers (whose normal form may differ from the id): the
+    normal forms are computed for those only."""
     import pyarrow.compute as pc
 
     if any(a is None or not a[1].all() for a in arrows):
         return False
-    lowered = [(arr, pc.ascii_lower(arr)) for arr, _ in arrows if len(arr)]
-    if not all(pc.all(pc.equal(_ascii_normal_forms(arr), low)).as_py() for arr, low in lowered):
-        return False
-    return all(pc.all(pc.equal(low, arr)).as_py() for arr, low in lowered) or all(
-        pc.all(pc.equal(pc.ascii_upper(arr), arr)).as_py() for arr, _ in lowered
+    arrays = [arr for arr, _ in arrows if len(arr)]
+    lowered = [pc.ascii_lower(arr) for arr in arrays]
+    uppered = [pc.ascii_upper(arr) for arr in arrays]
+    one_case = all(pc.all(pc.equal(low, arr)).as_py() for arr, low in zip(arrays, lowered)) or all(
+        pc.all(pc.equal(up, arr)).as_py() for arr, up in zip(arrays, uppered)
     )
+    if not one_case:
+        return False
+    for arr, low, up in zip(arrays, lowered, uppered):
+        if not pc.all(pc.equal(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE), arr)).as_py():
+            return False
+        plain = arr.filter(pc.equal(low, up))  # no letter: the id is its lower case
+        if len(plain) and not pc.all(pc.equal(_ascii_normal_forms(plain), plain)).as_py():
+            return False
+    return True
 
 
 def _spaced(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) -> list[str]:
