@@ -747,3 +747,14 @@ def test_sniff_helpers_equal_their_python_spelling(seed, tmp_path):
         n = int(rng.integers(0, 12))
         with open(path, "rb") as fh:
             assert diversity_io._head_lines(path, n) == b"".join(itertools.islice(fh, n))
+
+
+def test_strings_of_keys_rebuild_the_ids():
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _lookup
+
+    ids = ["", "a", "12", "é", "abcdefgh", "\U0001f600x", "a b", "\x7f"]
+    keys = _lookup.short_keys(pa.array(ids, type=pa.string()))
+    assert _lookup.strings_of_keys(keys).to_pylist() == ids
+    bad = np.array([0x61FF000000000000], dtype=np.uint64)  # not UTF-8
+    assert _lookup.strings_of_keys(bad) is None

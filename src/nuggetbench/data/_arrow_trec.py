@@ -59,7 +59,8 @@ def _factorize(column: Any) -> tuple[Any, np.ndarray]:
     keys = _lookup.short_keys(column)
     if keys is not None:
         first, codes = _lookup.factorize_keys(keys)
-        return column.take(pa.array(first)), codes
+        distinct = _lookup.strings_of_keys(keys[first])
+        return (column.take(pa.array(first)) if distinct is None else distinct), codes
     encoded = pc.dictionary_encode(column)
     return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 

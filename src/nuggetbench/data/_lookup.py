@@ -24,6 +24,7 @@ __all__ = [
     "share_strings",
     "arrow_strings",
     "short_keys",
+    "strings_of_keys",
     "factorize_keys",
     "ARROW_MIN",
 ]
@@ -120,6 +121,18 @@ def short_keys(strings: Any) -> np.ndarray | None:
     padded[start:end] = data[start:]
     words = np.ndarray((end + 1,), dtype=">u8", buffer=padded, strides=(1,))  # at every byte
     return words[offsets[:-1]].astype(np.uint64) & _KEEP[lengths]
+
+
+def strings_of_keys(keys: np.ndarray) -> Any:
+    """The ids whose :func:`short_keys` are *keys* (a pyarrow string array), or ``None`` when
+    they cannot be rebuilt exactly (the round trip through :func:`short_keys` is checked)."""
+    pa, _ = _pyarrow.load()
+    try:  # numpy's fixed-width bytes drop the zero padding
+        strings = pa.array(keys.astype(">u8").view("S8")).cast(pa.string())
+    except (pa.ArrowException, ValueError):
+        return None
+    back = short_keys(strings)
+    return strings if back is not None and np.array_equal(back, keys) else None
 
 
 def factorize_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
