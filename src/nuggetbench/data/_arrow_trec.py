@@ -51,12 +51,13 @@ def _grouped_codes(column: object) -> tuple[np.ndarray, np.ndarray] | None:
     return uniques, np.repeat(head_codes, np.diff(np.append(heads, n)))
 
 
-def _factorize(column: Any) -> tuple[Any, np.ndarray]:
+def _factorize(column: Any, *, by_keys: bool = True) -> tuple[Any, np.ndarray]:
     """``(distinct values as a pyarrow array, int64 codes)`` of a pyarrow string *column*: short
     ids by their integer keys (:func:`._lookup.short_keys`; the distinct ids then come sorted),
-    others by pyarrow's hash table (in order of first appearance)."""
+    others (and every value unless *by_keys*) by pyarrow's hash table (in order of first
+    appearance; faster for a few distinct values)."""
     pa, pc = _pyarrow.load()
-    keys = _lookup.short_keys(column)
+    keys = _lookup.short_keys(column) if by_keys else None
     if keys is not None:
         first, codes = _lookup.factorize_keys(keys)
         distinct = _lookup.strings_of_keys(keys[first])
@@ -71,12 +72,13 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
     Args:
         data: file content.
         n_columns: columns every line must have.
-        wanted: ``{column index: kind}`` with kind ``"ids"`` (factorised strings), ``"float"``
-            or ``"int"``.
+        wanted: ``{column index: kind}`` with kind ``"ids"`` (factorised strings),
+            ``"grouped_ids"`` (ids in runs of equal values), ``"labels"`` (strings with a few
+            distinct values), ``"float"`` or ``"int"``.
 
     Returns:
-        ``{column: value}``: for ``"grouped_ids"`` a tuple ``(uniques object array, codes int64
-        array)``, for ``"ids"`` ``(uniques, codes, the uniques as a pyarrow string array)`` (for
+        ``{column: value}``: for ``"grouped_ids"`` and ``"labels"`` a tuple ``(uniques object
+        array, codes int64 array)``, for ``"ids"`` ``(uniques, codes, the uniques as a pyarrow string array)`` (for
         :func:`._lookup.share_strings`: no conversion back to pyarrow later), otherwise a numpy
         array; ``None`` when pyarrow is missing or the file is not regular.
     """
@@ -94,6 +96,7 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
     types = {
         "ids": pa.string(),
         "grouped_ids": pa.string(),
+        "labels": pa.string(),
         "float": pa.float64(),
         "int": pa.int64(),
     }
@@ -125,12 +128,12 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
             column = table.column(names[i]).combine_chunks()
             if column.null_count:
                 return None
-            if kind in ("ids", "grouped_ids"):
+            if kind in ("ids", "grouped_ids", "labels"):
                 if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
                     return None  # an empty field: let the careful reader explain
                 out[i] = _grouped_codes(column) if kind == "grouped_ids" else None
                 if out[i] is None:
-                    dictionary, codes = _factorize(column)
+                    dictionary, codes = _factorize(column, by_keys=kind != "labels")
                     uniques = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
                     out[i] = (uniques, codes) + ((dictionary,) if kind == "ids" else ())
             else:

@@ -350,10 +350,10 @@ def _read_qrels_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None) 
     parsed once and the entries are sorted by the ranks of the distinct ids."""
     if len(data) < _arrow_trec.MIN_BYTES or _irregular(data):
         return None
-    cols = _arrow_trec.read_columns(data, 4, {0: "grouped_ids", 2: "ids", 3: "ids"})
+    cols = _arrow_trec.read_columns(data, 4, {0: "grouped_ids", 2: "ids", 3: "labels"})
     if cols is None:
         return None
-    (qu, qc), (du, dc, doc_strings), (ru, rc, _) = cols[0], cols[2], cols[3]
+    (qu, qc), (du, dc, doc_strings), (ru, rc) = cols[0], cols[2], cols[3]
     grades = _parse_grade_uniques(ru, rc, path, raw)
     return Qrels._from_codes(
         qu,
