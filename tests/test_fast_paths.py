@@ -758,3 +758,16 @@ def test_strings_of_keys_rebuild_the_ids():
     assert _lookup.strings_of_keys(keys).to_pylist() == ids
     bad = np.array([0x61FF000000000000], dtype=np.uint64)  # not UTF-8
     assert _lookup.strings_of_keys(bad) is None
+
+
+@pytest.mark.parametrize("sort_max", [1, 1 << 21])
+def test_factorize_keys_by_sorting_or_hashing(sort_max, monkeypatch):
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import _lookup
+
+    monkeypatch.setattr(_lookup, "SORT_MAX", sort_max)
+    rng = np.random.default_rng(2)
+    keys = rng.integers(0, 50, 3000).astype(np.uint64) * np.uint64(2**57)
+    first, codes = _lookup.factorize_keys(keys)
+    assert keys[first].tolist() == sorted(set(keys.tolist()))
+    assert np.array_equal(keys[first][codes], keys)

@@ -32,6 +32,7 @@ __all__ = [
     "strings_of_keys",
     "factorize_keys",
     "ARROW_MIN",
+    "SORT_MAX",
 ]
 
 ARROW_MIN = 50_000
@@ -140,10 +141,26 @@ def strings_of_keys(keys: np.ndarray) -> Any:
     return strings if back is not None and np.array_equal(back, keys) else None
 
 
+SORT_MAX = 1 << 21
+"""Up to this many keys :func:`factorize_keys` sorts them; above, it hashes them (an argsort's
+cost grows faster than a hash table's) and sorts the distinct ones only."""
+
+
 def factorize_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(first, codes)`` of integer *keys* (n,): ``first`` int64 (u,) the position of one
     occurrence of each distinct key, in ascending key order; ``codes`` int64 (n,) with
     ``keys[first][codes] == keys``."""
+    if len(keys) > SORT_MAX:
+        pa, pc = _pyarrow.load()
+        encoded = pc.dictionary_encode(pa.array(keys))
+        distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
+        hashed = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        by_key = np.argsort(distinct)
+        rank = np.empty(len(distinct), dtype=np.int64)
+        rank[by_key] = np.arange(len(distinct), dtype=np.int64)
+        some = np.empty(len(distinct), dtype=np.int64)
+        some[hashed] = np.arange(len(keys), dtype=np.int64)  # any occurrence will do
+        return some[by_key], rank[hashed]
     order = np.argsort(keys)
     ordered = keys[order]
     head = np.empty(len(keys), dtype=bool)
@@ -156,9 +173,10 @@ def factorize_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _search(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)``, the *values* searched
-    in ascending order (each search starts where the last one ended: several times faster
-    than searching a large array in random order)."""
-    if len(values) < 4096:
+    in ascending order when they are not many more than *ordered* (each search starts where
+    the last one ended: several times faster than searching a large array in random order;
+    sorting many more values than the array holds would cost more than it saves)."""
+    if len(values) < 4096 or len(values) > 2 * len(ordered):
         return np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
     by_value = np.argsort(values)
     at = np.empty(len(values), dtype=np.int64)
