@@ -20,7 +20,7 @@ With ``--cli`` it times whole processes instead, interleaved, median of ``--repe
 again with the home of the previous cold run (warm: cached index and run), against a bare script
 (``BARE_SCRIPT``: read the files, bm25s + PyStemmer, retrieve the same depth, write the TREC file,
 evaluate nDCG@10 with pytrec_eval). It prints each command's median seconds, the median of the
-per-round ratios to the bare script, and peak RSS (``os.wait4``)::
+per-round ratios to the bare script, and peak RSS (GNU time's ``%M``: ``benchmarks/_proc.py``)::
 
     NUGGETBENCH_DATA=/work/shared/data python benchmarks/bm25.py --cli [--repeat 5]
 """
@@ -32,6 +32,7 @@ import gc
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -124,16 +125,13 @@ print("nDCG@10", sum(v["ndcg_cut_10"] for v in res.values()) / len(res))
 
 def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """Run *command*; ``(seconds, peak RSS MB)``; exits with the output tail when it fails."""
-    import subprocess
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _proc import timed
 
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = proc.stdout.read() if proc.stdout else b""
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{command[:4]} failed:\n{out.decode(errors='replace')[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024, out.decode(errors="replace")
+    seconds, peak, status, out = timed(command, env)
+    if status != 0:
+        raise SystemExit(f"{command[:4]} failed:\n{out[-2000:]}")
+    return seconds, peak, out
 
 
 def cli(dataset: str, folder: Path, k: int, repeat: int, baseline_src: Path | None = None) -> None:

@@ -16,8 +16,8 @@ With ``--whole-process`` it times whole processes instead, as a user does: ``nug
 (the CLI, imports, reading, checks, evaluating, printing) against a pytrec_eval script (import,
 parse, evaluate, print the means) and ``python -m ir_measures``, run interleaved (A, B, C, A, B, C,
 ...) ``--repeat`` times (default 5 there); it prints each command's median seconds, its median ratio
-to nuggetbench's time in the same round, and its peak RSS (``os.wait4``'s ``ru_maxrss`` of that
-child)::
+to nuggetbench's time in the same round, and its peak RSS (GNU time's ``%M`` of that
+child: ``benchmarks/_proc.py``)::
 
     python benchmarks/measures.py --whole-process --depth 100 --repeat 5 [--baseline-src DIR]
 
@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_proc.py
 
 MEASURES = {"nDCG@10": "ndcg_cut_10", "AP": "map", "R@100": "recall_100", "RR": "recip_rank"}
 
@@ -178,16 +180,10 @@ for name in ("ndcg_cut_10", "map", "recall_100", "recip_rank"):
 
 def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
     """Run *command*; ``(seconds, peak RSS in MB, exit status, stdout+stderr tail)``."""
-    import os
-    import subprocess
+    from _proc import timed
 
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = proc.stdout.read() if proc.stdout else b""
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return seconds, usage.ru_maxrss / 1024, proc.returncode, out.decode(errors="replace")[-400:]
+    seconds, peak, status, out = timed(command, env)
+    return seconds, peak, status, out[-400:]
 
 
 PYTREC_ALL_SCRIPT = """

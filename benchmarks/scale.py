@@ -16,6 +16,9 @@ BEIR's format, outside the repository). Then each engine runs in its own subproc
   the same cached vectors, each with its recall@100 against the exact run;
 * ``lucene``:  ``bm25:backend=lucene,k1=0.9,b=0.4`` (Pyserini, in-process JVM, 2 indexing
   threads; ``NUGGETBENCH_LUCENE_HEAP`` sets the heap, default 4g; the peak RSS includes the JVM);
+* ``memory``:  ``bm25:memory=SIZE`` (``--memory``): the budget chooses the single index or the
+  sharded one and its shard size (the choice is printed as ``memory plan: shard_docs``, 0 for
+  the single index);
 * ``bm25s``:   bare bm25s: texts read into a list, ``bm25s.tokenize``, ``BM25.index``,
   ``BM25.retrieve`` (the same defaults: lucene, k1=1.5, b=0.75, English stemmer and stop words).
 
@@ -43,6 +46,7 @@ import numpy as np
 
 K = 100
 DENSE_N = 20_000  # set from --dense-n
+MEMORY = "8G"  # set from --memory
 
 
 def generate(folder: Path, n: int, n_queries: int = 1000, seed: int = 0) -> None:
@@ -150,7 +154,7 @@ elif engine == "dense":
     + str(K)
     + r""")
 else:
-    import shutil
+    import os, shutil
     from nuggetbench.data import JsonlCorpus, Queries
     from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
     from nuggetbench.data.trec import write_run
@@ -166,13 +170,19 @@ else:
     t = time.perf_counter()
     if engine == "lucene":  # Pyserini's BEIR preset: k1=0.9, b=0.4, one field, 2 indexing threads
         retriever = BM25(backend="lucene", k1=0.9, b=0.4, threads=2)
+    elif engine == "memory":  # the budget picks the layout and the shard size
+        retriever = BM25(memory=os.environ["NB_MEMORY"], backend="numpy")
     elif engine.startswith("sharded"):
         retriever = BM25(shard_docs=shard_docs, backend="numpy")
     else:
         retriever = BM25(backend="numpy")
     index = retriever.index(corpus)
     stages["index (tokenize+score+save)"] = time.perf_counter() - t
-    if engine.startswith("sharded"):
+    if engine == "memory":
+        plan = retriever.memory_plan(corpus)
+        stages["memory plan: shard_docs"] = float(plan.shard_docs)
+        stages["memory plan: estimate GB"] = plan.estimate / 1024**3
+    if engine.startswith("sharded") or (engine == "memory" and plan.shard_docs):
         built = json.load(open(index.folder / "meta.json"))["stage_seconds"]
         stages.update({f"  of which {k}": v for k, v in built.items()})
     t = time.perf_counter()
@@ -191,7 +201,11 @@ print("STAGES " + json.dumps(stages))
 
 def run_child(engine: str, folder: Path, shard_docs: int, out: Path, home: Path) -> dict:
     env = dict(
-        os.environ, NUGGETBENCH_HOME=str(home), PYTHONUNBUFFERED="1", NB_DENSE_N=str(DENSE_N)
+        os.environ,
+        NUGGETBENCH_HOME=str(home),
+        PYTHONUNBUFFERED="1",
+        NB_DENSE_N=str(DENSE_N),
+        NB_MEMORY=MEMORY,
     )
     cmd = ["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-c", CHILD, engine]
     cmd += [str(folder), str(shard_docs), str(out)]
@@ -220,9 +234,11 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "nb_scale")
     ap.add_argument("--engines", default="single,sharded,sharded-mm,bm25s")
     ap.add_argument("--dense-n", type=int, default=20_000, help="passages the dense engine encodes")
+    ap.add_argument("--memory", default="8G", help="the memory engine's budget (bm25:memory=)")
     args = ap.parse_args()
-    global DENSE_N
+    global DENSE_N, MEMORY
     DENSE_N = args.dense_n
+    MEMORY = args.memory
     folder = args.workdir / f"n{args.n}"
     t = time.perf_counter()
     generate(folder, args.n)
@@ -237,7 +253,9 @@ def main() -> None:
         row = run_child(engine, folder, args.shard_docs, out, home)
         rows.append(row)
         stages = ", ".join(
-            f"{k} {v:.4f}" if "recall" in k else f"{k} {v:.1f}" + ("" if "/s" in k else " s")
+            f"{k} {v:.4f}"
+            if "recall" in k
+            else f"{k} {v:.1f}" + ("" if "/s" in k or "plan" in k else " s")
             for k, v in row["stages"].items()
         )
         print(

@@ -771,3 +771,37 @@ def test_factorize_keys_by_sorting_or_hashing(sort_max, monkeypatch):
     first, codes = _lookup.factorize_keys(keys)
     assert keys[first].tolist() == sorted(set(keys.tolist()))
     assert np.array_equal(keys[first][codes], keys)
+
+
+def test_writing_a_run_imports_no_pandas(tmp_path):
+    """The columnar TREC writer (`write_run`, the run cache) goes through pyarrow without its
+    pandas probe (0.5 s here): a run built from codes, as BM25's search builds it, is written
+    without importing pandas (the bytes are checked against the line writer in
+    tests/test_trec_write_columns.py)."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pandas")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = f"""
+import sys
+import numpy as np
+from nuggetbench.data import Run, _trec_write, write_run
+_trec_write.MIN_ENTRIES = 1
+rng = np.random.default_rng(1)
+queries = np.array([f"q{{i}}" for i in range(40)], dtype=object)
+docs = np.array([f"d{{i}}" for i in range(500)], dtype=object)
+run = Run._from_codes(queries, np.repeat(np.arange(40), 50), docs,
+                      np.tile(np.arange(50), 40), rng.random(2000))
+assert "pandas" not in sys.modules, "pandas imported before writing"
+write_run(run, {str(tmp_path / "out.trec")!r})
+assert "pyarrow" in sys.modules, "the columnar writer was not used"
+assert "pandas" not in sys.modules, "pandas imported"
+assert len(open({str(tmp_path / "out.trec")!r}).read().splitlines()) == 2000
+"""
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(src)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -103,6 +103,8 @@ def _logged(fn, log_dir: str, kill_shard: int | None):
 
     def task(*args, **kwargs):
         shard = args[1]
+        if isinstance(shard, str):  # tokenize_chunk_local(texts, ".../chunk-00003")
+            shard = int(shard[-5:])
         with open(Path(log_dir) / "attempts.log", "a") as fh:
             fh.write(f"{fn.__name__} {shard}\n")
         marker = Path(log_dir) / f"killed-{fn.__name__}-{shard}"
@@ -155,9 +157,13 @@ def test_bm25_worker_killed_mid_build_is_retried_once(cluster, tmp_path):
     index = _build(corpus, work, 40, LoggingMapper(logs, kill_shard=3))
     n_shards = index.summary["n_shards"]
     assert n_shards == 8
-    # shard 3's worker died on its first attempt and Ray ran it again; every other shard once
+    # chunk 3's and shard 3's workers died on their first attempts and Ray ran them again;
+    # every other chunk and shard ran once
+    assert _attempts(logs, "tokenize_chunk_local") == sorted([*range(n_shards), 3])
     assert _attempts(logs, "score_shard") == sorted([*range(n_shards), 3])
+    assert (logs / "killed-tokenize_chunk_local-3").exists()
     assert (logs / "killed-score_shard-3").exists()
+    assert not list(work.glob("*.local.npz"))  # the chunks' local files were consumed
     assert sorted(p.name for p in work.glob("shard-*.done")) == [
         f"shard-{i:05d}.done" for i in range(n_shards)
     ]
@@ -190,6 +196,8 @@ ray.init(address={address!r}, log_to_driver=False)
 
 class DyingDriver(LoggingMapper):
     def __call__(self, fn, calls, **kw):
+        if fn.__name__ != "score_shard":  # tokenizing runs to its end
+            return super().__call__(fn, calls, **kw)
         refs = [self.remote(fn).remote(*c, **kw.get("common", {{}})) for c in calls]
         ray.wait(refs, num_returns=3)  # three shards done, the others queued or running
         os.kill(os.getpid(), signal.SIGKILL)

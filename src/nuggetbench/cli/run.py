@@ -97,7 +97,8 @@ from ._globals import hidden_alias, progress_wanted
     default=None,
     metavar="ADDRESS",
     envvar="NUGGETBENCH_RAY_ADDRESS",
-    help="Build and search sharded indexes (bm25:shard_docs=N, dense:MODEL,shard_docs=N) on a "
+    help="Build and search sharded indexes (bm25:shard_docs=N or a bm25:memory=SIZE that shards, "
+    "dense:MODEL,shard_docs=N) on a "
     "Ray cluster: auto (one running here), local (start one in this process) or HOST:PORT "
     "[env NUGGETBENCH_RAY_ADDRESS]; same runs, byte for byte.",
 )

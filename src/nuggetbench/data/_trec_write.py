@@ -25,6 +25,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from . import _pyarrow
+
 #: Runs with fewer entries are written by the Python writer (pyarrow is not worth importing).
 MIN_ENTRIES = 20_000
 #: Entries per block of lines built at once.
@@ -35,7 +37,7 @@ _BAD_ID = r"^$|[ \t\r\n\x0b\x0c\x00]|[\x{10FF80}-\x{10FFFF}]"
 
 def _any_bad(ids, *, query: bool) -> bool:
     """Whether any of *ids* (a pyarrow string array) cannot be written by this module."""
-    import pyarrow.compute as pc  # lazy: pyarrow
+    _, pc = _pyarrow.load()
 
     if not len(ids):
         return False
@@ -57,8 +59,7 @@ def score_texts(scores: np.ndarray):
     Raises:
         AssertionError: a text does not read back to its score (a wrong number; never expected).
     """
-    import pyarrow as pa  # lazy: pyarrow
-    import pyarrow.compute as pc
+    pa, pc = _pyarrow.load()
 
     s = np.ascontiguousarray(scores, dtype=np.float64)
     finite = np.isfinite(s)
@@ -107,8 +108,7 @@ def run_chunks(
         scores: float64 (n,), in ranked order.
         tag: the last column (no white space).
     """
-    import pyarrow as pa  # lazy: pyarrow
-    import pyarrow.compute as pc
+    pa, pc = _pyarrow.load()  # lazy: pyarrow, without its pandas probe
 
     n = len(scores)
     starts = np.asarray(starts, dtype=np.int64)

@@ -18,6 +18,12 @@ Searching is :class:`~nuggetbench.retrieval.bm25_index.BM25Index`: only document
 above a document containing none of the query terms are returned (as Lucene returns only
 matching documents), so a query can get fewer than *k* results.
 
+``bm25:memory=SIZE`` (``4G``, ``800M``) sets the peak memory of indexing and searching by a
+budget rather than by the corpus: the single index when its estimated peak fits, else the
+sharded index (:mod:`nuggetbench.retrieval.bm25_sharded`) with shards sized to fit
+(:mod:`nuggetbench.retrieval.bm25_memory`: the cost model and its calibration). Either way the
+index is the one plain ``bm25`` or ``bm25:shard_docs=N`` builds (same artifact, same scores).
+
 The index is an artifact of the store (:mod:`nuggetbench.store`), ``<home>/cache/bm25/<spec>-<key>/``,
 in bm25s' own save format (npy + JSON, no pickle) plus ``doc_ids.json`` and ``meta.json``; the
 key hashes the corpus fingerprint, every scoring and tokenization parameter, and the bm25s version.
@@ -29,6 +35,7 @@ import copy
 import json
 import logging
 import shutil
+import weakref
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +47,8 @@ from ..spec import format_colon_spec
 from ..store import Artifact
 from ..text.analyzers import analyzer_for_language, get_analyzer
 from ._models import stage_bar
-from .bm25_index import BM25Index, numba_available
+from .bm25_index import BM25Index, numba_available, tokenize_texts
+from .bm25_memory import MemoryPlan, parse_size, plan_memory
 from .bm25_sharded import SHARDED_METHODS, ShardedBM25Index, build_sharded, finish, new_temporary
 from .compose import Composable
 from .lucene import EXTRA as LUCENE_EXTRA
@@ -101,6 +109,18 @@ class BM25(Composable):
                 f"bm25: shard_docs needs method={'|'.join(SHARDED_METHODS)} (got {opts.method!r}, "
                 "whose non-occurrence score the sharded index does not carry); use shard_docs=0"
             )
+        memory = None if opts.memory is None else parse_size(opts.memory)
+        if memory is not None and opts.shard_docs:
+            raise SpecError(
+                f"bm25: memory={opts.memory} chooses shard_docs itself (from the corpus and the "
+                f"budget); give memory= or shard_docs={opts.shard_docs}, not both"
+            )
+        if memory is not None and opts.backend != "lucene" and opts.method not in SHARDED_METHODS:
+            raise SpecError(
+                f"bm25: memory= may choose the sharded index, which needs method="
+                f"{'|'.join(SHARDED_METHODS)} (got {opts.method!r}, whose non-occurrence score "
+                "it does not carry); drop memory="
+            )
         analyzer = opts.analyzer.strip().lower() or "auto"
         if opts.backend == "lucene":
             _check_lucene(opts, stemmer, analyzer)
@@ -124,9 +144,13 @@ class BM25(Composable):
         self.threads = self.options.threads
         self.analyzer = self.options.analyzer
         self.shard_docs = self.options.shard_docs
+        self.memory = memory  # the budget in bytes (None: no budget)
+        self._plan: tuple[Any, MemoryPlan] | None = None  # (weak ref to the corpus, its plan)
         self.fields = self.options.fields
         if self.backend == "lucene":  # the run cache keys on it (bm25s keys stay name + params)
             self.identity = self._lucene_identity
+        elif self.memory is not None:
+            self.identity = self._budget_identity
 
     # --- description -----------------------------------------------------------------------
     @property
@@ -166,16 +190,53 @@ class BM25(Composable):
             "engine": lucene_index_key(self.fields),
         }
 
+    def _budget_identity(self) -> dict[str, Any]:
+        """What identifies a ``memory=`` run in the run cache: name and params plus the budget.
+        The layout depends on the corpus, and the sharded index cuts ties at the k-th score by
+        doc id where the single one cuts them as bm25s does, so these runs are not served from
+        (nor to) plain ``bm25``'s cached runs; the index itself is shared (:meth:`_layout`)."""
+        return {
+            "name": self.name,
+            "params": self.params,
+            "class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "memory": self.memory,
+        }
+
     def cache_key(self, corpus: Corpus) -> str:
         """The key of the index of *corpus* under these parameters in the artifact store (hex, 24)."""
         return self._artifact(corpus).key
 
     def _artifact(self, corpus: Corpus) -> Artifact:
         return Artifact(
-            "bm25", self._key_params(), {"corpus": corpus.fingerprint()}, label=self.name
+            "bm25",
+            self._key_params(self._layout(corpus)),
+            {"corpus": corpus.fingerprint()},
+            label=self.name,
         )
 
-    def _key_params(self) -> dict[str, Any]:
+    def memory_plan(self, corpus: Corpus) -> MemoryPlan | None:
+        """With ``memory=``, the layout chosen for *corpus*
+        (:func:`~nuggetbench.retrieval.bm25_memory.plan_memory`, logged once per corpus);
+        ``None`` without a budget.
+
+        Raises:
+            SpecError: the budget is too small even for the smallest shards.
+        """
+        if self.memory is None:
+            return None
+        if self._plan is None or self._plan[0]() is not corpus:
+            plan = plan_memory(corpus, self.memory)
+            log.info("%s", plan.describe())
+            self._plan = (weakref.ref(corpus), plan)
+        return self._plan[1]
+
+    def _layout(self, corpus: Corpus) -> int:
+        """Documents per shard of the index of *corpus*: ``shard_docs``, or the one chosen for
+        the ``memory=`` budget; 0 for the single index."""
+        plan = self.memory_plan(corpus)
+        return self.shard_docs if plan is None else plan.shard_docs
+
+    def _key_params(self, shard_docs: int) -> dict[str, Any]:
         import bm25s
 
         payload = {
@@ -187,8 +248,8 @@ class BM25(Composable):
         }
         if self.analyzer not in ("auto", "bm25s"):
             payload["analyzer"] = get_analyzer(self.analyzer).params
-        if self.shard_docs:
-            payload["shard_docs"] = self.shard_docs
+        if shard_docs:  # the sharded index is another artifact (same scores, other files)
+            payload["shard_docs"] = shard_docs
         return payload
 
     # --- tokenization ------------------------------------------------------------------------
@@ -210,28 +271,23 @@ class BM25(Composable):
             )
         clone = copy.copy(self)
         clone.analyzer = name
+        if self.memory is not None:  # bound to the clone, whose params name its analyzer
+            clone.identity = clone._budget_identity
         return clone
 
     def _tokenize(self, texts: list[str], *, return_ids: bool, show_progress: bool):
-        if self.analyzer not in ("auto", "bm25s"):
-            return get_analyzer(self.analyzer).tokenize(
-                texts, return_ids=return_ids, show_progress=show_progress
-            )
-        import bm25s
-
-        stemmer = None
-        if self.stemmer != "none":
-            import Stemmer
-
-            stemmer = Stemmer.Stemmer(self.stemmer)
-        stopwords: Any = [] if self.stopwords == "none" else self.stopwords
-        return bm25s.tokenize(
+        return tokenize_texts(
             texts,
-            stopwords=stopwords,
-            stemmer=stemmer,
+            tokenizer=self.tokenizer,
             return_ids=return_ids,
             show_progress=show_progress,
         )
+
+    @property
+    def tokenizer(self) -> tuple[str, str, str]:
+        """``(analyzer, stemmer, stopwords)``: what :func:`.bm25_index.tokenize_texts` needs
+        (plain strings, so a worker process can tokenize as this retriever does)."""
+        return (self.analyzer, self.stemmer, self.stopwords)
 
     # --- indexing ----------------------------------------------------------------------------
     def index(
@@ -259,8 +315,9 @@ class BM25(Composable):
                 params=self.params,
                 show_progress=show_progress,
             )
-        if self.shard_docs:
-            return self._index_sharded(corpus, show_progress=show_progress)
+        shard_docs = self._layout(corpus)
+        if shard_docs:
+            return self._index_sharded(corpus, shard_docs, show_progress=show_progress)
         artifact = self._artifact(corpus) if self.cache else None
         if artifact is not None and artifact.path.exists():
             loaded = self._load(artifact, corpus)
@@ -311,6 +368,7 @@ class BM25(Composable):
                     corpus_fingerprint=corpus.fingerprint(),
                     n_docs=len(doc_ids),
                     bm25s_version=bm25s.__version__,
+                    **self._plan_meta(corpus),
                 )
         except OSError as exc:
             log.warning("could not cache the BM25 index in %s: %s", artifact.path, exc)
@@ -339,7 +397,9 @@ class BM25(Composable):
         log.info("loaded the cached BM25 index %s", folder)
         return BM25Index(self, retriever, doc_ids, from_cache=True)
 
-    def _index_sharded(self, corpus: Corpus, *, show_progress: bool) -> ShardedBM25Index:
+    def _index_sharded(
+        self, corpus: Corpus, shard_docs: int, *, show_progress: bool
+    ) -> ShardedBM25Index:
         """The sharded index (:mod:`nuggetbench.retrieval.bm25_sharded`), built or resumed in
         ``<artifact>.partial/`` and moved into the artifact folder; without the cache, in a
         temporary folder removed with the index."""
@@ -347,7 +407,7 @@ class BM25(Composable):
             tmp = new_temporary()
             work = Path(tmp.name) / "partial"
             summary = build_sharded(
-                self, corpus, work, shard_docs=self.shard_docs, show_progress=show_progress
+                self, corpus, work, shard_docs=shard_docs, show_progress=show_progress
             )
             final = Path(tmp.name) / "index"
             final.mkdir()
@@ -364,7 +424,7 @@ class BM25(Composable):
             artifact.discard()
         work = artifact.path.with_name(artifact.path.name + ".partial")
         summary = build_sharded(
-            self, corpus, work, shard_docs=self.shard_docs, show_progress=show_progress
+            self, corpus, work, shard_docs=shard_docs, show_progress=show_progress
         )
         with artifact.build() as (staging, meta):
             finish(work, staging, summary["n_shards"])
@@ -373,9 +433,15 @@ class BM25(Composable):
                 params=self.params,
                 corpus_fingerprint=corpus.fingerprint(),
                 **summary,
+                **self._plan_meta(corpus),
             )
         shutil.rmtree(work, ignore_errors=True)
         return ShardedBM25Index(self, artifact.path, from_cache=False)
+
+    def _plan_meta(self, corpus: Corpus) -> dict[str, Any]:
+        """``{"memory_plan": ...}`` for the index's meta.json when a budget chose the layout."""
+        plan = self.memory_plan(corpus)
+        return {} if plan is None else {"memory_plan": plan.as_dict()}
 
 
 def _check_lucene(opts: BM25Options, stemmer: str, analyzer: str) -> None:
@@ -389,14 +455,20 @@ def _check_lucene(opts: BM25Options, stemmer: str, analyzer: str) -> None:
             ("stopwords", opts.stopwords.lower(), defaults.stopwords),
             ("analyzer", analyzer, defaults.analyzer),
             ("shard_docs", opts.shard_docs, defaults.shard_docs),
+            ("memory", opts.memory, defaults.memory),
         )
         if value != default
     ]
     if changed:
+        heap = (
+            "; Lucene's memory is its JVM heap, NUGGETBENCH_LUCENE_HEAP (default 4g)"
+            if opts.memory is not None
+            else ""
+        )
         raise SpecError(
             f"bm25: backend=lucene uses Lucene's BM25 and English analyzer (Porter stemmer, Lucene's "
             f"stop words), as Pyserini; {', '.join(changed)} belong to the bm25s backend "
-            "(drop them, or drop backend=lucene)"
+            f"(drop them, or drop backend=lucene){heap}"
         )
     # The spec is checked first, so that a wrong option is named even without Pyserini.
     if not lucene_available():

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data import Queries, Run
+from ..text.analyzers import get_analyzer
 from ._models import stage_bar
 from .base import DocFilter, check_k
 
@@ -26,6 +27,36 @@ log = logging.getLogger(__name__)
 
 NUMBA_THRESHOLD = 2e8
 """``backend=auto`` uses numba when queries x documents reaches this (measured break-even)."""
+
+
+def tokenize_texts(
+    texts: list[str], *, tokenizer: tuple[str, str, str], return_ids: bool, show_progress: bool
+):
+    """Tokenize *texts* as a :class:`~.bm25.BM25` with ``tokenizer = (analyzer, stemmer,
+    stopwords)`` does: a named analyzer (:mod:`nuggetbench.text.analyzers`), or ``bm25s.tokenize``
+    with PyStemmer's *stemmer* (``"none"``: none) and *stopwords* (``"none"``: none).
+
+    Returns bm25s' ``Tokenized`` (``ids`` lists and ``vocab``) when *return_ids*, else the token
+    lists."""
+    analyzer, stemmer_name, stopwords = tokenizer
+    if analyzer not in ("auto", "bm25s"):
+        return get_analyzer(analyzer).tokenize(
+            texts, return_ids=return_ids, show_progress=show_progress
+        )
+    import bm25s
+
+    stemmer = None
+    if stemmer_name != "none":
+        import Stemmer
+
+        stemmer = Stemmer.Stemmer(stemmer_name)
+    return bm25s.tokenize(
+        texts,
+        stopwords=[] if stopwords == "none" else stopwords,
+        stemmer=stemmer,
+        return_ids=return_ids,
+        show_progress=show_progress,
+    )
 
 
 def numba_available() -> bool:

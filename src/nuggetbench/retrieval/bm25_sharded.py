@@ -54,6 +54,7 @@ from ..data import Corpus, Document, Queries, Run
 from ..errors import InputError
 from ._models import progress_bar
 from .base import DocFilter, check_k
+from .bm25_index import tokenize_texts
 from .shardmap import Mapper, active, serial_map
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,8 +148,8 @@ def build_sharded(
         work: the partial folder (created; kept between attempts for resuming).
         shard_docs: documents per chunk and shard (>= 1).
         show_progress: tqdm bars (documents/s, ETA) per stage.
-        mapper: runs the per-shard scoring (:mod:`.shardmap`; default: the active one,
-            :func:`.shardmap.active`, else this process).
+        mapper: runs the per-chunk tokenizing and the per-shard scoring (:mod:`.shardmap`;
+            default: the active one, :func:`.shardmap.active`, else this process).
 
     Returns:
         ``{"n_docs", "n_shards", "n_vocab", "avg_doc_len", "resumed_chunks", "resumed_shards",
@@ -162,7 +163,7 @@ def build_sharded(
     total = len(corpus)
     vocab: dict[str, int] = {}
     n_chunks, resumed_chunks = _tokenize_stage(
-        retriever, corpus, work, shard_docs, total, vocab, show_progress
+        retriever, corpus, work, shard_docs, total, vocab, show_progress, mapper or active()
     )
     if n_chunks == 0:
         raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
@@ -200,22 +201,52 @@ def _tokenize_stage(
     total: int,
     vocab: dict[str, int],
     show: bool,
+    mapper: Mapper | None = None,
 ) -> tuple[int, int]:
+    """Tokenize the corpus chunk by chunk into *work*, growing the global *vocab* in corpus
+    order; returns ``(chunks, chunks resumed)``. With a *mapper* (a cluster), chunks are
+    tokenized :data:`MAPPED_WINDOW` at a time by :func:`tokenize_chunk_local` (each with its own
+    vocabulary) and then, in corpus order here, re-mapped to the global vocabulary by the code
+    the single process runs, so the files are the same bytes."""
     bar = progress_bar(show, total, "bm25 tokenize")
     n_chunks = resumed = 0
-    try:
-        for i, chunk in enumerate(_chunks(corpus.iter_documents(), shard_docs)):
-            n_chunks += 1
-            stem = work / f"chunk-{i:05d}"
+    window: list[tuple[Path, list[Document]]] = []
+
+    def flush() -> int:
+        """Tokenize the window's unfinished chunks on the mapper, then finish all in order."""
+        todo = [(stem, chunk) for stem, chunk in window if not Path(f"{stem}.done").exists()]
+        if todo and mapper is not None:
+            mapper(
+                tokenize_chunk_local,
+                [([d.full_text for d in chunk], str(stem)) for stem, chunk in todo],
+                common={"tokenizer": retriever.tokenizer},
+                sizes=[len(chunk) for _, chunk in todo],
+                desc="bm25 tokenize chunks",
+            )
+        done_before = 0
+        for stem, chunk in window:
             if Path(f"{stem}.done").exists():
                 added = json.loads(Path(f"{stem}.vocab.json").read_text(encoding="utf-8"))
                 for tok in added:
                     vocab[tok] = len(vocab)
-                resumed += 1
+                done_before += 1
+            elif mapper is not None:
+                _write_chunk(stem, chunk, vocab, *_read_local(stem))
             else:
                 _tokenize_chunk(retriever, chunk, stem, vocab)
             if bar is not None:
                 bar.update(len(chunk))
+        window.clear()
+        return done_before
+
+    size = MAPPED_WINDOW if mapper is not None else 1
+    try:
+        for i, chunk in enumerate(_chunks(corpus.iter_documents(), shard_docs)):
+            n_chunks += 1
+            window.append((work / f"chunk-{i:05d}", chunk))
+            if len(window) >= size:
+                resumed += flush()
+        resumed += flush()
     finally:
         if bar is not None:
             bar.close()
@@ -224,25 +255,78 @@ def _tokenize_stage(
     return n_chunks, resumed
 
 
+MAPPED_WINDOW = 4
+"""Chunks tokenized at once on a cluster (their texts are held by the driver meanwhile)."""
+
+
 def _tokenize_chunk(retriever: BM25, chunk: list[Document], stem: Path, vocab: dict[str, int]):
     tokens = retriever._tokenize([d.full_text for d in chunk], return_ids=True, show_progress=False)
-    local_vocab: dict[str, int] = tokens.vocab
-    remap = np.zeros(len(local_vocab), dtype=np.int32)
+    lens, flat = _flat_ids(tokens.ids, len(chunk))
+    _write_chunk(stem, chunk, vocab, list(tokens.vocab.items()), lens, flat)
+
+
+def _flat_ids(ids: list[list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lens, flat)``: each document's token count (``int64``) and all token ids in order."""
+    lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
+    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
+    return lens, flat
+
+
+def tokenize_chunk_local(texts: list[str], stem: str, *, tokenizer: tuple[str, str, str]) -> None:
+    """A cluster task: tokenize one chunk's *texts* with its own vocabulary (as
+    :func:`.bm25_index.tokenize_texts` with *tokenizer*) and write ``<stem>.local.npz``
+    (``lens``, ``flat`` token ids, the chunk vocabulary's ``tokens`` as UTF-8 bytes with
+    ``offsets`` and their ``ids``, in the order bm25s made it), atomically; running it twice writes the same bytes."""
+    tokens = tokenize_texts(texts, tokenizer=tokenizer, return_ids=True, show_progress=False)
+    lens, flat = _flat_ids(tokens.ids, len(texts))
+    items = list(tokens.vocab.items())
+    encoded = [t.encode("utf-8") for t, _ in items]  # no fixed-width array: tokens vary in length
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    with atomic_write(Path(f"{stem}.local.npz"), "wb") as fh:
+        np.savez(
+            fh,
+            lens=lens,
+            flat=flat,
+            tokens=np.frombuffer(b"".join(encoded), dtype=np.uint8),
+            offsets=offsets,
+            ids=np.array([i for _, i in items], dtype=np.int64),
+        )
+
+
+def _read_local(stem: Path) -> tuple[list[tuple[str, int]], np.ndarray, np.ndarray]:
+    """What :func:`tokenize_chunk_local` wrote: ``(vocabulary items, lens, flat)``."""
+    with np.load(f"{stem}.local.npz") as data:
+        blob, offsets = data["tokens"].tobytes(), data["offsets"].tolist()
+        tokens = [blob[a:b].decode("utf-8") for a, b in zip(offsets, offsets[1:])]
+        return list(zip(tokens, data["ids"].tolist())), data["lens"], data["flat"]
+
+
+def _write_chunk(
+    stem: Path,
+    chunk: list[Document],
+    vocab: dict[str, int],
+    local_items: list[tuple[str, int]],
+    lens: np.ndarray,
+    flat: np.ndarray,
+) -> None:
+    """Re-map one chunk's local token ids to the global *vocab* (new tokens appended in the
+    chunk vocabulary's order) and write the chunk's files, its ``.done`` marker last."""
+    remap = np.zeros(len(local_items), dtype=np.int32)
     added: list[str] = []
-    for tok, local in local_vocab.items():
+    for tok, local in local_items:
         gid = vocab.get(tok)
         if gid is None:
             gid = vocab[tok] = len(vocab)
             added.append(tok)
         remap[local] = gid
-    lens = np.fromiter(map(len, tokens.ids), dtype=np.int64, count=len(chunk))
-    flat = np.fromiter(chain.from_iterable(tokens.ids), dtype=np.int64, count=int(lens.sum()))
     _save_npy(Path(f"{stem}.tokens.npy"), remap[flat] if len(flat) else np.zeros(0, np.int32))
     _save_npy(Path(f"{stem}.lens.npy"), lens)
     _write_ids([d.doc_id for d in chunk], Path(f"{stem}.ids.bin"), Path(f"{stem}.ids.npy"))
     with atomic_write(Path(f"{stem}.vocab.json")) as fh:
         json.dump(added, fh, ensure_ascii=False)
     Path(f"{stem}.done").touch()  # last: the chunk is complete
+    Path(f"{stem}.local.npz").unlink(missing_ok=True)
 
 
 def _shard_pairs(tokens: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

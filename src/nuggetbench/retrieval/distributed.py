@@ -9,7 +9,11 @@ asked for. Inside :func:`use_ray` (what ``nuggetbench run --ray`` and
   files atomically, then its ``.done`` marker), and each query batch is searched shard by shard by
   Ray tasks (:func:`.bm25_sharded.search_shard`); the per-shard candidates come back in shard
   order and are merged and cut to *k* by the single process's code, so the run is the same, byte
-  for byte. Tokenizing (one global vocabulary, read in corpus order) stays in the driver.
+  for byte. Tokenizing runs on the cluster too: the driver reads the corpus in order and sends
+  chunks, a few at a time, to Ray tasks (:func:`.bm25_sharded.tokenize_chunk_local`, each chunk
+  with its own vocabulary, written to a local file); the driver then re-maps each chunk to the
+  one global vocabulary in corpus order with the single process's code, so the token files are
+  the same bytes.
 - **Dense** (``dense:MODEL,shard_docs=N``): the shards of the single pass (same boundaries, same
   length-sorted order, same encode calls) are encoded with Ray Data, ``map_batches`` over model
   actors, one per GPU (``num_gpus=1``) or, without GPUs, one per CPU slot; each actor writes its

@@ -87,6 +87,11 @@ class BM25Options(Options):
         "documents per index shard, built in bounded memory with global statistics (same run); 0: one index",
         minimum=0,
     )
+    memory: str | None = option(
+        None,
+        "peak memory budget (4G, 800M, bytes if bare): the single index if its estimated peak "
+        "fits, else shards sized to fit (same run); not with shard_docs or backend=lucene",
+    )
 
 
 # --- fields shared by the model-backed retrievers ----------------------------------------------

@@ -1,0 +1,306 @@
+"""``bm25:memory=SIZE``: the BM25 index layout chosen from a memory budget.
+
+The budget is the peak resident memory (RSS) of the process that builds and searches the
+index. At index time the peak of the single bm25s index is estimated from the corpus (its number
+of documents and its size in bytes); if it fits the budget, the single index is built (the very
+index, and run, of plain ``bm25``); otherwise the sharded index
+(:mod:`nuggetbench.retrieval.bm25_sharded`) with the largest ``shard_docs`` whose estimated peak
+fits (rounded down to a multiple of 1,000 documents when that still fits); if no shard size fits,
+a :class:`~nuggetbench.errors.SpecError` names the smallest budget that would.
+
+**Corpus size.** ``corpus_bytes`` is the size of the corpus as BEIR JSON lines: for a file-backed
+corpus (``JsonlCorpus``, ``IndexedJsonlCorpus``) the file's size (``stat``, nothing read); for
+any other corpus the mean over its first :data:`SAMPLE_DOCS` documents of ``title + " " + text``
+in UTF-8 plus the id plus :data:`LINE_OVERHEAD` bytes of JSON framing, times the number of
+documents. The number of documents is ``len(corpus)`` (a ``JsonlCorpus`` builds its id index,
+which indexing builds anyway).
+
+**Cost model** (bytes; *B* = corpus bytes, *n* = documents, *S* = ``shard_docs``)::
+
+    single  = base + single_per_byte * B
+    sharded = base + sharded_per_doc * n + max(sharded_per_shard_byte * S * B / n,
+                                               sharded_search_base + sharded_per_shard * ceil(n / S))
+
+The sharded peak is the larger of the build's (one chunk's texts and token lists, one shard's
+COO arrays: grows with the shard) and the search's (the memory-mapped index, each shard's
+``indptr`` over the vocabulary, and up to *k* candidates per query and shard held until the
+merge: grows with the number of shards). So shards cannot be made arbitrarily small: the least
+sharded peak is where the two cross (:meth:`CostModel.cheapest_shard`), and a budget below it is
+refused.
+
+Calibrated with ``benchmarks/scale.py`` (synthetic passages of 35-65 words from a Zipfian
+vocabulary of 200,000 word forms, 302 bytes a ``corpus.jsonl`` line; the whole process's peak RSS
+from ``/usr/bin/time``: build from a cold store with the numpy backend, then 1,000 queries at
+k=100 and the run written; 2-core machine, 26 Nov 2026); peak RSS in MiB:
+
+=================================================  =========  ==========  ==========
+command (``--engines single,sharded``)             single     sharded     corpus
+=================================================  =========  ==========  ==========
+``--n 200000 --shard-docs 100000`` (2 shards)                 590.7       60.4 MB
+``--n 200000 --shard-docs 50000`` (4 shards)       655.2      425.7       60.4 MB
+``--n 200000 --shard-docs 20000`` (10 shards)      655.2      379.5       60.4 MB
+``--n 200000 --shard-docs 6000`` (34 shards)                  450.9       60.4 MB
+``--n 200000 --shard-docs 2000`` (100 shards)                 630.0       60.4 MB
+``--n 100000 --shard-docs 20000`` (5 shards)       408.3      316.4       30.2 MB
+the imports alone (``BM25``, ``JsonlCorpus``)      114.8
+=================================================  =========  ==========  ==========
+
+Fitted: single, 8.55 bytes a corpus byte above 162 MiB (the two corpus sizes). Sharded at
+200,000 documents: the build line through 100,000 and 50,000 (11.45 bytes a byte of one shard
+above 261 MiB), the search line through 6,000 and 2,000 (2.71 MiB a shard above 359 MiB; it
+gives 386 at 20,000, measured 380); the 100,000-document run (search-bound) puts 585 bytes a
+document in both (the corpus's id index, ``JsonlCorpus`` keeping every id in a list and a dict;
+the global statistics; the memory-mapped index), which leaves 87 MiB of search constant above
+``base``. :data:`COST_MODEL` rounds each figure up by about 25%, so the estimate errs high: by
+13-21% on the runs above, more on larger corpora (1M passages: about 3.1 GiB single and 1.2 GiB
+sharded at 100,000 documents a shard, where ``benchmarks/scale.py`` measured about 2.5 and
+0.6-0.8 GB). Checked through the planner on the 200,000-passage corpus (the script's child
+without writing the run): ``memory=440M`` chose ``shard_docs=34000`` (peak 360 MiB),
+``memory=600M`` 72,000 (494 MiB), ``memory=740M`` 106,000 (584 MiB), ``memory=800M`` the
+single index (655 MiB); ``memory=410M`` is refused (the cheapest layout is about 434 MiB).
+
+Not modelled: a vocabulary much larger than 200,000 forms (the vocabulary dict and each shard's
+``indptr`` grow with it), passages far from 300 bytes, and searches far from 1,000 queries at
+k=100 (*Q* queries at depth *k* hold about ``12 * Q * k`` bytes of candidates a shard: 7,000
+queries at k=1,000 add 84 MB a shard); leave headroom for those.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data import Corpus, JsonlCorpus
+from ..errors import SpecError
+
+__all__ = ["COST_MODEL", "CostModel", "MemoryPlan", "format_size", "parse_size", "plan_memory"]
+
+log = logging.getLogger(__name__)
+
+KIB = 1024
+MIB = 1024**2
+GIB = 1024**3
+
+#: documents read to estimate the size of a corpus that is not a file
+SAMPLE_DOCS = 2000
+#: bytes of a BEIR JSON line beyond the id and the text (``{"_id": "", "title": "", "text": ""}``)
+LINE_OVERHEAD = 40
+
+_UNITS = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": 1024**4}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_EXAMPLE = "e.g. memory=4G, memory=800M, memory=1.5GiB, or a number of bytes"
+
+
+def parse_size(value: Any, *, name: str = "memory") -> int:
+    """A size in bytes from ``4G``, ``800M``, ``512KiB``, ``1.5g``, ``1048576`` (an int or a
+    string); K, M, G, T (with or without ``iB``/``B``) are powers of 1024, case-insensitive.
+
+    Raises:
+        SpecError: not a size, or not positive (names the option and gives an example).
+    """
+    if isinstance(value, bool):
+        match = None
+    elif isinstance(value, int):
+        if value > 0:
+            return value
+        match = None
+    else:
+        match = _SIZE.match(str(value))
+    if match is None:
+        raise SpecError(
+            f"bm25: option {name!r} takes a memory size, got {name}={value}; {_EXAMPLE} "
+            "(K, M, G are powers of 1024)"
+        )
+    number, unit = float(match.group(1)), match.group(2).lower()
+    size = int(number * _UNITS[unit])
+    if size <= 0:
+        raise SpecError(f"bm25: {name}={value} is not a positive size; {_EXAMPLE}")
+    return size
+
+
+def format_size(n: float, *, up: bool = False) -> str:
+    """*n* bytes as a spec size (``300``, ``64K``, ``512M``, ``1.3G``); rounded up (to the next
+    KiB or MiB, or the next tenth of a GiB) when *up*, else to the nearest."""
+    rnd = math.ceil if up else round
+    if n < MIB:
+        return f"{max(int(rnd(n / KIB)), 1)}K" if n >= KIB else str(max(int(rnd(n)), 1))
+    if n < GIB:
+        return f"{max(int(rnd(n / MIB)), 1)}M"
+    tenths = rnd(n / GIB * 10)
+    return f"{tenths // 10}G" if tenths % 10 == 0 else f"{tenths / 10:.1f}G"
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The constants of the peak-memory model (see the module docstring).
+
+    Attributes:
+        base: bytes of the interpreter, numpy, bm25s and nuggetbench, and the constant part of
+            an index.
+        single_per_byte: peak bytes of the single index per corpus byte.
+        sharded_per_doc: peak bytes of the sharded index per corpus document, whatever the
+            shard size.
+        sharded_per_shard_byte: peak bytes per corpus byte of one shard (the build: one chunk's
+            texts and token lists, one shard's COO arrays).
+        sharded_search_base: the search's constant bytes (the memory-mapped index it reads).
+        sharded_per_shard: the search's bytes per shard (each shard's ``indptr`` over the
+            vocabulary; up to *k* candidates per query and shard until the merge).
+        min_shard_docs: the smallest shard the planner uses (fewer only for a smaller corpus).
+        round_to: ``shard_docs`` is rounded down to a multiple of this (when above it and the
+            rounded size still fits), so a slightly different corpus keeps the same layout.
+    """
+
+    base: int
+    single_per_byte: float
+    sharded_per_doc: float
+    sharded_per_shard_byte: float
+    sharded_search_base: int = 0
+    sharded_per_shard: int = 0
+    min_shard_docs: int = 1000
+    round_to: int = 1000
+
+    def single(self, n_docs: int, corpus_bytes: int) -> int:
+        """Estimated peak bytes of the single index."""
+        return int(self.base + self.single_per_byte * corpus_bytes)
+
+    def _build(self, n_docs: int, corpus_bytes: int, shard_docs: int) -> float:
+        return self.sharded_per_shard_byte * corpus_bytes / max(n_docs, 1) * shard_docs
+
+    def _search(self, n_docs: int, shard_docs: int) -> float:
+        return self.sharded_search_base + self.sharded_per_shard * math.ceil(n_docs / shard_docs)
+
+    def sharded(self, n_docs: int, corpus_bytes: int, shard_docs: int) -> int:
+        """Estimated peak bytes of the sharded index with shards of *shard_docs* documents."""
+        shard_docs = max(min(shard_docs, n_docs), 1)
+        build = self._build(n_docs, corpus_bytes, shard_docs)
+        search = self._search(n_docs, shard_docs)
+        return int(self.base + self.sharded_per_doc * n_docs + max(build, search))
+
+    def cheapest_shard(self, n_docs: int, corpus_bytes: int) -> int:
+        """The shard size of the smallest sharded estimate, within ``[min_shard_docs, n_docs]``:
+        the build's part grows with the shard size, the search's shrinks with it, so the least
+        peak is where they cross (found by bisection)."""
+        lo = min(self.min_shard_docs, n_docs)
+        hi = n_docs
+        if lo < 1:
+            return 1
+        while lo < hi:  # the smallest size whose build part reaches the search part
+            mid = (lo + hi) // 2
+            if self._build(n_docs, corpus_bytes, mid) >= self._search(n_docs, mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        near = {max(lo - 1, min(self.min_shard_docs, n_docs)), lo}
+        return min(sorted(near), key=lambda c: self.sharded(n_docs, corpus_bytes, c))
+
+
+#: The calibrated model (measurements and fits in the module docstring): fitted -> used.
+COST_MODEL = CostModel(
+    base=160 * MIB,  # imports 115 MiB; the single index's intercept 162 MiB
+    single_per_byte=10.5,  # 8.55
+    sharded_per_doc=730.0,  # 585
+    sharded_per_shard_byte=14.3,  # 11.45
+    sharded_search_base=110 * MIB,  # 87 MiB
+    sharded_per_shard=3584 * KIB,  # 2.71 MiB (1,000 queries at k=100)
+)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The layout chosen for a budget: ``engine`` ``single`` or ``sharded`` with ``shard_docs``
+    (0 for single), the ``estimate`` of its peak in bytes, the single index's estimate, the
+    ``budget``, and the corpus figures the estimates came from."""
+
+    engine: str
+    shard_docs: int
+    estimate: int
+    single_estimate: int
+    budget: int
+    n_docs: int
+    corpus_bytes: int
+    corpus_bytes_from: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        what = "the single index"
+        if self.engine == "sharded":
+            what = f"the sharded index, shard_docs={self.shard_docs}"
+        return (
+            f"bm25 memory={format_size(self.budget)}: {what} (estimated peak "
+            f"{format_size(self.estimate)}; single index {format_size(self.single_estimate)}; "
+            f"{self.n_docs} documents, {format_size(self.corpus_bytes)} from {self.corpus_bytes_from})"
+        )
+
+
+def corpus_bytes(corpus: Corpus, n_docs: int) -> tuple[int, str]:
+    """The size of *corpus* as BEIR JSON lines and where it came from (``file size`` or
+    ``a sample of N documents``)."""
+    if isinstance(corpus, JsonlCorpus):
+        try:
+            return Path(corpus.path).stat().st_size, "file size"
+        except OSError:
+            pass
+    total = seen = 0
+    for doc in corpus.iter_documents():
+        total += len(doc.full_text.encode("utf-8")) + len(doc.doc_id.encode("utf-8"))
+        total += LINE_OVERHEAD
+        seen += 1
+        if seen >= SAMPLE_DOCS:
+            break
+    if seen == 0:
+        return 0, "an empty corpus"
+    if seen >= n_docs:
+        return total, f"all {seen} documents"
+    return int(math.ceil(total / seen * n_docs)), f"a sample of {seen} documents"
+
+
+def plan_memory(corpus: Corpus, budget: int, model: CostModel | None = None) -> MemoryPlan:
+    """The index layout for *corpus* within *budget* bytes (see the module docstring).
+
+    Raises:
+        SpecError: neither the single index nor any shard size fits (the message names the
+            smallest budget that would: the cheapest layout's estimate).
+    """
+    model = model or COST_MODEL
+    n = len(corpus)
+    size, source = corpus_bytes(corpus, n)
+    single = model.single(n, size)
+    common = {
+        "single_estimate": single,
+        "budget": budget,
+        "n_docs": n,
+        "corpus_bytes": size,
+        "corpus_bytes_from": source,
+    }
+    if single <= budget or n == 0:
+        return MemoryPlan("single", 0, single, **common)
+    low = model.cheapest_shard(n, size)
+    need = model.sharded(n, size, low)
+    if need > budget:
+        raise SpecError(
+            f"bm25: memory={format_size(budget)} is too small for this corpus ({n} documents, "
+            f"{format_size(size)}): the single index needs about {format_size(single)}, the "
+            f"sharded index at least {format_size(need)} (shards of {low} documents); "
+            f"use memory={format_size(min(need, single), up=True)} or more"
+        )
+
+    def fits(shard_docs: int) -> bool:
+        return model.sharded(n, size, shard_docs) <= budget
+
+    # the largest fitting shard (fewest shards, fastest search): the estimate grows with the
+    # shard size above `low`, so bisect between `low` (fits) and n
+    lo, hi = low, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    shard_docs = lo
+    rounded = shard_docs - shard_docs % model.round_to
+    if shard_docs > model.round_to and rounded >= low and fits(rounded):
+        shard_docs = rounded
+    return MemoryPlan("sharded", shard_docs, model.sharded(n, size, shard_docs), **common)

@@ -1,0 +1,208 @@
+"""``bm25:memory=SIZE``: the size parser, the option's conflicts, the layout chosen for a budget
+(single or sharded with a computed ``shard_docs``), the same run as plain ``bm25``, the index
+cache keys of either layout, and the error of a budget too small for any layout."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nuggetbench.data import Document, InMemoryCorpus, JsonlCorpus, Queries
+from nuggetbench.data.trec import write_run
+from nuggetbench.errors import SpecError
+from nuggetbench.retrieval import bm25_memory, parse_retriever
+from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval.bm25_index import BM25Index
+from nuggetbench.retrieval.bm25_memory import CostModel, format_size, parse_size, plan_memory
+from nuggetbench.retrieval.bm25_sharded import ShardedBM25Index
+
+#: a model without the interpreter's share, so that a tiny corpus needs shards of a few docs
+TOY = CostModel(
+    base=0,
+    single_per_byte=100.0,
+    sharded_per_doc=0.0,
+    sharded_per_shard_byte=100.0,
+    min_shard_docs=10,
+    round_to=10,
+)
+
+
+def _corpus(seed: int = 0, n: int = 300) -> tuple[InMemoryCorpus, Queries]:
+    rng = np.random.default_rng(seed)
+    words = [f"t{i}x" for i in range(300)]
+    p = 1.0 / np.arange(1, len(words) + 1)
+    p /= p.sum()
+    docs = [
+        Document(f"d{i:04d}", " ".join(rng.choice(words, size=rng.integers(1, 20), p=p)), "")
+        for i in rng.permutation(n)
+    ]
+    docs += [Document(f"tie{j}", "t1x t2x t3x", "") for j in range(4)]  # planted ties
+    qs = {f"q{i}": " ".join(rng.choice(words, size=rng.integers(1, 4), p=p)) for i in range(25)}
+    qs["tie"] = "t1x t2x t3x"
+    return InMemoryCorpus(docs), Queries(qs)
+
+
+def _text(run, tmp_path: Path) -> bytes:
+    path = tmp_path / "run.trec"
+    write_run(run, path)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("4G", 4 << 30),
+        ("4g", 4 << 30),
+        ("4GiB", 4 << 30),
+        ("4GB", 4 << 30),
+        ("800M", 800 << 20),
+        ("800MiB", 800 << 20),
+        ("512K", 512 << 10),
+        ("512kib", 512 << 10),
+        ("1.5G", 3 << 29),
+        ("1048576", 1 << 20),
+        (1000, 1000),
+    ],
+)
+def test_sizes_parse(text, size):
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("bad", ["4X", "G", "-1", "0", "1.2.3G", "", "four", 0, True])
+def test_bad_sizes_name_the_option_and_an_example(bad):
+    with pytest.raises(SpecError, match=r"memory.*memory=4G"):
+        parse_size(bad)
+
+
+def test_spec_parses_memory_and_it_does_not_change_the_name():
+    r = parse_retriever("bm25:memory=800M")
+    assert r.memory == 800 << 20 and r.name == "bm25" and r.params == BM25().params
+    assert parse_retriever("bm25(memory=2G, k1=0.9)").memory == 2 << 30
+    assert BM25(memory="1G").memory == 1 << 30 and BM25().memory is None
+    with pytest.raises(SpecError, match="memory=4X"):
+        parse_retriever("bm25:memory=4X")
+
+
+def test_memory_conflicts_with_shard_docs_lucene_and_nonoccurrence_methods():
+    with pytest.raises(SpecError, match="not both"):
+        parse_retriever("bm25:memory=4G,shard_docs=1000")
+    with pytest.raises(SpecError, match="memory=4G.*NUGGETBENCH_LUCENE_HEAP"):
+        parse_retriever("bm25:backend=lucene,memory=4G")
+    with pytest.raises(SpecError, match="method="):
+        parse_retriever("bm25:memory=4G,method=bm25l")
+
+
+def test_large_budget_builds_the_single_index(tmp_path, caplog):
+    corpus, queries = _corpus()
+    retriever = parse_retriever("bm25:memory=4G,backend=numpy")
+    with caplog.at_level(logging.INFO, logger="nuggetbench.retrieval.bm25"):
+        index = retriever.index(corpus)
+    assert isinstance(index, BM25Index)
+    plan = retriever.memory_plan(corpus)
+    assert plan.engine == "single" and plan.shard_docs == 0 and plan.estimate <= 4 << 30
+    assert "the single index" in caplog.text
+    # the very artifact of plain bm25 (one index, reused)
+    assert retriever.cache_key(corpus) == BM25().cache_key(corpus)
+    assert BM25(backend="numpy").index(corpus).from_cache
+    plain = BM25(backend="numpy", cache=False).index(corpus)
+    assert _text(index.search(queries, 10), tmp_path) == _text(plain.search(queries, 10), tmp_path)
+
+
+def test_small_budget_shards_and_the_run_equals_plain_bm25(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(bm25_memory, "COST_MODEL", TOY)
+    corpus, queries = _corpus(1)
+    size, _ = bm25_memory.corpus_bytes(corpus, len(corpus))
+    budget = int(TOY.single(len(corpus), size) / 4)  # about a quarter of the corpus a shard
+    retriever = BM25(memory=budget)
+    with caplog.at_level(logging.INFO, logger="nuggetbench.retrieval.bm25"):
+        index = retriever.index(corpus)
+    plan = retriever.memory_plan(corpus)
+    assert plan.engine == "sharded" and 10 <= plan.shard_docs < len(corpus) / 3
+    assert plan.shard_docs % 10 == 0 and plan.estimate <= budget < plan.single_estimate
+    assert isinstance(index, ShardedBM25Index) and len(index.shards) >= 4
+    assert f"shard_docs={plan.shard_docs}" in caplog.text
+    meta = json.loads((index.folder / "meta.json").read_text())
+    assert meta["memory_plan"]["shard_docs"] == plan.shard_docs
+    # the sharded artifact of that shard size, not the single index's
+    key = retriever.cache_key(corpus)
+    assert key == BM25(shard_docs=plan.shard_docs).cache_key(corpus) != BM25().cache_key(corpus)
+    assert BM25(shard_docs=plan.shard_docs).index(corpus).from_cache
+    # the run is plain bm25's: its full ranking cut to k in trec_eval's order (ties by doc id)
+    full = BM25(backend="numpy", cache=False).index(corpus).search(queries, len(corpus))
+    for k in (1, 5, len(corpus)):
+        assert _text(index.search(queries, k), tmp_path) == _text(full.truncate(k), tmp_path)
+
+
+def test_budget_runs_are_not_shared_with_plain_bm25_runs():
+    from nuggetbench.retrieval.caching import retriever_identity
+
+    budget = retriever_identity(BM25(memory="4G"))
+    assert budget["name"] == "bm25" and budget["params"] == BM25().params
+    assert budget != retriever_identity(BM25()) != retriever_identity(BM25(memory="2G"))
+    german = retriever_identity(BM25(memory="4G").for_language("de"))
+    assert german["params"]["analyzer"] == "de" and german["memory"] == 4 << 30
+
+
+def test_budget_too_small_names_the_smallest_that_works(monkeypatch):
+    corpus, _ = _corpus(2)
+    with pytest.raises(SpecError, match=r"memory=1M is too small.*use memory=\d+M or more"):
+        BM25(memory="1M").index(corpus)
+    monkeypatch.setattr(bm25_memory, "COST_MODEL", TOY)
+    size, _ = bm25_memory.corpus_bytes(corpus, len(corpus))
+    need = TOY.sharded(len(corpus), size, TOY.min_shard_docs)
+    with pytest.raises(SpecError, match="shards of 10 documents") as err:
+        BM25(memory=need - 1).index(corpus)
+    smallest = parse_size(str(err.value).rsplit("use memory=", 1)[1].split()[0])
+    assert smallest >= need and plan_memory(corpus, smallest, TOY).engine == "sharded"
+
+
+def test_file_corpus_is_sized_by_its_file(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    lines = [json.dumps({"_id": f"d{i}", "title": "", "text": f"word{i} text"}) for i in range(50)]
+    path.write_text("\n".join(lines) + "\n")
+    corpus = JsonlCorpus(path)
+    plan = plan_memory(corpus, 4 << 30)
+    assert (plan.corpus_bytes, plan.corpus_bytes_from) == (path.stat().st_size, "file size")
+    assert plan.n_docs == 50 and plan.engine == "single"
+    # other corpora: the BEIR line size of (a sample of) their documents
+    mem = InMemoryCorpus([Document(f"d{i}", f"word{i} text", "") for i in range(50)])
+    size, source = bm25_memory.corpus_bytes(mem, 50)
+    assert source == "all 50 documents" and abs(size - path.stat().st_size) < 50 * 12
+
+
+def test_format_size_rounds_up_when_asked():
+    assert format_size(300 << 20) == "300M"
+    assert format_size((300 << 20) + 1, up=True) == "301M"
+    assert format_size(1.21 * (1 << 30), up=True) == "1.3G"
+    assert format_size(2 << 30) == "2G"
+    assert format_size(1000) == "1000" and format_size(1500, up=True) == "2K"
+
+
+def test_many_small_shards_cost_memory_too():
+    """The search's per-shard part makes the sharded estimate least at an interior shard size:
+    a budget below that least peak is refused, a larger one gets the largest fitting shard."""
+    model = CostModel(
+        base=0,
+        single_per_byte=100.0,
+        sharded_per_doc=0.0,
+        sharded_per_shard_byte=10.0,
+        sharded_search_base=0,
+        sharded_per_shard=20_000,
+        min_shard_docs=1,
+        round_to=10,
+    )
+    corpus, _ = _corpus(3, 1000)
+    n, size = len(corpus), bm25_memory.corpus_bytes(corpus, len(corpus))[0]
+    low = model.cheapest_shard(n, size)
+    least = model.sharded(n, size, low)
+    assert 1 < low < n and least < model.sharded(n, size, 1) and least < model.sharded(n, size, n)
+    with pytest.raises(SpecError, match=f"shards of {low} documents"):
+        plan_memory(corpus, least - 1, model)
+    budget = (least + model.sharded(n, size, n)) // 2
+    plan = plan_memory(corpus, budget, model)
+    assert plan.engine == "sharded" and low < plan.shard_docs < n and plan.estimate <= budget
+    assert model.sharded(n, size, plan.shard_docs + 10) > budget  # the largest, to the rounding
