@@ -4,8 +4,10 @@ Only regular files take this path: columns separated by single spaces, or by sin
 space anywhere (the usual output of retrievers and of :func:`~nuggetbench.data.trec.write_run`).
 Anything else (mixed whitespace, wrong column counts, bad numbers, invalid UTF-8) returns
 ``None`` and the caller falls back to the careful pandas/line-by-line reader, which produces the
-error messages. Id columns come back factorised (dictionary encoded in C++), so no Python string
-is created per line except for the distinct ids.
+error messages. Id columns come back factorised (ids of at most 8 bytes as integer keys sorted
+by numpy, :func:`._lookup.short_keys`; others dictionary encoded in C++), so no Python string is
+created per line except for the distinct ids; the distinct doc ids also come as a pyarrow array,
+for the look-ups (:func:`._lookup.share_strings`).
 """
 
 from __future__ import annotations
@@ -78,9 +80,10 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
 
     Returns:
         ``{column: value}``: for ``"grouped_ids"`` and ``"labels"`` a tuple ``(uniques object
-        array, codes int64 array)``, for ``"ids"`` ``(uniques, codes, the uniques as a pyarrow string array)`` (for
-        :func:`._lookup.share_strings`: no conversion back to pyarrow later), otherwise a numpy
-        array; ``None`` when pyarrow is missing or the file is not regular.
+        array, codes int64 array)``, for ``"ids"`` ``(uniques, codes, the uniques as a pyarrow
+        string array)`` (for :func:`._lookup.share_strings`: no conversion back to pyarrow
+        later), otherwise a numpy array; ``None`` when pyarrow is missing or the file is not
+        regular.
     """
     if len(data) < MIN_BYTES:
         return None
