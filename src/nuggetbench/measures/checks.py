@@ -287,11 +287,14 @@ def check_query_overlap(qrels: Any, run: Any, *, tiny: float = TINY_OVERLAP) -> 
 def _format_pairs(a: Iterable[str], b: Iterable[str]) -> list[tuple[str, str]]:
     """Pairs ``(x, y)`` with x in *a*, y in *b*, x != y, same normal form (x absent from b)."""
     b_set = set(b)
+    unmatched = set(a) - b_set
+    if not unmatched:  # every x is in b: no pair (the normal forms are not needed)
+        return []
     by_norm: dict[str, str] = {}
     for y in b_set:
         by_norm.setdefault(_normal_form(y), y)
     pairs = []
-    for x in set(a) - b_set:
+    for x in unmatched:
         y = by_norm.get(_normal_form(x))
         if y is not None and y != x:
             pairs.append((x, y))
