@@ -805,3 +805,40 @@ assert len(open({str(tmp_path / "out.trec")!r}).read().splitlines()) == 2000
     env["PYTHONPATH"] = str(src)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_judged_overlap_prefix_is_a_lower_bound_and_changes_no_finding(seed, monkeypatch):
+    """_judged_hits over a prefix of the run's queries counts at most the whole; the check gives
+    the same findings with or without the prefix pass (runs with many, some or no hits)."""
+    from nuggetbench.data import Qrels, Run
+
+    rng = np.random.default_rng(seed)
+    for share in (0.0, 0.02, 0.08, 0.15, 0.6, 1.0):
+        queries = [f"q{i}" for i in range(300)]
+        hit_queries = set(rng.choice(queries, int(share * len(queries)), replace=False).tolist())
+        run_q, run_d, qrels_q, qrels_d = [], [], [], []
+        for q in queries:
+            docs = rng.choice(5000, 8, replace=False)
+            run_q += [q] * 8
+            run_d += [f"d{d}" for d in docs]
+            judged = [f"d{docs[0]}"] if q in hit_queries else []
+            judged += [f"d{d}" for d in rng.choice(5000, 3) + 5000]  # never retrieved
+            qrels_q += [q] * len(judged)
+            qrels_d += judged
+        run = Run(run_q, run_d, rng.random(len(run_q)))
+        qrels = Qrels(qrels_q, qrels_d, rng.integers(0, 3, len(qrels_q)), on_duplicate="last")
+        whole = checks._judged_hits(qrels, run)
+        for rows in (0, 1, 150, 300):
+            part = checks._judged_hits(qrels, run, rows=rows)
+            assert part["queries_with_judged"] <= whole["queries_with_judged"]
+            assert part["judged_entries"] <= whole["judged_entries"]
+            assert {k: v for k, v in part.items() if "judged" not in k or k == "retrieved_ids"} == {
+                k: v for k, v in whole.items() if "judged" not in k or k == "retrieved_ids"
+            }
+        assert checks._judged_hits(qrels, run, rows=300) == whole
+        with_prefix = checks.check_judged_overlap(qrels, run)
+        with monkeypatch.context() as m:
+            m.setattr(checks, "_PREFIX_MIN", 10**9)
+            assert checks.check_judged_overlap(qrels, run) == with_prefix
+        assert bool(with_prefix) == (whole["queries_with_judged"] < 0.1 * whole["queries"])

@@ -493,6 +493,9 @@ def check_corpus_coverage(
     return _emit(out)
 
 
+_PREFIX_MIN = 100
+"""From this many run queries, :func:`check_judged_overlap` first counts a prefix of them."""
+
 FEW_JUDGED = 0.1
 """Below this fraction of evaluated queries retrieving any judged document, the run's document
 ids probably do not match the qrels' (or the run is of another collection)."""
@@ -501,11 +504,14 @@ CORPUS_SAMPLE = 20_000
 """At most this many distinct retrieved ids are looked up in the corpus (a seeded sample)."""
 
 
-def _judged_hits(qrels: Any, run: Any) -> dict[str, int] | None:
+def _judged_hits(qrels: Any, run: Any, *, rows: int | None = None) -> dict[str, int] | None:
     """Counts behind :func:`check_judged_overlap` (``None`` when *run*/*qrels* lack arrays).
 
     Works on the run's factorised doc ids (``Run.doc_codes``) so that no per-entry string is
     hashed again: qrels documents are mapped to the run's codes, then (query, doc) keys compared.
+    With *rows*, only the entries of the first *rows* run queries are looked up:
+    ``queries_with_judged`` and ``judged_entries`` are then lower bounds (the other counts are
+    whole).
     """
     if not hasattr(run, "arrays") or not hasattr(qrels, "arrays"):
         return None
@@ -534,7 +540,7 @@ def _judged_hits(qrels: Any, run: Any) -> dict[str, int] | None:
     # few (query, doc) keys up, not all of them
     judged_doc = np.zeros(len(uniques), dtype=bool)
     judged_doc[doc_code[keep]] = True
-    cand = np.flatnonzero(judged_doc[codes])
+    cand = np.flatnonzero(judged_doc[codes if rows is None else codes[: rstarts[rows]]])
     cand_rows = np.searchsorted(rstarts, cand, side="right") - 1
     hit = is_in(cand_rows * nd + codes[cand], judged_keys) & shared_query[cand_rows]
     hit_rows = cand_rows[hit]
@@ -568,6 +574,13 @@ def check_judged_overlap(qrels: Any, run: Any, *, few: float = FEW_JUDGED) -> li
         ``retrieved_ids_in_qrels``. Nothing when the sides share no query (the query checks
         report that).
     """
+    n_queries = len(run.query_offsets()[0]) if hasattr(run, "query_offsets") else 0
+    if n_queries >= _PREFIX_MIN:  # most runs pass on a prefix of their queries: count those first
+        counts = _judged_hits(qrels, run, rows=min(n_queries, int(n_queries * 3 * few) + 1))
+        if not counts or not counts["queries"] or not counts["entries"]:
+            return []
+        if counts["queries_with_judged"] >= few * counts["queries"]:
+            return []  # a lower bound already passes
     counts = _judged_hits(qrels, run)
     if not counts or not counts["queries"] or not counts["entries"]:
         return []
