@@ -563,6 +563,216 @@ def test_arrow_run_reader_names_duplicate_lines_after_dropping_the_bytes(
     assert "line 701 (first at line 128)" in messages[0]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_one_case_lower_forms_proves_distinct_normal_forms(seed, monkeypatch):
+    """When the cheap test says no two ids can share a normal form, none do; and it does say so
+    for the usual shapes of ids (one case, canonical numbers)."""
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        pool = ["D0245237", "d17", "DOC-9", "doc-9", "0", "-0", "12", "-7", "a.b", "Q1", "q1"]
+        pool += ["007", "+3", "1.0", " x", "é", "A", "a", "-00", "5."]
+        pool += _random_ids(rng, 30).tolist()
+        a = np.unique(rng.choice(pool, int(rng.integers(1, 12))))
+        b = np.unique(rng.choice(pool, int(rng.integers(1, 12))))
+        if checks._one_case_lower_forms(checks._arrow_ascii(a), checks._arrow_ascii(b)):
+            union = set(a.tolist()) | set(b.tolist())
+            assert len({checks._normal_form(x) for x in union}) == len(union)
+    assert checks._one_case_lower_forms(
+        checks._arrow_ascii(np.array(["D0245237", "DOC-9", "-0", "12"], dtype=object)),
+        checks._arrow_ascii(np.array(["D17", "Q1", "0"], dtype=object)),
+    )
+    for other in ("d17", "007", "+3", "1.0", " D1", "É1", "1.", "-00"):
+        assert not checks._one_case_lower_forms(
+            checks._arrow_ascii(np.array(["D0245237", "12"], dtype=object)),
+            checks._arrow_ascii(np.array(["D17", other], dtype=object)),
+        ), other
+    assert checks._one_case_lower_forms(None, checks._arrow_ascii(np.array(["d1"]))) is False
+
+
+def test_id_format_check_finds_case_pairs_across_sides(monkeypatch):
+    """Each side of one case, but not the same case: the pairs are still found."""
+    from nuggetbench.data import Qrels, Run
+
+    monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
+    run = Run(["q1"] * 3, ["D1", "D2", "D3"], [3.0, 2.0, 1.0])
+    qrels = Qrels(["q1"] * 3, ["d1", "d2", "D3"], [1, 0, 1])
+    found = [f for f in checks.check_id_formats(qrels, run) if f.kind == "doc_id_format"]
+    assert found and found[0].counts["pairs"] == 2
+    qrels = Qrels(["q1"] * 3, ["D1", "D7", "D8"], [1, 0, 1])
+    assert [f for f in checks.check_id_formats(qrels, run) if f.kind == "doc_id_format"] == []
+
+
+def test_shared_strings_are_the_conversion_of_the_array():
+    """share_strings: arrow_strings answers with the shared array for that array only, the array
+    becomes read-only, and the entry goes with the array."""
+    pa = pytest.importorskip("pyarrow")
+    import gc
+
+    from nuggetbench.data import _lookup
+
+    ids = np.array(["b", "a", "c"], dtype=object)
+    strings = pa.array(ids.tolist(), type=pa.string())
+    _lookup.share_strings(ids, strings)
+    assert _lookup.arrow_strings(ids) is strings
+    assert not ids.flags.writeable
+    with pytest.raises(ValueError):
+        ids[0] = "z"
+    copy = ids.copy()
+    assert _lookup.arrow_strings(copy) is not strings
+    assert _lookup.arrow_strings(copy).equals(strings)
+    key = id(ids)
+    del ids
+    gc.collect()
+    assert key not in _lookup._SHARED
+
+
+def test_fast_readers_share_the_id_columns_they_parsed(tmp_path, monkeypatch):
+    """The pyarrow readers hand their doc id columns to the look-ups: equal to converting the
+    run's doc uniques and the qrels' doc id column, and the look-ups give the same answers."""
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _arrow_trec, _lookup, read_qrels, read_run
+
+    rng = np.random.default_rng(4)
+    run_lines = [
+        f"q{q} Q0 d{d} 1 {rng.integers(0, 9)} tag\n"
+        for q in range(20)
+        for d in rng.choice(300, 15, replace=False)
+    ]
+    qrels_lines = [
+        f"q{q} 0 d{d} {rng.integers(0, 3)}\n" for q in range(25) for d in rng.choice(400, 12, False)
+    ]
+    (tmp_path / "run.txt").write_text("".join(run_lines))
+    (tmp_path / "qrels.txt").write_text("".join(qrels_lines))
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    run = read_run(tmp_path / "run.txt")
+    qrels = read_qrels(tmp_path / "qrels.txt")
+    uniques = run.doc_codes()[0]
+    column = qrels.arrays()[2]
+    for values in (uniques, column):
+        shared = _lookup.arrow_strings(values)
+        assert shared is _lookup._SHARED[id(values)][1]
+        assert shared.equals(pa.array(values.tolist(), type=pa.string()))
+    lookup = {d: i for i, d in enumerate(uniques.tolist())}
+    assert run.codes_of(column).tolist() == [lookup.get(d, -1) for d in column.tolist()]
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 10**12)
+    assert read_qrels(tmp_path / "qrels.txt") == qrels
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_qrels_from_codes_sorts_as_the_constructor(seed, monkeypatch):
+    """Qrels._from_codes (by a (query rank, doc id) sort in pyarrow, with or without the doc
+    strings, or by doc ranks without pyarrow) equals the constructor, repeated pairs included."""
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import Qrels, _lookup
+
+    rng = np.random.default_rng(seed)
+    qu = np.array([f"q{i}" for i in rng.permutation(9)] + ["Q", "q10", "é"], dtype=object)
+    du = np.array(
+        [f"d{i}" for i in rng.permutation(60)] + ["D", "d", "", "é", "e\u0301"], dtype=object
+    )
+    qc = rng.integers(0, len(qu), 400)
+    dc = rng.integers(0, len(du), 400)
+    grades = rng.integers(0, 3, len(du) * len(qu)).reshape(len(qu), len(du))[qc, dc]
+    want = Qrels(qu[qc], du[dc], grades, on_duplicate="last")
+    strings = pa.array(du.tolist(), type=pa.string())
+    for arrow_min in (1, 10**9):
+        monkeypatch.setattr(_lookup, "ARROW_MIN", arrow_min)
+        for doc_strings in (None, strings):
+            got = Qrels._from_codes(qu, qc, du.copy(), dc, grades, doc_strings=doc_strings)
+            assert got == want
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_short_keys_order_and_equality_are_the_ids(seed):
+    """short_keys: equal keys for equal ids, key order = str order; None for long ids or NUL."""
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _lookup
+
+    rng = np.random.default_rng(seed)
+    alphabet = list("aAzZ09-_ .é\u00ff\u4e00") + ["\U0001f600"]
+    ids = ["".join(rng.choice(alphabet, int(rng.integers(0, 5)))) for _ in range(400)]
+    ids = [i for i in ids if len(i.encode()) <= 8] + ["", "a", "ab", "abcdefgh", "b"]
+    arr = pa.array(ids, type=pa.string())
+    for strings in (arr, arr.slice(3, 200)):  # an offset into the buffers too
+        values = strings.to_pylist()
+        keys = _lookup.short_keys(strings)
+        assert keys is not None and keys.dtype == np.uint64
+        pairs = rng.integers(0, len(values), (2000, 2))
+        for i, j in pairs.tolist():
+            assert (keys[i] == keys[j]) == (values[i] == values[j])
+            assert (keys[i] < keys[j]) == (values[i] < values[j])
+        first, codes = _lookup.factorize_keys(keys)
+        distinct = [values[f] for f in first.tolist()]
+        assert distinct == sorted(set(values))
+        assert [distinct[c] for c in codes.tolist()] == values
+    assert _lookup.short_keys(pa.array(["abcdefghi", "a"])) is None
+    assert _lookup.short_keys(pa.array(["a\x00", "a"])) is None
+    assert _lookup.short_keys(pa.array(["a", None])) is None
+    assert len(_lookup.short_keys(pa.array([], type=pa.string()))) == 0
+
+
+def test_index_in_by_short_keys_equals_the_hash_join():
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _lookup
+
+    rng = np.random.default_rng(9)
+    uniques = np.array([f"D{i}" for i in rng.permutation(3000)], dtype=object)
+    values = np.array([f"D{i}" for i in rng.integers(0, 4000, 5000)], dtype=object)
+    want = _lookup.index_in(values, uniques)
+    _lookup.share_strings(uniques, pa.array(uniques.tolist(), type=pa.string()))
+    _lookup.share_strings(values, pa.array(values.tolist(), type=pa.string()))
+    assert _lookup._shared_keys(values) is not None
+    assert _lookup.index_in(values, uniques).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sniff_helpers_equal_their_python_spelling(seed, tmp_path):
+    """_head_lines is islice over the file's lines; _one_value_every_fourth_field is the set of
+    bytes.split()[1::4] (white space of every kind, long and empty texts)."""
+    import itertools
+
+    from nuggetbench.data import diversity_io
+
+    rng = np.random.default_rng(seed)
+    pieces = [b" ", b"\t", b"  ", b"\x0b", b"\x0c", b"\r", b"\n", b"\r\n", b"0", b"1", b"a", b"Q0"]
+    for case in range(200):
+        text = b"".join(rng.choice(pieces, int(rng.integers(0, 40))).tolist())
+        if rng.random() < 0.3:
+            text = b"".join(f"q{i} 0 d{i} 1\n".encode() for i in range(int(rng.integers(0, 9))))
+        want = len(set(text.split()[1::4])) <= 1
+        assert diversity_io._one_value_every_fourth_field(text) == want, text
+        path = tmp_path / f"t{case}"
+        path.write_bytes(text)
+        n = int(rng.integers(0, 12))
+        with open(path, "rb") as fh:
+            assert diversity_io._head_lines(path, n) == b"".join(itertools.islice(fh, n))
+
+
+def test_strings_of_keys_rebuild_the_ids():
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _lookup
+
+    ids = ["", "a", "12", "é", "abcdefgh", "\U0001f600x", "a b", "\x7f"]
+    keys = _lookup.short_keys(pa.array(ids, type=pa.string()))
+    assert _lookup.strings_of_keys(keys).to_pylist() == ids
+    bad = np.array([0x61FF000000000000], dtype=np.uint64)  # not UTF-8
+    assert _lookup.strings_of_keys(bad) is None
+
+
+@pytest.mark.parametrize("sort_max", [1, 1 << 21])
+def test_factorize_keys_by_sorting_or_hashing(sort_max, monkeypatch):
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import _lookup
+
+    monkeypatch.setattr(_lookup, "SORT_MAX", sort_max)
+    rng = np.random.default_rng(2)
+    keys = rng.integers(0, 50, 3000).astype(np.uint64) * np.uint64(2**57)
+    first, codes = _lookup.factorize_keys(keys)
+    assert keys[first].tolist() == sorted(set(keys.tolist()))
+    assert np.array_equal(keys[first][codes], keys)
+
+
 def test_writing_a_run_imports_no_pandas(tmp_path):
     """The columnar TREC writer (`write_run`, the run cache) goes through pyarrow without its
     pandas probe (0.5 s here): a run built from codes, as BM25's search builds it, is written
@@ -595,3 +805,40 @@ assert len(open({str(tmp_path / "out.trec")!r}).read().splitlines()) == 2000
     env["PYTHONPATH"] = str(src)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_judged_overlap_prefix_is_a_lower_bound_and_changes_no_finding(seed, monkeypatch):
+    """_judged_hits over a prefix of the run's queries counts at most the whole; the check gives
+    the same findings with or without the prefix pass (runs with many, some or no hits)."""
+    from nuggetbench.data import Qrels, Run
+
+    rng = np.random.default_rng(seed)
+    for share in (0.0, 0.02, 0.08, 0.15, 0.6, 1.0):
+        queries = [f"q{i}" for i in range(300)]
+        hit_queries = set(rng.choice(queries, int(share * len(queries)), replace=False).tolist())
+        run_q, run_d, qrels_q, qrels_d = [], [], [], []
+        for q in queries:
+            docs = rng.choice(5000, 8, replace=False)
+            run_q += [q] * 8
+            run_d += [f"d{d}" for d in docs]
+            judged = [f"d{docs[0]}"] if q in hit_queries else []
+            judged += [f"d{d}" for d in rng.choice(5000, 3) + 5000]  # never retrieved
+            qrels_q += [q] * len(judged)
+            qrels_d += judged
+        run = Run(run_q, run_d, rng.random(len(run_q)))
+        qrels = Qrels(qrels_q, qrels_d, rng.integers(0, 3, len(qrels_q)), on_duplicate="last")
+        whole = checks._judged_hits(qrels, run)
+        for rows in (0, 1, 150, 300):
+            part = checks._judged_hits(qrels, run, rows=rows)
+            assert part["queries_with_judged"] <= whole["queries_with_judged"]
+            assert part["judged_entries"] <= whole["judged_entries"]
+            assert {k: v for k, v in part.items() if "judged" not in k or k == "retrieved_ids"} == {
+                k: v for k, v in whole.items() if "judged" not in k or k == "retrieved_ids"
+            }
+        assert checks._judged_hits(qrels, run, rows=300) == whole
+        with_prefix = checks.check_judged_overlap(qrels, run)
+        with monkeypatch.context() as m:
+            m.setattr(checks, "_PREFIX_MIN", 10**9)
+            assert checks.check_judged_overlap(qrels, run) == with_prefix
+        assert bool(with_prefix) == (whole["queries_with_judged"] < 0.1 * whole["queries"])

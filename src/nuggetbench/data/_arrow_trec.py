@@ -4,17 +4,20 @@ Only regular files take this path: columns separated by single spaces, or by sin
 space anywhere (the usual output of retrievers and of :func:`~nuggetbench.data.trec.write_run`).
 Anything else (mixed whitespace, wrong column counts, bad numbers, invalid UTF-8) returns
 ``None`` and the caller falls back to the careful pandas/line-by-line reader, which produces the
-error messages. Id columns come back factorised (dictionary encoded in C++), so no Python string
-is created per line except for the distinct ids.
+error messages. Id columns come back factorised (ids of at most 8 bytes as integer keys sorted
+by numpy, :func:`._lookup.short_keys`; others dictionary encoded in C++), so no Python string is
+created per line except for the distinct ids; the distinct doc ids also come as a pyarrow array,
+for the look-ups (:func:`._lookup.share_strings`).
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 
-from . import _pyarrow
+from . import _lookup, _pyarrow
 
 logger = logging.getLogger(__name__)
 
@@ -50,18 +53,37 @@ def _grouped_codes(column: object) -> tuple[np.ndarray, np.ndarray] | None:
     return uniques, np.repeat(head_codes, np.diff(np.append(heads, n)))
 
 
+def _factorize(column: Any, *, by_keys: bool = True) -> tuple[Any, np.ndarray]:
+    """``(distinct values as a pyarrow array, int64 codes)`` of a pyarrow string *column*: short
+    ids by their integer keys (:func:`._lookup.short_keys`; the distinct ids then come sorted),
+    others (and every value unless *by_keys*) by pyarrow's hash table (in order of first
+    appearance; faster for a few distinct values)."""
+    pa, pc = _pyarrow.load()
+    keys = _lookup.short_keys(column) if by_keys else None
+    if keys is not None:
+        first, codes = _lookup.factorize_keys(keys)
+        distinct = _lookup.strings_of_keys(keys[first])
+        return (column.take(pa.array(first)) if distinct is None else distinct), codes
+    encoded = pc.dictionary_encode(column)
+    return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[int, object] | None:
     """Parse whitespace-separated *data* (no comment lines) with pyarrow.
 
     Args:
         data: file content.
         n_columns: columns every line must have.
-        wanted: ``{column index: kind}`` with kind ``"ids"`` (factorised strings), ``"float"``
-            or ``"int"``.
+        wanted: ``{column index: kind}`` with kind ``"ids"`` (factorised strings),
+            ``"grouped_ids"`` (ids in runs of equal values), ``"labels"`` (strings with a few
+            distinct values), ``"float"`` or ``"int"``.
 
     Returns:
-        ``{column: value}``: for ``"ids"`` a tuple ``(uniques object array, codes int64 array)``,
-        otherwise a numpy array; ``None`` when pyarrow is missing or the file is not regular.
+        ``{column: value}``: for ``"grouped_ids"`` and ``"labels"`` a tuple ``(uniques object
+        array, codes int64 array)``, for ``"ids"`` ``(uniques, codes, the uniques as a pyarrow
+        string array)`` (for :func:`._lookup.share_strings`: no conversion back to pyarrow
+        later), otherwise a numpy array; ``None`` when pyarrow is missing or the file is not
+        regular.
     """
     if len(data) < MIN_BYTES:
         return None
@@ -77,6 +99,7 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
     types = {
         "ids": pa.string(),
         "grouped_ids": pa.string(),
+        "labels": pa.string(),
         "float": pa.float64(),
         "int": pa.int64(),
     }
@@ -108,17 +131,14 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
             column = table.column(names[i]).combine_chunks()
             if column.null_count:
                 return None
-            if kind in ("ids", "grouped_ids"):
+            if kind in ("ids", "grouped_ids", "labels"):
                 if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
                     return None  # an empty field: let the careful reader explain
                 out[i] = _grouped_codes(column) if kind == "grouped_ids" else None
                 if out[i] is None:
-                    encoded = pc.dictionary_encode(column)
-                    uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(
-                        object, copy=False
-                    )
-                    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-                    out[i] = (uniques, codes)
+                    dictionary, codes = _factorize(column, by_keys=kind != "labels")
+                    uniques = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
+                    out[i] = (uniques, codes) + ((dictionary,) if kind == "ids" else ())
             else:
                 out[i] = column.to_numpy(zero_copy_only=False)
         del table, column

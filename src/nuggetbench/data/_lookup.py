@@ -5,17 +5,35 @@ check); small ones through a Python dict or set (fewer than :data:`SMALL` values
 would cost more than the look-up), the others, or values pyarrow cannot take (a ``str`` holding a
 lone surrogate), through ``pandas.Index.get_indexer``/``numpy.isin``. Both answer the same question exactly (string equality
 of ``str`` values is equality of their UTF-8 bytes), so the result never depends on the path.
+
+Columns a fast reader parsed carry their pyarrow form (:func:`share_strings`): no conversion back
+to pyarrow, and ids of at most 8 bytes (most document ids: ``D0245237``, ``7067032``) are
+joined as integers (:func:`short_keys`: their bytes as a big-endian number) by a binary search,
+several times faster than a hash table of strings; integer keys (``is_in``) too.
 """
 
 from __future__ import annotations
 
 import sys
+import weakref
+from typing import Any
 
 import numpy as np
 
 from . import _pyarrow
 
-__all__ = ["index_in", "is_in", "order_by_code_and_id", "ARROW_MIN"]
+__all__ = [
+    "index_in",
+    "is_in",
+    "order_by_code_and_id",
+    "share_strings",
+    "arrow_strings",
+    "short_keys",
+    "strings_of_keys",
+    "factorize_keys",
+    "ARROW_MIN",
+    "SORT_MAX",
+]
 
 ARROW_MIN = 50_000
 """Below this many values pyarrow is used only if something already imported it."""
@@ -27,6 +45,153 @@ SMALL = 20_000
 
 def _use_arrow(n: int) -> bool:
     return n >= ARROW_MIN or "pyarrow.compute" in sys.modules
+
+
+_SHARED: dict[int, list[Any]] = {}
+"""``id(array) -> [weak reference to the array, its pyarrow string array, its short keys]``
+(the keys computed when first asked for, ``False`` before): see :func:`share_strings`."""
+
+
+def share_strings(values: np.ndarray, strings: Any) -> None:
+    """Remember *strings*, a pyarrow string array equal to *values* (object (n,) of ``str``), as
+    the pyarrow form of *values* for :func:`arrow_strings`, while *values* lives.
+
+    A fast reader holds the pyarrow form of the id columns it parsed: the look-ups and checks
+    then do not convert the ``str`` objects back (each conversion costs as much as a hash join),
+    and short ids are compared as integers (:func:`short_keys`). *values* becomes read-only, so
+    the two can never differ.
+    """
+    values.flags.writeable = False
+    key = id(values)
+    _SHARED[key] = [weakref.ref(values, lambda _, key=key: _SHARED.pop(key, None)), strings, False]
+
+
+def _shared(values: Any) -> list[Any] | None:
+    entry = _SHARED.get(id(values))
+    return entry if entry is not None and entry[0]() is values else None
+
+
+def arrow_strings(values: np.ndarray) -> Any:
+    """``pa.array(values, type=pa.string())``, or the array shared by :func:`share_strings`
+    (*values* itself when it is a pyarrow array already).
+
+    Raises:
+        As :func:`pyarrow.array` (a value that is not a ``str``, a lone surrogate).
+    """
+    shared = _shared(values)
+    if shared is not None:
+        return shared[1]
+    pa, _ = _pyarrow.load()
+    if isinstance(values, pa.Array):
+        return values
+    return pa.array(values, type=pa.string())
+
+
+def _shared_keys(values: np.ndarray) -> np.ndarray | None:
+    """:func:`short_keys` of the strings shared for *values* (computed once), else ``None``."""
+    shared = _shared(values)
+    if shared is None:
+        return None
+    if shared[2] is False:
+        shared[2] = short_keys(shared[1])
+    return shared[2]
+
+
+_KEEP = np.array([((1 << 64) - 1) ^ ((1 << (8 * (8 - n))) - 1) for n in range(9)], np.uint64)
+"""``_KEEP[n]``: the mask of the first *n* bytes of a big-endian 64-bit word."""
+
+
+def short_keys(strings: Any) -> np.ndarray | None:
+    """One integer per id of the pyarrow string array *strings*, equal for equal ids and ordered
+    as the ids (uint64 (n,)), when every id has at most 8 UTF-8 bytes and no NUL byte; else
+    ``None``.
+
+    The key is the id's bytes read as a big-endian number, zero padded: without NUL bytes two
+    different ids differ in a byte where one of them has a non-zero byte, and the byte order
+    of UTF-8 is the code point order ``str`` comparison uses. Integer keys are sorted and
+    searched by numpy several times faster than strings are hashed.
+    """
+    pa, _ = _pyarrow.load()
+    if not isinstance(strings, pa.Array) or strings.type != pa.string() or strings.null_count:
+        return None
+    n = len(strings)
+    offsets = np.frombuffer(strings.buffers()[1], np.int32, n + 1, strings.offset * 4)
+    lengths = np.diff(offsets)
+    if n == 0 or int(lengths.max()) > 8:
+        return None if n else np.zeros(0, dtype=np.uint64)
+    start, end = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(strings.buffers()[2], np.uint8, end) if end else np.zeros(0, np.uint8)
+    if not data[start:].all():
+        return None  # a NUL byte: "a" and "a\0" would share a key
+    padded = np.zeros(end + 8, dtype=np.uint8)
+    padded[start:end] = data[start:]
+    words = np.ndarray((end + 1,), dtype=">u8", buffer=padded, strides=(1,))  # at every byte
+    return words[offsets[:-1]].astype(np.uint64) & _KEEP[lengths]
+
+
+def strings_of_keys(keys: np.ndarray) -> Any:
+    """The ids whose :func:`short_keys` are *keys* (a pyarrow string array), or ``None`` when
+    they cannot be rebuilt exactly (the round trip through :func:`short_keys` is checked)."""
+    pa, _ = _pyarrow.load()
+    try:  # numpy's fixed-width bytes drop the zero padding
+        strings = pa.array(keys.astype(">u8").view("S8")).cast(pa.string())
+    except (pa.ArrowException, ValueError):
+        return None
+    back = short_keys(strings)
+    return strings if back is not None and np.array_equal(back, keys) else None
+
+
+SORT_MAX = 1 << 21
+"""Up to this many keys :func:`factorize_keys` sorts them; above, it hashes them (an argsort's
+cost grows faster than a hash table's) and sorts the distinct ones only."""
+
+
+def factorize_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, codes)`` of integer *keys* (n,): ``first`` int64 (u,) the position of one
+    occurrence of each distinct key, in ascending key order; ``codes`` int64 (n,) with
+    ``keys[first][codes] == keys``."""
+    if len(keys) > SORT_MAX:
+        pa, pc = _pyarrow.load()
+        encoded = pc.dictionary_encode(pa.array(keys))
+        distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
+        hashed = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        by_key = np.argsort(distinct)
+        rank = np.empty(len(distinct), dtype=np.int64)
+        rank[by_key] = np.arange(len(distinct), dtype=np.int64)
+        some = np.empty(len(distinct), dtype=np.int64)
+        some[hashed] = np.arange(len(keys), dtype=np.int64)  # any occurrence will do
+        return some[by_key], rank[hashed]
+    order = np.argsort(keys)
+    ordered = keys[order]
+    head = np.empty(len(keys), dtype=bool)
+    head[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=head[1:])
+    codes = np.empty(len(keys), dtype=np.int64)
+    codes[order] = np.cumsum(head) - 1
+    return order[head].astype(np.int64, copy=False), codes
+
+
+def _search(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)``, the *values* searched
+    in ascending order when they are not many more than *ordered* (each search starts where
+    the last one ended: several times faster than searching a large array in random order;
+    sorting many more values than the array holds would cost more than it saves)."""
+    if len(values) < 4096 or len(values) > 2 * len(ordered):
+        return np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    by_value = np.argsort(values)
+    at = np.empty(len(values), dtype=np.int64)
+    at[by_value] = np.searchsorted(ordered, values[by_value])
+    return np.minimum(at, len(ordered) - 1)
+
+
+def _index_in_keys(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+    """:func:`index_in` over integer keys (*uniques* distinct): a binary search."""
+    order = None if bool((uniques[1:] > uniques[:-1]).all()) else np.argsort(uniques)
+    ordered = uniques if order is None else uniques[order]
+    at = _search(ordered, values)
+    found = ordered[at] == values
+    position = at if order is None else order[at]
+    return np.where(found, position, -1).astype(np.int64, copy=False)
 
 
 def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
@@ -43,15 +208,17 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     uniques = np.asarray(uniques, dtype=object)
     if not len(values) or not len(uniques):
         return np.full(len(values), -1, dtype=np.int64)
+    value_keys = _shared_keys(values)
+    unique_keys = _shared_keys(uniques) if value_keys is not None else None
+    if unique_keys is not None:
+        return _index_in_keys(value_keys, unique_keys)
     if _use_arrow(len(values) + len(uniques)):
         try:
-            pa, pc = _pyarrow.load()
+            _, pc = _pyarrow.load()
 
             if len(uniques) > 2 * len(values):
-                return _index_in_swapped(pa, pc, values, uniques)
-            found = pc.index_in(
-                pa.array(values, type=pa.string()), value_set=pa.array(uniques, type=pa.string())
-            )
+                return _index_in_swapped(pc, values, uniques)
+            found = pc.index_in(arrow_strings(values), value_set=arrow_strings(uniques))
             return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         except (UnicodeEncodeError, TypeError, ValueError, ImportError):
             pass  # e.g. a lone surrogate: pandas compares the str values directly
@@ -63,12 +230,12 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     return pd.Index(uniques, dtype=object).get_indexer(values).astype(np.int64, copy=False)
 
 
-def _index_in_swapped(pa, pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+def _index_in_swapped(pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     """:func:`index_in` with the hash table built on the (fewer) distinct *values* and probed by
     *uniques*: each distinct value finds at most one unique (they are distinct), then the
     positions are spread back to *values* through their codes."""
-    encoded = pc.dictionary_encode(pa.array(values, type=pa.string()))
-    where = pc.index_in(pa.array(uniques, type=pa.string()), value_set=encoded.dictionary)
+    encoded = pc.dictionary_encode(arrow_strings(values))
+    where = pc.index_in(arrow_strings(uniques), value_set=encoded.dictionary)
     where = where.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     found = np.flatnonzero(where >= 0)
     position = np.full(len(encoded.dictionary), -1, dtype=np.int64)
@@ -77,17 +244,26 @@ def _index_in_swapped(pa, pc, values: np.ndarray, uniques: np.ndarray) -> np.nda
 
 
 def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
-    """Whether each of *values* occurs in *value_set* (bool (n,)); int64 keys or ``str`` ids."""
+    """Whether each of *values* occurs in *value_set* (bool (n,)); int64 keys or ``str`` ids.
+
+    Integer keys are looked up by binary search in the sorted *value_set* (faster than a hash
+    table in pyarrow or :func:`numpy.isin`'s sort of both sides)."""
     values = np.asarray(values)
     value_set = np.asarray(value_set)
     if not len(values) or not len(value_set):
         return np.zeros(len(values), dtype=bool)
+    if values.dtype.kind in "iu" and value_set.dtype.kind == values.dtype.kind:
+        ordered = np.sort(value_set)
+        return ordered[_search(ordered, values)] == values
     if _use_arrow(len(values) + len(value_set)):
         try:
             pa, pc = _pyarrow.load()
 
-            kind = pa.string() if values.dtype == object else None
-            found = pc.is_in(pa.array(values, type=kind), value_set=pa.array(value_set, type=kind))
+            if values.dtype == object:
+                values_a, set_a = arrow_strings(values), arrow_strings(value_set)
+            else:
+                values_a, set_a = pa.array(values), pa.array(value_set)
+            found = pc.is_in(values_a, value_set=set_a)
             return found.to_numpy(zero_copy_only=False).astype(bool, copy=False)
         except (UnicodeEncodeError, TypeError, ValueError, ImportError):
             pass
@@ -110,7 +286,7 @@ def order_by_code_and_id(codes: np.ndarray, ids: np.ndarray) -> np.ndarray | Non
 
     Args:
         codes: int (n,).
-        ids: object (n,) of ``str``.
+        ids: object (n,) of ``str``, or the same as a pyarrow string array.
 
     Returns:
         int64 (n,), or ``None`` when the input is small or pyarrow cannot take it (then sort with
@@ -124,7 +300,7 @@ def order_by_code_and_id(codes: np.ndarray, ids: np.ndarray) -> np.ndarray | Non
         table = pa.table(
             {
                 "c": pa.array(np.asarray(codes, dtype=np.int64)),
-                "i": pa.array(np.asarray(ids, dtype=object), type=pa.string()),
+                "i": arrow_strings(ids),
             }
         )
         order = pc.sort_indices(table, sort_keys=[("c", "ascending"), ("i", "ascending")])

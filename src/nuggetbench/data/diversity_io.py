@@ -18,11 +18,12 @@ judgments in ``qrels.nuggets``.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import DuplicateError, FormatError, InputError
 from .freshstack_io import (
@@ -186,15 +187,54 @@ def _plain_document_qrels(path: Path, max_lines: int) -> bool:
     means "ask it" (it decides every other case)."""
     if any(hint in path.name.lower() for hint in ("ndeval", "divers", "subtopic")):
         return False
-    with open(path, "rb") as fh:
-        head = b"".join(itertools.islice(fh, max_lines + 1))
+    head = _head_lines(path, max_lines + 1)
     if not head.isascii() or head.lstrip().startswith(b"{"):
         return False
     if head.startswith(b"#") or b"\n#" in head:
         return False
     if any(bytes([c]) in head for c in range(0x1C, 0x20)):
         return False
-    return len(set(head.split()[1::4])) <= 1
+    return _one_value_every_fourth_field(head)
+
+
+def _head_lines(path: Path, n: int) -> bytes:
+    """``b"".join(itertools.islice(open(path, "rb"), n))``, read in blocks (no object per line)."""
+    chunks, found = [], 0
+    with open(path, "rb") as fh:
+        while found < n:
+            chunk = fh.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            found += chunk.count(b"\n")
+    data = b"".join(chunks)
+    if found < n or n <= 0:
+        return data if n > 0 else b""
+    return data[: int(np.flatnonzero(np.frombuffer(data, np.uint8) == 10)[n - 1]) + 1]
+
+
+_BYTES_SPACE = b" \t\n\r\x0b\x0c"
+"""What ``bytes.split()`` splits at."""
+
+
+def _one_value_every_fourth_field(text: bytes) -> bool:
+    """``len(set(text.split()[1::4])) <= 1``, without a ``bytes`` object per field: the fields
+    are the runs of bytes outside :data:`_BYTES_SPACE`, found and compared with numpy."""
+    data = np.frombuffer(text, np.uint8)
+    space = np.zeros(256, dtype=bool)
+    space[list(_BYTES_SPACE)] = True
+    inside = ~space[data]
+    edge = np.diff(inside.astype(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(edge == 1)[1::4], np.flatnonzero(edge == -1)[1::4]
+    if len(starts) <= 1:
+        return True
+    width = ends - starts
+    if (width != width[0]).any():
+        return False
+    if width[0] > 64:  # pragma: no cover - a long second field: compare as bytes objects
+        return len(set(text.split()[1::4])) <= 1
+    first = data[starts[0] : ends[0]]
+    return bool((data[starts[:, None] + np.arange(width[0])] == first).all())
 
 
 def load_nugget_qrels_file(

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
-from ._lookup import order_by_code_and_id
+from ._lookup import order_by_code_and_id, share_strings, short_keys
 from .ranking import factorize_sorted
 from .run import _as_str_array
 from .source import INT64_MAX as _INT64_MAX
@@ -122,13 +122,19 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         name: str | None = None,
         metadata: dict | None = None,
         source: str | None = None,
+        doc_strings: Any = None,
     ) -> Qrels:
         """Qrels from factorised columns (a fast reader's output), as the constructor builds them.
 
         ``query_uniques`` / ``doc_uniques``: distinct ``str`` ids (object arrays, any order);
         ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``relevance`` int64 (n,).
-        The entries are ordered by (query id, doc id) through the ranks of the distinct ids, so
-        no per-entry string is compared or hashed again. Same duplicate rule and error.
+        ``doc_strings``: ``doc_uniques`` as a pyarrow string array, when the reader has it: the
+        doc id column's pyarrow form is then shared with the look-ups
+        (:func:`._lookup.share_strings`). The entries are ordered by (query id, doc id) with
+        the query ids compared through their ranks: a stable sort by (query rank, doc id), the
+        doc ids compared as integer keys when short (:func:`._lookup.short_keys`) or as strings
+        in C++ (:func:`._lookup.order_by_code_and_id`), or without pyarrow by the ranks of the
+        distinct doc ids. Same duplicate rule and error.
         """
         qu = np.asarray(query_uniques, dtype=object)
         du = np.asarray(doc_uniques, dtype=object)
@@ -138,20 +144,26 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         qperm = np.argsort(qu, kind="stable")
         qrank = np.empty(len(qu), dtype=np.int64)
         qrank[qperm] = np.arange(len(qu), dtype=np.int64)
-        dperm = order_by_code_and_id(np.zeros(len(du), dtype=np.int64), du)
-        if dperm is None:
-            dperm = np.argsort(du, kind="stable")
-        drank = np.empty(len(du), dtype=np.int64)
-        drank[dperm] = np.arange(len(du), dtype=np.int64)
         qcodes = qrank[qc]
-        if len(qu) * max(len(du), 1) < 2**62:
-            order = np.argsort(qcodes * np.int64(max(len(du), 1)) + drank[dc], kind="stable")
-        else:  # pragma: no cover - astronomically many ids
-            order = np.lexsort((drank[dc], qcodes))
+        keys = short_keys(doc_strings) if doc_strings is not None else None
+        order = None
+        if keys is None:
+            ids = du[dc] if doc_strings is None else doc_strings.take(dc)
+            order = order_by_code_and_id(qcodes, ids)
+        if order is None:  # the ranks of the distinct doc ids: short ones by their integer keys
+            by_id = np.argsort(keys) if keys is not None else np.argsort(du, kind="stable")
+            drank = np.empty(len(du), dtype=np.int64)
+            drank[by_id] = np.arange(len(du), dtype=np.int64)
+            if len(qu) * max(len(du), 1) < 2**62:
+                order = np.argsort(qcodes * np.int64(max(len(du), 1)) + drank[dc], kind="stable")
+            else:  # pragma: no cover - astronomically many ids
+                order = np.lexsort((drank[dc], qcodes))
         qcodes, dc, r = qcodes[order], dc[order], r[order]
         same = (qcodes[1:] == qcodes[:-1]) & (dc[1:] == dc[:-1])
         qrels = cls.__new__(cls)
         qrels._init_sorted(qu[qperm], qcodes, du[dc], r, same, source=source, on_duplicate="error")
+        if doc_strings is not None and not same.any():  # the column is du[dc]: share its form
+            share_strings(qrels._docids, doc_strings.take(dc))
         qrels.name = name
         qrels.metadata = dict(metadata or {})
         qrels.nuggets = None

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
-from ._lookup import index_in
+from ._lookup import index_in, share_strings
 from .ranking import TieBreak, _n_distinct, factorize_sorted, rank_codes, rank_order
 
 logger = logging.getLogger(__name__)
@@ -191,12 +191,15 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         source: str | None = None,
         ranks: np.ndarray | None = None,
         duplicates: str = "error",
+        doc_strings: Any = None,
     ) -> Run:
         """Build a run from factorised columns (a fast reader's output).
 
         ``query_uniques`` / ``doc_uniques``: distinct ids (object arrays, any order);
         ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``scores`` float64 (n,).
-        Same ranking, checks, *duplicates* policy and errors as the constructor.
+        ``doc_strings``: ``doc_uniques`` as a pyarrow string array, when the reader has it
+        (shared with the look-ups: :func:`._lookup.share_strings`). Same ranking, checks,
+        *duplicates* policy and errors as the constructor.
         """
         s = np.asarray(scores, dtype=np.float64)
         qu = np.asarray(query_uniques, dtype=object)
@@ -223,6 +226,8 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             ranks=ranks,
             duplicates=duplicates,
         )
+        if doc_strings is not None:
+            share_strings(run._doc_uniques, doc_strings)
         return run
 
     # --- constructors -------------------------------------------------------------------

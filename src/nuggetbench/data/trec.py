@@ -226,6 +226,7 @@ def read_run_owned(
             source=str(path),
             ranks=columns[6],
             duplicates=duplicates,
+            doc_strings=columns[7],
         )
     except DuplicateError as exc:
         if not isinstance(exc.key, tuple):
@@ -278,8 +279,8 @@ def _read_run_bytes(
 
 def _read_run_arrow(path: Path, raw: bytes, *, keep_rank: bool) -> tuple | None:
     """The pyarrow fast path of :func:`read_run`: ``(query uniques, query codes, doc uniques,
-    doc codes, scores, the first line's tag or the file name, ranks or None)`` for
-    :meth:`Run._from_codes`, or ``None``: use the regular reader."""
+    doc codes, scores, the first line's tag or the file name, ranks or None, doc uniques as a
+    pyarrow array)`` for :meth:`Run._from_codes`, or ``None``: use the regular reader."""
     data = _strip_comments(raw)
     if _irregular(data):
         return None
@@ -289,13 +290,13 @@ def _read_run_arrow(path: Path, raw: bytes, *, keep_rank: bool) -> tuple | None:
     cols = _arrow_trec.read_columns(data, 6, wanted)
     if cols is None:
         return None
-    (qu, qc), (du, dc), scores = cols[0], cols[2], cols[4]
+    (qu, qc), (du, dc, doc_strings), scores = cols[0], cols[2], cols[4]
     if not np.all(np.isfinite(scores)):
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise FormatError(path, _line_of_entry(raw, i), f"score is not finite: {scores[i]!r}")
     first = next((line for line in data[:8192].split(b"\n") if line.strip()), b"").split()
     label = decode_id_text(first[5]) if len(first) >= 6 else path.name
-    return qu, qc, du, dc, scores, label, cols.get(3)
+    return qu, qc, du, dc, scores, label, cols.get(3), doc_strings
 
 
 def read_qrels(path: str | Path, *, name: str | None = None, content: bytes | None = None) -> Qrels:
@@ -349,10 +350,10 @@ def _read_qrels_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None) 
     parsed once and the entries are sorted by the ranks of the distinct ids."""
     if len(data) < _arrow_trec.MIN_BYTES or _irregular(data):
         return None
-    cols = _arrow_trec.read_columns(data, 4, {0: "grouped_ids", 2: "ids", 3: "ids"})
+    cols = _arrow_trec.read_columns(data, 4, {0: "grouped_ids", 2: "ids", 3: "labels"})
     if cols is None:
         return None
-    (qu, qc), (du, dc), (ru, rc) = cols[0], cols[2], cols[3]
+    (qu, qc), (du, dc, doc_strings), (ru, rc) = cols[0], cols[2], cols[3]
     grades = _parse_grade_uniques(ru, rc, path, raw)
     return Qrels._from_codes(
         qu,
@@ -363,6 +364,7 @@ def _read_qrels_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None) 
         name=name or path.name,
         metadata={"source": str(path)},
         source=str(path),
+        doc_strings=doc_strings,
     )
 
 

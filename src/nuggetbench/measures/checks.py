@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..data import _pyarrow
-from ..data._lookup import index_in, is_in
+from ..data._lookup import arrow_strings, index_in, is_in
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +129,9 @@ def _arrow_ascii(ids: np.ndarray) -> tuple[Any, np.ndarray] | None:
     if len(ids) < _VECTOR_MIN:
         return None
     try:
-        pa, pc = _pyarrow.load()
+        _, pc = _pyarrow.load()
 
-        arr = pa.array(ids, type=pa.string())
+        arr = arrow_strings(ids)
     except (ImportError, UnicodeEncodeError, TypeError, ValueError):
         return None
     return arr, pc.string_is_ascii(arr).to_numpy(zero_copy_only=False).astype(bool)
@@ -149,9 +149,18 @@ def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) 
     arrow = arrow or _arrow_ascii(ids)
     if arrow is None:
         return np.array([_normal_form(x) for x in ids], dtype=object)
+    arr, ascii_mask = arrow
+    out = _ascii_normal_forms(arr).to_numpy(zero_copy_only=False).astype(object)
+    if not ascii_mask.all():
+        out[~ascii_mask] = [_normal_form(x) for x in ids[~ascii_mask]]
+    return out
+
+
+def _ascii_normal_forms(arr: Any) -> Any:
+    """:func:`_normal_form` of each ASCII id of the pyarrow string array *arr* (a pyarrow array;
+    the values of non-ASCII ids are not their normal forms)."""
     import pyarrow.compute as pc
 
-    arr, ascii_mask = arrow
     text = pc.ascii_lower(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE))
     number = pc.match_substring_regex(text, r"^[+-]?[0-9]+(\.0*)?$")
     if pc.any(number).as_py():  # rewrite only the numbers (the regex replace is the slow step)
@@ -159,10 +168,37 @@ def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) 
             text.filter(number), r"^\+?(-?)0*([0-9]+)(?:\.0*)?$", r"\1\2"
         )
         text = pc.replace_with_mask(text, number, digits)
-    out = text.to_numpy(zero_copy_only=False).astype(object)
-    if not ascii_mask.all():
-        out[~ascii_mask] = [_normal_form(x) for x in ids[~ascii_mask]]
-    return out
+    return text
+
+
+def _one_case_lower_forms(*arrows: tuple[Any, np.ndarray] | None) -> bool:
+    """Whether no two different ids of all *arrows* (:func:`_arrow_ascii` results) can share a
+    normal form, by a cheap vectorised test: every id is ASCII, its normal form is its lower
+    case (no surrounding white space, no number written with a sign, leading zeros or ``.0``),
+    and the ids are all without upper-case letters or all without lower-case ones, so lower
+    casing, hence the normal form, is one-to-one on them. ``False`` means "not proved".
+
+    Only ids without letters can be numbers (whose normal form may differ from the id): the
+    normal forms are computed for those only."""
+    import pyarrow.compute as pc
+
+    if any(a is None or not a[1].all() for a in arrows):
+        return False
+    arrays = [arr for arr, _ in arrows if len(arr)]
+    lowered = [pc.ascii_lower(arr) for arr in arrays]
+    uppered = [pc.ascii_upper(arr) for arr in arrays]
+    one_case = all(pc.all(pc.equal(low, arr)).as_py() for arr, low in zip(arrays, lowered)) or all(
+        pc.all(pc.equal(up, arr)).as_py() for arr, up in zip(arrays, uppered)
+    )
+    if not one_case:
+        return False
+    for arr, low, up in zip(arrays, lowered, uppered):
+        if not pc.all(pc.equal(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE), arr)).as_py():
+            return False
+        plain = arr.filter(pc.equal(low, up))  # no letter: the id is its lower case
+        if len(plain) and not pc.all(pc.equal(_ascii_normal_forms(plain), plain)).as_py():
+            return False
+    return True
 
 
 def _spaced(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) -> list[str]:
@@ -251,11 +287,14 @@ def check_query_overlap(qrels: Any, run: Any, *, tiny: float = TINY_OVERLAP) -> 
 def _format_pairs(a: Iterable[str], b: Iterable[str]) -> list[tuple[str, str]]:
     """Pairs ``(x, y)`` with x in *a*, y in *b*, x != y, same normal form (x absent from b)."""
     b_set = set(b)
+    unmatched = set(a) - b_set
+    if not unmatched:  # every x is in b: no pair (the normal forms are not needed)
+        return []
     by_norm: dict[str, str] = {}
     for y in b_set:
         by_norm.setdefault(_normal_form(y), y)
     pairs = []
-    for x in set(a) - b_set:
+    for x in unmatched:
         y = by_norm.get(_normal_form(x))
         if y is not None and y != x:
             pairs.append((x, y))
@@ -289,8 +328,13 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
             )
         )
     run_docs = _run_doc_uniques(run)
-    missing_docs = _missing_judged_docs(qrels, run)
     run_arrow = _arrow_ascii(run_docs) if run_docs is not None else None  # one conversion
+    judged_docs = _judged_doc_column(qrels)
+    missing_docs = None
+    if judged_docs is not None and not _one_case_lower_forms(
+        run_arrow, _arrow_ascii(judged_docs)
+    ):  # a pair is possible: find the judged ids never retrieved, then their partners
+        missing_docs = _missing_judged_docs(qrels, run)
     if run_docs is not None and missing_docs is not None:
         dpairs = _doc_format_pairs(missing_docs, run_docs, run_arrow)
         if dpairs:
@@ -347,11 +391,18 @@ def _run_doc_uniques(run: Any) -> np.ndarray | None:
         uniques, codes = run.doc_codes()
         present = np.zeros(len(uniques), dtype=bool)
         present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
-        return np.asarray(uniques, dtype=object)[present]
+        uniques = np.asarray(uniques, dtype=object)
+        return uniques if present.all() else uniques[present]
     arrays = getattr(run, "arrays", None)
     if arrays is None:
         return None
     return np.array(list(set(arrays()[2].tolist())), dtype=object)
+
+
+def _judged_doc_column(qrels: Any) -> np.ndarray | None:
+    """The qrels' doc id column (object (n,)), ``None`` when *qrels* has no arrays."""
+    arrays = getattr(qrels, "arrays", None)
+    return None if arrays is None else arrays()[2]
 
 
 def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
@@ -360,10 +411,9 @@ def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
     A run with ``codes_of`` maps the qrels' doc id column to its codes once (shared with
     :func:`_judged_hits` and the evaluation's join); only the absent ids are then made distinct.
     """
-    arrays = getattr(qrels, "arrays", None)
-    if arrays is None:
+    docids = _judged_doc_column(qrels)
+    if docids is None:
         return None
-    docids = arrays()[2]
     if hasattr(run, "codes_of"):
         uniques, codes = run.doc_codes()
         present = np.zeros(len(uniques) + 1, dtype=bool)  # the last cell: absent (-1)
@@ -443,6 +493,9 @@ def check_corpus_coverage(
     return _emit(out)
 
 
+_PREFIX_MIN = 100
+"""From this many run queries, :func:`check_judged_overlap` first counts a prefix of them."""
+
 FEW_JUDGED = 0.1
 """Below this fraction of evaluated queries retrieving any judged document, the run's document
 ids probably do not match the qrels' (or the run is of another collection)."""
@@ -451,11 +504,14 @@ CORPUS_SAMPLE = 20_000
 """At most this many distinct retrieved ids are looked up in the corpus (a seeded sample)."""
 
 
-def _judged_hits(qrels: Any, run: Any) -> dict[str, int] | None:
+def _judged_hits(qrels: Any, run: Any, *, rows: int | None = None) -> dict[str, int] | None:
     """Counts behind :func:`check_judged_overlap` (``None`` when *run*/*qrels* lack arrays).
 
     Works on the run's factorised doc ids (``Run.doc_codes``) so that no per-entry string is
     hashed again: qrels documents are mapped to the run's codes, then (query, doc) keys compared.
+    With *rows*, only the entries of the first *rows* run queries are looked up:
+    ``queries_with_judged`` and ``judged_entries`` are then lower bounds (the other counts are
+    whole).
     """
     if not hasattr(run, "arrays") or not hasattr(qrels, "arrays"):
         return None
@@ -484,7 +540,7 @@ def _judged_hits(qrels: Any, run: Any) -> dict[str, int] | None:
     # few (query, doc) keys up, not all of them
     judged_doc = np.zeros(len(uniques), dtype=bool)
     judged_doc[doc_code[keep]] = True
-    cand = np.flatnonzero(judged_doc[codes])
+    cand = np.flatnonzero(judged_doc[codes if rows is None else codes[: rstarts[rows]]])
     cand_rows = np.searchsorted(rstarts, cand, side="right") - 1
     hit = is_in(cand_rows * nd + codes[cand], judged_keys) & shared_query[cand_rows]
     hit_rows = cand_rows[hit]
@@ -518,6 +574,13 @@ def check_judged_overlap(qrels: Any, run: Any, *, few: float = FEW_JUDGED) -> li
         ``retrieved_ids_in_qrels``. Nothing when the sides share no query (the query checks
         report that).
     """
+    n_queries = len(run.query_offsets()[0]) if hasattr(run, "query_offsets") else 0
+    if n_queries >= _PREFIX_MIN:  # most runs pass on a prefix of their queries: count those first
+        counts = _judged_hits(qrels, run, rows=min(n_queries, int(n_queries * 3 * few) + 1))
+        if not counts or not counts["queries"] or not counts["entries"]:
+            return []
+        if counts["queries_with_judged"] >= few * counts["queries"]:
+            return []  # a lower bound already passes
     counts = _judged_hits(qrels, run)
     if not counts or not counts["queries"] or not counts["entries"]:
         return []

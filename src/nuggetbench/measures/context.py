@@ -235,7 +235,10 @@ class EvalContext:
                 qstarts[safe] if len(qq) else np.zeros(len(safe), np.int64), lengths
             )
             qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), lengths)
-            self._cache["judgments"] = (qidx, qdocs[index], qgrades[index])
+            if len(index) == len(qdocs) and np.array_equal(index, np.arange(len(index))):
+                self._cache["judgments"] = (qidx, qdocs, qgrades)  # every judgment, in order
+            else:
+                self._cache["judgments"] = (qidx, qdocs[index], qgrades[index])
             self._cache["judgment_index"] = index
         return self._cache["judgments"]
 
