@@ -174,12 +174,24 @@ def _values(results, key: str) -> dict[str, float]:
 
 
 @pytest.mark.parametrize(
-    ("seed", "rel", "judged_only"),
-    [(1, 1, False), (2, 1, False), (3, 2, False), (4, 1, True), (5, 2, True)],
+    ("seed", "rel", "judged_only", "unjudged_run"),
+    [
+        (1, 1, False, False),
+        (2, 1, False, False),
+        (3, 2, False, False),
+        (4, 1, True, False),
+        (5, 2, True, False),
+        (6, 1, False, True),  # no retrieved document is judged, in any query
+        # (judged_only with no judged document retrieved: pytrec_eval 0.5 segfaults)
+    ],
 )
-def test_every_pytrec_eval_measure_at_1e9(seed: int, rel: int, judged_only: bool) -> None:
+def test_every_pytrec_eval_measure_at_1e9(
+    seed: int, rel: int, judged_only: bool, unjudged_run: bool
+) -> None:
     rng = np.random.default_rng(seed)
     qrels, run = _random_case(rng, 120, negative=seed % 2 == 1)
+    if unjudged_run:  # every per-query sum over retrieved relevant documents is empty
+        run = {q: {f"x{d}": s for d, s in docs.items()} for q, docs in run.items()}
     evaluator = pytrec_eval.RelevanceEvaluator(
         qrels,
         pytrec_eval.supported_measures,

@@ -76,7 +76,7 @@ class Ranked:
         """Per-query sum of float (n,) *weights* (optionally where *mask*), float64 (Q,)."""
         q = self.qidx if mask is None else self.qidx[mask]
         w = weights if mask is None else weights[mask]
-        return np.bincount(q, weights=w, minlength=len(self.starts) - 1)
+        return np.bincount(q, weights=w, minlength=len(self.starts) - 1).astype(np.float64)
 
 
 def _positions(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:

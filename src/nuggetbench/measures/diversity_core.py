@@ -193,7 +193,9 @@ class DiversityScorer:
         key = float(alpha)
         if key not in self._gains:
             w = np.power(1.0 - alpha, self._pc.astype(np.float64))
-            self._gains[key] = np.bincount(self._pe, weights=w, minlength=len(self.entries.entry_q))
+            self._gains[key] = np.bincount(
+                self._pe, weights=w, minlength=len(self.entries.entry_q)
+            ).astype(np.float64)
         return self._gains[key]
 
     def _per_query(self, weights: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
@@ -272,4 +274,6 @@ class DiversityScorer:
         t = self.table
         nrel = t.nrel_sub[t.sub_offsets[self._pq] + self._pj] if len(self._pq) else np.zeros(0)
         w = (self._pc + 1.0) / (self._prank + 1.0) / nrel
-        return self._safe_div(np.bincount(self._pq, weights=w, minlength=self._nq), self._s)
+        return self._safe_div(
+            np.bincount(self._pq, weights=w, minlength=self._nq).astype(np.float64), self._s
+        )

@@ -29,6 +29,7 @@ __all__ = [
     "grade_gains",
     "ideal_gains",
     "cumsum_by_query",
+    "sum_by_query",
     "position_in_query",
 ]
 
@@ -98,6 +99,14 @@ def position_in_query(q: np.ndarray, n_queries: int) -> np.ndarray:
     first = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=first[1:])
     return np.arange(len(q), dtype=np.int64) - first[q]
+
+
+def sum_by_query(index: np.ndarray, weights: np.ndarray, minlength: int) -> np.ndarray:
+    """``np.bincount(index, weights=weights, minlength=minlength)`` as float64 (shape
+    ``(max(minlength, index.max() + 1),)``): numpy returns int64 zeros when *index* is empty
+    (no retrieved document relevant or judged anywhere), which in-place float arithmetic on the
+    result would refuse."""
+    return np.bincount(index, weights=weights, minlength=minlength).astype(np.float64, copy=False)
 
 
 def cumsum_by_query(values: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -45,7 +45,7 @@ import numpy as np
 
 from .base import Measure
 from .context import UNJUDGED, EvalContext, Ranked
-from .gains import DCG, GAINS, grade_gains, ideal_gains
+from .gains import DCG, GAINS, grade_gains, ideal_gains, sum_by_query
 from .params import JUDGED_ONLY, REL, params_table
 from .registry import MeasureFamily, register
 
@@ -109,14 +109,14 @@ class NDCG(MeasureFamily):
             pos = gain != 0
             gain = gain[pos]
             iq, ig, _ = ideal_gains(ctx, dcg, gains)
-        dcg_sum = np.bincount(
+        dcg_sum = sum_by_query(
             view.qidx[pos],
             weights=gain / np.log2(view.rank[pos] + 2.0),
             minlength=len(ctx.query_ids),
         )
         irank = _position_in_query(iq, len(ctx.query_ids))
         keep = irank < k if k is not None else np.ones(len(iq), dtype=bool)
-        idcg = np.bincount(
+        idcg = sum_by_query(
             iq[keep], weights=ig[keep] / np.log2(irank[keep] + 2.0), minlength=len(ctx.query_ids)
         )
         return _safe_div(dcg_sum, idcg)
@@ -132,7 +132,7 @@ class AP(MeasureFamily):
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         view = _view(ctx, measure, measure.cutoff)
         q, r, nth = _relevant_positions(view)
-        total = np.bincount(q, weights=nth / (r + 1.0), minlength=len(ctx.query_ids))
+        total = sum_by_query(q, weights=nth / (r + 1.0), minlength=len(ctx.query_ids))
         return _safe_div(total, ctx.num_rel(measure.param("rel")))
 
 
@@ -222,7 +222,7 @@ class Bpref(MeasureFamily):
         term = np.ones(len(q), dtype=np.float64)
         some = above > 0
         term[some] = 1.0 - np.minimum(above[some], nrel[q][some]) / denom[some]
-        return _safe_div(np.bincount(q, weights=term, minlength=len(ctx.query_ids)), nrel)
+        return _safe_div(sum_by_query(q, weights=term, minlength=len(ctx.query_ids)), nrel)
 
 
 class NumRet(MeasureFamily):

@@ -24,7 +24,7 @@ import numpy as np
 from ..spec import params_table
 from .base import Measure
 from .context import EvalContext, Ranked
-from .gains import GAINS, cumsum_by_query, grade_gains, ideal_gains, position_in_query
+from .gains import GAINS, cumsum_by_query, grade_gains, ideal_gains, position_in_query, sum_by_query
 from .params import JUDGED_ONLY, REL
 from .registry import MeasureFamily, register
 
@@ -63,7 +63,7 @@ class _Graded:
     def run_dcg_end(self) -> np.ndarray:
         """DCG of each whole ranking, float64 (Q,)."""
         terms = self.gain / np.log2(self.rank + 2.0)
-        return np.bincount(self.q, weights=terms, minlength=self.n)
+        return sum_by_query(self.q, weights=terms, minlength=self.n)
 
     def run_dcg_at(self, q: np.ndarray, b: np.ndarray) -> np.ndarray:
         """DCG of the first *b* ranks of queries *q* (int64 (k,) each), float64 (k,)."""
@@ -98,8 +98,8 @@ class G(MeasureFamily):
         cost = gr.rank + 1.0 + np.where(has, extra[np.where(has, at, 0)] if len(extra) else 0, 0)
         got = cumsum_by_query(gr.gain, gr.starts)
         terms = gr.gain / np.log2(2.0 + cost - got)
-        total = np.bincount(gr.q, weights=terms, minlength=gr.n)
-        ideal = np.bincount(gr.iq, weights=gr.ig, minlength=gr.n)
+        total = sum_by_query(gr.q, weights=terms, minlength=gr.n)
+        ideal = sum_by_query(gr.iq, weights=gr.ig, minlength=gr.n)
         out = np.zeros(gr.n, dtype=np.float64)
         np.divide(total, ideal, out=out, where=ideal > 0)
         return out
@@ -118,7 +118,7 @@ class NDCGRel(MeasureFamily):
         hit = (gr.gain > 0) & (gr.npos[gr.q] > 0)
         q = gr.q[hit]
         at = gr.istarts[:-1][q] + np.minimum(gr.rank[hit], gr.npos[q] - 1)
-        total = np.bincount(q, weights=rdcg[hit] / idcg[at], minlength=gr.n)
+        total = sum_by_query(q, weights=rdcg[hit] / idcg[at], minlength=gr.n)
         found = np.bincount(q, minlength=gr.n)
         full = gr.ideal_full(idcg)
         rest = np.zeros(gr.n, dtype=np.float64)
@@ -148,7 +148,7 @@ class Rndcg(MeasureFamily):
         b = np.concatenate((gr.ipos[change], gr.ipos[last] + 1))
         ideal_b = np.concatenate((idcg[np.flatnonzero(change) - 1], idcg[last]))
         run_b = gr.run_dcg_at(bq, b)
-        total = np.bincount(bq, weights=run_b / ideal_b, minlength=gr.n)
+        total = sum_by_query(bq, weights=run_b / ideal_b, minlength=gr.n)
         points = np.bincount(bq, minlength=gr.n).astype(np.float64)
         extra = (gr.num_ret > gr.npos + 1) & (gr.npos > 0)
         full = gr.ideal_full(idcg)

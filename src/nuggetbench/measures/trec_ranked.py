@@ -38,7 +38,7 @@ from ..errors import SpecError
 from ..spec import Param, params_table
 from .base import Measure
 from .context import UNJUDGED, EvalContext, Ranked
-from .gains import cumsum_by_query, position_in_query
+from .gains import cumsum_by_query, position_in_query, sum_by_query
 from .params import JUDGED_ONLY, REL
 from .registry import MeasureFamily, get_family, register
 
@@ -236,7 +236,7 @@ class InfAP(MeasureFamily):
             (rel_before + non_before + pool_before) / np.maximum(j, 1.0)
         ) * ((rel_before + INFAP_EPSILON) / (rel_before + non_before + 2 * INFAP_EPSILON))
         term = np.where(j == 0, 1.0, term)
-        total = np.bincount(q[is_rel], weights=term, minlength=n)
+        total = sum_by_query(q[is_rel], weights=term, minlength=n)
         nrel = ctx.num_rel(rel)
         out = total.copy()
         np.divide(total, nrel, out=out, where=nrel > 0)
@@ -255,7 +255,7 @@ class BinG(MeasureFamily):
         q = view.qidx[view.relevant]
         nth = position_in_query(q, len(ctx.query_ids)) + 1
         terms = 1.0 / np.log2(3.0 + view.rank[view.relevant] - nth)
-        total = np.bincount(q, weights=terms, minlength=len(ctx.query_ids))
+        total = sum_by_query(q, weights=terms, minlength=len(ctx.query_ids))
         nrel = ctx.num_rel(measure.param("rel"))
         out = np.zeros(len(ctx.query_ids), dtype=np.float64)
         np.divide(total, nrel, out=out, where=nrel > 0)

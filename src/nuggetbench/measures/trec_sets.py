@@ -36,7 +36,7 @@ import numpy as np
 from ..spec import Param, params_table
 from .base import Measure
 from .context import EvalContext, Ranked
-from .gains import GAINS, gain_table, grade_gains
+from .gains import GAINS, gain_table, grade_gains, sum_by_query
 from .params import JUDGED_ONLY, REL
 from .registry import MeasureFamily, register
 
@@ -224,7 +224,7 @@ class TrecRBP(MeasureFamily):
         g = _rbp_gains(ctx, view, measure.param("gains"))  # 0 on unjudged entries
         nz = g != 0
         terms = g[nz] * np.power(p, view.rank[nz])
-        return (1.0 - p) * np.bincount(view.qidx[nz], weights=terms, minlength=len(ctx.query_ids))
+        return (1.0 - p) * sum_by_query(view.qidx[nz], weights=terms, minlength=len(ctx.query_ids))
 
 
 class TrecRBPResid(MeasureFamily):
@@ -241,7 +241,7 @@ class TrecRBPResid(MeasureFamily):
         n = view.num_ret.astype(np.float64)
         every = (1.0 - np.power(p, n)) / (1.0 - p)
         seen = np.power(p, view.rank[judged])
-        mass = every - np.bincount(view.qidx[judged], weights=seen, minlength=len(ctx.query_ids))
+        mass = every - sum_by_query(view.qidx[judged], weights=seen, minlength=len(ctx.query_ids))
         value = np.power(p, n) + (1.0 - p) * mass
         return np.where(view.count(judged) < n, value, 0.0)
 
