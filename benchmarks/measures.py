@@ -294,8 +294,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"using the files in {folder}")
         else:
             qrels_path, run_path = generate(folder, n_queries=args.queries, depth=args.depth)
+        with open(run_path, "rb") as fh:  # the files found may have another shape
+            n_lines = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 24), b""))
         print(
-            f"{args.queries} queries x {args.depth} docs ({time.perf_counter() - start:.1f} s; "
+            f"{n_lines} run lines ({time.perf_counter() - start:.1f} s; "
             f"{run_path.stat().st_size / 1e6:.0f} MB run, {qrels_path.stat().st_size / 1e6:.1f} MB qrels)"
         )
         if args.whole_process:
