@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -185,16 +186,7 @@ def test_format_size_rounds_up_when_asked():
 def test_many_small_shards_cost_memory_too():
     """The search's per-shard part makes the sharded estimate least at an interior shard size:
     a budget below that least peak is refused, a larger one gets the largest fitting shard."""
-    model = CostModel(
-        base=0,
-        single_per_byte=100.0,
-        sharded_per_doc=0.0,
-        sharded_per_shard_byte=10.0,
-        sharded_search_base=0,
-        sharded_per_shard=20_000,
-        min_shard_docs=1,
-        round_to=10,
-    )
+    model = replace(TOY, sharded_per_shard_byte=10.0, sharded_per_shard=20_000, min_shard_docs=1)
     corpus, _ = _corpus(3, 1000)
     n, size = len(corpus), bm25_memory.corpus_bytes(corpus, len(corpus))[0]
     low = model.cheapest_shard(n, size)
