@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("build", "evaluation", "experiment", "api", "judging"),
     ("report",),
     ("cli", "__init__"),
+    ("_entry",),
     ("__main__",),
 ]
 

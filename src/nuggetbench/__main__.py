@@ -1,4 +1,4 @@
-from nuggetbench.cli import main
+from nuggetbench._entry import main
 
 if __name__ == "__main__":
     main()

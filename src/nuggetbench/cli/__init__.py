@@ -134,7 +134,9 @@ def cli(ctx: click.Context, verbose: int, no_progress: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the console script and ``python -m nuggetbench``."""
+    """Run the command line (*argv*, default ``sys.argv[1:]``) with click; the console script
+    and ``python -m nuggetbench`` come through :func:`nuggetbench._entry.main`, which answers a
+    bare ``--help`` first."""
 
     try:
         cli.main(args=argv, prog_name="nuggetbench", standalone_mode=False)
