@@ -842,3 +842,56 @@ def test_judged_overlap_prefix_is_a_lower_bound_and_changes_no_finding(seed, mon
             m.setattr(checks, "_PREFIX_MIN", 10**9)
             assert checks.check_judged_overlap(qrels, run) == with_prefix
         assert bool(with_prefix) == (whole["queries_with_judged"] < 0.1 * whole["queries"])
+
+
+def test_fast_reader_drops_the_bytes_once_they_parse(tmp_path, monkeypatch):
+    """read_columns empties a box once the file is known to parse, and leaves it whole when it
+    declines (the careful reader then needs the bytes)."""
+    from nuggetbench.data import _arrow_trec
+
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    good = b"".join(f"q{q} Q0 d{d} 1 {d}.5 t\n".encode() for q in range(5) for d in range(9))
+    box = [good]
+    cols = _arrow_trec.read_columns(box, 6, {0: "grouped_ids", 2: "ids", 4: "float"})
+    assert cols is not None and box == []
+    assert cols[4].tolist() == [d + 0.5 for _ in range(5) for d in range(9)]
+    bad = good.replace(b"q3 Q0 d4 1", b"q3 Q0  d4 1")  # a double space: declined
+    box = [bad]
+    assert _arrow_trec.read_columns(box, 6, {0: "grouped_ids", 2: "ids", 4: "float"}) is None
+    assert box == [bad]
+    assert _arrow_trec.read_columns(good, 6, {2: "ids"}) is not None  # plain bytes still work
+
+
+@pytest.mark.parametrize("comment", [False, True])
+def test_fast_run_reader_names_the_line_of_a_non_finite_score(tmp_path, monkeypatch, comment):
+    """The bytes are dropped after parsing: the error reads the file again for the line."""
+    from nuggetbench.data import _arrow_trec, read_run
+    from nuggetbench.errors import FormatError
+
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    calls = []
+    original = _arrow_trec.read_columns
+    monkeypatch.setattr(
+        _arrow_trec, "read_columns", lambda *a, **k: calls.append(original(*a, **k)) or calls[-1]
+    )
+    lines = [f"q{q} Q0 d{d} {d + 1} {50 - d}.5 t\n" for q in range(4) for d in range(10)]
+    lines[23] = "q2 Q0 d3 4 inf t\n"
+    if comment:
+        lines.insert(5, "# a comment line\n")
+    path = tmp_path / "run.txt"
+    path.write_text("".join(lines))
+    with pytest.raises(FormatError, match="not finite") as info:
+        read_run(path)
+    assert calls and calls[0] is not None  # the fast path parsed it
+    assert str(info.value) == f"{path}, line {24 + comment}: score is not finite: inf"
+
+
+def test_trim_heap_returns_free_pages_on_glibc():
+    import platform
+
+    from nuggetbench import _memory
+
+    _memory.trim_heap()
+    _memory.trim_heap()
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert _memory._trim is not None

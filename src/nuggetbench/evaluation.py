@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._memory import trim_heap
 from .compare import ComparisonReport, Summary, profile_summaries
 from .compare.runs import compare_runs
 from .data import Corpus, JsonlCorpus, Run, load_run
@@ -123,12 +124,14 @@ def evaluate_dataset(
     if not isinstance(run, Run):
         run = load_run(run, keep_rank=True, trailing=trailing, duplicates=duplicates)
     findings = check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
+    trim_heap()  # the checks' temporaries: see _memory
     sep = (target.metadata or {}).get("mean_of_groups")
     groups: dict[str, Results] = {}
     if sep:  # a dataset scored as the mean of its groups (beir/cqadupstack's forums)
         results, groups = evaluate_groups(target.qrels, run, measures, profile=prof, sep=sep)
     else:
         results = evaluate(target.qrels, run, measures, profile=prof)
+    trim_heap()
     queries = query_findings(results, prof)
     if queries:  # the warnings give the counts: do not print them twice
         findings = [f for f in findings if f.kind != "query_overlap"]

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._memory import trim_heap
 from . import _lookup, _pyarrow
 
 logger = logging.getLogger(__name__)
@@ -68,11 +69,16 @@ def _factorize(column: Any, *, by_keys: bool = True) -> tuple[Any, np.ndarray]:
     return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[int, object] | None:
+def read_columns(
+    data: bytes | list[bytes], n_columns: int, wanted: dict[int, str]
+) -> dict[int, object] | None:
     """Parse whitespace-separated *data* (no comment lines) with pyarrow.
 
     Args:
-        data: file content.
+        data: file content, or a one-item list holding it: once the file is known to parse
+            (the point after which ``None`` is no longer returned), the item is removed, so
+            the bytes are freed while the columns are converted (the file's size less at the
+            peak) unless the caller keeps another reference.
         n_columns: columns every line must have.
         wanted: ``{column index: kind}`` with kind ``"ids"`` (factorised strings),
             ``"grouped_ids"`` (ids in runs of equal values), ``"labels"`` (strings with a few
@@ -85,6 +91,8 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
         later), otherwise a numpy array; ``None`` when pyarrow is missing or the file is not
         regular.
     """
+    box = data if isinstance(data, list) else None
+    data = box[0] if box is not None else data
     if len(data) < MIN_BYTES:
         return None
     try:
@@ -106,7 +114,7 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 22),
             parse_options=pcsv.ParseOptions(
                 delimiter=delimiter,
                 quote_char=False,
@@ -126,26 +134,41 @@ def read_columns(data: bytes, n_columns: int, wanted: dict[int, str]) -> dict[in
         # every line has exactly n_columns - 1 delimiters: no double, leading or trailing ones
         if data.count(delimiter.encode()) != (n_columns - 1) * table.num_rows:
             return None
-        out: dict[int, object] = {}
         for i, kind in wanted.items():
-            column = table.column(names[i]).combine_chunks()
+            column = table.column(names[i])
             if column.null_count:
                 return None
+            is_text = kind in ("ids", "grouped_ids", "labels") and len(column)
+            if is_text and pc.min(pc.binary_length(column)).as_py() == 0:
+                return None  # an empty field: let the careful reader explain
+        if box is not None:
+            box.clear()
+        del data
+        out: dict[int, object] = {}
+        # numbers first, ids last, each column dropped from the table once converted: the
+        # table's memory shrinks while the ids' codes are built
+        for i in sorted(wanted, key=lambda i: wanted[i] in ("ids", "grouped_ids", "labels")):
+            kind = wanted[i]
+            column = table.column(names[i]).combine_chunks()
+            table = table.drop_columns([names[i]])
             if kind in ("ids", "grouped_ids", "labels"):
-                if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
-                    return None  # an empty field: let the careful reader explain
                 out[i] = _grouped_codes(column) if kind == "grouped_ids" else None
                 if out[i] is None:
                     dictionary, codes = _factorize(column, by_keys=kind != "labels")
+                    del column
                     uniques = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
                     out[i] = (uniques, codes) + ((dictionary,) if kind == "ids" else ())
             else:
                 out[i] = column.to_numpy(zero_copy_only=False)
+            column = None
         del table, column
         # hand the parser's freed blocks back to the system: numpy's and Python's allocations
         # that follow cannot reuse memory kept by pyarrow's pool (a lower peak RSS)
         pa.default_memory_pool().release_unused()
+        trim_heap()
         return out
     except (pa.ArrowException, ValueError, OverflowError) as exc:
+        if box is not None and not box:
+            raise  # past the point of no return: the bytes are gone
         logger.debug("pyarrow fast path declined: %s", exc)
         return None

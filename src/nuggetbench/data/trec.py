@@ -212,13 +212,19 @@ def read_run_owned(
     raw = box.pop()
     check_reserved(raw, path)
     try:
-        columns = _read_run_arrow(path, raw, keep_rank=keep_rank)
+        # a regular file can be read again (to name the lines of an error): the fast reader may
+        # then drop the bytes once they are parsed
+        holder, raw = [raw], (b"" if path.is_file() else raw)
+        columns = _read_run_arrow(path, holder, keep_rank=keep_rank)
         if columns is None:
             return _read_run_bytes(
-                path, raw, name=name, keep_rank=keep_rank, trailing=trailing, duplicates=duplicates
+                path,
+                raw or holder.pop(),
+                name=name,
+                keep_rank=keep_rank,
+                trailing=trailing,
+                duplicates=duplicates,
             )
-        if path.is_file():
-            raw = b""  # read again if a duplicate pair is to be named
         return Run._from_codes(
             *columns[:5],
             name=name or columns[5],
@@ -277,25 +283,34 @@ def _read_run_bytes(
     )
 
 
-def _read_run_arrow(path: Path, raw: bytes, *, keep_rank: bool) -> tuple | None:
+def _read_run_arrow(path: Path, box: list[bytes], *, keep_rank: bool) -> tuple | None:
     """The pyarrow fast path of :func:`read_run`: ``(query uniques, query codes, doc uniques,
     doc codes, scores, the first line's tag or the file name, ranks or None, doc uniques as a
-    pyarrow array)`` for :meth:`Run._from_codes`, or ``None``: use the regular reader."""
-    data = _strip_comments(raw)
+    pyarrow array)`` for :meth:`Run._from_codes`, or ``None``: use the regular reader.
+
+    *box* holds the file's bytes; once they parse, :func:`._arrow_trec.read_columns` empties it
+    (a ``None`` leaves it as it was)."""
+    data = _strip_comments(box[0])
     if _irregular(data):
         return None
+    first = next((line for line in data[:8192].split(b"\n") if line.strip()), b"").split()
+    label = decode_id_text(first[5]) if len(first) >= 6 else path.name
     wanted = {0: "grouped_ids", 2: "ids", 4: "float"}
     if keep_rank:
         wanted[3] = "int"
-    cols = _arrow_trec.read_columns(data, 6, wanted)
+    stripped = [data] if data is not box[0] else None
+    del data  # read_columns holds the only reference while it parses
+    cols = _arrow_trec.read_columns(box if stripped is None else stripped, 6, wanted)
     if cols is None:
         return None
+    box.clear()
     (qu, qc), (du, dc, doc_strings), scores = cols[0], cols[2], cols[4]
     if not np.all(np.isfinite(scores)):
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
-        raise FormatError(path, _line_of_entry(raw, i), f"score is not finite: {scores[i]!r}")
-    first = next((line for line in data[:8192].split(b"\n") if line.strip()), b"").split()
-    label = decode_id_text(first[5]) if len(first) >= 6 else path.name
+        raw = read_source(path, what="run")
+        raise FormatError(
+            path, _line_of_entry(raw, i), f"score is not finite: {float(scores[i])!r}"
+        )
     return qu, qc, du, dc, scores, label, cols.get(3), doc_strings
 
 
