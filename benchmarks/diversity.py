@@ -10,8 +10,9 @@ Two inputs:
 Both tools start from in-memory inputs in their own format (ours: ``Qrels`` with nuggets and a
 ``Run``; ir_measures: ``GenericQrel(query_id, doc_id, relevance, iteration=nugget)`` and
 ``ScoredDoc`` lists, built before timing). Ours is ``evaluate(qrels, run, ["alpha_nDCG@10",
-"alpha_nDCG@20"], profile="freshstack")`` (pyndeval's order: score desc, doc id asc), including the
-greedy ideal rankings; theirs is ``ir_measures.pyndeval.iter_calc``. Per-query values are compared
+"alpha_nDCG@20"], profile=PYNDEVAL)``, the ``freshstack`` profile without its cut of the run to
+the top 20 in file order (FreshStack's step, which pyndeval alone does not take): pyndeval's
+order, score descending then doc id ascending, including the greedy ideal rankings; theirs is ``ir_measures.pyndeval.iter_calc``. Per-query values are compared
 on the queries ir_measures returns (run and qrels). Reported: the largest per-query difference, the
 median time of ``--repeat`` runs of each, and the ratio ir_measures / nuggetbench. Run::
 
@@ -21,6 +22,7 @@ median time of ``--repeat`` runs of each, and the ratio ir_measures / nuggetbenc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 import time
@@ -109,6 +111,14 @@ def main() -> None:
     import ir_measures
 
     from nuggetbench.measures import evaluate
+    from nuggetbench.measures.profiles import freshstack_profile
+
+    fresh = freshstack_profile()
+    pyndeval_profile = dataclasses.replace(
+        fresh,
+        name="pyndeval",
+        options={k: v for k, v in fresh.options.items() if k != "diversity_cut"},
+    )
 
     theirs_measures = [ir_measures.parse_measure(m) for m in MEASURES]
     cases = list(trec_web_cases(args.data)) if args.data.is_dir() else []
@@ -119,7 +129,7 @@ def main() -> None:
     for name, qrels, run in cases:
         irq, irr = to_ir_measures(qrels, run)
         ours, t_ours = timed(
-            lambda qrels=qrels, run=run: evaluate(qrels, run, MEASURES, profile="freshstack"),
+            lambda qrels=qrels, run=run: evaluate(qrels, run, MEASURES, profile=pyndeval_profile),
             args.repeat,
         )
         theirs, t_theirs = timed(
