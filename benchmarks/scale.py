@@ -155,7 +155,14 @@ elif engine == "dense":
     + str(K)
     + r""")
 else:
-    import os, shutil
+    import os, resource, shutil
+    def _rss():
+        # GiB: this process's peak RSS so far; its anonymous and file-backed RSS now
+        out = {"peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2}
+        for line in open("/proc/self/status"):
+            if line.startswith(("RssAnon:", "RssFile:")):
+                out[line[3:7].lower()] = int(line.split()[1]) / 1024**2
+        return out
     from nuggetbench.data import JsonlCorpus, Queries
     from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
     from nuggetbench.data.trec import write_run
@@ -179,6 +186,7 @@ else:
         retriever = BM25(backend="numpy")
     index = retriever.index(corpus)
     stages["index (tokenize+score+save)"] = time.perf_counter() - t
+    stages["peak RSS through the build GB"] = _rss()["peak"]
     if engine == "memory":
         plan = retriever.memory_plan(corpus)
         stages["memory plan: shard_docs"] = float(plan.shard_docs)
@@ -195,6 +203,10 @@ else:
     write_run(run, out)
     stages["write run"] = time.perf_counter() - t
 stages["total"] = time.perf_counter() - t0
+if engine not in ("bm25s", "dense"):
+    at_end = _rss()
+    stages["RSS at the end: anonymous GB"] = at_end["anon"]
+    stages["RSS at the end: mapped files GB"] = at_end["file"]
 print("STAGES " + json.dumps(stages))
 """
 )
@@ -256,7 +268,9 @@ def main() -> None:
         stages = ", ".join(
             f"{k} {v:.4f}"
             if "recall" in k
-            else f"{k} {v:.1f}" + ("" if "/s" in k or "plan" in k else " s")
+            else f"{k} {v:.2f}"
+            if "GB" in k
+            else f"{k} {v:.1f}" + ("" if "/s" in k or "plan" in k or "GB" in k else " s")
             for k, v in row["stages"].items()
         )
         print(

@@ -13,12 +13,19 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import Document, InMemoryCorpus, JsonlCorpus, Queries
+from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
 from nuggetbench.data.trec import write_run
 from nuggetbench.errors import SpecError
 from nuggetbench.retrieval import bm25_memory, parse_retriever
 from nuggetbench.retrieval.bm25 import BM25
 from nuggetbench.retrieval.bm25_index import BM25Index
-from nuggetbench.retrieval.bm25_memory import CostModel, format_size, parse_size, plan_memory
+from nuggetbench.retrieval.bm25_memory import (
+    MIB,
+    CostModel,
+    format_size,
+    parse_size,
+    plan_memory,
+)
 from nuggetbench.retrieval.bm25_sharded import ShardedBM25Index
 
 #: a model without the interpreter's share, so that a tiny corpus needs shards of a few docs
@@ -198,3 +205,107 @@ def test_many_small_shards_cost_memory_too():
     plan = plan_memory(corpus, budget, model)
     assert plan.engine == "sharded" and low < plan.shard_docs < n and plan.estimate <= budget
     assert model.sharded(n, size, plan.shard_docs + 10) > budget  # the largest, to the rounding
+
+
+#: Measured peaks (whole-process RSS from ``/usr/bin/time``, MiB) that the model must not
+#: under-estimate: (passages, corpus bytes, shard_docs (0: the single index), ids memory-mapped,
+#: peak MiB). Each was measured by ``python benchmarks/scale.py`` with the arguments in the
+#: comment (2-core machine, 26-27 Nov 2026; peaks printed in GiB with two decimals are x1024).
+MEASURED = [
+    (200_000, 60_400_000, 0, False, 655.2),  # --n 200000 --engines single
+    (100_000, 30_200_000, 0, False, 408.3),  # --n 100000 --engines single
+    (1_000_000, 302_711_022, 0, False, 2.48 * 1024),  # --n 1000000 --engines single
+    (
+        200_000,
+        60_400_000,
+        100_000,
+        False,
+        590.7,
+    ),  # --n 200000 --engines sharded --shard-docs 100000
+    (200_000, 60_400_000, 50_000, False, 425.7),  # --n 200000 --engines sharded --shard-docs 50000
+    (200_000, 60_400_000, 20_000, False, 379.5),  # --n 200000 --engines sharded --shard-docs 20000
+    (200_000, 60_400_000, 6_000, False, 450.9),  # --n 200000 --engines sharded --shard-docs 6000
+    (200_000, 60_400_000, 2_000, False, 630.0),  # --n 200000 --engines sharded --shard-docs 2000
+    (100_000, 30_200_000, 20_000, False, 316.4),  # --n 100000 --engines sharded --shard-docs 20000
+    (1_000_000, 302_711_022, 100_000, False, 0.75 * 1024),  # --n 1000000 --engines sharded
+    (1_000_000, 302_711_022, 100_000, True, 0.617 * 1024),  # ... --engines sharded-mm
+    (1_000_000, 302_711_022, 200_000, True, 0.931 * 1024),  # ... sharded-mm --shard-docs 200000
+    (1_000_000, 302_711_022, 164_000, True, 0.97 * 1024),  # ... --engines memory --memory 1.5G
+    (5_000_000, 1_518_507_096, 100_000, False, 2.63 * 1024),  # --n 5000000 --engines sharded
+    (5_000_000, 1_518_507_096, 100_000, True, 1.90 * 1024),  # --n 5000000 --engines sharded-mm
+    (
+        8_800_000,
+        2_673_202_450,
+        459_000,
+        True,
+        2.97 * 1024,
+    ),  # --n 8800000 --engines memory --memory 8G
+]
+
+
+@pytest.mark.parametrize("n, size, shard_docs, mapped, peak_mib", MEASURED)
+def test_the_model_errs_high_on_every_measured_peak(n, size, shard_docs, mapped, peak_mib):
+    model = bm25_memory.COST_MODEL
+    if shard_docs == 0:
+        estimate = model.single(n, size)
+    else:
+        estimate = model.sharded(n, size, shard_docs, mapped_ids=mapped)
+    ratio = estimate / (peak_mib * MIB)
+    assert ratio >= 1.0  # never below a measured peak
+    assert ratio <= (1.6 if n >= 1_000_000 else 1.3)  # and not far above it
+
+
+class _SizedCorpus(JsonlCorpus):
+    """A corpus of *n* documents that is never read (the planner only asks its length; its
+    size comes from the patched ``corpus_bytes``)."""
+
+    def __init__(self, n: int):
+        self.path, self.name, self._n = Path("nowhere.jsonl"), None, n
+
+    def __len__(self) -> int:
+        return self._n
+
+
+class _SizedMapped(_SizedCorpus, IndexedJsonlCorpus):
+    pass
+
+
+def test_mapped_ids_cost_less_per_document_than_a_list_and_a_dict(tmp_path):
+    model = bm25_memory.COST_MODEL
+    assert model.per_doc(mapped_ids=True) < model.per_doc() / 3
+    n, size = 5_000_000, 1_518_507_096
+    gap = model.sharded(n, size, 100_000) - model.sharded(n, size, 100_000, mapped_ids=True)
+    assert gap == pytest.approx((model.sharded_per_doc - model.sharded_per_doc_mapped) * n, abs=2)
+    assert gap >= 700 * MIB  # the two measured 5M runs differ by 747 MiB
+    # the planner asks the corpus: a memory-mapped id index, or ids in Python objects
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(
+        "".join(json.dumps({"_id": f"d{i}", "title": "", "text": "w"}) + "\n" for i in range(30))
+    )
+    toy = replace(TOY, sharded_per_doc=1000.0, sharded_per_doc_mapped=10.0)
+    listed, mapped = JsonlCorpus(path), IndexedJsonlCorpus(path)
+    assert bm25_memory.corpus_bytes(listed, 30) == bm25_memory.corpus_bytes(mapped, 30)
+    budget = 30 * 1000 + toy.single(30, path.stat().st_size) // 2
+    plan = plan_memory(mapped, budget, toy)
+    assert plan.engine == "sharded" and plan.ids_mapped and "ids memory-mapped" in plan.describe()
+    assert plan.estimate == toy.sharded(30, plan.corpus_bytes, plan.shard_docs, mapped_ids=True)
+    listed_plan = plan_memory(listed, budget, toy)
+    assert not listed_plan.ids_mapped and listed_plan.shard_docs < plan.shard_docs
+
+
+def test_33m_passages_need_more_than_8g_of_peak_rss(monkeypatch):
+    """MIRACL English's size (33M passages of about 300 bytes, ids memory-mapped): the search's
+    mapped index pages (about one byte a corpus byte, counted in the RSS) alone exceed 8 GiB, so
+    ``memory=8G`` is refused and the message names a budget that the planner then accepts."""
+    n = 33_000_000
+    monkeypatch.setattr(bm25_memory, "corpus_bytes", lambda corpus, n_docs: (300 * n_docs, "test"))
+    with pytest.raises(SpecError, match=r"memory=8G is too small") as err:
+        plan_memory(_SizedMapped(n), 8 << 30)
+    smallest = parse_size(str(err.value).rsplit("use memory=", 1)[1].split()[0])
+    assert 300 * n < smallest <= 13 << 30  # above the corpus's bytes, about 12 GiB
+    plan = plan_memory(_SizedMapped(n), smallest)
+    assert plan.engine == "sharded" and plan.ids_mapped and plan.estimate <= smallest
+    assert plan.shard_docs >= 1_000_000 and plan.shard_docs % 1000 == 0
+    # with ids in a list and a dict the same corpus needs about 7 GiB more
+    with pytest.raises(SpecError, match="too small"):
+        plan_memory(_SizedCorpus(n), smallest)

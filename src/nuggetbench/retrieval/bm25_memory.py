@@ -18,46 +18,75 @@ which indexing builds anyway).
 **Cost model** (bytes; *B* = corpus bytes, *n* = documents, *S* = ``shard_docs``)::
 
     single  = base + single_per_byte * B
-    sharded = base + sharded_per_doc * n + max(sharded_per_shard_byte * S * B / n,
-                                               sharded_search_base + sharded_per_shard * ceil(n / S))
+    sharded = base + per_doc * n + max(sharded_per_shard_byte * S * B / n,
+                                       sharded_search_base + sharded_per_shard * ceil(n / S)
+                                       + sharded_search_per_byte * B)
 
+``per_doc`` depends on how the corpus holds its ids: ``sharded_per_doc_mapped`` for an
+``IndexedJsonlCorpus`` (ids and line offsets in memory-mapped arrays: what ``read_beir_folder``
+gives for a ``corpus.jsonl`` of 256 MiB or more), ``sharded_per_doc`` for any other corpus
+(``JsonlCorpus`` keeps every id in a Python list and a dict; an ``InMemoryCorpus`` its documents).
 The sharded peak is the larger of the build's (one chunk's texts and token lists, one shard's
-COO arrays: grows with the shard) and the search's (the memory-mapped index, each shard's
-``indptr`` over the vocabulary, and up to *k* candidates per query and shard held until the
-merge: grows with the number of shards). So shards cannot be made arbitrarily small: the least
-sharded peak is where the two cross (:meth:`CostModel.cheapest_shard`), and a budget below it is
-refused.
+COO arrays: grows with the shard) and the search's (each shard's ``indptr`` over the vocabulary
+and up to *k* candidates per query and shard held until the merge: grows with the number of
+shards; and the pages of the memory-mapped index that the queries read, about one byte a corpus
+byte, which count in the RSS while the index is open: grows with the corpus). So shards cannot be
+made arbitrarily small: the least sharded peak is where the two cross
+(:meth:`CostModel.cheapest_shard`), and a budget below it is refused. From a few million
+passages on, the search's mapped pages dominate: the peak grows by about 1.1 bytes a corpus byte
+whatever the shard size.
 
 Calibrated with ``benchmarks/scale.py`` (synthetic passages of 35-65 words from a Zipfian
 vocabulary of 200,000 word forms, 302 bytes a ``corpus.jsonl`` line; the whole process's peak RSS
 from ``/usr/bin/time``: build from a cold store with the numpy backend, then 1,000 queries at
-k=100 and the run written; 2-core machine, 26 Nov 2026); peak RSS in MiB:
+k=100 and the run written; 2-core machine, 26-27 Nov 2026). Peak RSS in MiB, estimate of
+:data:`COST_MODEL` beside it; ids ``list`` = ``JsonlCorpus`` (engines ``single``, ``sharded``),
+``mmap`` = ``IndexedJsonlCorpus`` built cold in the process (engines ``sharded-mm``, ``memory``):
 
-=================================================  =========  ==========  ==========
-command (``--engines single,sharded``)             single     sharded     corpus
-=================================================  =========  ==========  ==========
-``--n 200000 --shard-docs 100000`` (2 shards)                 590.7       60.4 MB
-``--n 200000 --shard-docs 50000`` (4 shards)       655.2      425.7       60.4 MB
-``--n 200000 --shard-docs 20000`` (10 shards)      655.2      379.5       60.4 MB
-``--n 200000 --shard-docs 6000`` (34 shards)                  450.9       60.4 MB
-``--n 200000 --shard-docs 2000`` (100 shards)                 630.0       60.4 MB
-``--n 100000 --shard-docs 20000`` (5 shards)       408.3      316.4       30.2 MB
-the imports alone (``BM25``, ``JsonlCorpus``)      114.8
-=================================================  =========  ==========  ==========
+==============================================================  =====  =======  ========  =====
+command (``python benchmarks/scale.py``)                        ids    peak     estimate  ratio
+==============================================================  =====  =======  ========  =====
+``--n 200000 --engines single``                                 list   655.2    765       1.17
+``--n 100000 --engines single``                                 list   408.3    462       1.13
+``--n 1000000 --engines single``                                list   2,540    3,191     1.26
+``--n 200000 --engines sharded --shard-docs 100000``            list   590.7    737       1.25
+``--n 200000 --engines sharded --shard-docs 50000``             list   425.7    470       1.10
+``--n 200000 --engines sharded --shard-docs 20000``             list   379.5    422       1.11
+``--n 200000 --engines sharded --shard-docs 6000``              list   450.9    494       1.10
+``--n 200000 --engines sharded --shard-docs 2000``              list   630.0    692       1.10
+``--n 100000 --engines sharded --shard-docs 20000``             list   316.4    354       1.12
+``--n 1000000 --engines sharded --shard-docs 100000``           list   768      913       1.19
+``--n 1000000 --engines sharded-mm --shard-docs 100000``        mmap   632      740       1.17
+``--n 1000000 --engines sharded-mm --shard-docs 200000``        mmap   954      1,274     1.34
+``--n 1000000 --engines memory --memory 1.5G`` (164,000)        mmap   993      1,082     1.09
+``--n 5000000 --engines sharded --shard-docs 100000``           list   2,693    3,125     1.16
+``--n 5000000 --engines sharded-mm --shard-docs 100000``        mmap   1,946    2,257     1.16
+``--n 8800000 --engines memory --memory 8G`` (459,000)          mmap   3,041    3,552     1.17
+the imports alone (``BM25``, ``JsonlCorpus``)                          114.8
+==============================================================  =====  =======  ========  =====
 
-Fitted: single, 8.55 bytes a corpus byte above 162 MiB (the two corpus sizes). Sharded at
-200,000 documents: the build line through 100,000 and 50,000 (11.45 bytes a byte of one shard
-above 261 MiB), the search line through 6,000 and 2,000 (2.71 MiB a shard above 359 MiB; it
-gives 386 at 20,000, measured 380); the 100,000-document run (search-bound) puts 585 bytes a
-document in both (the corpus's id index, ``JsonlCorpus`` keeping every id in a list and a dict;
-the global statistics; the memory-mapped index), which leaves 87 MiB of search constant above
-``base``. :data:`COST_MODEL` rounds each figure up by about 25%, so the estimate errs high: by
-13-21% on the runs above, more on larger corpora (1M passages: about 3.1 GiB single and 1.2 GiB
-sharded at 100,000 documents a shard, where ``benchmarks/scale.py`` measured about 2.5 and
-0.6-0.8 GB). Checked through the planner on the 200,000-passage corpus (the script's child
-without writing the run): ``memory=440M`` chose ``shard_docs=34000`` (peak 360 MiB),
-``memory=600M`` 72,000 (494 MiB), ``memory=740M`` 106,000 (584 MiB), ``memory=800M`` the
-single index (655 MiB); ``memory=410M`` is refused (the cheapest layout is about 434 MiB).
+(corpora of 30.2 MB, 60.4 MB, 0.30 GB, 1.52 GB and 2.67 GB; the two ``memory`` runs chose
+their shard size, in brackets, under an earlier model; peaks printed in GiB are times 1,024; ``tests/test_bm25_memory.py`` holds
+the same table and checks every estimate against it.) Where the peak falls: the scale script
+prints the peak through the build and the anonymous and file-backed RSS at the end. At 1M
+passages with shards of 100,000 the peak is the build's (632 MiB with mapped ids), and after the
+search 0.41 GiB of the RSS is mapped files (the libraries, about 60 MiB, and the 305 MB of
+index scores and document numbers, all of it read by the 1,000 queries), 0.17 GiB anonymous; at
+5M and 8.8M the search's mapped pages make the peak.
+
+Fitted: single, 8.55 bytes a corpus byte above 162 MiB (the 100,000- and 200,000-passage
+corpora; at 1M the line gives 2,630 MiB, 4% above the measured peak). Sharded: the build, 11.45 bytes a
+byte of one shard between 50,000 and 100,000 at 200,000 passages and 11.15 between 100,000 and
+200,000 at 1M, but 16.8 to cover the ``memory=1.5G`` run at 1M (993 MiB at 164,000, above the
+954 MiB that 200,000 gave); the reader and the index's ids, 40 bytes a document with mapped ids
+and 195 with a list and a dict (the two 5M runs differ by 747 MiB, the two 1M runs by 136 MiB);
+the search, 1.0 byte a corpus byte of mapped index (305 MB of scores and document numbers at
+1M), 2.71 MiB a shard (shards of 6,000 against 2,000 documents at 200,000 passages) and 105 MiB of
+constant. :data:`COST_MODEL` rounds each figure up by about 10% (single: the earlier 23%), so
+every estimate above is 9-34% over the measured peak. A budget is a peak RSS, mapped pages
+included: 33 million passages of 300 bytes (MIRACL English) need about 12 GiB with mapped ids
+(``shard_docs`` about 2,000,000; the search's mapped index alone is about 10 GiB of it) and
+about 17.6 GiB with ids in a list and a dict, so ``memory=8G`` is refused for that corpus.
 
 Not modelled: a vocabulary much larger than 200,000 forms (the vocabulary dict and each shard's
 ``indptr`` grow with it), passages far from 300 bytes, and searches far from 1,000 queries at
@@ -75,6 +104,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import Corpus, JsonlCorpus
+from ..data.jsonl_index import IndexedJsonlCorpus
 from ..errors import SpecError
 
 __all__ = ["COST_MODEL", "CostModel", "MemoryPlan", "format_size", "parse_size", "plan_memory"]
@@ -143,12 +173,18 @@ class CostModel:
             an index.
         single_per_byte: peak bytes of the single index per corpus byte.
         sharded_per_doc: peak bytes of the sharded index per corpus document, whatever the
-            shard size.
+            shard size, when the corpus keeps its ids in Python objects (``JsonlCorpus``: a
+            list and a dict; an ``InMemoryCorpus``), plus the ids the index writes.
+        sharded_per_doc_mapped: the same when the ids are memory-mapped
+            (``IndexedJsonlCorpus``: only the pages of its id and offset arrays that are read).
         sharded_per_shard_byte: peak bytes per corpus byte of one shard (the build: one chunk's
             texts and token lists, one shard's COO arrays).
-        sharded_search_base: the search's constant bytes (the memory-mapped index it reads).
+        sharded_search_base: the search's constant bytes (the queries, the vocabulary).
         sharded_per_shard: the search's bytes per shard (each shard's ``indptr`` over the
             vocabulary; up to *k* candidates per query and shard until the merge).
+        sharded_search_per_byte: the search's bytes per corpus byte: the pages of the
+            memory-mapped index (scores and document numbers, about one byte a corpus byte)
+            that the queries read, which count in the RSS while the index is open.
         min_shard_docs: the smallest shard the planner uses (fewer only for a smaller corpus).
         round_to: ``shard_docs`` is rounded down to a multiple of this (when above it and the
             rounded size still fits), so a slightly different corpus keeps the same layout.
@@ -160,6 +196,8 @@ class CostModel:
     sharded_per_shard_byte: float
     sharded_search_base: int = 0
     sharded_per_shard: int = 0
+    sharded_per_doc_mapped: float | None = None
+    sharded_search_per_byte: float = 0.0
     min_shard_docs: int = 1000
     round_to: int = 1000
 
@@ -170,15 +208,27 @@ class CostModel:
     def _build(self, n_docs: int, corpus_bytes: int, shard_docs: int) -> float:
         return self.sharded_per_shard_byte * corpus_bytes / max(n_docs, 1) * shard_docs
 
-    def _search(self, n_docs: int, shard_docs: int) -> float:
-        return self.sharded_search_base + self.sharded_per_shard * math.ceil(n_docs / shard_docs)
+    def _search(self, n_docs: int, corpus_bytes: int, shard_docs: int) -> float:
+        shards = math.ceil(n_docs / shard_docs)
+        mapped = self.sharded_search_per_byte * corpus_bytes
+        return self.sharded_search_base + self.sharded_per_shard * shards + mapped
 
-    def sharded(self, n_docs: int, corpus_bytes: int, shard_docs: int) -> int:
-        """Estimated peak bytes of the sharded index with shards of *shard_docs* documents."""
+    def per_doc(self, mapped_ids: bool = False) -> float:
+        """Bytes per document of the corpus reader and the index's ids: ``sharded_per_doc``, or
+        ``sharded_per_doc_mapped`` (when set) for a corpus with memory-mapped ids."""
+        if mapped_ids and self.sharded_per_doc_mapped is not None:
+            return self.sharded_per_doc_mapped
+        return self.sharded_per_doc
+
+    def sharded(
+        self, n_docs: int, corpus_bytes: int, shard_docs: int, *, mapped_ids: bool = False
+    ) -> int:
+        """Estimated peak bytes of the sharded index with shards of *shard_docs* documents;
+        *mapped_ids*: the corpus keeps its ids memory-mapped (``IndexedJsonlCorpus``)."""
         shard_docs = max(min(shard_docs, n_docs), 1)
         build = self._build(n_docs, corpus_bytes, shard_docs)
-        search = self._search(n_docs, shard_docs)
-        return int(self.base + self.sharded_per_doc * n_docs + max(build, search))
+        search = self._search(n_docs, corpus_bytes, shard_docs)
+        return int(self.base + self.per_doc(mapped_ids) * n_docs + max(build, search))
 
     def cheapest_shard(self, n_docs: int, corpus_bytes: int) -> int:
         """The shard size of the smallest sharded estimate, within ``[min_shard_docs, n_docs]``:
@@ -190,7 +240,7 @@ class CostModel:
             return 1
         while lo < hi:  # the smallest size whose build part reaches the search part
             mid = (lo + hi) // 2
-            if self._build(n_docs, corpus_bytes, mid) >= self._search(n_docs, mid):
+            if self._build(n_docs, corpus_bytes, mid) >= self._search(n_docs, corpus_bytes, mid):
                 hi = mid
             else:
                 lo = mid + 1
@@ -202,10 +252,12 @@ class CostModel:
 COST_MODEL = CostModel(
     base=160 * MIB,  # imports 115 MiB; the single index's intercept 162 MiB
     single_per_byte=10.5,  # 8.55
-    sharded_per_doc=730.0,  # 585
-    sharded_per_shard_byte=14.3,  # 11.45
-    sharded_search_base=110 * MIB,  # 87 MiB
-    sharded_per_shard=3584 * KIB,  # 2.71 MiB (1,000 queries at k=100)
+    sharded_per_doc=230.0,  # 195 (ids in a list and a dict)
+    sharded_per_doc_mapped=48.0,  # 40 (ids memory-mapped)
+    sharded_per_shard_byte=18.5,  # 16.8 (11.2-11.5 between runs of one corpus size)
+    sharded_search_base=125 * MIB,  # 105 MiB
+    sharded_per_shard=3 * MIB,  # 2.71 MiB (1,000 queries at k=100)
+    sharded_search_per_byte=1.1,  # 1.0 (the index's scores and document numbers, mapped)
 )
 
 
@@ -213,7 +265,8 @@ COST_MODEL = CostModel(
 class MemoryPlan:
     """The layout chosen for a budget: ``engine`` ``single`` or ``sharded`` with ``shard_docs``
     (0 for single), the ``estimate`` of its peak in bytes, the single index's estimate, the
-    ``budget``, and the corpus figures the estimates came from."""
+    ``budget``, and the corpus figures the estimates came from (``ids_mapped``: the corpus
+    keeps its ids memory-mapped, an ``IndexedJsonlCorpus``)."""
 
     engine: str
     shard_docs: int
@@ -223,6 +276,7 @@ class MemoryPlan:
     n_docs: int
     corpus_bytes: int
     corpus_bytes_from: str
+    ids_mapped: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -234,7 +288,8 @@ class MemoryPlan:
         return (
             f"bm25 memory={format_size(self.budget)}: {what} (estimated peak "
             f"{format_size(self.estimate)}; single index {format_size(self.single_estimate)}; "
-            f"{self.n_docs} documents, {format_size(self.corpus_bytes)} from {self.corpus_bytes_from})"
+            f"{self.n_docs} documents, {format_size(self.corpus_bytes)} from {self.corpus_bytes_from}"
+            f"{', ids memory-mapped' if self.ids_mapped else ''})"
         )
 
 
@@ -270,6 +325,7 @@ def plan_memory(corpus: Corpus, budget: int, model: CostModel | None = None) -> 
     model = model or COST_MODEL
     n = len(corpus)
     size, source = corpus_bytes(corpus, n)
+    mapped = isinstance(corpus, IndexedJsonlCorpus)
     single = model.single(n, size)
     common = {
         "single_estimate": single,
@@ -277,11 +333,12 @@ def plan_memory(corpus: Corpus, budget: int, model: CostModel | None = None) -> 
         "n_docs": n,
         "corpus_bytes": size,
         "corpus_bytes_from": source,
+        "ids_mapped": mapped,
     }
     if single <= budget or n == 0:
         return MemoryPlan("single", 0, single, **common)
     low = model.cheapest_shard(n, size)
-    need = model.sharded(n, size, low)
+    need = model.sharded(n, size, low, mapped_ids=mapped)
     if need > budget:
         raise SpecError(
             f"bm25: memory={format_size(budget)} is too small for this corpus ({n} documents, "
@@ -291,7 +348,7 @@ def plan_memory(corpus: Corpus, budget: int, model: CostModel | None = None) -> 
         )
 
     def fits(shard_docs: int) -> bool:
-        return model.sharded(n, size, shard_docs) <= budget
+        return model.sharded(n, size, shard_docs, mapped_ids=mapped) <= budget
 
     # the largest fitting shard (fewest shards, fastest search): the estimate grows with the
     # shard size above `low`, so bisect between `low` (fits) and n
@@ -303,4 +360,5 @@ def plan_memory(corpus: Corpus, budget: int, model: CostModel | None = None) -> 
     rounded = shard_docs - shard_docs % model.round_to
     if shard_docs > model.round_to and rounded >= low and fits(rounded):
         shard_docs = rounded
-    return MemoryPlan("sharded", shard_docs, model.sharded(n, size, shard_docs), **common)
+    estimate = model.sharded(n, size, shard_docs, mapped_ids=mapped)
+    return MemoryPlan("sharded", shard_docs, estimate, **common)
