@@ -216,3 +216,40 @@ def test_resume_redoes_only_unfinished_chunks_and_shards(tmp_path):
     single = BM25(cache=False, backend="numpy").index(corpus)
     full = single.search(queries, len(corpus))
     assert _text(index.search(queries, 7), tmp_path) == _text(full.truncate(7), tmp_path)
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc/self/maps")
+def test_search_maps_one_shard_at_a_time(tmp_path, monkeypatch):
+    """A search maps each shard while it searches it and unmaps it after: the index's pages the
+    queries touched do not stay in the process's resident memory (the peak at 5M+ passages)."""
+    import gc
+
+    from nuggetbench.retrieval import bm25_sharded
+
+    corpus, queries = _zipf_corpus(6, 400)
+    index = BM25(shard_docs=50, cache=True).index(corpus)
+    folder = str(index.folder)
+
+    def mapped() -> set[str]:
+        gc.collect()
+        with open("/proc/self/maps") as fh:
+            return {line.split()[-1] for line in fh if folder in line and "shard-" in line}
+
+    seen: list[set[str]] = []
+    original = bm25_sharded.shard_candidates
+
+    def spy(scorer, start, **kw):
+        seen.append(mapped())
+        return original(scorer, start, **kw)
+
+    monkeypatch.setattr(bm25_sharded, "shard_candidates", spy)
+    run = index.search(queries, 10)
+    assert len(seen) == len(index.sizes) == 9  # 406 documents, 50 a shard
+    # while searching shard i, only shard i's files are mapped
+    for i, files in enumerate(seen):
+        assert files == {
+            f"{folder}/shard-{i:05d}.{part}.npy" for part in ("data", "indices", "indptr")
+        }
+    assert mapped() == set()  # and nothing after the search
+    monkeypatch.undo()
+    assert _text(run, tmp_path) == _text(index.search(queries, 10), tmp_path)

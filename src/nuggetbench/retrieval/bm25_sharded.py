@@ -583,25 +583,32 @@ class ShardedBM25Index:
         self._keep = keep  # a TemporaryDirectory kept alive with the index (cache=false)
         self.vocab: dict[str, int] = json.loads((self.folder / "vocab.json").read_text("utf-8"))
         self.doc_ids = MappedIds(self.folder / "doc_ids.bin", self.folder / "doc_ids.offsets.npy")
-        self.shards: list[Any] = []
+        self.sizes: list[int] = []  # documents per shard
         self.starts: list[int] = []
         start = 0
-        i = 0
-        while (self.folder / f"shard-{i:05d}.data.npy").exists():
-            n = int(self._shard_len(i))
-            scorer = load_shard(
-                self.folder, i, n, k1=retriever.k1, b=retriever.b, method=retriever.method
-            )
-            scorer.vocab_dict = self.vocab
-            self.shards.append(scorer)
+        while (self.folder / f"shard-{len(self.sizes):05d}.data.npy").exists():
+            n = int(self._shard_len(len(self.sizes)))
+            self.sizes.append(n)
             self.starts.append(start)
             start += n
-            i += 1
         if start != len(self.doc_ids):
             raise ValueError(
                 f"{self.folder}: the shards hold {start} documents, the ids {len(self.doc_ids)}"
             )
         self._position: dict[str, int] | None = None
+
+    @property
+    def shards(self) -> list[Any]:
+        """Every shard as a ``bm25s.BM25`` over fresh memory maps (:func:`load_shard`). A search
+        does not hold them: it maps one shard at a time and drops it when searched, so the
+        index's pages the queries touched leave the process's resident memory shard by shard
+        instead of adding up to the whole index (about one byte per corpus byte at 8.8M
+        passages)."""
+        r = self.retriever
+        return [
+            load_shard(self.folder, i, n, k1=r.k1, b=r.b, method=r.method)
+            for i, n in enumerate(self.sizes)
+        ]
 
     def _shard_len(self, i: int) -> int:
         meta = self._meta()
@@ -651,36 +658,20 @@ class ShardedBM25Index:
             if q in filtered:
                 filter_pos[i], n_missing = self._candidates(filtered[q])
                 missing += n_missing
-        calls = [(scorer, start) for scorer, start in zip(self.shards, self.starts)]
-        sizes = [int(scorer.scores["num_docs"]) for scorer in self.shards]
-        common = {"token_ids": token_ids, "filter_pos": filter_pos, "k": k}
+        sizes = list(self.sizes)
+        params = {"k1": self.retriever.k1, "b": self.retriever.b, "method": self.retriever.method}
+        calls = [
+            (str(self.folder), i, start, n) for i, (start, n) in enumerate(zip(self.starts, sizes))
+        ]
         mapper = self.mapper if self.mapper is not None else active()
-        if mapper is None:
-            found = serial_map(
-                shard_candidates,
-                calls,
-                common=common,
-                sizes=sizes,
-                desc="bm25 search shards",
-                show_progress=show_progress,
-            )
-        else:
-            params = {
-                "k1": self.retriever.k1,
-                "b": self.retriever.b,
-                "method": self.retriever.method,
-            }
-            found = mapper(
-                search_shard,
-                [
-                    (str(self.folder), i, start, n)
-                    for i, (start, n) in enumerate(zip(self.starts, sizes))
-                ],
-                common={**common, **params},
-                sizes=sizes,
-                desc="bm25 search shards",
-                show_progress=show_progress,
-            )
+        found = (serial_map if mapper is None else mapper)(
+            search_shard,  # each call maps its shard and drops it when done
+            calls,
+            common={"token_ids": token_ids, "filter_pos": filter_pos, "k": k, **params},
+            sizes=sizes,
+            desc="bm25 search shards",
+            show_progress=show_progress,
+        )
         for shard_found in found:  # shard order, as the single-process loop
             for i, pos, s in shard_found:
                 cand_pos[i].append(pos)
@@ -723,7 +714,7 @@ class ShardedBM25Index:
                 "k": k,
                 "index_from_cache": self.from_cache,
                 "backend": "numpy",
-                "shards": len(self.shards),
+                "shards": len(self.sizes),
                 **({"shard_mapper": getattr(mapper, "name", repr(mapper))} if mapper else {}),
                 "queries_without_known_terms": len(empty),
                 "objective": bool(objective),
@@ -751,7 +742,7 @@ class ShardedBM25Index:
         return np.unique(np.asarray(found, dtype=np.int64)), len(doc_ids) - len(found)
 
     def __repr__(self) -> str:
-        return f"<ShardedBM25Index {self.name}: {len(self)} documents in {len(self.shards)} shards>"
+        return f"<ShardedBM25Index {self.name}: {len(self)} documents in {len(self.sizes)} shards>"
 
 
 def new_temporary() -> tempfile.TemporaryDirectory:
