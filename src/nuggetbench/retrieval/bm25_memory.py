@@ -20,7 +20,7 @@ which indexing builds anyway).
     single  = base + single_per_byte * B
     sharded = base + per_doc * n + max(sharded_per_shard_byte * S * B / n,
                                        sharded_search_base + sharded_per_shard * ceil(n / S)
-                                       + sharded_search_per_byte * B)
+                                       + sharded_search_per_byte * S * B / n)
 
 ``per_doc`` depends on how the corpus holds its ids: ``sharded_per_doc_mapped`` for an
 ``IndexedJsonlCorpus`` (ids and line offsets in memory-mapped arrays: what ``read_beir_folder``
@@ -29,12 +29,10 @@ gives for a ``corpus.jsonl`` of 256 MiB or more), ``sharded_per_doc`` for any ot
 The sharded peak is the larger of the build's (one chunk's texts and token lists, one shard's
 COO arrays: grows with the shard) and the search's (each shard's ``indptr`` over the vocabulary
 and up to *k* candidates per query and shard held until the merge: grows with the number of
-shards; and the pages of the memory-mapped index that the queries read, about one byte a corpus
-byte, which count in the RSS while the index is open: grows with the corpus). So shards cannot be
-made arbitrarily small: the least sharded peak is where the two cross
-(:meth:`CostModel.cheapest_shard`), and a budget below it is refused. From a few million
-passages on, the search's mapped pages dominate: the peak grows by about 1.1 bytes a corpus byte
-whatever the shard size.
+shards; and the pages of the shard being searched that the queries read, about one byte a corpus
+byte of that shard: the search maps one shard at a time and unmaps it when done). So shards
+cannot be made arbitrarily small: the least sharded peak is where the two cross
+(:meth:`CostModel.cheapest_shard`), and a budget below it is refused.
 
 Calibrated with ``benchmarks/scale.py`` (synthetic passages of 35-65 words from a Zipfian
 vocabulary of 200,000 word forms, 302 bytes a ``corpus.jsonl`` line; the whole process's peak RSS
@@ -49,44 +47,46 @@ command (``python benchmarks/scale.py``)                        ids    peak     
 ``--n 200000 --engines single``                                 list   655.2    765       1.17
 ``--n 100000 --engines single``                                 list   408.3    462       1.13
 ``--n 1000000 --engines single``                                list   2,540    3,191     1.26
-``--n 200000 --engines sharded --shard-docs 100000``            list   590.7    737       1.25
-``--n 200000 --engines sharded --shard-docs 50000``             list   425.7    470       1.10
-``--n 200000 --engines sharded --shard-docs 20000``             list   379.5    422       1.11
-``--n 200000 --engines sharded --shard-docs 6000``              list   450.9    494       1.10
-``--n 200000 --engines sharded --shard-docs 2000``              list   630.0    692       1.10
-``--n 100000 --engines sharded --shard-docs 20000``             list   316.4    354       1.12
+``--n 200000 --engines sharded --shard-docs 100000``            list   589.6    737       1.25
+``--n 200000 --engines sharded --shard-docs 50000``             list   426.8    470       1.10
+``--n 200000 --engines sharded --shard-docs 20000``             list   306.0    330       1.08
+``--n 200000 --engines sharded --shard-docs 6000``              list   342.3    362       1.06
+``--n 200000 --engines sharded --shard-docs 2000``              list   427.1    460       1.08
+``--n 100000 --engines sharded --shard-docs 20000``             list   281.0    301       1.07
 ``--n 1000000 --engines sharded --shard-docs 100000``           list   768      913       1.19
-``--n 1000000 --engines sharded-mm --shard-docs 100000``        mmap   632      740       1.17
+``--n 1000000 --engines sharded-mm --shard-docs 100000``        mmap   631.5    740       1.17
 ``--n 1000000 --engines sharded-mm --shard-docs 200000``        mmap   954      1,274     1.34
 ``--n 1000000 --engines memory --memory 1.5G`` (164,000)        mmap   993      1,082     1.09
-``--n 5000000 --engines sharded --shard-docs 100000``           list   2,693    3,125     1.16
-``--n 5000000 --engines sharded-mm --shard-docs 100000``        mmap   1,946    2,257     1.16
-``--n 8800000 --engines memory --memory 8G`` (459,000)          mmap   3,041    3,552     1.17
 the imports alone (``BM25``, ``JsonlCorpus``)                          114.8
 ==============================================================  =====  =======  ========  =====
 
-(corpora of 30.2 MB, 60.4 MB, 0.30 GB, 1.52 GB and 2.67 GB; the two ``memory`` runs chose
-their shard size, in brackets, under an earlier model; peaks printed in GiB are times 1,024; ``tests/test_bm25_memory.py`` holds
-the same table and checks every estimate against it.) Where the peak falls: the scale script
-prints the peak through the build and the anonymous and file-backed RSS at the end. At 1M
-passages with shards of 100,000 the peak is the build's (632 MiB with mapped ids), and after the
-search 0.41 GiB of the RSS is mapped files (the libraries, about 60 MiB, and the 305 MB of
-index scores and document numbers, all of it read by the 1,000 queries), 0.17 GiB anonymous; at
-5M and 8.8M the search's mapped pages make the peak.
+(corpora of 30.2 MB, 60.4 MB and 0.30 GB; peaks printed in GiB are times 1,024;
+``tests/test_bm25_memory.py`` holds the same table and checks every estimate against it.) The
+sharded rows were measured on 27 Nov 2026 with the search mapping one shard at a time, except the
+last two, which are build-bound and were measured the day before (the search's change does not
+move a build-bound peak: the 1M ``sharded-mm`` row was 632 MiB before it and 631.5 after).
+Where the peak falls: the scale script prints the peak through the build and the anonymous and
+file-backed RSS at the end; at 1M passages with shards of 100,000 the peak is the build's, and
+0.11 GiB of mapped files remain at the end (0.41 GiB when the search kept every shard mapped).
 
 Fitted: single, 8.55 bytes a corpus byte above 162 MiB (the 100,000- and 200,000-passage
-corpora; at 1M the line gives 2,630 MiB, 4% above the measured peak). Sharded: the build, 11.45 bytes a
-byte of one shard between 50,000 and 100,000 at 200,000 passages and 11.15 between 100,000 and
-200,000 at 1M, but 16.8 to cover the ``memory=1.5G`` run at 1M (993 MiB at 164,000, above the
-954 MiB that 200,000 gave); the reader and the index's ids, 40 bytes a document with mapped ids
-and 195 with a list and a dict (the two 5M runs differ by 747 MiB, the two 1M runs by 136 MiB);
-the search, 1.0 byte a corpus byte of mapped index (305 MB of scores and document numbers at
-1M), 2.71 MiB a shard (shards of 6,000 against 2,000 documents at 200,000 passages) and 105 MiB of
-constant. :data:`COST_MODEL` rounds each figure up by about 10% (single: the earlier 23%), so
-every estimate above is 9-34% over the measured peak. A budget is a peak RSS, mapped pages
-included: 33 million passages of 300 bytes (MIRACL English) need about 12 GiB with mapped ids
-(``shard_docs`` about 2,000,000; the search's mapped index alone is about 10 GiB of it) and
-about 17.6 GiB with ids in a list and a dict, so ``memory=8G`` is refused for that corpus.
+corpora; at 1M the line gives 2,630 MiB, 4% above the measured peak). Sharded: the build, 11.45
+bytes a byte of one shard between 50,000 and 100,000 at 200,000 passages and 11.15 between
+100,000 and 200,000 at 1M, but 16.8 to cover the ``memory=1.5G`` run at 1M (993 MiB at 164,000,
+above the 954 MiB that 200,000 gave); the reader and the index's ids, 40 bytes a document with
+mapped ids and 195 with a list and a dict (two 5M runs differed by 747 MiB, the two 1M runs by
+136 MiB); the search, 1.30 MiB a shard and 92 MiB of constant (shards of 2,000 against 6,000
+documents at 200,000 passages) and 1.0 byte a corpus byte of the mapped shard. :data:`COST_MODEL`
+rounds each figure up by about 10-15% (single: the earlier 23%), so every estimate above is 6-34%
+over the measured peak.
+
+Before the search mapped one shard at a time, the pages of every shard it had read stayed in the
+RSS (about one byte a corpus byte): a search alone over 5M passages (shards of 100,000) peaked
+at 1,962 MiB and now at 394 MiB, over 8.8M (shards of 459,000) at about 3 GiB and now at 505 MiB
+(``search_only`` runs on a warm index, 27 Nov 2026). 33 million passages of 300 bytes (MIRACL
+English) with mapped ids now fit ``memory=8G`` (shards of about 1.2M documents, estimate 8.0 GiB;
+the least budget is about 2.2 GiB); with ids in a list and a dict the per-document cost alone is
+about 7 GiB.
 
 Not modelled: a vocabulary much larger than 200,000 forms (the vocabulary dict and each shard's
 ``indptr`` grow with it), passages far from 300 bytes, and searches far from 1,000 queries at
@@ -182,9 +182,10 @@ class CostModel:
         sharded_search_base: the search's constant bytes (the queries, the vocabulary).
         sharded_per_shard: the search's bytes per shard (each shard's ``indptr`` over the
             vocabulary; up to *k* candidates per query and shard until the merge).
-        sharded_search_per_byte: the search's bytes per corpus byte: the pages of the
-            memory-mapped index (scores and document numbers, about one byte a corpus byte)
-            that the queries read, which count in the RSS while the index is open.
+        sharded_search_per_byte: the search's bytes per corpus byte of one shard: the pages
+            of the shard being searched (scores and document numbers, about one byte a corpus
+            byte) that the queries read, which count in the RSS while the shard is mapped (the
+            search maps one shard at a time).
         min_shard_docs: the smallest shard the planner uses (fewer only for a smaller corpus).
         round_to: ``shard_docs`` is rounded down to a multiple of this (when above it and the
             rounded size still fits), so a slightly different corpus keeps the same layout.
@@ -210,7 +211,8 @@ class CostModel:
 
     def _search(self, n_docs: int, corpus_bytes: int, shard_docs: int) -> float:
         shards = math.ceil(n_docs / shard_docs)
-        mapped = self.sharded_search_per_byte * corpus_bytes
+        # the search maps one shard at a time: its pages, not the whole index's
+        mapped = self.sharded_search_per_byte * corpus_bytes * min(shard_docs, n_docs) / n_docs
         return self.sharded_search_base + self.sharded_per_shard * shards + mapped
 
     def per_doc(self, mapped_ids: bool = False) -> float:
@@ -255,9 +257,9 @@ COST_MODEL = CostModel(
     sharded_per_doc=230.0,  # 195 (ids in a list and a dict)
     sharded_per_doc_mapped=48.0,  # 40 (ids memory-mapped)
     sharded_per_shard_byte=18.5,  # 16.8 (11.2-11.5 between runs of one corpus size)
-    sharded_search_base=125 * MIB,  # 105 MiB
-    sharded_per_shard=3 * MIB,  # 2.71 MiB (1,000 queries at k=100)
-    sharded_search_per_byte=1.1,  # 1.0 (the index's scores and document numbers, mapped)
+    sharded_search_base=105 * MIB,  # 92 MiB
+    sharded_per_shard=3 * MIB // 2,  # 1.30 MiB (1,000 queries at k=100)
+    sharded_search_per_byte=1.1,  # 1.0 (one shard's scores and document numbers, mapped)
 )
 
 
