@@ -83,7 +83,7 @@ over the measured peak.
 Before the search mapped one shard at a time, the pages of every shard it had read stayed in the
 RSS (about one byte a corpus byte): a search alone over 5M passages (shards of 100,000) peaked
 at 1,962 MiB and now at 394 MiB, over 8.8M (shards of 459,000) at about 3 GiB and now at 505 MiB
-(``search_only`` runs on a warm index, 27 Nov 2026). 33 million passages of 300 bytes (MIRACL
+(``benchmarks/bm25_search_memory.py`` on a warm index, 27 Nov 2026). 33 million passages of 300 bytes (MIRACL
 English) with mapped ids now fit ``memory=8G`` (shards of about 1.2M documents, estimate 8.0 GiB;
 the least budget is about 2.2 GiB); with ids in a list and a dict the per-document cost alone is
 about 7 GiB.
