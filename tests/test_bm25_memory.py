@@ -224,6 +224,7 @@ MEASURED = [
     (100_000, 30_200_000, 20_000, False, 0.2744 * 1024),  # --n 100000 ... --shard-docs 20000
     (1_000_000, 302_711_022, 100_000, False, 0.75 * 1024),  # --n 1000000 --engines sharded
     (1_000_000, 302_711_022, 100_000, True, 0.6167 * 1024),  # ... --engines sharded-mm
+    (5_000_000, 1_518_507_096, 100_000, True, 0.6364 * 1024),  # --n 5000000 --engines sharded-mm
     # build-bound (the search's change does not move them; 26 Nov 2026)
     (1_000_000, 302_711_022, 200_000, True, 0.931 * 1024),  # ... sharded-mm --shard-docs 200000
     (1_000_000, 302_711_022, 164_000, True, 0.97 * 1024),  # ... --engines memory --memory 1.5G

@@ -55,19 +55,21 @@ command (``python benchmarks/scale.py``)                        ids    peak     
 ``--n 100000 --engines sharded --shard-docs 20000``             list   281.0    301       1.07
 ``--n 1000000 --engines sharded --shard-docs 100000``           list   768      913       1.19
 ``--n 1000000 --engines sharded-mm --shard-docs 100000``        mmap   631.5    740       1.17
+``--n 5000000 --engines sharded-mm --shard-docs 100000``        mmap   651.7    925       1.42
 ``--n 1000000 --engines sharded-mm --shard-docs 200000``        mmap   954      1,274     1.34
 ``--n 1000000 --engines memory --memory 1.5G`` (164,000)        mmap   993      1,082     1.09
 the imports alone (``BM25``, ``JsonlCorpus``)                          114.8
 ==============================================================  =====  =======  ========  =====
 
-(corpora of 30.2 MB, 60.4 MB and 0.30 GB; peaks printed in GiB are times 1,024;
+(corpora of 30.2 MB, 60.4 MB, 0.30 GB and 1.52 GB; peaks printed in GiB are times 1,024;
 ``tests/test_bm25_memory.py`` holds the same table and checks every estimate against it.) The
 sharded rows were measured on 27 Nov 2026 with the search mapping one shard at a time, except the
 last two, which are build-bound and were measured the day before (the search's change does not
 move a build-bound peak: the 1M ``sharded-mm`` row was 632 MiB before it and 631.5 after).
 Where the peak falls: the scale script prints the peak through the build and the anonymous and
 file-backed RSS at the end; at 1M passages with shards of 100,000 the peak is the build's, and
-0.11 GiB of mapped files remain at the end (0.41 GiB when the search kept every shard mapped).
+0.11 GiB of mapped files remain at the end (0.41 GiB when the search kept every shard mapped);
+at 5M the whole run now peaks at 651.7 MiB (1,946 MiB before), in the build.
 
 Fitted: single, 8.55 bytes a corpus byte above 162 MiB (the 100,000- and 200,000-passage
 corpora; at 1M the line gives 2,630 MiB, 4% above the measured peak). Sharded: the build, 11.45
@@ -77,7 +79,7 @@ above the 954 MiB that 200,000 gave); the reader and the index's ids, 40 bytes a
 mapped ids and 195 with a list and a dict (two 5M runs differed by 747 MiB, the two 1M runs by
 136 MiB); the search, 1.30 MiB a shard and 92 MiB of constant (shards of 2,000 against 6,000
 documents at 200,000 passages) and 1.0 byte a corpus byte of the mapped shard. :data:`COST_MODEL`
-rounds each figure up by about 10-15% (single: the earlier 23%), so every estimate above is 6-34%
+rounds each figure up by about 10-15% (single: the earlier 23%), so every estimate above is 6-42%
 over the measured peak.
 
 Before the search mapped one shard at a time, the pages of every shard it had read stayed in the
