@@ -114,7 +114,7 @@ def read_columns(
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 22),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pcsv.ParseOptions(
                 delimiter=delimiter,
                 quote_char=False,
