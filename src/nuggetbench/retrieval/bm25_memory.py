@@ -56,12 +56,14 @@ command (``python benchmarks/scale.py``)                        ids    peak     
 ``--n 1000000 --engines sharded --shard-docs 100000``           list   768      913       1.19
 ``--n 1000000 --engines sharded-mm --shard-docs 100000``        mmap   631.5    740       1.17
 ``--n 5000000 --engines sharded-mm --shard-docs 100000``        mmap   651.7    925       1.42
+``--n 8800000 --engines memory --memory 8G`` (1,423,000)        mmap   4,802    8,189     1.71
 ``--n 1000000 --engines sharded-mm --shard-docs 200000``        mmap   954      1,274     1.34
 ``--n 1000000 --engines memory --memory 1.5G`` (164,000)        mmap   993      1,082     1.09
 the imports alone (``BM25``, ``JsonlCorpus``)                          114.8
 ==============================================================  =====  =======  ========  =====
 
-(corpora of 30.2 MB, 60.4 MB, 0.30 GB and 1.52 GB; peaks printed in GiB are times 1,024;
+(corpora of 30.2 MB, 60.4 MB, 0.30 GB, 1.52 GB and 2.67 GB; the 8.8M run's shard size, in
+brackets, was chosen by this model; peaks printed in GiB are times 1,024;
 ``tests/test_bm25_memory.py`` holds the same table and checks every estimate against it.) The
 sharded rows were measured on 27 Nov 2026 with the search mapping one shard at a time, except the
 last two, which are build-bound and were measured the day before (the search's change does not
@@ -79,8 +81,10 @@ above the 954 MiB that 200,000 gave); the reader and the index's ids, 40 bytes a
 mapped ids and 195 with a list and a dict (two 5M runs differed by 747 MiB, the two 1M runs by
 136 MiB); the search, 1.30 MiB a shard and 92 MiB of constant (shards of 2,000 against 6,000
 documents at 200,000 passages) and 1.0 byte a corpus byte of the mapped shard. :data:`COST_MODEL`
-rounds each figure up by about 10-15% (single: the earlier 23%), so every estimate above is 6-42%
-over the measured peak.
+rounds each figure up by about 10-15% (single: the earlier 23%), so every estimate above is 6-71%
+over the measured peak. The build's 18.5 bytes a shard byte errs most on large shards: the 8.8M
+run's shards of 1,423,000 documents (432 MB of corpus each) took about 10.3 bytes a shard byte
+(4.69 GiB in all), so ``memory=8G`` there peaked at 4.69 GiB.
 
 Before the search mapped one shard at a time, the pages of every shard it had read stayed in the
 RSS (about one byte a corpus byte): a search alone over 5M passages (shards of 100,000) peaked
