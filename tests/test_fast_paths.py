@@ -895,3 +895,25 @@ def test_trim_heap_returns_free_pages_on_glibc():
     _memory.trim_heap()
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         assert _memory._trim is not None
+
+
+def test_fast_run_reader_names_the_line_of_a_non_finite_score_in_a_pipe(tmp_path, monkeypatch):
+    """A pipe cannot be read again: the error takes the line from the bytes the reader kept."""
+    import os
+
+    from nuggetbench.data import _arrow_trec, read_run
+    from nuggetbench.errors import FormatError
+
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    lines = [f"q{q} Q0 d{d} {d + 1} {50 - d}.5 t\n" for q in range(4) for d in range(10)]
+    lines[31] = "q3 Q0 d1 2 -inf t\n"
+    read_end, write_end = os.pipe()
+    os.write(write_end, "".join(lines).encode())
+    os.close(write_end)
+    target = f"/dev/fd/{read_end}"
+    try:
+        with pytest.raises(FormatError) as info:
+            read_run(target)
+    finally:
+        os.close(read_end)
+    assert str(info.value) == f"{target}, line 32: score is not finite: -inf"

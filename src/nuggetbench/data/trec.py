@@ -215,7 +215,7 @@ def read_run_owned(
         # a regular file can be read again (to name the lines of an error): the fast reader may
         # then drop the bytes once they are parsed
         holder, raw = [raw], (b"" if path.is_file() else raw)
-        columns = _read_run_arrow(path, holder, keep_rank=keep_rank)
+        columns = _read_run_arrow(path, holder, keep_rank=keep_rank, kept=raw)
         if columns is None:
             return _read_run_bytes(
                 path,
@@ -283,13 +283,16 @@ def _read_run_bytes(
     )
 
 
-def _read_run_arrow(path: Path, box: list[bytes], *, keep_rank: bool) -> tuple | None:
+def _read_run_arrow(
+    path: Path, box: list[bytes], *, keep_rank: bool, kept: bytes = b""
+) -> tuple | None:
     """The pyarrow fast path of :func:`read_run`: ``(query uniques, query codes, doc uniques,
     doc codes, scores, the first line's tag or the file name, ranks or None, doc uniques as a
     pyarrow array)`` for :meth:`Run._from_codes`, or ``None``: use the regular reader.
 
     *box* holds the file's bytes; once they parse, :func:`._arrow_trec.read_columns` empties it
-    (a ``None`` leaves it as it was)."""
+    (a ``None`` leaves it as it was). *kept*: the same bytes when the caller keeps them (a pipe
+    cannot be read again to name the line of an error); empty: the file is read again."""
     data = _strip_comments(box[0])
     if _irregular(data):
         return None
@@ -307,7 +310,7 @@ def _read_run_arrow(path: Path, box: list[bytes], *, keep_rank: bool) -> tuple |
     (qu, qc), (du, dc, doc_strings), scores = cols[0], cols[2], cols[4]
     if not np.all(np.isfinite(scores)):
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
-        raw = read_source(path, what="run")
+        raw = kept or read_source(path, what="run")
         raise FormatError(
             path, _line_of_entry(raw, i), f"score is not finite: {float(scores[i])!r}"
         )
