@@ -917,3 +917,65 @@ def test_fast_run_reader_names_the_line_of_a_non_finite_score_in_a_pipe(tmp_path
     finally:
         os.close(read_end)
     assert str(info.value) == f"{target}, line 32: score is not finite: -inf"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_factorised_qrels_behave_as_column_qrels(seed, tmp_path, monkeypatch):
+    """Qrels read by the fast reader keep the doc id column factorised (``doc_codes``); every
+    public operation, the trap checks and the measures give what the same judgments built from
+    columns give (ids differing only by case or zeros, documents never retrieved, judged ids
+    shared by queries, a query filter)."""
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import Qrels, Run, _arrow_trec, read_qrels, read_run
+    from nuggetbench.measures import evaluate
+
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    rng = np.random.default_rng(seed)
+    docs = [f"d{i}" for i in range(60)] + ["D7", "d007", "x1"]
+    pairs = {}
+    for _ in range(400):
+        pairs[(f"q{rng.integers(0, 25)}", str(rng.choice(docs)))] = int(rng.integers(-1, 4))
+    qpath = tmp_path / "qrels.txt"
+    qpath.write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in pairs.items()))
+    rpath = tmp_path / "run.txt"
+    rpath.write_text(
+        "".join(
+            f"q{q} Q0 {d} 1 {float(rng.integers(0, 9))} t\n"
+            for q in range(28)
+            for d in rng.choice(docs[:50] + ["d007"], 12, replace=False)
+        )
+    )
+    fast = read_qrels(qpath)
+    assert fast.doc_codes() is not None
+    q, d, g = zip(*[(q, d, g) for (q, d), g in pairs.items()])
+    plain = Qrels(list(q), list(d), list(g), name="qrels.txt")
+    assert plain.doc_codes() is None
+    uniques, codes = fast.doc_codes()
+    assert fast.n_judgments == plain.n_judgments
+    run = read_run(rpath)
+    for label in ("checks", "measures"):
+        if label == "checks":
+            got = [(f.code, f.message) for f in checks.check_findings(fast, run)]
+            want = [(f.code, f.message) for f in checks.check_findings(plain, run)]
+        else:
+            measures = ["nDCG@10", "AP", "R@5", "P@5", "RR", "bpref", "infAP", "num_rel_ret"]
+            got = evaluate(fast, run, measures).to_dict()
+            want = evaluate(plain, Run(*_columns(run), name="t"), measures).to_dict()
+        assert got == want
+    assert uniques[codes].tolist() == fast.arrays()[2].tolist()
+    for a, b in zip(fast.arrays(), plain.arrays()):
+        assert a.tolist() == b.tolist()
+    assert fast == plain and fast.fingerprint() == plain.fingerprint()
+    assert fast.to_dict() == plain.to_dict() and fast["q3"] == plain["q3"]
+    wanted = [f"q{i}" for i in range(0, 25, 3)]
+    kept = read_qrels(qpath).filter_queries(wanted)
+    assert kept.doc_codes() is not None
+    assert kept == plain.filter_queries(wanted)
+    got = [(f.code, f.message) for f in checks.check_findings(kept, run)]
+    want = [(f.code, f.message) for f in checks.check_findings(plain.filter_queries(wanted), run)]
+    assert got == want
+
+
+def _columns(run):
+    qids, starts, docids, scores = run.arrays()
+    return np.repeat(qids, np.diff(starts)), docids, scores

@@ -27,6 +27,7 @@ __all__ = [
     "is_in",
     "order_by_code_and_id",
     "share_strings",
+    "shared_strings",
     "arrow_strings",
     "short_keys",
     "strings_of_keys",
@@ -64,6 +65,12 @@ def share_strings(values: np.ndarray, strings: Any) -> None:
     values.flags.writeable = False
     key = id(values)
     _SHARED[key] = [weakref.ref(values, lambda _, key=key: _SHARED.pop(key, None)), strings, False]
+
+
+def shared_strings(values: Any) -> Any:
+    """The pyarrow string array :func:`share_strings` remembered for *values*, else ``None``."""
+    shared = _shared(values)
+    return None if shared is None else shared[1]
 
 
 def _shared(values: Any) -> list[Any] | None:

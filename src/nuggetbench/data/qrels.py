@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
-from ._lookup import order_by_code_and_id, share_strings, short_keys
+from ._lookup import order_by_code_and_id, share_strings, shared_strings, short_keys
 from .ranking import factorize_sorted
 from .run import _as_str_array
 from .source import INT64_MAX as _INT64_MAX
@@ -31,7 +31,17 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         nuggets: optional nugget-level judgments (see :mod:`nuggetbench.data.nuggets`), or ``None``.
     """
 
-    __slots__ = ("_qids", "_starts", "_docids", "_rels", "name", "metadata", "nuggets")
+    __slots__ = (
+        "_qids",
+        "_starts",
+        "_docids_cache",
+        "_doc_uniques",
+        "_doc_codes",
+        "_rels",
+        "name",
+        "metadata",
+        "nuggets",
+    )
 
     def __init__(
         self,
@@ -82,15 +92,16 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         self,
         uq: np.ndarray,
         qcodes: np.ndarray,
-        d: np.ndarray,
+        d: np.ndarray | None,
         r: np.ndarray,
         same: np.ndarray,
         *,
         source: str | None,
-        on_duplicate: str,
+        on_duplicate: str = "error",
     ) -> None:
         """Fill the columns from entries sorted by (query code, doc id), input order kept inside
-        a pair; *same* (n-1,) marks an entry equal in both to the one before it."""
+        a pair; *same* (n-1,) marks an entry equal in both to the one before it. *d* ``None``:
+        the caller sets the factorised doc id column (no entry may then repeat)."""
         if same.any():
             # the stable sort keeps input order inside a pair: the later line comes second
             conflict = same & (r[1:] != r[:-1])
@@ -107,7 +118,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
             qcodes, d, r = qcodes[keep], d[keep], r[keep]
         self._qids = uq
         self._starts = np.searchsorted(qcodes, np.arange(len(uq) + 1)).astype(np.int64)
-        self._docids = d
+        self._docids_cache, self._doc_uniques, self._doc_codes = d, None, None
         self._rels = r
 
     @classmethod
@@ -161,9 +172,15 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         qcodes, dc, r = qcodes[order], dc[order], r[order]
         same = (qcodes[1:] == qcodes[:-1]) & (dc[1:] == dc[:-1])
         qrels = cls.__new__(cls)
-        qrels._init_sorted(qu[qperm], qcodes, du[dc], r, same, source=source, on_duplicate="error")
-        if doc_strings is not None and not same.any():  # the column is du[dc]: share its form
-            share_strings(qrels._docids, doc_strings.take(dc))
+        if same.any():  # a repeated pair: the column path names it (or keeps one)
+            qrels._init_sorted(
+                qu[qperm], qcodes, du[dc], r, same, source=source, on_duplicate="error"
+            )
+        else:  # the doc id column stays factorised until someone asks for it (``_docids``)
+            qrels._init_sorted(qu[qperm], qcodes, None, r, same, source=source)
+            qrels._doc_uniques, qrels._doc_codes = du, dc
+            if doc_strings is not None:
+                share_strings(du, doc_strings)
         qrels.name = name
         qrels.metadata = dict(metadata or {})
         qrels.nuggets = None
@@ -193,8 +210,44 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
 
     # --- columnar access -----------------------------------------------------------------
     @property
+    def _docids(self) -> np.ndarray:
+        """The doc id column (object (n,)), built from the factorised column when first asked
+        for (a fast reader's qrels keep ``(uniques, codes)`` only: :meth:`doc_codes`)."""
+        docids = self._docids_cache
+        if docids is None:
+            du, dc = self._doc_uniques, self._doc_codes
+            docids = du[dc]
+            shared = shared_strings(du)
+            if shared is not None:
+                share_strings(docids, shared.take(dc))
+            self._docids_cache = docids
+        return docids
+
+    @_docids.setter
+    def _docids(self, value: np.ndarray) -> None:
+        self._docids_cache, self._doc_uniques, self._doc_codes = value, None, None
+
+    def doc_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(uniques, codes)``: the doc id column factorised (``uniques`` object (u,) of distinct
+        ``str``, ``codes`` int64 (n,) with ``uniques[codes]`` the column of :meth:`arrays`), when
+        the qrels were read that way (the TREC fast reader); ``None`` otherwise. Look-ups over
+        the distinct ids then cost less than over the column (a judged document usually repeats
+        across queries)."""
+        if self._doc_codes is None:
+            return None
+        return self._doc_uniques, self._doc_codes
+
+    def query_offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(query_ids, starts)`` of :meth:`arrays` without building the doc id column."""
+        return self._qids, self._starts
+
+    def grades(self) -> np.ndarray:
+        """The relevance column of :meth:`arrays` (int64 (n,)) without building the doc ids."""
+        return self._rels
+
+    @property
     def n_judgments(self) -> int:
-        return len(self._docids)
+        return len(self._rels)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(query_ids, starts, doc_ids, relevance)``; query *i* at ``starts[i]:starts[i+1]``."""
@@ -219,7 +272,11 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         qrels = Qrels.__new__(Qrels)
         qrels._qids = self._qids[keep_q]
         qrels._starts = np.concatenate([[0], np.cumsum(lengths[keep_q])]).astype(np.int64)
-        qrels._docids = self._docids[keep]
+        if self._doc_codes is not None:  # stays factorised
+            qrels._docids_cache = None
+            qrels._doc_uniques, qrels._doc_codes = self._doc_uniques, self._doc_codes[keep]
+        else:
+            qrels._docids = self._docids[keep]
         qrels._rels = self._rels[keep]
         qrels.name = self.name
         qrels.metadata = dict(self.metadata)

@@ -357,6 +357,17 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         self._lookup = (doc_ids, codes)
         return codes
 
+    def judged_codes(self, qrels: Any) -> np.ndarray:
+        """:meth:`codes_of` the doc id column of *qrels* (its ``arrays()[2]``): int64 (n,),
+        ``-1`` where the run never retrieves the document. Qrels read factorised
+        (``Qrels.doc_codes``) are looked up by their distinct ids only.
+        """
+        pair = qrels.doc_codes() if hasattr(qrels, "doc_codes") else None
+        if pair is None:
+            return self.codes_of(qrels.arrays()[2])
+        uniques, codes = pair
+        return self.codes_of(uniques)[codes]
+
     @property
     def _docids(self) -> np.ndarray:
         """The ranked doc id column (object (n,)), built from the codes when first needed."""

@@ -71,7 +71,7 @@ class RRMax(MeasureFamily):
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         nq = len(ctx.query_ids)
-        jq, _, grades = ctx.judgments()
+        jq, grades = ctx.judged_grades()
         best = np.full(nq, np.iinfo(np.int64).min, dtype=np.int64)
         if len(jq):
             np.maximum.at(best, jq, grades)

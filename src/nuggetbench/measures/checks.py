@@ -329,7 +329,7 @@ def check_id_formats(qrels: Any, run: Any) -> list[Finding]:
         )
     run_docs = _run_doc_uniques(run)
     run_arrow = _arrow_ascii(run_docs) if run_docs is not None else None  # one conversion
-    judged_docs = _judged_doc_column(qrels)
+    judged_docs = _judged_doc_ids_any_order(qrels)
     missing_docs = None
     if judged_docs is not None and not _one_case_lower_forms(
         run_arrow, _arrow_ascii(judged_docs)
@@ -405,12 +405,42 @@ def _judged_doc_column(qrels: Any) -> np.ndarray | None:
     return None if arrays is None else arrays()[2]
 
 
+def _judged_doc_codes(qrels: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(uniques, judged)`` of qrels read factorised (``Qrels.doc_codes``): their distinct doc
+    ids (object (u,)) and which of them the judgments use (bool (u,): after
+    ``filter_queries`` the uniques may hold more); ``None`` for other qrels."""
+    pair = qrels.doc_codes() if hasattr(qrels, "doc_codes") else None
+    if pair is None:
+        return None
+    uniques, codes = pair
+    judged = np.zeros(len(uniques), dtype=bool)
+    judged[np.asarray(codes, dtype=np.int64)] = True
+    return np.asarray(uniques, dtype=object), judged
+
+
+def _judged_doc_ids_any_order(qrels: Any) -> np.ndarray | None:
+    """Every judged doc id at least once (object array): the distinct ids of qrels read
+    factorised, else the column (for tests over the set of ids)."""
+    coded = _judged_doc_codes(qrels)
+    if coded is None:
+        return _judged_doc_column(qrels)
+    uniques, judged = coded
+    return uniques if judged.all() else uniques[judged]
+
+
 def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
     """The distinct judged document ids that the run never retrieves (object array, no order).
 
     A run with ``codes_of`` maps the qrels' doc id column to its codes once (shared with
     :func:`_judged_hits` and the evaluation's join); only the absent ids are then made distinct.
     """
+    coded = _judged_doc_codes(qrels)
+    if coded is not None and hasattr(run, "codes_of"):
+        judged_uniques, judged = coded
+        uniques, codes = run.doc_codes()
+        present = np.zeros(len(uniques) + 1, dtype=bool)  # the last cell: absent (-1)
+        present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
+        return judged_uniques[judged & ~present[run.codes_of(qrels.doc_codes()[0])]]
     docids = _judged_doc_column(qrels)
     if docids is None:
         return None
@@ -515,14 +545,17 @@ def _judged_hits(qrels: Any, run: Any, *, rows: int | None = None) -> dict[str, 
     """
     if not hasattr(run, "arrays") or not hasattr(qrels, "arrays"):
         return None
-    qq, qstarts, qdocs, _ = qrels.arrays()
-    if hasattr(run, "codes_of") and hasattr(run, "query_offsets"):
+    if hasattr(run, "judged_codes") and hasattr(run, "query_offsets"):
+        qq, qstarts = (
+            qrels.query_offsets() if hasattr(qrels, "query_offsets") else qrels.arrays()[:2]
+        )
         rq, rstarts = run.query_offsets()
         uniques, codes = run.doc_codes()
-        doc_code = run.codes_of(qdocs)
+        doc_code = run.judged_codes(qrels)
     else:
         import pandas as pd
 
+        qq, qstarts, qdocs, _ = qrels.arrays()
         rq, rstarts, rdocs, _ = run.arrays()
         codes, uniques = pd.factorize(np.asarray(rdocs, dtype=object))
         doc_code = index_in(qdocs, uniques)

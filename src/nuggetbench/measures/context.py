@@ -186,7 +186,7 @@ class EvalContext:
         self.qrels = qrels
         self.run = run
         self.profile = profile
-        qq = qrels.arrays()[0]
+        qq = qrels.query_offsets()[0] if hasattr(qrels, "query_offsets") else qrels.arrays()[0]
         rq, rlen = _run_queries(run)
         present = rq[rlen > 0]
         qset, rset = set(qq.tolist()), set(present.tolist())
@@ -227,7 +227,21 @@ class EvalContext:
         ``qidx`` int64 (m,), ``doc_ids`` object (m,), ``grades`` int64 (m,).
         """
         if "judgments" not in self._cache:
-            qq, qstarts, qdocs, qgrades = self.qrels.arrays()
+            qidx, grades = self.judged_grades()
+            index = self._cache["judgment_index"]
+            qdocs = self.qrels.arrays()[2]
+            self._cache["judgments"] = (qidx, qdocs if index is None else qdocs[index], grades)
+        return self._cache["judgments"]
+
+    def judged_grades(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(qidx, grades)`` of :meth:`judgments`, without the doc ids (which a fast reader's
+        qrels build only when asked for)."""
+        if "judged_grades" not in self._cache:
+            if hasattr(self.qrels, "query_offsets"):
+                qq, qstarts = self.qrels.query_offsets()
+                qgrades = self.qrels.grades()
+            else:
+                qq, qstarts, _, qgrades = self.qrels.arrays()
             has = self._qpos >= 0
             safe = np.maximum(self._qpos, 0)
             lengths = np.where(has, np.diff(qstarts)[safe] if len(qq) else 0, 0).astype(np.int64)
@@ -235,32 +249,33 @@ class EvalContext:
                 qstarts[safe] if len(qq) else np.zeros(len(safe), np.int64), lengths
             )
             qidx = np.repeat(np.arange(len(self.query_ids), dtype=np.int64), lengths)
-            if len(index) == len(qdocs) and np.array_equal(index, np.arange(len(index))):
-                self._cache["judgments"] = (qidx, qdocs, qgrades)  # every judgment, in order
-            else:
-                self._cache["judgments"] = (qidx, qdocs[index], qgrades[index])
+            if len(index) == len(qgrades) and np.array_equal(index, np.arange(len(index))):
+                index = None  # every judgment, in order
+            self._cache["judged_grades"] = (qidx, qgrades if index is None else qgrades[index])
             self._cache["judgment_index"] = index
-        return self._cache["judgments"]
+        return self._cache["judged_grades"]
 
     def _judged_codes(self, uniques: np.ndarray) -> np.ndarray:
         """Position of each judgment's document (:meth:`judgments` order) among the run's doc
-        *uniques* (``-1``: never retrieved). A run with ``codes_of`` answers for the whole qrels
-        column once, shared with the trap checks."""
-        jq, jdocs, _ = self.judgments()
-        codes_of = getattr(self.run, "codes_of", None)
-        if codes_of is None:
-            return index_in(jdocs, uniques)
-        return codes_of(self.qrels.arrays()[2])[self._cache["judgment_index"]]
+        *uniques* (``-1``: never retrieved). A run with ``judged_codes`` answers for the whole
+        qrels column once, shared with the trap checks."""
+        self.judged_grades()
+        index = self._cache["judgment_index"]
+        judged_codes = getattr(self.run, "judged_codes", None)
+        if judged_codes is None:
+            return index_in(self.judgments()[1], uniques)
+        codes = judged_codes(self.qrels)
+        return codes if index is None else codes[index]
 
     def num_rel(self, rel: int = 1) -> np.ndarray:
         """Judged relevant documents per query (``grade >= rel`` and ``>= 0``), float64 (Q,)."""
-        qidx, _, grades = self.judgments()
+        qidx, grades = self.judged_grades()
         mask = (grades >= rel) & (grades >= 0)
         return np.bincount(qidx[mask], minlength=len(self.query_ids)).astype(np.float64)
 
     def num_judged_nonrel(self, rel: int = 1) -> np.ndarray:
         """Judged non-relevant documents per query (``0 <= grade < rel``), float64 (Q,)."""
-        qidx, _, grades = self.judgments()
+        qidx, grades = self.judged_grades()
         mask = (grades >= 0) & (grades < rel)
         return np.bincount(qidx[mask], minlength=len(self.query_ids)).astype(np.float64)
 
@@ -271,7 +286,7 @@ class EvalContext:
         index minus the query's first index.
         """
         if "ideal" not in self._cache:
-            qidx, _, grades = self.judgments()
+            qidx, grades = self.judged_grades()
             pos = grades > 0
             q, g = qidx[pos], grades[pos]
             order = np.lexsort((-g, q))
@@ -335,7 +350,7 @@ class EvalContext:
         """Grade of every entry (``UNJUDGED`` when not judged), vectorised."""
         n = len(qidx)
         grade = np.full(n, UNJUDGED, dtype=np.int64)
-        jq, jdocs, jgrades = self.judgments()
+        jq, jgrades = self.judged_grades()
         if n == 0 or len(jq) == 0:
             return grade
         uniques, codes = _doc_codes(self.run)

@@ -131,7 +131,7 @@ def ideal_gains(
     key = ("ideal_gains", dcg, gains)
     cache = ctx._cache
     if key not in cache:
-        qidx, _, grades = ctx.judgments()
+        qidx, grades = ctx.judged_grades()
         g = grade_gains(grades, dcg, gains)
         pos = g > 0
         q, g = qidx[pos], g[pos]

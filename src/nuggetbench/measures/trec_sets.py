@@ -185,7 +185,7 @@ def _rbp_gains(ctx: EvalContext, view: Ranked, gains: str) -> np.ndarray:
     scaled by (g - min) / (max - min). Unjudged entries have gain 0.
     """
     n = len(ctx.query_ids)
-    jq, _, jgrades = ctx.judgments()
+    jq, jgrades = ctx.judged_grades()
     top = np.full(n, -1, dtype=np.int64)  # highest non-negative level judged per query
     keep = jgrades >= 0
     np.maximum.at(top, jq[keep], jgrades[keep])
