@@ -9,10 +9,11 @@ under the means, a judgments file in a family's own format) comes from the datas
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ._memory import trim_heap
 from .compare import ComparisonReport, Summary, profile_summaries
@@ -26,6 +27,8 @@ from .measures.checks import Finding, check_findings, query_findings
 from .measures.evaluate import measure_keys, measure_pairs, plain_measures
 from .measures.judgment_groups import evaluate_judgment_groups
 from .measures.trec_names import format_trec_eval, is_trec_spec, relstrings, trec_selection
+
+T = TypeVar("T")
 
 __all__ = [
     "Evaluation",
@@ -117,12 +120,19 @@ def evaluate_dataset(
         get_profile(profile)  # an unknown profile fails before any reading too
     if judgment_groups:
         return _evaluate_groups(dataset, run, measures, profile, trailing)
+    # the run file is read while the judgments load (two files, two threads: numpy and pyarrow
+    # release the GIL for their long steps); a judgments error is raised first, as before
+    run_result = (
+        None
+        if isinstance(run, Run)
+        else in_background(load_run, run, keep_rank=True, trailing=trailing, duplicates=duplicates)
+    )
     target = _target(dataset, corpus, dict(options or {}))
     measures = measures or measure_keys(list(target.default_measures))
     expanded = any(is_trec_spec(m) for m in measures)
     prof = get_profile(profile or target.default_profile)
-    if not isinstance(run, Run):
-        run = load_run(run, keep_rank=True, trailing=trailing, duplicates=duplicates)
+    if run_result is not None:
+        run = run_result()
     findings = check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
     trim_heap()  # the checks' temporaries: see _memory
     sep = (target.metadata or {}).get("mean_of_groups")
@@ -242,6 +252,32 @@ def _group_table(groups: Mapping[str, Results], combined: Results) -> Summary:
     rows = {g: dict(r.means) for g, r in groups.items()}
     rows[f"mean of {len(groups)}"] = dict(combined.means)
     return Summary(f"per group ({len(groups)}; the score is their unweighted mean)", rows, 4)
+
+
+def in_background(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
+    """Start ``fn(*args, **kwargs)`` in a daemon thread; return a function that waits for it and
+    returns its value or raises its exception (with its traceback).
+
+    A caller that fails before asking does not wait: the thread ends with its work (or with
+    the process)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name=f"nuggetbench-{fn.__name__}", daemon=True)
+    thread.start()
+
+    def result() -> T:
+        thread.join()
+        if "error" in box:
+            raise box.pop("error")
+        return box.pop("value")
+
+    return result
 
 
 def _target(dataset: str | Path | Dataset, corpus: Any, options: dict) -> Target:
