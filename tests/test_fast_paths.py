@@ -475,7 +475,7 @@ def test_arrow_qrels_reader_reads_what_the_line_reader_reads(tmp_path, monkeypat
 
 def test_evaluate_path_imports_no_pandas_and_pandas_still_converts(tmp_path):
     """The pyarrow fast paths (large files) of `nuggetbench evaluate` import neither pandas nor
-    scipy; pyarrow's conversions to and from pandas still work afterwards."""
+    scipy nor ``pyarrow.compute`` (its kernels are called directly); pyarrow's conversions to and from pandas still work afterwards."""
     pytest.importorskip("pyarrow")
     pytest.importorskip("pandas")
     import subprocess
@@ -512,6 +512,7 @@ except SystemExit as exc:
     assert not exc.code, exc.code
 assert "pyarrow" in sys.modules
 assert "pandas" not in sys.modules and "scipy" not in sys.modules, "imported"
+assert "pyarrow.compute" not in sys.modules, "pyarrow.compute imported (50-90 ms)"
 import pandas as pd, pyarrow as pa
 assert pa.table({{"a": [1, 2]}}).to_pandas().shape == (2, 1)
 assert pa.Table.from_pandas(pd.DataFrame({{"a": [1.5]}})).num_rows == 1
@@ -979,3 +980,44 @@ def test_factorised_qrels_behave_as_column_qrels(seed, tmp_path, monkeypatch):
 def _columns(run):
     qids, starts, docids, scores = run.arrays()
     return np.repeat(qids, np.diff(starts)), docids, scores
+
+
+def test_compute_stand_in_answers_as_pyarrow_compute():
+    """``_pyarrow.compute`` (kernels called without importing ``pyarrow.compute``) gives what
+    ``pyarrow.compute`` gives, options and fallbacks included."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.compute as real
+
+    from nuggetbench.data._pyarrow import compute as pc
+
+    ids = pa.array(["b", " a", "B", "b", "a1 ", "é"])
+    mask = pa.array([True, False, True, False, True, True])
+    nums = pa.array([3, None, 1])
+    pairs = [
+        (pc.take(ids, np.array([2, 0])), real.take(ids, pa.array([2, 0]))),
+        (pc.dictionary_encode(ids), real.dictionary_encode(ids)),
+        (pc.filter(ids, mask), real.filter(ids, mask)),
+        (pc.ascii_trim(ids, characters=" "), real.ascii_trim(ids, characters=" ")),
+        (pc.ascii_lower(ids), real.ascii_lower(ids)),
+        (pc.string_is_ascii(ids), real.string_is_ascii(ids)),
+        (
+            pc.index_in(ids, value_set=pa.array(["b", "é"])),
+            real.index_in(ids, value_set=pa.array(["b", "é"])),
+        ),
+        (pc.is_in(ids, value_set=pa.array(["a1 "])), real.is_in(ids, value_set=pa.array(["a1 "]))),
+        (pc.fill_null(nums, -1), nums.fill_null(-1)),
+        (pc.min(nums), real.min(nums)),
+        (pc.all(mask), real.all(mask)),
+        (pc.or_(mask, pc.invert(mask)), real.or_(mask, real.invert(mask))),
+        (pc.not_equal(ids, ids), real.not_equal(ids, ids)),
+        (
+            pc.cast(pa.array([b"x", b"yz"]), pa.string()),
+            real.cast(pa.array([b"x", b"yz"]), pa.string()),
+        ),
+        # a positional option (not an array) goes through pyarrow.compute's wrapper
+        (pc.match_substring_regex(ids, "^[ab]"), real.match_substring_regex(ids, "^[ab]")),
+    ]
+    for got, want in pairs:
+        assert got.equals(want)
+    with pytest.raises(pa.ArrowInvalid):  # a safe cast checks UTF-8
+        pc.cast(pa.array([b"\xff"]), pa.string())

@@ -125,7 +125,9 @@ def test_a_wrong_number_raises(monkeypatch):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    real_cast = pc.cast
+    from nuggetbench.data import _pyarrow
+
+    real_cast = _pyarrow.compute.cast  # the kernels the writer calls
 
     def shifted(values, target, *args, **kwargs):
         out = real_cast(values, target, *args, **kwargs)
@@ -133,6 +135,6 @@ def test_a_wrong_number_raises(monkeypatch):
             return pc.binary_replace_slice(out, 0, 1, "9")  # corrupt the first digit
         return out
 
-    monkeypatch.setattr(pc, "cast", shifted)
+    monkeypatch.setattr(_pyarrow.compute, "cast", shifted)
     with pytest.raises(AssertionError, match="reads back"):
         _trec_write.score_texts(np.array([1.25, 2.5]))

@@ -48,7 +48,7 @@ def _grouped_codes(column: object) -> tuple[np.ndarray, np.ndarray] | None:
     )
     if len(heads) * 4 > n:
         return None
-    encoded = pc.dictionary_encode(column.take(pa.array(heads)))  # type: ignore[attr-defined]
+    encoded = pc.dictionary_encode(pc.take(column, pa.array(heads)))  # type: ignore[attr-defined]
     uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
     head_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return uniques, np.repeat(head_codes, np.diff(np.append(heads, n)))
@@ -64,7 +64,7 @@ def _factorize(column: Any, *, by_keys: bool = True) -> tuple[Any, np.ndarray]:
     if keys is not None:
         first, codes = _lookup.factorize_keys(keys)
         distinct = _lookup.strings_of_keys(keys[first])
-        return (column.take(pa.array(first)) if distinct is None else distinct), codes
+        return (pc.take(column, pa.array(first)) if distinct is None else distinct), codes
     encoded = pc.dictionary_encode(column)
     return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 

@@ -45,7 +45,9 @@ SMALL = 20_000
 
 
 def _use_arrow(n: int) -> bool:
-    return n >= ARROW_MIN or "pyarrow.compute" in sys.modules
+    """Whether pyarrow's kernels serve a look-up of *n* ids: from :data:`ARROW_MIN` ids, or for
+    fewer once they are loaded (``pyarrow._compute``; else pandas would be imported)."""
+    return n >= ARROW_MIN or "pyarrow._compute" in sys.modules
 
 
 _SHARED: dict[int, list[Any]] = {}
@@ -139,9 +141,9 @@ def short_keys(strings: Any) -> np.ndarray | None:
 def strings_of_keys(keys: np.ndarray) -> Any:
     """The ids whose :func:`short_keys` are *keys* (a pyarrow string array), or ``None`` when
     they cannot be rebuilt exactly (the round trip through :func:`short_keys` is checked)."""
-    pa, _ = _pyarrow.load()
+    pa, pc = _pyarrow.load()
     try:  # numpy's fixed-width bytes drop the zero padding
-        strings = pa.array(keys.astype(">u8").view("S8")).cast(pa.string())
+        strings = pc.cast(pa.array(keys.astype(">u8").view("S8")), pa.string())
     except (pa.ArrowException, ValueError):
         return None
     back = short_keys(strings)
@@ -226,7 +228,8 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
             if len(uniques) > 2 * len(values):
                 return _index_in_swapped(pc, values, uniques)
             found = pc.index_in(arrow_strings(values), value_set=arrow_strings(uniques))
-            return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            found = pc.fill_null(found, -1)
+            return found.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         except (UnicodeEncodeError, TypeError, ValueError, ImportError):
             pass  # e.g. a lone surrogate: pandas compares the str values directly
     elif len(values) + len(uniques) < SMALL:  # a dict: no pandas import for a few ids
@@ -243,7 +246,7 @@ def _index_in_swapped(pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray
     positions are spread back to *values* through their codes."""
     encoded = pc.dictionary_encode(arrow_strings(values))
     where = pc.index_in(arrow_strings(uniques), value_set=encoded.dictionary)
-    where = where.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    where = pc.fill_null(where, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     found = np.flatnonzero(where >= 0)
     position = np.full(len(encoded.dictionary), -1, dtype=np.int64)
     position[where[found]] = found

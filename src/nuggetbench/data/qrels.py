@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DuplicateError, InputError
+from . import _pyarrow
 from ._grouped import QueryGrouped
 from ._lookup import order_by_code_and_id, share_strings, shared_strings, short_keys
 from .ranking import factorize_sorted
@@ -159,7 +160,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         keys = short_keys(doc_strings) if doc_strings is not None else None
         order = None
         if keys is None:
-            ids = du[dc] if doc_strings is None else doc_strings.take(dc)
+            ids = du[dc] if doc_strings is None else _pyarrow.load()[1].take(doc_strings, dc)
             order = order_by_code_and_id(qcodes, ids)
         if order is None:  # the ranks of the distinct doc ids: short ones by their integer keys
             by_id = np.argsort(keys) if keys is not None else np.argsort(du, kind="stable")
@@ -219,7 +220,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
             docids = du[dc]
             shared = shared_strings(du)
             if shared is not None:
-                share_strings(docids, shared.take(dc))
+                share_strings(docids, _pyarrow.load()[1].take(shared, dc))
             self._docids_cache = docids
         return docids
 

@@ -159,13 +159,13 @@ def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) 
 def _ascii_normal_forms(arr: Any) -> Any:
     """:func:`_normal_form` of each ASCII id of the pyarrow string array *arr* (a pyarrow array;
     the values of non-ASCII ids are not their normal forms)."""
-    import pyarrow.compute as pc
+    _, pc = _pyarrow.load()
 
     text = pc.ascii_lower(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE))
     number = pc.match_substring_regex(text, r"^[+-]?[0-9]+(\.0*)?$")
     if pc.any(number).as_py():  # rewrite only the numbers (the regex replace is the slow step)
         digits = pc.replace_substring_regex(
-            text.filter(number), r"^\+?(-?)0*([0-9]+)(?:\.0*)?$", r"\1\2"
+            pc.filter(text, number), r"^\+?(-?)0*([0-9]+)(?:\.0*)?$", r"\1\2"
         )
         text = pc.replace_with_mask(text, number, digits)
     return text
@@ -180,7 +180,7 @@ def _one_case_lower_forms(*arrows: tuple[Any, np.ndarray] | None) -> bool:
 
     Only ids without letters can be numbers (whose normal form may differ from the id): the
     normal forms are computed for those only."""
-    import pyarrow.compute as pc
+    _, pc = _pyarrow.load()
 
     if any(a is None or not a[1].all() for a in arrows):
         return False
@@ -195,7 +195,7 @@ def _one_case_lower_forms(*arrows: tuple[Any, np.ndarray] | None) -> bool:
     for arr, low, up in zip(arrays, lowered, uppered):
         if not pc.all(pc.equal(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE), arr)).as_py():
             return False
-        plain = arr.filter(pc.equal(low, up))  # no letter: the id is its lower case
+        plain = pc.filter(arr, pc.equal(low, up))  # no letter: the id is its lower case
         if len(plain) and not pc.all(pc.equal(_ascii_normal_forms(plain), plain)).as_py():
             return False
     return True
@@ -208,7 +208,7 @@ def _spaced(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) -> lis
     arrow = arrow or _arrow_ascii(ids)
     if arrow is None:
         return [x for x in ids.tolist() if x != x.strip()]
-    import pyarrow.compute as pc
+    _, pc = _pyarrow.load()
 
     arr, ascii_mask = arrow
     changed = pc.not_equal(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE), arr)
