@@ -230,3 +230,49 @@ def test_eval_context_views(data):
     assert jo.rank.tolist() == [0, 1, 2, 0] and jo.grade.tolist() == [2, 0, 1, 1]
     assert ctx.num_rel(1).tolist() == [3, 1] and ctx.num_judged_nonrel(2).tolist() == [3, 1]
     assert ctx.ranked() is view  # cached
+
+
+def test_context_counts_once_and_hands_out_copies():
+    """``num_rel``/``num_judged_nonrel`` and per-view values are computed once per context; a
+    caller changing the array it got changes nothing for the next caller; nDCG@k cut from the
+    whole ranking's terms equals nDCG computed on the top-k view itself."""
+    from nuggetbench.data import Qrels, Run
+    from nuggetbench.measures import EvalContext, evaluate
+    from nuggetbench.measures.gains import sum_by_query
+
+    rng = np.random.default_rng(5)
+    q = [f"q{i}" for i in rng.integers(0, 30, 600)]
+    d = [f"d{i}" for i in rng.integers(0, 80, 600)]
+    pairs = dict(zip(zip(q, d), rng.integers(-1, 4, 600).tolist()))
+    qrels = Qrels([k[0] for k in pairs], [k[1] for k in pairs], list(pairs.values()))
+    run = Run(
+        [f"q{i}" for i in rng.integers(0, 30, 900)],
+        [f"d{i}" for i in rng.integers(0, 80, 900)],
+        rng.integers(0, 5, 900).astype(float),
+        duplicates="first",
+    )
+    ctx = EvalContext(qrels, run)
+    first = ctx.num_rel(2)
+    first[:] = -7
+    assert (ctx.num_rel(2) >= 0).all()
+    assert ctx.num_judged_nonrel(2).tolist() != first.tolist()
+    calls = []
+    view = ctx.ranked()
+    assert ctx.per_view(view, "x", lambda: calls.append(1) or 5) == 5
+    assert ctx.per_view(view, "x", lambda: calls.append(1) or 6) == 5 and calls == [1]
+    got = evaluate(qrels, run, ["nDCG@3", "nDCG@10", "nDCG", "nDCG(dcg=exp-log2)@5"])
+    for k, key in ((3, "nDCG@3"), (10, "nDCG@10"), (None, "nDCG")):
+        fresh = EvalContext(qrels, run)
+        top = fresh.ranked(cutoff=k)
+        pos = top.grade > 0
+        n = len(fresh.query_ids)
+        dcg = sum_by_query(
+            top.qidx[pos], weights=top.grade[pos] / np.log2(top.rank[pos] + 2.0), minlength=n
+        )
+        iq, ig = fresh.ideal_gains()
+        starts = np.searchsorted(iq, np.arange(n))
+        irank = np.arange(len(iq)) - starts[iq]
+        keep = irank < k if k is not None else np.ones(len(iq), dtype=bool)
+        idcg = sum_by_query(iq[keep], weights=ig[keep] / np.log2(irank[keep] + 2.0), minlength=n)
+        want = np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1), 0.0)
+        assert np.array_equal(np.array(list(got.values(key).values())), want)

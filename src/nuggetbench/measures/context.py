@@ -17,8 +17,9 @@ judged non-relevant by bpref). A document is relevant at threshold ``rel`` when
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -267,17 +268,37 @@ class EvalContext:
         codes = judged_codes(self.qrels)
         return codes if index is None else codes[index]
 
+    def per_view(self, view: Ranked, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` for the cached *view* (from :meth:`ranked`), computed once per view and
+        *name* (several measures count the same thing on the same view). Callers must not
+        modify the value (hand out copies)."""
+        store = self._cache.setdefault("per_view", {})
+        key = (id(view), name)
+        if key not in store:
+            store[key] = (view, compute())  # the view is kept: its id stays its own
+        return store[key][1]
+
     def num_rel(self, rel: int = 1) -> np.ndarray:
-        """Judged relevant documents per query (``grade >= rel`` and ``>= 0``), float64 (Q,)."""
-        qidx, grades = self.judged_grades()
-        mask = (grades >= rel) & (grades >= 0)
-        return np.bincount(qidx[mask], minlength=len(self.query_ids)).astype(np.float64)
+        """Judged relevant documents per query (``grade >= rel`` and ``>= 0``), float64 (Q,), a
+        fresh copy (counted once per *rel*: ``-m all_trec`` asks 54 times)."""
+        key = ("num_rel", rel)
+        if key not in self._cache:
+            qidx, grades = self.judged_grades()
+            mask = (grades >= rel) & (grades >= 0)
+            counts = np.bincount(qidx[mask], minlength=len(self.query_ids)).astype(np.float64)
+            self._cache[key] = counts
+        return self._cache[key].copy()
 
     def num_judged_nonrel(self, rel: int = 1) -> np.ndarray:
-        """Judged non-relevant documents per query (``0 <= grade < rel``), float64 (Q,)."""
-        qidx, grades = self.judged_grades()
-        mask = (grades >= 0) & (grades < rel)
-        return np.bincount(qidx[mask], minlength=len(self.query_ids)).astype(np.float64)
+        """Judged non-relevant documents per query (``0 <= grade < rel``), float64 (Q,), a fresh
+        copy (counted once per *rel*)."""
+        key = ("num_judged_nonrel", rel)
+        if key not in self._cache:
+            qidx, grades = self.judged_grades()
+            mask = (grades >= 0) & (grades < rel)
+            counts = np.bincount(qidx[mask], minlength=len(self.query_ids)).astype(np.float64)
+            self._cache[key] = counts
+        return self._cache[key].copy()
 
     def ideal_gains(self) -> tuple[np.ndarray, np.ndarray]:
         """``(qidx, gains)``: positive grades of each query sorted descending (the ideal ranking).

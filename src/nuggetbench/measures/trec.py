@@ -81,9 +81,11 @@ def _relevant_positions(view: Ranked) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def _relevant_retrieved(ctx: EvalContext, measure: Measure) -> np.ndarray:
-    """Per-query relevant documents in the top ``measure.cutoff``, float64 (Q,)."""
+    """Per-query relevant documents in the top ``measure.cutoff``, float64 (Q,), a fresh copy
+    (counted once per view: ``P@k``, ``R@k``, ``num_rel_ret``... share it)."""
     view = _view(ctx, measure, measure.cutoff)
-    return view.count(view.relevant)
+    counted = ctx.per_view(view, "relevant_retrieved", lambda: view.count(view.relevant))
+    return counted.copy()
 
 
 class NDCG(MeasureFamily):
@@ -99,7 +101,27 @@ class NDCG(MeasureFamily):
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         k = measure.cutoff
         dcg, gains = measure.param("dcg"), measure.param("gains")
-        view = ctx.ranked(rel=1, judged_only=measure.param("judged_only"), cutoff=k)
+        # the top-k view is the whole ranking's entries of rank < k, in the same order: the
+        # discounted gains are computed once per ranking and cut for each k (same sums)
+        full = ctx.ranked(rel=1, judged_only=measure.param("judged_only"))
+        q, rank, weight, iq, irank, iweight = ctx.per_view(
+            full, f"ndcg terms {dcg} {gains}", lambda: self._terms(ctx, full, dcg, gains)
+        )
+        n = len(ctx.query_ids)
+        if k is None:
+            return _safe_div(
+                sum_by_query(q, weights=weight, minlength=n),
+                sum_by_query(iq, weights=iweight, minlength=n),
+            )
+        keep, ikeep = rank < k, irank < k
+        dcg_sum = sum_by_query(q[keep], weights=weight[keep], minlength=n)
+        idcg = sum_by_query(iq[ikeep], weights=iweight[ikeep], minlength=n)
+        return _safe_div(dcg_sum, idcg)
+
+    @staticmethod
+    def _terms(ctx: EvalContext, view: Ranked, dcg: str, gains: str) -> tuple[np.ndarray, ...]:
+        """``(qidx, rank, discounted gain)`` of the entries of *view* with a non-zero gain, and
+        the same for the ideal ranking (``irank`` its position inside the query)."""
         if dcg == "linear" and not gains:
             pos = view.grade > 0
             gain = view.grade[pos].astype(np.float64)
@@ -109,17 +131,16 @@ class NDCG(MeasureFamily):
             pos = gain != 0
             gain = gain[pos]
             iq, ig, _ = ideal_gains(ctx, dcg, gains)
-        dcg_sum = sum_by_query(
-            view.qidx[pos],
-            weights=gain / np.log2(view.rank[pos] + 2.0),
-            minlength=len(ctx.query_ids),
-        )
+        rank = view.rank[pos]
         irank = _position_in_query(iq, len(ctx.query_ids))
-        keep = irank < k if k is not None else np.ones(len(iq), dtype=bool)
-        idcg = sum_by_query(
-            iq[keep], weights=ig[keep] / np.log2(irank[keep] + 2.0), minlength=len(ctx.query_ids)
+        return (
+            view.qidx[pos],
+            rank,
+            gain / np.log2(rank + 2.0),
+            iq,
+            irank,
+            ig / np.log2(irank + 2.0),
         )
-        return _safe_div(dcg_sum, idcg)
 
 
 class AP(MeasureFamily):
