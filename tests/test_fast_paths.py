@@ -1021,3 +1021,29 @@ def test_compute_stand_in_answers_as_pyarrow_compute():
         assert got.equals(want)
     with pytest.raises(pa.ArrowInvalid):  # a safe cast checks UTF-8
         pc.cast(pa.array([b"\xff"]), pa.string())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"q1 Q0 d9 3 0.5",  # a field short
+        b"q1 Q0 d9 3 0.5 t x",  # a field more
+        b"q1  Q0 d9 3 0.5 t",  # a double delimiter
+        b" q1 Q0 d9 3 0.5 t",  # a leading one
+        b"q1 Q0 d9 3 0.5 t ",  # a trailing one
+        b"q1 Q0 d9 3 0.5 t\rq1 Q0 d8 4 0.25 t",  # a carriage return inside a line
+        b"q1 Q0  3 0.5 t",  # an empty id field
+    ],
+)
+def test_arrow_reader_declines_irregular_lines(line):
+    """Any line that is not exactly six single-space-separated fields makes the pyarrow reader
+    decline (the careful reader then explains or reads it as trec_eval does)."""
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import _arrow_trec
+
+    good = b"".join(b"q%d Q0 d%d 1 %d.5 t\n" % (i % 7, i, i) for i in range(200))
+    wanted = {0: "grouped_ids", 2: "ids", 4: "float"}
+    assert _arrow_trec.read_columns([good * 400], 6, wanted) is not None
+    data = good * 200 + line + b"\n" + good * 200
+    assert len(data) >= _arrow_trec.MIN_BYTES
+    assert _arrow_trec.read_columns([data], 6, wanted) is None

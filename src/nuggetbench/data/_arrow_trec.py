@@ -103,6 +103,8 @@ def read_columns(
     delimiter = _delimiter(data)
     if delimiter is None:
         return None
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+        return None  # a lone carriage return: pyarrow ends a row there, the line reader does not
     names = [f"c{i}" for i in range(n_columns)]
     types = {
         "ids": pa.string(),
@@ -131,9 +133,10 @@ def read_columns(
                 null_values=[],
             ),
         )
-        # every line has exactly n_columns - 1 delimiters: no double, leading or trailing ones
-        if data.count(delimiter.encode()) != (n_columns - 1) * table.num_rows:
-            return None
+        # Every line has exactly n_columns - 1 delimiters (no double, leading or trailing one):
+        # pyarrow refuses a row with another number of fields ("Expected 6 columns, got 7"),
+        # and rows are lines because a carriage return not ending a line (where pyarrow would
+        # also end a row) was refused above. No count over the whole file (0.3 s at 10M lines).
         for i, kind in wanted.items():
             column = table.column(names[i])
             if column.null_count:
