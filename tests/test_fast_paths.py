@@ -1047,3 +1047,87 @@ def test_arrow_reader_declines_irregular_lines(line):
     data = good * 200 + line + b"\n" + good * 200
     assert len(data) >= _arrow_trec.MIN_BYTES
     assert _arrow_trec.read_columns([data], 6, wanted) is None
+
+
+def test_fast_reader_ids_stay_in_pyarrow_through_an_evaluation(tmp_path, monkeypatch):
+    """The fast readers keep the distinct doc ids as a pyarrow array: reading, the trap checks
+    and the measures build no ``str`` per id; asking for them (``doc_codes``, ``arrays``)
+    converts once, to the ids the careful reader reads."""
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _arrow_trec, read_qrels, read_run, trec
+    from nuggetbench.evaluation import evaluate_dataset
+
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    rng = np.random.default_rng(11)
+    docs = [f"d{i}" for i in range(300)] + ["D7", "d007", "x", "é1"]
+    run_lines = [
+        f"q{q} Q0 {d} {r + 1} {float(rng.integers(0, 20))} t"
+        for q in range(40)
+        for r, d in enumerate(rng.choice(docs, 30, replace=False))
+    ]
+    (tmp_path / "run.txt").write_text("\n".join(run_lines) + "\n")
+    judged = {
+        (f"q{rng.integers(0, 45)}", str(rng.choice(docs))): int(rng.integers(0, 3))
+        for _ in range(500)
+    }
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in judged.items()))
+    ev = evaluate_dataset(tmp_path / "qrels.txt", tmp_path / "run.txt", ["nDCG@10", "AP", "P@5"])
+    assert isinstance(ev.run._doc_uniques, pa.Array)
+    assert isinstance(ev.target.qrels._doc_uniques, pa.Array)
+    with monkeypatch.context() as m:
+        m.setattr(trec, "_read_run_arrow", lambda *a, **k: None)
+        m.setattr(trec, "_read_qrels_arrow", lambda *a, **k: None)
+        careful = evaluate_dataset(
+            tmp_path / "qrels.txt", tmp_path / "run.txt", ["nDCG@10", "AP", "P@5"]
+        )
+    assert ev.results.to_dict()["per_query"] == careful.results.to_dict()["per_query"]
+    assert [f.message for f in ev.findings] == [f.message for f in careful.findings]
+    run = read_run(tmp_path / "run.txt", keep_rank=True)
+    uniques, codes = run.doc_codes()
+    assert uniques.dtype == object and all(isinstance(x, str) for x in uniques.tolist())
+    assert uniques[codes].tolist() == careful.run.arrays()[2].tolist()
+    assert read_qrels(tmp_path / "qrels.txt") == careful.target.qrels
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_index_in_takes_pyarrow_ids(seed):
+    """``index_in`` with either side a pyarrow string array answers as with object arrays
+    (short ids by integer keys, long or non-ASCII ones by pyarrow's hash look-up)."""
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data._lookup import index_in
+
+    rng = np.random.default_rng(seed)
+    pool = [f"d{i}" for i in range(50)] + ["a-much-longer-id-1", "é", "中文", "d1 ", ""]
+    uniques = np.array(
+        sorted(set(rng.choice(pool, 30).tolist()), key=lambda _: rng.random()), dtype=object
+    )
+    values = np.array(rng.choice(pool, 200).tolist(), dtype=object)
+    want = index_in(values, uniques)
+    assert (want >= 0).any() and (want < 0).any()
+    for v in (values, pa.array(values.tolist())):
+        for u in (uniques, pa.array(uniques.tolist())):
+            assert index_in(v, u).tolist() == want.tolist()
+
+
+def test_duplicate_warning_names_the_document_from_pyarrow_ids(tmp_path, monkeypatch, caplog):
+    """``duplicates='first'`` on the fast reader's pyarrow ids warns with the document id as
+    text, as the careful reader does."""
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import _arrow_trec, read_run, trec
+
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    lines = [f"q{q} Q0 d{d} {d + 1} {100 - d}.5 t" for q in range(20) for d in range(30)]
+    lines.insert(40, "q1 Q0 d3 99 1.25 t")
+    path = tmp_path / "run.txt"
+    path.write_text("\n".join(lines) + "\n")
+    messages = []
+    for reader in ("arrow", "careful"):
+        caplog.clear()
+        with monkeypatch.context() as m:
+            if reader == "careful":
+                m.setattr(trec, "_read_run_arrow", lambda *a, **k: None)
+            read_run(path, duplicates="first")
+        messages.append(
+            [r.getMessage() for r in caplog.records if "lists document" in r.getMessage()]
+        )
+    assert messages[0] == messages[1] and "'d3'" in messages[0][0]

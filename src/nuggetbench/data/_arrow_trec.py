@@ -86,9 +86,9 @@ def read_columns(
 
     Returns:
         ``{column: value}``: for ``"grouped_ids"`` and ``"labels"`` a tuple ``(uniques object
-        array, codes int64 array)``, for ``"ids"`` ``(uniques, codes, the uniques as a pyarrow
-        string array)`` (for :func:`._lookup.share_strings`: no conversion back to pyarrow
-        later), otherwise a numpy array; ``None`` when pyarrow is missing or the file is not
+        array, codes int64 array)``, for ``"ids"`` ``(uniques, codes, uniques)`` with the uniques
+        a pyarrow string array (no ``str`` object per distinct id: the data model converts
+        them when asked, :func:`._lookup.as_objects`), otherwise a numpy array; ``None`` when pyarrow is missing or the file is not
         regular.
     """
     box = data if isinstance(data, list) else None
@@ -159,8 +159,11 @@ def read_columns(
                 if out[i] is None:
                     dictionary, codes = _factorize(column, by_keys=kind != "labels")
                     del column
-                    uniques = dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
-                    out[i] = (uniques, codes) + ((dictionary,) if kind == "ids" else ())
+                    if kind == "ids":  # kept in pyarrow: no str object per distinct id
+                        out[i] = (dictionary, codes, dictionary)
+                    else:
+                        uniques = dictionary.to_numpy(zero_copy_only=False)
+                        out[i] = (uniques.astype(object, copy=False), codes)
             else:
                 out[i] = column.to_numpy(zero_copy_only=False)
             column = None

@@ -29,6 +29,9 @@ __all__ = [
     "share_strings",
     "shared_strings",
     "arrow_strings",
+    "as_objects",
+    "objects_at",
+    "is_arrow",
     "short_keys",
     "strings_of_keys",
     "factorize_keys",
@@ -67,6 +70,31 @@ def share_strings(values: np.ndarray, strings: Any) -> None:
     values.flags.writeable = False
     key = id(values)
     _SHARED[key] = [weakref.ref(values, lambda _, key=key: _SHARED.pop(key, None)), strings, False]
+
+
+def is_arrow(values: Any) -> bool:
+    """Whether *values* is a pyarrow array (told without importing pyarrow)."""
+    return type(values).__module__.startswith("pyarrow")
+
+
+def as_objects(values: Any) -> np.ndarray:
+    """*values* as an object array of ``str``: a pyarrow string array is converted (its pyarrow
+    form is then shared with the result, :func:`share_strings`); an ndarray is returned as is."""
+    if not is_arrow(values):
+        return values
+    objects = values.to_numpy(zero_copy_only=False).astype(object, copy=False)
+    share_strings(objects, values)
+    return objects
+
+
+def objects_at(values: Any, index: Any) -> np.ndarray:
+    """``values[index]`` as an object array of ``str`` (*index*: int array (m,)); a pyarrow
+    array is indexed first and only those ids are converted."""
+    index = np.asarray(index, dtype=np.int64)
+    if not is_arrow(values):
+        return np.asarray(values, dtype=object)[index]
+    _, pc = _pyarrow.load()
+    return pc.take(values, index).to_numpy(zero_copy_only=False).astype(object, copy=False)
 
 
 def shared_strings(values: Any) -> Any:
@@ -213,10 +241,15 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     Returns:
         int64 (n,).
     """
-    values = np.asarray(values, dtype=object)
-    uniques = np.asarray(uniques, dtype=object)
     if not len(values) or not len(uniques):
         return np.full(len(values), -1, dtype=np.int64)
+    if is_arrow(values) or is_arrow(uniques):  # a fast reader's ids, kept in pyarrow
+        found = _index_in_arrow(values, uniques)
+        if found is not None:
+            return found
+        values, uniques = as_objects(values), as_objects(uniques)
+    values = np.asarray(values, dtype=object)
+    uniques = np.asarray(uniques, dtype=object)
     value_keys = _shared_keys(values)
     unique_keys = _shared_keys(uniques) if value_keys is not None else None
     if unique_keys is not None:
@@ -238,6 +271,27 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
     import pandas as pd
 
     return pd.Index(uniques, dtype=object).get_indexer(values).astype(np.int64, copy=False)
+
+
+def _keys_of(values: Any) -> np.ndarray | None:
+    """:func:`short_keys` of a pyarrow array, or of the strings shared for an object array."""
+    return short_keys(values) if is_arrow(values) else _shared_keys(values)
+
+
+def _index_in_arrow(values: Any, uniques: Any) -> np.ndarray | None:
+    """:func:`index_in` when either side is a pyarrow string array: by integer keys when both
+    sides' ids are short, else by pyarrow's hash look-up; ``None``: use the object path."""
+    value_keys = _keys_of(values)
+    unique_keys = _keys_of(uniques) if value_keys is not None else None
+    if unique_keys is not None:
+        return _index_in_keys(value_keys, unique_keys)
+    try:
+        _, pc = _pyarrow.load()
+        found = pc.index_in(arrow_strings(values), value_set=arrow_strings(uniques))
+        found = pc.fill_null(found, -1)
+        return found.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    except (UnicodeEncodeError, TypeError, ValueError, ImportError):
+        return None
 
 
 def _index_in_swapped(pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray:

@@ -11,7 +11,14 @@ import numpy as np
 from ..errors import DuplicateError, InputError
 from . import _pyarrow
 from ._grouped import QueryGrouped
-from ._lookup import order_by_code_and_id, share_strings, shared_strings, short_keys
+from ._lookup import (
+    as_objects,
+    is_arrow,
+    order_by_code_and_id,
+    share_strings,
+    shared_strings,
+    short_keys,
+)
 from .ranking import factorize_sorted
 from .run import _as_str_array
 from .source import INT64_MAX as _INT64_MAX
@@ -149,7 +156,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         distinct doc ids. Same duplicate rule and error.
         """
         qu = np.asarray(query_uniques, dtype=object)
-        du = np.asarray(doc_uniques, dtype=object)
+        du = doc_uniques if is_arrow(doc_uniques) else np.asarray(doc_uniques, dtype=object)
         qc = np.asarray(query_codes, dtype=np.int64)
         dc = np.asarray(doc_codes, dtype=np.int64)
         r = np.asarray(relevance, dtype=np.int64)
@@ -160,6 +167,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         keys = short_keys(doc_strings) if doc_strings is not None else None
         order = None
         if keys is None:
+            du = as_objects(du)  # long ids: compared as str below
             ids = du[dc] if doc_strings is None else _pyarrow.load()[1].take(doc_strings, dc)
             order = order_by_code_and_id(qcodes, ids)
         if order is None:  # the ranks of the distinct doc ids: short ones by their integer keys
@@ -175,12 +183,12 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         qrels = cls.__new__(cls)
         if same.any():  # a repeated pair: the column path names it (or keeps one)
             qrels._init_sorted(
-                qu[qperm], qcodes, du[dc], r, same, source=source, on_duplicate="error"
+                qu[qperm], qcodes, as_objects(du)[dc], r, same, source=source, on_duplicate="error"
             )
         else:  # the doc id column stays factorised until someone asks for it (``_docids``)
             qrels._init_sorted(qu[qperm], qcodes, None, r, same, source=source)
             qrels._doc_uniques, qrels._doc_codes = du, dc
-            if doc_strings is not None:
+            if doc_strings is not None and not is_arrow(du):
                 share_strings(du, doc_strings)
         qrels.name = name
         qrels.metadata = dict(metadata or {})
@@ -216,7 +224,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         for (a fast reader's qrels keep ``(uniques, codes)`` only: :meth:`doc_codes`)."""
         docids = self._docids_cache
         if docids is None:
-            du, dc = self._doc_uniques, self._doc_codes
+            du, dc = self.doc_codes()  # type: ignore[misc]
             docids = du[dc]
             shared = shared_strings(du)
             if shared is not None:
@@ -234,6 +242,15 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         the qrels were read that way (the TREC fast reader); ``None`` otherwise. Look-ups over
         the distinct ids then cost less than over the column (a judged document usually repeats
         across queries)."""
+        if self._doc_codes is None:
+            return None
+        if is_arrow(self._doc_uniques):  # the fast reader's pyarrow ids: converted once
+            self._doc_uniques = as_objects(self._doc_uniques)
+        return self._doc_uniques, self._doc_codes
+
+    def _doc_codes_any(self) -> tuple[Any, np.ndarray] | None:
+        """:meth:`doc_codes` with the uniques as kept: an object array or a pyarrow string
+        array (for the look-ups and checks, which take either)."""
         if self._doc_codes is None:
             return None
         return self._doc_uniques, self._doc_codes

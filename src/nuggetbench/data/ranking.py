@@ -16,6 +16,8 @@ from typing import Literal
 
 import numpy as np
 
+from ._lookup import objects_at
+
 TieBreak = Literal["docid_desc", "docid_asc", "input"]
 #: The tie orders a profile can name.
 TIE_BREAKS = ("docid_desc", "docid_asc", "input")
@@ -92,7 +94,8 @@ def rank_codes(
     Args:
         query_codes: int array (n,).
         scores: float array (n,), no NaN.
-        doc_uniques: object array (u,) of doc ids, in any order.
+        doc_uniques: object array (u,) of doc ids, in any order (or a pyarrow string array: only
+            the ids of tied entries are converted).
         doc_codes: int array (n,), ``doc_uniques[doc_codes]`` = the doc id of each entry.
         tie_break: as :func:`rank_order`.
 
@@ -132,8 +135,8 @@ def rank_codes(
     codes = np.asarray(doc_codes)[pos if order is None else order[pos]]
     involved, inverse = np.unique(codes, return_inverse=True)
     string_rank = np.empty(len(involved), dtype=np.int64)
-    string_rank[np.argsort(np.asarray(doc_uniques, dtype=object)[involved], kind="stable")] = (
-        np.arange(len(involved))
+    string_rank[np.argsort(objects_at(doc_uniques, involved), kind="stable")] = np.arange(
+        len(involved)
     )
     key = string_rank[inverse.reshape(-1)]
     if tie_break == "docid_desc":

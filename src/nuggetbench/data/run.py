@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
-from ._lookup import index_in, share_strings
+from ._lookup import as_objects, index_in, is_arrow, objects_at, share_strings
 from .ranking import TieBreak, _n_distinct, factorize_sorted, rank_codes, rank_order
 
 logger = logging.getLogger(__name__)
@@ -207,7 +207,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             i = int(np.flatnonzero(np.isnan(s))[0])
             raise InputError(
                 f"{source or 'run'}: score of query {qu[query_codes[i]]!r}, "
-                f"doc {doc_uniques[doc_codes[i]]!r} is NaN"
+                f"doc {objects_at(doc_uniques, [doc_codes[i]])[0]!r} is NaN"
             )
         perm = np.argsort(qu, kind="stable")
         remap = np.empty(len(qu), dtype=np.int64)
@@ -216,7 +216,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         run._init_ranked(
             qu[perm],
             remap[np.asarray(query_codes, dtype=np.int64)],
-            np.asarray(doc_uniques, dtype=object),
+            doc_uniques if is_arrow(doc_uniques) else np.asarray(doc_uniques, dtype=object),
             np.asarray(doc_codes, dtype=np.int64),
             s,
             name=name,
@@ -226,7 +226,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             ranks=ranks,
             duplicates=duplicates,
         )
-        if doc_strings is not None:
+        if doc_strings is not None and not is_arrow(run._doc_uniques):
             share_strings(run._doc_uniques, doc_strings)
         return run
 
@@ -333,6 +333,15 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         filtering it may hold ids no longer present); ``codes`` int64 (n,) is aligned with
         :meth:`arrays` and ``uniques[codes]`` equals its doc id column.
         """
+        uniques, codes = self._doc_codes_any()
+        if is_arrow(uniques):  # a fast reader's ids: converted once, when asked for
+            uniques = self._doc_uniques = as_objects(uniques)
+        return uniques, codes
+
+    def _doc_codes_any(self) -> tuple[Any, np.ndarray]:
+        """:meth:`doc_codes` with the uniques in the form they are kept in: an object array,
+        or a pyarrow string array (a fast reader's; :func:`._lookup.index_in` and the checks
+        take it without building a ``str`` per id)."""
         if self._doc_codes is None:
             self._doc_uniques, self._doc_codes = _factorize(self._docids)
         return self._doc_uniques, self._doc_codes
@@ -351,7 +360,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         cached = self._lookup
         if cached is not None and cached[0] is doc_ids:
             return cached[1]
-        uniques, _ = self.doc_codes()
+        uniques, _ = self._doc_codes_any()
         codes = index_in(doc_ids, uniques)
         codes.flags.writeable = False
         self._lookup = (doc_ids, codes)
@@ -362,7 +371,8 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         ``-1`` where the run never retrieves the document. Qrels read factorised
         (``Qrels.doc_codes``) are looked up by their distinct ids only.
         """
-        pair = qrels.doc_codes() if hasattr(qrels, "doc_codes") else None
+        lazy = getattr(qrels, "_doc_codes_any", None) or getattr(qrels, "doc_codes", None)
+        pair = lazy() if lazy is not None else None
         if pair is None:
             return self.codes_of(qrels.arrays()[2])
         uniques, codes = pair
@@ -373,7 +383,8 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         """The ranked doc id column (object (n,)), built from the codes when first needed."""
         docids = self._docids_cache
         if docids is None:
-            docids = self._doc_uniques[self._doc_codes]
+            uniques, codes = self.doc_codes()
+            docids = uniques[codes]
             self._docids_cache = docids
         return docids
 
@@ -381,7 +392,10 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         return None if self._docids_cache is None else self._docids_cache[keep]
 
     def _codes_subset(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        return None if self._doc_codes is None else (self._doc_uniques, self._doc_codes[keep])
+        if self._doc_codes is None:
+            return None
+        uniques, codes = self.doc_codes()
+        return uniques, codes[keep]
 
     @property
     def input_order(self) -> np.ndarray:
@@ -456,7 +470,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             metadata=self.metadata if metadata is None else metadata,
             input_sorted=self.input_sorted,
             input_ranks=self.input_ranks,
-            doc_codes=None if self._doc_codes is None else (self._doc_uniques, self._doc_codes),
+            doc_codes=None if self._doc_codes is None else self.doc_codes(),
             input_pos=self._input_pos,
         )
 
@@ -587,7 +601,7 @@ def _first_occurrences(
             "(position %d) is kept",
             where,
             uq[qc],
-            du[dc],
+            objects_at(du, [dc])[0],
             len(pos),
             listed,
             int(pos.iloc[0]),
@@ -618,9 +632,10 @@ def _check_duplicate_codes(
             return
         i = int(np.flatnonzero(dup)[0])
     where = f"{source}: " if source else ""
+    doc = objects_at(du, [dcodes[i]])[0]
     raise DuplicateError(
-        f"{where}query {uq[qcodes[i]]!r} retrieves document {du[dcodes[i]]!r} more than once; "
+        f"{where}query {uq[qcodes[i]]!r} retrieves document {doc!r} more than once; "
         "a run may list each (query, doc) pair once: remove the duplicate or fuse the scores first, "
         "or keep the first occurrence (duplicates='first'; nuggetbench evaluate --duplicates first)",
-        key=(str(uq[qcodes[i]]), str(du[dcodes[i]])),
+        key=(str(uq[qcodes[i]]), str(doc)),
     )

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..data import _pyarrow
-from ..data._lookup import arrow_strings, index_in, is_in
+from ..data._lookup import arrow_strings, as_objects, index_in, is_arrow, is_in, objects_at
 
 log = logging.getLogger(__name__)
 
@@ -145,14 +145,14 @@ def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) 
     other ids go through :func:`_normal_form` itself. *arrow*: :func:`_arrow_ascii` of *ids* when
     the caller has it.
     """
-    ids = np.asarray(ids, dtype=object)
     arrow = arrow or _arrow_ascii(ids)
     if arrow is None:
-        return np.array([_normal_form(x) for x in ids], dtype=object)
+        return np.array([_normal_form(x) for x in as_objects(ids)], dtype=object)
     arr, ascii_mask = arrow
     out = _ascii_normal_forms(arr).to_numpy(zero_copy_only=False).astype(object)
     if not ascii_mask.all():
-        out[~ascii_mask] = [_normal_form(x) for x in ids[~ascii_mask]]
+        other = objects_at(ids, np.flatnonzero(~ascii_mask))
+        out[~ascii_mask] = [_normal_form(x) for x in other]
     return out
 
 
@@ -204,17 +204,16 @@ def _one_case_lower_forms(*arrows: tuple[Any, np.ndarray] | None) -> bool:
 def _spaced(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) -> list[str]:
     """The ids of *ids* with surrounding white space (``x != x.strip()``), vectorised for ASCII
     (*arrow*: :func:`_arrow_ascii` of *ids* when the caller has it)."""
-    ids = np.asarray(ids, dtype=object)
     arrow = arrow or _arrow_ascii(ids)
     if arrow is None:
-        return [x for x in ids.tolist() if x != x.strip()]
+        return [x for x in as_objects(ids).tolist() if x != x.strip()]
     _, pc = _pyarrow.load()
 
     arr, ascii_mask = arrow
     changed = pc.not_equal(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE), arr)
     hit = changed.to_numpy(zero_copy_only=False).astype(bool) & ascii_mask
-    other = [x for x in ids[~ascii_mask].tolist() if x != x.strip()]
-    return ids[hit].tolist() + other
+    other = [x for x in objects_at(ids, np.flatnonzero(~ascii_mask)).tolist() if x != x.strip()]
+    return objects_at(ids, np.flatnonzero(hit)).tolist() + other
 
 
 def _qrels_ids(qrels: Any) -> list[str]:
@@ -382,17 +381,22 @@ def _doc_format_pairs(
     forms = _normal_forms(retrieved, arrow)
     partner = is_in(forms, missing_forms)
     paired = is_in(missing_forms, forms[partner])
-    return _format_pairs(missing[paired].tolist(), retrieved[partner].tolist())
+    partners = objects_at(retrieved, np.flatnonzero(partner))
+    return _format_pairs(missing[paired].tolist(), partners.tolist())
 
 
 def _run_doc_uniques(run: Any) -> np.ndarray | None:
     """The distinct document ids of *run* (object array, no order), from its codes when it has them."""
     if hasattr(run, "doc_codes"):
-        uniques, codes = run.doc_codes()
+        uniques, codes = _doc_codes_any(run)
         present = np.zeros(len(uniques), dtype=bool)
         present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
-        uniques = np.asarray(uniques, dtype=object)
-        return uniques if present.all() else uniques[present]
+        if present.all():
+            return uniques
+        if is_arrow(uniques):
+            _, pc = _pyarrow.load()
+            return pc.take(uniques, np.flatnonzero(present))
+        return np.asarray(uniques, dtype=object)[present]
     arrays = getattr(run, "arrays", None)
     if arrays is None:
         return None
@@ -405,27 +409,39 @@ def _judged_doc_column(qrels: Any) -> np.ndarray | None:
     return None if arrays is None else arrays()[2]
 
 
-def _judged_doc_codes(qrels: Any) -> tuple[np.ndarray, np.ndarray] | None:
+def _doc_codes_any(values: Any) -> Any:
+    """``values.doc_codes()`` with the uniques as kept (a pyarrow string array for a fast
+    reader's ids: no ``str`` per id), for runs and qrels that can say so."""
+    lazy = getattr(values, "_doc_codes_any", None)
+    return lazy() if lazy is not None else values.doc_codes()
+
+
+def _judged_doc_codes(qrels: Any) -> tuple[Any, np.ndarray] | None:
     """``(uniques, judged)`` of qrels read factorised (``Qrels.doc_codes``): their distinct doc
-    ids (object (u,)) and which of them the judgments use (bool (u,): after
-    ``filter_queries`` the uniques may hold more); ``None`` for other qrels."""
-    pair = qrels.doc_codes() if hasattr(qrels, "doc_codes") else None
+    ids (object (u,), or a pyarrow string array) and which of them the judgments use (bool
+    (u,): after ``filter_queries`` the uniques may hold more); ``None`` for other qrels."""
+    pair = _doc_codes_any(qrels) if hasattr(qrels, "doc_codes") else None
     if pair is None:
         return None
     uniques, codes = pair
     judged = np.zeros(len(uniques), dtype=bool)
     judged[np.asarray(codes, dtype=np.int64)] = True
-    return np.asarray(uniques, dtype=object), judged
+    return (uniques if is_arrow(uniques) else np.asarray(uniques, dtype=object)), judged
 
 
-def _judged_doc_ids_any_order(qrels: Any) -> np.ndarray | None:
-    """Every judged doc id at least once (object array): the distinct ids of qrels read
-    factorised, else the column (for tests over the set of ids)."""
+def _judged_doc_ids_any_order(qrels: Any) -> Any:
+    """Every judged doc id at least once (object array, or a pyarrow string array): the
+    distinct ids of qrels read factorised, else the column (for tests over the set of ids)."""
     coded = _judged_doc_codes(qrels)
     if coded is None:
         return _judged_doc_column(qrels)
     uniques, judged = coded
-    return uniques if judged.all() else uniques[judged]
+    if judged.all():
+        return uniques
+    if is_arrow(uniques):
+        _, pc = _pyarrow.load()
+        return pc.take(uniques, np.flatnonzero(judged))
+    return uniques[judged]
 
 
 def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
@@ -437,15 +453,16 @@ def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
     coded = _judged_doc_codes(qrels)
     if coded is not None and hasattr(run, "codes_of"):
         judged_uniques, judged = coded
-        uniques, codes = run.doc_codes()
+        uniques, codes = _doc_codes_any(run)
         present = np.zeros(len(uniques) + 1, dtype=bool)  # the last cell: absent (-1)
         present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
-        return judged_uniques[judged & ~present[run.codes_of(qrels.doc_codes()[0])]]
+        absent = judged & ~present[run.codes_of(judged_uniques)]
+        return objects_at(judged_uniques, np.flatnonzero(absent))
     docids = _judged_doc_column(qrels)
     if docids is None:
         return None
     if hasattr(run, "codes_of"):
-        uniques, codes = run.doc_codes()
+        uniques, codes = _doc_codes_any(run)
         present = np.zeros(len(uniques) + 1, dtype=bool)  # the last cell: absent (-1)
         present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
         absent = np.asarray(docids, dtype=object)[~present[run.codes_of(docids)]]
@@ -550,7 +567,7 @@ def _judged_hits(qrels: Any, run: Any, *, rows: int | None = None) -> dict[str, 
             qrels.query_offsets() if hasattr(qrels, "query_offsets") else qrels.arrays()[:2]
         )
         rq, rstarts = run.query_offsets()
-        uniques, codes = run.doc_codes()
+        uniques, codes = _doc_codes_any(run)
         doc_code = run.judged_codes(qrels)
     else:
         import pandas as pd

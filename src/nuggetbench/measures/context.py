@@ -110,8 +110,9 @@ def _run_queries(run: Run) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _doc_codes(run: Run) -> tuple[np.ndarray, np.ndarray]:
-    """``(uniques, codes)`` of the run's doc ids, codes aligned with ``run.arrays()``."""
-    method = getattr(run, "doc_codes", None)
+    """``(uniques, codes)`` of the run's doc ids, codes aligned with ``run.arrays()`` (the
+    uniques as the run keeps them: an object array or a fast reader's pyarrow array)."""
+    method = getattr(run, "_doc_codes_any", None) or getattr(run, "doc_codes", None)
     if method is not None:
         return method()
     import pandas as pd
