@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,8 +23,7 @@ def _run(args: list[str], columns: int) -> subprocess.CompletedProcess:
 
 
 def test_stored_texts_are_what_click_renders_now():
-    with open(_entry.HELP_FILE, encoding="utf-8") as fh:
-        stored = json.load(fh)
+    stored = _entry.read_help_file(_entry.HELP_FILE)
     fresh = _entry.help_texts()
     assert sorted(fresh, key=int) == [str(w) for w in range(50, 99)]
     assert stored == fresh, "the top-level help changed: python -m nuggetbench._entry --write-help"
@@ -62,7 +60,7 @@ def test_other_command_lines_go_to_click(capsys):
 
 
 def test_without_the_stored_file_click_renders_the_help(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(_entry, "HELP_FILE", str(tmp_path / "missing.json"))
+    monkeypatch.setattr(_entry, "HELP_FILE", str(tmp_path / "missing.txt"))
     assert _entry.stored_help(78) is None
     monkeypatch.setenv("COLUMNS", "80")
     _entry.main(["--help"])
@@ -70,7 +68,21 @@ def test_without_the_stored_file_click_renders_the_help(tmp_path, monkeypatch, c
 
 
 def test_write_help_is_atomic_and_round_trips(tmp_path):
-    path = tmp_path / "help.json"
+    path = tmp_path / "help.txt"
     _entry.write_help(str(path))
-    assert json.loads(path.read_text()) == _entry.help_texts()
-    assert [p.name for p in tmp_path.iterdir()] == ["help.json"]
+    assert _entry.read_help_file(str(path)) == _entry.help_texts()
+    assert [p.name for p in tmp_path.iterdir()] == ["help.txt"]
+    path.write_text("78\0text")  # cut short
+    with pytest.raises(ValueError):
+        _entry.read_help_file(str(path))
+
+
+@pytest.mark.parametrize("columns", ["", "abc", "0", "-3", "120", "51"])
+def test_terminal_columns_is_shutils(columns, monkeypatch):
+    import shutil
+
+    if columns:
+        monkeypatch.setenv("COLUMNS", columns)
+    else:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    assert _entry.terminal_columns() == shutil.get_terminal_size().columns
