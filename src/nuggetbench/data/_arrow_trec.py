@@ -147,6 +147,9 @@ def read_columns(
         if box is not None:
             box.clear()
         del data
+        # the parser's blocks are free now: hand them back before the ids are factorised (the
+        # run reader's peak on 1M lines: 245-249 MB before, 214-222 MB after)
+        pa.default_memory_pool().release_unused()
         out: dict[int, object] = {}
         # numbers first, ids last, each column dropped from the table once converted: the
         # table's memory shrinks while the ids' codes are built
