@@ -1131,3 +1131,45 @@ def test_duplicate_warning_names_the_document_from_pyarrow_ids(tmp_path, monkeyp
             [r.getMessage() for r in caplog.records if "lists document" in r.getMessage()]
         )
     assert messages[0] == messages[1] and "'d3'" in messages[0][0]
+
+
+@pytest.mark.parametrize("ending", [b"\r\n", b"\n"])
+def test_crlf_and_lone_cr_files_read_as_the_careful_reader_reads_them(
+    ending, tmp_path, monkeypatch
+):
+    """Run and qrels files with CRLF line ends take the fast path and equal the careful reader's;
+    a carriage return inside a line is left to the careful reader (the fast path declines it
+    once, in ``read_columns``)."""
+    pytest.importorskip("pyarrow")
+    from nuggetbench.data import _arrow_trec, read_qrels, read_run, trec
+
+    monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
+    run = b"".join(b"q%d Q0 d%d 1 %d.5 t" % (i % 9, i, i % 13) + ending for i in range(400))
+    qrels = b"".join(b"q%d 0 d%d %d" % (i % 9, i, i % 3) + ending for i in range(0, 400, 3))
+    lone = run.replace(b"d7 1", b"d7\r1", 1)
+    calls = []
+    original = _arrow_trec.read_columns
+    monkeypatch.setattr(
+        _arrow_trec, "read_columns", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    for name, data, reader in (
+        ("run.txt", run, read_run),
+        ("qrels.txt", qrels, read_qrels),
+        ("lone.txt", lone, read_run),
+    ):
+        path = tmp_path / name
+        path.write_bytes(data)
+        calls.clear()
+        try:
+            fast = reader(path)
+        except Exception as exc:  # the careful reader's error, compared below
+            fast = repr(exc)
+        assert calls == [1]
+        with monkeypatch.context() as m:
+            m.setattr(trec, "_read_run_arrow", lambda *a, **k: None)
+            m.setattr(trec, "_read_qrels_arrow", lambda *a, **k: None)
+            try:
+                careful = reader(path)
+            except Exception as exc:
+                careful = repr(exc)
+        assert fast == careful

@@ -33,6 +33,12 @@ def _delimiter(data: bytes) -> str | None:
     return None if b"\t" in data else " "
 
 
+def lone_carriage_return(data: bytes) -> bool:
+    """Whether *data* holds a carriage return that does not end a line (one ``memchr`` when it
+    holds none)."""
+    return b"\r" in data and data.count(b"\r") != data.count(b"\r\n")
+
+
 def _grouped_codes(column: object) -> tuple[np.ndarray, np.ndarray] | None:
     """``dictionary_encode`` of *column* (uniques in order of first appearance, int64 codes) from
     its runs of equal adjacent values: only the first value of each run is hashed. ``None`` when
@@ -103,8 +109,8 @@ def read_columns(
     delimiter = _delimiter(data)
     if delimiter is None:
         return None
-    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
-        return None  # a lone carriage return: pyarrow ends a row there, the line reader does not
+    if lone_carriage_return(data):
+        return None  # pyarrow ends a row there, the line reader does not
     names = [f"c{i}" for i in range(n_columns)]
     types = {
         "ids": pa.string(),

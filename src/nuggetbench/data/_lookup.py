@@ -32,6 +32,8 @@ __all__ = [
     "as_objects",
     "objects_at",
     "is_arrow",
+    "subset",
+    "kept_doc_codes",
     "short_keys",
     "strings_of_keys",
     "factorize_keys",
@@ -95,6 +97,25 @@ def objects_at(values: Any, index: Any) -> np.ndarray:
         return np.asarray(values, dtype=object)[index]
     _, pc = _pyarrow.load()
     return pc.take(values, index).to_numpy(zero_copy_only=False).astype(object, copy=False)
+
+
+def subset(values: Any, keep: np.ndarray) -> Any:
+    """The ids of *values* (object array or pyarrow string array) where the bool (n,) *keep* is
+    true, in the same form; *values* itself when every one is kept."""
+    if keep.all():
+        return values
+    if is_arrow(values):
+        _, pc = _pyarrow.load()
+        return pc.take(values, np.flatnonzero(keep))
+    return np.asarray(values, dtype=object)[keep]
+
+
+def kept_doc_codes(values: Any) -> Any:
+    """``values.doc_codes()`` with the distinct ids in the form they are kept in (a fast
+    reader's pyarrow string array: no ``str`` per id), for a run or qrels that has
+    ``_doc_codes_any``; else ``values.doc_codes()``; ``None`` when it has neither."""
+    method = getattr(values, "_doc_codes_any", None) or getattr(values, "doc_codes", None)
+    return method() if method is not None else None
 
 
 def shared_strings(values: Any) -> Any:
@@ -260,9 +281,7 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
 
             if len(uniques) > 2 * len(values):
                 return _index_in_swapped(pc, values, uniques)
-            found = pc.index_in(arrow_strings(values), value_set=arrow_strings(uniques))
-            found = pc.fill_null(found, -1)
-            return found.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            return _index_in_hashed(pc, values, uniques)
         except (UnicodeEncodeError, TypeError, ValueError, ImportError):
             pass  # e.g. a lone surrogate: pandas compares the str values directly
     elif len(values) + len(uniques) < SMALL:  # a dict: no pandas import for a few ids
@@ -287,11 +306,19 @@ def _index_in_arrow(values: Any, uniques: Any) -> np.ndarray | None:
         return _index_in_keys(value_keys, unique_keys)
     try:
         _, pc = _pyarrow.load()
-        found = pc.index_in(arrow_strings(values), value_set=arrow_strings(uniques))
-        found = pc.fill_null(found, -1)
-        return found.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        return _index_in_hashed(pc, values, uniques)
     except (UnicodeEncodeError, TypeError, ValueError, ImportError):
         return None
+
+
+def _index_in_hashed(pc, values: Any, uniques: Any) -> np.ndarray:
+    """:func:`index_in` by pyarrow's hash look-up (a table of *uniques*, probed by *values*).
+
+    Raises:
+        As :func:`arrow_strings` (a value that is not a ``str``, a lone surrogate).
+    """
+    found = pc.index_in(arrow_strings(values), value_set=arrow_strings(uniques))
+    return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
 def _index_in_swapped(pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray:

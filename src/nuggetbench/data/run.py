@@ -11,7 +11,14 @@ import numpy as np
 
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
-from ._lookup import as_objects, index_in, is_arrow, objects_at, share_strings
+from ._lookup import (
+    as_objects,
+    index_in,
+    is_arrow,
+    kept_doc_codes,
+    objects_at,
+    share_strings,
+)
 from .ranking import TieBreak, _n_distinct, factorize_sorted, rank_codes, rank_order
 
 logger = logging.getLogger(__name__)
@@ -371,8 +378,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         ``-1`` where the run never retrieves the document. Qrels read factorised
         (``Qrels.doc_codes``) are looked up by their distinct ids only.
         """
-        lazy = getattr(qrels, "_doc_codes_any", None) or getattr(qrels, "doc_codes", None)
-        pair = lazy() if lazy is not None else None
+        pair = kept_doc_codes(qrels)
         if pair is None:
             return self.codes_of(qrels.arrays()[2])
         uniques, codes = pair

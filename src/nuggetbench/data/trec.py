@@ -42,14 +42,16 @@ _COMMENT = re.compile(rb"^#[^\n]*(\n|$)", re.MULTILINE)
 _BFIELDS = re.compile(f"[{SPACES}]+".encode())
 
 
-def _irregular(data: bytes) -> bool:
+def _irregular(data: bytes, *, carriage_returns: bool = True) -> bool:
     """Whether *data* holds bytes the C parsers treat differently from the line reader (vertical
-    tab, form feed, a carriage return not ending a line, NUL): only the careful reader reads it."""
+    tab, form feed, a carriage return not ending a line, NUL): only the careful reader reads it.
+    ``carriage_returns=False`` leaves the last test to the caller
+    (:func:`._arrow_trec.read_columns` makes it itself: a CRLF file is then counted once)."""
     return (
         b"\x0b" in data
         or b"\x0c" in data
         or b"\x00" in data
-        or (b"\r" in data and data.count(b"\r") != data.count(b"\r\n"))
+        or (carriage_returns and _arrow_trec.lone_carriage_return(data))
     )
 
 
@@ -294,7 +296,7 @@ def _read_run_arrow(
     (a ``None`` leaves it as it was). *kept*: the same bytes when the caller keeps them (a pipe
     cannot be read again to name the line of an error); empty: the file is read again."""
     data = _strip_comments(box[0])
-    if _irregular(data):
+    if _irregular(data, carriage_returns=False):  # read_columns refuses a lone CR itself
         return None
     first = next((line for line in data[:8192].split(b"\n") if line.strip()), b"").split()
     label = decode_id_text(first[5]) if len(first) >= 6 else path.name
@@ -366,7 +368,7 @@ def _read_qrels_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None) 
     ``None``: use the regular reader (small or irregular files, see
     :func:`._arrow_trec.read_columns`). Columns stay factorised: each distinct grade string is
     parsed once and the entries are sorted by the ranks of the distinct ids."""
-    if len(data) < _arrow_trec.MIN_BYTES or _irregular(data):
+    if len(data) < _arrow_trec.MIN_BYTES or _irregular(data, carriage_returns=False):
         return None
     cols = _arrow_trec.read_columns(data, 4, {0: "grouped_ids", 2: "ids", 3: "labels"})
     if cols is None:

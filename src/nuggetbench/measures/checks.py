@@ -29,7 +29,16 @@ from typing import Any
 import numpy as np
 
 from ..data import _pyarrow
-from ..data._lookup import arrow_strings, as_objects, index_in, is_arrow, is_in, objects_at
+from ..data._lookup import (
+    arrow_strings,
+    as_objects,
+    index_in,
+    is_arrow,
+    is_in,
+    kept_doc_codes,
+    objects_at,
+    subset,
+)
 
 log = logging.getLogger(__name__)
 
@@ -388,15 +397,10 @@ def _doc_format_pairs(
 def _run_doc_uniques(run: Any) -> np.ndarray | None:
     """The distinct document ids of *run* (object array, no order), from its codes when it has them."""
     if hasattr(run, "doc_codes"):
-        uniques, codes = _doc_codes_any(run)
+        uniques, codes = kept_doc_codes(run)
         present = np.zeros(len(uniques), dtype=bool)
         present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
-        if present.all():
-            return uniques
-        if is_arrow(uniques):
-            _, pc = _pyarrow.load()
-            return pc.take(uniques, np.flatnonzero(present))
-        return np.asarray(uniques, dtype=object)[present]
+        return subset(uniques, present)
     arrays = getattr(run, "arrays", None)
     if arrays is None:
         return None
@@ -409,18 +413,11 @@ def _judged_doc_column(qrels: Any) -> np.ndarray | None:
     return None if arrays is None else arrays()[2]
 
 
-def _doc_codes_any(values: Any) -> Any:
-    """``values.doc_codes()`` with the uniques as kept (a pyarrow string array for a fast
-    reader's ids: no ``str`` per id), for runs and qrels that can say so."""
-    lazy = getattr(values, "_doc_codes_any", None)
-    return lazy() if lazy is not None else values.doc_codes()
-
-
 def _judged_doc_codes(qrels: Any) -> tuple[Any, np.ndarray] | None:
     """``(uniques, judged)`` of qrels read factorised (``Qrels.doc_codes``): their distinct doc
     ids (object (u,), or a pyarrow string array) and which of them the judgments use (bool
     (u,): after ``filter_queries`` the uniques may hold more); ``None`` for other qrels."""
-    pair = _doc_codes_any(qrels) if hasattr(qrels, "doc_codes") else None
+    pair = kept_doc_codes(qrels)
     if pair is None:
         return None
     uniques, codes = pair
@@ -436,12 +433,7 @@ def _judged_doc_ids_any_order(qrels: Any) -> Any:
     if coded is None:
         return _judged_doc_column(qrels)
     uniques, judged = coded
-    if judged.all():
-        return uniques
-    if is_arrow(uniques):
-        _, pc = _pyarrow.load()
-        return pc.take(uniques, np.flatnonzero(judged))
-    return uniques[judged]
+    return subset(uniques, judged)
 
 
 def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
@@ -453,7 +445,7 @@ def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
     coded = _judged_doc_codes(qrels)
     if coded is not None and hasattr(run, "codes_of"):
         judged_uniques, judged = coded
-        uniques, codes = _doc_codes_any(run)
+        uniques, codes = kept_doc_codes(run)
         present = np.zeros(len(uniques) + 1, dtype=bool)  # the last cell: absent (-1)
         present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
         absent = judged & ~present[run.codes_of(judged_uniques)]
@@ -462,7 +454,7 @@ def _missing_judged_docs(qrels: Any, run: Any) -> np.ndarray | None:
     if docids is None:
         return None
     if hasattr(run, "codes_of"):
-        uniques, codes = _doc_codes_any(run)
+        uniques, codes = kept_doc_codes(run)
         present = np.zeros(len(uniques) + 1, dtype=bool)  # the last cell: absent (-1)
         present[np.asarray(codes, dtype=np.int64)] = True  # after filtering uniques may hold more
         absent = np.asarray(docids, dtype=object)[~present[run.codes_of(docids)]]
@@ -567,7 +559,7 @@ def _judged_hits(qrels: Any, run: Any, *, rows: int | None = None) -> dict[str, 
             qrels.query_offsets() if hasattr(qrels, "query_offsets") else qrels.arrays()[:2]
         )
         rq, rstarts = run.query_offsets()
-        uniques, codes = _doc_codes_any(run)
+        uniques, codes = kept_doc_codes(run)
         doc_code = run.judged_codes(qrels)
     else:
         import pandas as pd

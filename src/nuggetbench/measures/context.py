@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..data._lookup import index_in
+from ..data._lookup import index_in, kept_doc_codes
 from ..data.ranking import rank_order
 from ..errors import IdMismatchError
 from .profiles import Profile, get_profile
@@ -112,9 +112,9 @@ def _run_queries(run: Run) -> tuple[np.ndarray, np.ndarray]:
 def _doc_codes(run: Run) -> tuple[np.ndarray, np.ndarray]:
     """``(uniques, codes)`` of the run's doc ids, codes aligned with ``run.arrays()`` (the
     uniques as the run keeps them: an object array or a fast reader's pyarrow array)."""
-    method = getattr(run, "_doc_codes_any", None) or getattr(run, "doc_codes", None)
-    if method is not None:
-        return method()
+    pair = kept_doc_codes(run)
+    if pair is not None:
+        return pair
     import pandas as pd
 
     docids = run.arrays()[2]
@@ -282,21 +282,22 @@ class EvalContext:
     def num_rel(self, rel: int = 1) -> np.ndarray:
         """Judged relevant documents per query (``grade >= rel`` and ``>= 0``), float64 (Q,), a
         fresh copy (counted once per *rel*: ``-m all_trec`` asks 54 times)."""
-        key = ("num_rel", rel)
-        if key not in self._cache:
-            qidx, grades = self.judged_grades()
-            mask = (grades >= rel) & (grades >= 0)
-            counts = np.bincount(qidx[mask], minlength=len(self.query_ids)).astype(np.float64)
-            self._cache[key] = counts
-        return self._cache[key].copy()
+        return self._judged_count("num_rel", rel)
 
     def num_judged_nonrel(self, rel: int = 1) -> np.ndarray:
         """Judged non-relevant documents per query (``0 <= grade < rel``), float64 (Q,), a fresh
         copy (counted once per *rel*)."""
-        key = ("num_judged_nonrel", rel)
+        return self._judged_count("num_judged_nonrel", rel)
+
+    def _judged_count(self, kind: str, rel: int) -> np.ndarray:
+        """Per-query count of judgments with ``grade >= rel`` (``"num_rel"``) or
+        ``grade < rel`` (``"num_judged_nonrel"``), grades ``>= 0`` only; cached per kind and
+        *rel*, handed out as a copy."""
+        key = (kind, rel)
         if key not in self._cache:
             qidx, grades = self.judged_grades()
-            mask = (grades >= 0) & (grades < rel)
+            above = grades >= rel
+            mask = (above if kind == "num_rel" else ~above) & (grades >= 0)
             counts = np.bincount(qidx[mask], minlength=len(self.query_ids)).astype(np.float64)
             self._cache[key] = counts
         return self._cache[key].copy()
