@@ -1,5 +1,5 @@
 """``evaluate_dataset`` reads the run file in a thread while the judgments load
-(:func:`nuggetbench.evaluation.in_background`): same values, the judgments' error first."""
+(:func:`nuggetbench._threads.in_background`): same values, the judgments' error first."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import threading
 
 import pytest
 
+from nuggetbench._threads import in_background
 from nuggetbench.errors import DatasetError, FormatError
-from nuggetbench.evaluation import evaluate_dataset, in_background
+from nuggetbench.evaluation import evaluate_dataset
 
 
 def test_in_background_returns_the_value_and_raises_the_error():

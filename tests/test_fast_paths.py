@@ -761,17 +761,56 @@ def test_strings_of_keys_rebuild_the_ids():
     assert _lookup.strings_of_keys(bad) is None
 
 
+@pytest.mark.parametrize("split_min", [64, 1 << 22])
 @pytest.mark.parametrize("sort_max", [1, 1 << 21])
-def test_factorize_keys_by_sorting_or_hashing(sort_max, monkeypatch):
+def test_factorize_keys_by_sorting_or_hashing(sort_max, split_min, monkeypatch):
+    """Sorted, hashed, and split by value into two threads: the same distinct keys, in order,
+    and the same codes (few or many distinct keys, one key, a pivot that is the smallest)."""
     pytest.importorskip("pyarrow")
     from nuggetbench.data import _lookup
 
     monkeypatch.setattr(_lookup, "SORT_MAX", sort_max)
+    monkeypatch.setattr(_lookup, "SPLIT_MIN", split_min)
+    monkeypatch.setattr(_lookup, "usable_cpus", lambda: 2)
     rng = np.random.default_rng(2)
-    keys = rng.integers(0, 50, 3000).astype(np.uint64) * np.uint64(2**57)
-    first, codes = _lookup.factorize_keys(keys)
-    assert keys[first].tolist() == sorted(set(keys.tolist()))
-    assert np.array_equal(keys[first][codes], keys)
+    cases = [
+        rng.integers(0, 50, 3000).astype(np.uint64) * np.uint64(2**57),
+        rng.integers(0, 2**64, 5000, dtype=np.uint64),
+        np.full(500, 7, dtype=np.uint64),
+        np.concatenate([np.zeros(4000, np.uint64), np.arange(1, 30, dtype=np.uint64)]),
+    ]
+    for keys in cases:
+        first, codes = _lookup.factorize_keys(keys)
+        assert first.dtype == codes.dtype == np.int64
+        assert keys[first].tolist() == sorted(set(keys.tolist()))
+        assert np.array_equal(keys[first][codes], keys)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_short_keys_equal_the_big_endian_bytes(seed):
+    """short_keys reads each id's bytes in place (the last ids from a padded copy of the tail):
+    the key is the zero-padded UTF-8 bytes as a big-endian number, whatever the lengths near the
+    end of the data and the array's offset."""
+    pa = pytest.importorskip("pyarrow")
+    from nuggetbench.data import _lookup
+
+    rng = np.random.default_rng(seed)
+    alphabet = list("ab0é") + ["\u4e2d", "\U0001f600"]
+    for _ in range(300):
+        longest = int(rng.choice([1, 2, 3, 8]))
+        ids = []
+        for _ in range(int(rng.integers(1, 30))):
+            text = "".join(rng.choice(alphabet, int(rng.integers(0, longest + 1))))
+            while len(text.encode()) > 8:
+                text = text[:-1]
+            ids.append(text)
+        strings = pa.array(ids, type=pa.string())
+        start = int(rng.integers(0, len(ids)))
+        strings = strings.slice(start, int(rng.integers(1, len(ids) - start + 1)))
+        want = [int.from_bytes(t.encode().ljust(8, b"\0"), "big") for t in strings.to_pylist()]
+        keys = _lookup.short_keys(strings)
+        assert keys is not None and keys.dtype == np.uint64
+        assert keys.tolist() == want
 
 
 def test_writing_a_run_imports_no_pandas(tmp_path):

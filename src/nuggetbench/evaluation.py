@@ -9,13 +9,13 @@ under the means, a judgments file in a family's own format) comes from the datas
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ._memory import trim_heap
+from ._threads import in_background
 from .compare import ComparisonReport, Summary, profile_summaries
 from .compare.runs import compare_runs
 from .data import Corpus, JsonlCorpus, Run, load_run
@@ -27,8 +27,6 @@ from .measures.checks import Finding, check_findings, query_findings
 from .measures.evaluate import measure_keys, measure_pairs, plain_measures
 from .measures.judgment_groups import evaluate_judgment_groups
 from .measures.trec_names import format_trec_eval, is_trec_spec, relstrings, trec_selection
-
-T = TypeVar("T")
 
 __all__ = [
     "Evaluation",
@@ -252,32 +250,6 @@ def _group_table(groups: Mapping[str, Results], combined: Results) -> Summary:
     rows = {g: dict(r.means) for g, r in groups.items()}
     rows[f"mean of {len(groups)}"] = dict(combined.means)
     return Summary(f"per group ({len(groups)}; the score is their unweighted mean)", rows, 4)
-
-
-def in_background(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
-    """Start ``fn(*args, **kwargs)`` in a daemon thread; return a function that waits for it and
-    returns its value or raises its exception (with its traceback).
-
-    A caller that fails before asking does not wait: the thread ends with its work (or with
-    the process)."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = fn(*args, **kwargs)
-        except BaseException as exc:  # handed to the caller
-            box["error"] = exc
-
-    thread = threading.Thread(target=work, name=f"nuggetbench-{fn.__name__}", daemon=True)
-    thread.start()
-
-    def result() -> T:
-        thread.join()
-        if "error" in box:
-            raise box.pop("error")
-        return box.pop("value")
-
-    return result
 
 
 def _target(dataset: str | Path | Dataset, corpus: Any, options: dict) -> Target:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._threads import in_background, usable_cpus
 from . import _pyarrow
 
 __all__ = [
@@ -181,10 +182,30 @@ def short_keys(strings: Any) -> np.ndarray | None:
     data = np.frombuffer(strings.buffers()[2], np.uint8, end) if end else np.zeros(0, np.uint8)
     if not data[start:].all():
         return None  # a NUL byte: "a" and "a\0" would share a key
-    padded = np.zeros(end + 8, dtype=np.uint8)
-    padded[start:end] = data[start:]
-    words = np.ndarray((end + 1,), dtype=">u8", buffer=padded, strides=(1,))  # at every byte
-    return words[offsets[:-1]].astype(np.uint64) & _KEEP[lengths]
+    heads = offsets[:-1]
+    # the 8 bytes at each id's start, read in place (no padded copy of the column); the ids
+    # whose 8 bytes would run past the data's end are read from a zero-padded copy of the tail
+    safe = int(np.searchsorted(heads, end - 8, side="right"))
+    if safe == 0:
+        keys = np.empty(n, dtype="<u8")
+    else:
+        keys = _words(data, heads if safe == n else np.minimum(heads, end - 8))
+    if safe < n:
+        first = int(heads[safe])
+        tail = np.zeros(end - first + 8, dtype=np.uint8)
+        tail[: end - first] = data[first:end]
+        keys[safe:] = _words(tail, heads[safe:] - first)
+    keys.byteswap(inplace=True)  # the bytes read little-endian -> read big-endian
+    keys = keys.astype(np.uint64, copy=False)
+    np.bitwise_and(keys, _KEEP[lengths], out=keys)
+    return keys
+
+
+def _words(data: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The little-endian 64-bit words of uint8 *data* starting at the positions *at* (each at
+    most ``len(data) - 8``)."""
+    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    return words[at]  # fancy indexing: np.take(..., out=) of unaligned words is 10x slower
 
 
 def strings_of_keys(keys: np.ndarray) -> Any:
@@ -203,16 +224,46 @@ SORT_MAX = 1 << 21
 """Up to this many keys :func:`factorize_keys` sorts them; above, it hashes them (an argsort's
 cost grows faster than a hash table's) and sorts the distinct ones only."""
 
+SPLIT_MIN = 1 << 22
+"""From this many keys (and two usable CPUs) :func:`factorize_keys` splits them by value into
+two halves factorised in two threads (10M keys: 1.6-1.8 s -> 0.85-1.15 s here)."""
+
 
 def factorize_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(first, codes)`` of integer *keys* (n,): ``first`` int64 (u,) the position of one
     occurrence of each distinct key, in ascending key order; ``codes`` int64 (n,) with
-    ``keys[first][codes] == keys``."""
+    ``keys[first][codes] == keys``.
+
+    Many keys are split at a pivot (the median of a sample) into the keys below it and the
+    others: the two parts share no key, so each is factorised alone, in its own thread, and the
+    upper part's codes follow the lower part's."""
+    if len(keys) < SPLIT_MIN or usable_cpus() < 2:
+        return _factorize_part(keys)
+    sample = np.sort(keys[:: max(1, len(keys) // 4096)])
+    low = keys < sample[len(sample) // 2]
+    where = [np.flatnonzero(low), np.flatnonzero(~low)]
+    del low
+    if not len(where[0]):  # the pivot is the smallest key: nothing to split
+        return _factorize_part(keys)
+    upper = in_background(_factorize_part, keys[where[1]])
+    first_low, codes_low = _factorize_part(keys[where[0]])
+    first_high, codes_high = upper()
+    codes = np.empty(len(keys), dtype=np.int64)
+    codes[where[0]] = codes_low
+    del codes_low
+    codes_high += len(first_low)
+    codes[where[1]] = codes_high
+    return np.concatenate([where[0][first_low], where[1][first_high]]), codes
+
+
+def _factorize_part(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize_keys` in one thread."""
     if len(keys) > SORT_MAX:
         pa, pc = _pyarrow.load()
         encoded = pc.dictionary_encode(pa.array(keys))
         distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
         hashed = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        del encoded
         by_key = np.argsort(distinct)
         rank = np.empty(len(distinct), dtype=np.int64)
         rank[by_key] = np.arange(len(distinct), dtype=np.int64)
