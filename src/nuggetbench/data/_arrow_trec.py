@@ -18,11 +18,16 @@ from typing import Any
 import numpy as np
 
 from .._memory import trim_heap
+from .._threads import in_background, usable_cpus
 from . import _lookup, _pyarrow
 
 logger = logging.getLogger(__name__)
 
 MIN_BYTES = 1 << 20  # below this the regular reader is as fast
+
+BACKGROUND_MIN = 1 << 21
+"""From this many lines :func:`read_columns` may factorise the ids in a thread (on 1M lines the
+thread cost more than it saved: the run is then read beside the judgments already)."""
 
 
 def _delimiter(data: bytes) -> str | None:
@@ -75,8 +80,23 @@ def _factorize(column: Any, *, by_keys: bool = True) -> tuple[Any, np.ndarray]:
     return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
+def _id_codes(holder: list[Any]) -> tuple[Any, np.ndarray, Any]:
+    """``(distinct ids, int64 codes, distinct ids)`` of the pyarrow string column (chunked or
+    not) in the one-item list *holder*, which it empties (the chunks are freed once combined);
+    the distinct ids stay a pyarrow array (no ``str`` object per distinct id)."""
+    column = holder.pop()
+    if not isinstance(column, _pyarrow.load()[0].Array):
+        column = column.combine_chunks()
+    dictionary, codes = _factorize(column)
+    return dictionary, codes, dictionary
+
+
 def read_columns(
-    data: bytes | list[bytes], n_columns: int, wanted: dict[int, str]
+    data: bytes | list[bytes],
+    n_columns: int,
+    wanted: dict[int, str],
+    *,
+    background_ids: bool = False,
 ) -> dict[int, object] | None:
     """Parse whitespace-separated *data* (no comment lines) with pyarrow.
 
@@ -94,8 +114,11 @@ def read_columns(
         ``{column: value}``: for ``"grouped_ids"`` and ``"labels"`` a tuple ``(uniques object
         array, codes int64 array)``, for ``"ids"`` ``(uniques, codes, uniques)`` with the uniques
         a pyarrow string array (no ``str`` object per distinct id: the data model converts
-        them when asked, :func:`._lookup.as_objects`), otherwise a numpy array; ``None`` when pyarrow is missing or the file is not
-        regular.
+        them when asked, :func:`._lookup.as_objects`), otherwise a numpy array; ``None`` when
+        pyarrow is missing or the file is not regular. With *background_ids* (and two usable
+        CPUs) each ``"ids"`` value is instead a function that waits for that tuple: the ids
+        are factorised in a thread while the caller works on the other columns (a run's
+        score order, :func:`.ranking.score_order`); it raises what the factorisation raised.
     """
     box = data if isinstance(data, list) else None
     data = box[0] if box is not None else data
@@ -157,22 +180,27 @@ def read_columns(
         # run reader's peak on 1M lines: 245-249 MB before, 214-222 MB after)
         pa.default_memory_pool().release_unused()
         out: dict[int, object] = {}
+        if background_ids and table.num_rows >= BACKGROUND_MIN and usable_cpus() >= 2:
+            for i in [i for i in sorted(wanted) if wanted[i] == "ids"]:
+                out[i] = in_background(_id_codes, [table.column(names[i])])
+                table = table.drop_columns([names[i]])
         # numbers first, ids last, each column dropped from the table once converted: the
         # table's memory shrinks while the ids' codes are built
         for i in sorted(wanted, key=lambda i: wanted[i] in ("ids", "grouped_ids", "labels")):
+            if i in out:
+                continue
             kind = wanted[i]
             column = table.column(names[i]).combine_chunks()
             table = table.drop_columns([names[i]])
-            if kind in ("ids", "grouped_ids", "labels"):
+            if kind == "ids":
+                holder, column = [column], None
+                out[i] = _id_codes(holder)
+            elif kind in ("grouped_ids", "labels"):
                 out[i] = _grouped_codes(column) if kind == "grouped_ids" else None
                 if out[i] is None:
                     dictionary, codes = _factorize(column, by_keys=kind != "labels")
-                    del column
-                    if kind == "ids":  # kept in pyarrow: no str object per distinct id
-                        out[i] = (dictionary, codes, dictionary)
-                    else:
-                        uniques = dictionary.to_numpy(zero_copy_only=False)
-                        out[i] = (uniques.astype(object, copy=False), codes)
+                    uniques = dictionary.to_numpy(zero_copy_only=False)
+                    out[i] = (uniques.astype(object, copy=False), codes)
             else:
                 out[i] = column.to_numpy(zero_copy_only=False)
             column = None

@@ -12,7 +12,7 @@ stable sort of a ``{doc: score}`` dict in Python does; it needs the input positi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -75,6 +75,39 @@ def rank_order(
     return np.arange(n, dtype=np.int64) if order is None else order
 
 
+def score_order(query_codes: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
+    """The first half of :func:`rank_codes`: a permutation that groups the entries by query code
+    ascending and orders each query's entries by score descending, entries of equal scores in
+    any order; ``None`` when the entries are in that order already.
+
+    It needs no doc id, so a reader computes it while the doc ids are still being factorised
+    (:func:`.trec.read_run`), and hands it to :func:`rank_codes`.
+
+    Args:
+        query_codes: int array (n,).
+        scores: float array (n,), no NaN.
+
+    Returns:
+        int64 permutation (n,), or ``None`` for the identity.
+    """
+    q = np.asarray(query_codes, dtype=np.int64)
+    s = np.asarray(scores, dtype=np.float64)
+    if len(s) < 2:
+        return None
+    same = q[1:] == q[:-1]
+    scores_ok = not (same & (s[1:] > s[:-1])).any()
+    contiguous = int((~same).sum()) + 1 == _n_distinct(q)
+    if scores_ok and bool((q[1:] >= q[:-1]).all()):
+        return None
+    if scores_ok and contiguous:
+        return np.argsort(q, kind="stable")  # contiguous queries in another order
+    order = _sort_blocks(q, s, same) if contiguous else None
+    return np.lexsort((-s, q)) if order is None else order
+
+
+_UNSET: Any = object()
+
+
 def rank_codes(
     query_codes: np.ndarray,
     scores: np.ndarray,
@@ -82,6 +115,7 @@ def rank_codes(
     doc_codes: np.ndarray,
     *,
     tie_break: TieBreak = "docid_desc",
+    order: np.ndarray | None = _UNSET,
 ) -> np.ndarray | None:
     """:func:`rank_order` on factorised doc ids; ``None`` when the entries are already ranked.
 
@@ -98,6 +132,8 @@ def rank_codes(
             the ids of tied entries are converted).
         doc_codes: int array (n,), ``doc_uniques[doc_codes]`` = the doc id of each entry.
         tie_break: as :func:`rank_order`.
+        order: :func:`score_order` of these *query_codes* and *scores* when the caller has it
+            (``None`` included: the identity); computed here otherwise.
 
     Returns:
         int64 permutation (n,), or ``None`` for the identity.
@@ -107,22 +143,11 @@ def rank_codes(
     n = len(s)
     if n < 2:
         return None
-    same = q[1:] == q[:-1]
-    scores_ok = not (same & (s[1:] > s[:-1])).any()
-    order: np.ndarray | None = None
-    contiguous = int((~same).sum()) + 1 == _n_distinct(q)
-    if scores_ok and bool((q[1:] >= q[:-1]).all()):
-        pass
-    elif scores_ok and contiguous:
-        order = np.argsort(q, kind="stable")  # contiguous queries in another order
-    else:
-        order = _sort_blocks(q, s, same) if contiguous else None
-        if order is None:
-            order = np.lexsort((-s, q))
+    if order is _UNSET:
+        order = score_order(q, s)
     if order is not None:
         q, s = q[order], s[order]
-        same = q[1:] == q[:-1]
-    tie = same & (s[1:] == s[:-1])
+    tie = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
     if not tie.any():
         return order
     member = np.zeros(n, dtype=bool)

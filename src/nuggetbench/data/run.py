@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._threads import in_background, usable_cpus
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
 from ._lookup import (
@@ -19,7 +20,14 @@ from ._lookup import (
     objects_at,
     share_strings,
 )
-from .ranking import TieBreak, _n_distinct, factorize_sorted, rank_codes, rank_order
+from .ranking import (
+    _UNSET,
+    TieBreak,
+    _n_distinct,
+    factorize_sorted,
+    rank_codes,
+    rank_order,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -140,8 +148,13 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         source: str | None,
         ranks: Iterable[int] | None,
         duplicates: str = "error",
+        score_order: Any = _UNSET,
     ) -> None:
-        """Rank factorised columns (``uq`` sorted; ``du`` in any order) and fill the slots."""
+        """Rank factorised columns (``uq`` sorted; ``du`` in any order) and fill the slots.
+
+        *score_order*: :func:`.ranking.score_order` of ``qcodes`` and ``s`` when the caller has
+        it. The (query, doc) pairs are checked for repeats beside the ranking (in a thread for
+        long runs: a repeat does not depend on the order)."""
         r = None
         if ranks is not None:
             r = np.asarray(
@@ -159,12 +172,22 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             if kept is not None:
                 qcodes, dcodes, s = qcodes[kept], dcodes[kept], s[kept]
                 r = None if r is None else r[kept]
+                score_order = _UNSET  # computed for the entries before the repeats went
+        check = (
+            in_background(_check_duplicate_codes, qcodes, dcodes, uq, du, source)
+            if len(s) >= CHECK_BESIDE_MIN and usable_cpus() >= 2
+            else None
+        )
         if tie_break == "input":
             order = rank_order(qcodes, s, dcodes, tie_break="input", positions=np.arange(len(s)))
             order = None if np.array_equal(order, np.arange(len(s))) else order
         else:
-            order = rank_codes(qcodes, s, du, dcodes, tie_break=tie_break)
+            order = rank_codes(qcodes, s, du, dcodes, tie_break=tie_break, order=score_order)
         self.input_sorted = _arrived_sorted(qcodes, s)
+        if check is None:
+            _check_duplicate_codes(qcodes, dcodes, uq, du, source)
+        else:
+            check()  # raises the DuplicateError found in the thread
         if order is not None:
             qcodes = qcodes[order]
             dcodes = dcodes[order]
@@ -172,7 +195,6 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         self._input_pos = order if kept is None else (kept if order is None else kept[order])
         self.input_ranks = None if r is None else (r if order is None else r[order])
         starts = np.searchsorted(qcodes, np.arange(len(uq) + 1)).astype(np.int64)
-        _check_duplicate_codes(qcodes, dcodes, uq, du, source)
         self._qids = uq
         self._starts = starts
         self._doc_uniques = du
@@ -199,13 +221,16 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         ranks: np.ndarray | None = None,
         duplicates: str = "error",
         doc_strings: Any = None,
+        score_order: Any = _UNSET,
     ) -> Run:
         """Build a run from factorised columns (a fast reader's output).
 
         ``query_uniques`` / ``doc_uniques``: distinct ids (object arrays, any order);
         ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``scores`` float64 (n,).
         ``doc_strings``: ``doc_uniques`` as a pyarrow string array, when the reader has it
-        (shared with the look-ups: :func:`._lookup.share_strings`). Same ranking, checks,
+        (shared with the look-ups: :func:`._lookup.share_strings`). ``score_order``: the
+        reader's :func:`.ranking.score_order` of these columns, its query codes those of
+        :func:`sorted_query_codes` (``None`` included: the identity). Same ranking, checks,
         *duplicates* policy and errors as the constructor.
         """
         s = np.asarray(scores, dtype=np.float64)
@@ -216,13 +241,11 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
                 f"{source or 'run'}: score of query {qu[query_codes[i]]!r}, "
                 f"doc {objects_at(doc_uniques, [doc_codes[i]])[0]!r} is NaN"
             )
-        perm = np.argsort(qu, kind="stable")
-        remap = np.empty(len(qu), dtype=np.int64)
-        remap[perm] = np.arange(len(qu), dtype=np.int64)
+        qu, qcodes = sorted_query_codes(qu, query_codes)
         run = cls.__new__(cls)
         run._init_ranked(
-            qu[perm],
-            remap[np.asarray(query_codes, dtype=np.int64)],
+            qu,
+            qcodes,
             doc_uniques if is_arrow(doc_uniques) else np.asarray(doc_uniques, dtype=object),
             np.asarray(doc_codes, dtype=np.int64),
             s,
@@ -232,6 +255,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             source=source,
             ranks=ranks,
             duplicates=duplicates,
+            score_order=score_order,
         )
         if doc_strings is not None and not is_arrow(run._doc_uniques):
             share_strings(run._doc_uniques, doc_strings)
@@ -615,10 +639,31 @@ def _first_occurrences(
     return np.flatnonzero(~repeated).astype(np.int64)
 
 
+CHECK_BESIDE_MIN = 1 << 20
+"""From this many entries the repeated-pair check runs in a thread beside the ranking."""
+
+
+def sorted_query_codes(
+    query_uniques: np.ndarray, query_codes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(uniques sorted ascending, codes into them)`` of distinct query ids (object (u,), any
+    order) and int codes (n,) into them; the same arrays (as int64 codes) when the uniques are
+    sorted already."""
+    qu = np.asarray(query_uniques, dtype=object)
+    codes = np.asarray(query_codes, dtype=np.int64)
+    perm = np.argsort(qu, kind="stable")
+    if np.array_equal(perm, np.arange(len(qu))):
+        return qu, codes
+    remap = np.empty(len(qu), dtype=np.int64)
+    remap[perm] = np.arange(len(qu), dtype=np.int64)
+    return qu[perm], remap[codes]
+
+
 def _check_duplicate_codes(
     qcodes: np.ndarray, dcodes: np.ndarray, uq: np.ndarray, du: np.ndarray, source: str | None
 ) -> None:
-    """Raise DuplicateError naming a repeated (query, doc) pair (entries are ranked)."""
+    """Raise DuplicateError naming a repeated (query, doc) pair, the one of the smallest
+    (query code, doc code): the same pair whatever the order of the entries."""
     n = len(dcodes)
     if n < 2:
         return

@@ -23,7 +23,8 @@ from . import (
     _trec_write,  # imports pyarrow only when a large run is written
 )
 from .qrels import Qrels
-from .run import Run
+from .ranking import score_order
+from .run import Run, sorted_query_codes
 from .source import (
     ERRORS,
     INT64_MAX,
@@ -235,6 +236,7 @@ def read_run_owned(
             ranks=columns[6],
             duplicates=duplicates,
             doc_strings=columns[7],
+            score_order=columns[8],
         )
     except DuplicateError as exc:
         if not isinstance(exc.key, tuple):
@@ -288,9 +290,10 @@ def _read_run_bytes(
 def _read_run_arrow(
     path: Path, box: list[bytes], *, keep_rank: bool, kept: bytes = b""
 ) -> tuple | None:
-    """The pyarrow fast path of :func:`read_run`: ``(query uniques, query codes, doc uniques,
-    doc codes, scores, the first line's tag or the file name, ranks or None, doc uniques as a
-    pyarrow array)`` for :meth:`Run._from_codes`, or ``None``: use the regular reader.
+    """The pyarrow fast path of :func:`read_run`: ``(query uniques (sorted), query codes, doc
+    uniques, doc codes, scores, the first line's tag or the file name, ranks or None, doc
+    uniques as a pyarrow array, the score order)`` for :meth:`Run._from_codes`, or ``None``:
+    use the regular reader.
 
     *box* holds the file's bytes; once they parse, :func:`._arrow_trec.read_columns` empties it
     (a ``None`` leaves it as it was). *kept*: the same bytes when the caller keeps them (a pipe
@@ -305,18 +308,24 @@ def _read_run_arrow(
         wanted[3] = "int"
     stripped = [data] if data is not box[0] else None
     del data  # read_columns holds the only reference while it parses
-    cols = _arrow_trec.read_columns(box if stripped is None else stripped, 6, wanted)
+    cols = _arrow_trec.read_columns(
+        box if stripped is None else stripped, 6, wanted, background_ids=True
+    )
     if cols is None:
         return None
     box.clear()
-    (qu, qc), (du, dc, doc_strings), scores = cols[0], cols[2], cols[4]
+    (qu, qc), docs, scores = cols[0], cols[2], cols[4]
     if not np.all(np.isfinite(scores)):
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
         raw = kept or read_source(path, what="run")
         raise FormatError(
             path, _line_of_entry(raw, i), f"score is not finite: {float(scores[i])!r}"
         )
-    return qu, qc, du, dc, scores, label, cols.get(3), doc_strings
+    # the score order needs no doc id: computed while the doc ids are factorised in a thread
+    qu, qc = sorted_query_codes(qu, qc)
+    order = score_order(qc, scores)
+    du, dc, doc_strings = docs() if callable(docs) else docs
+    return qu, qc, du, dc, scores, label, cols.get(3), doc_strings, order
 
 
 def read_qrels(path: str | Path, *, name: str | None = None, content: bytes | None = None) -> Qrels:
