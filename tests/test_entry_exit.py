@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
@@ -78,3 +80,50 @@ def test_the_command_line_exits_with_the_commands_status(tmp_path):
     )
     assert bad.returncode == 2
     assert "bad.txt" in bad.stderr and "notanumber" in bad.stderr
+
+
+def _pool_after(command: str, env: dict[str, str] | None = None) -> str:
+    """The pyarrow pool the fast paths use after *command* ran in a fresh process: the console
+    entry (``console``) or a library caller (``library``)."""
+    pytest.importorskip("pyarrow")
+    code = (
+        "import atexit, sys\n"
+        "def report():\n"
+        "    from nuggetbench.data import _pyarrow\n"
+        "    pa, _ = _pyarrow.load()\n"
+        "    print('POOL', pa.default_memory_pool().backend_name)\n"
+        "atexit.register(report)\n"
+        "from nuggetbench import _entry\n"
+        f"if {command!r} == 'console':\n"
+        "    sys.argv = ['nuggetbench', 'measures']\n"
+        "    _entry.main()\n"
+        "else:\n"
+        "    _entry.main(['measures'])\n"
+    )
+    full = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
+    if env is None:
+        full.pop("ARROW_DEFAULT_MEMORY_POOL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1].split()[-1]
+
+
+def test_console_command_gives_pyarrow_the_system_allocator():
+    """The console process hands pyarrow's allocations to malloc (freed pages go back with
+    trim_heap); a library caller keeps pyarrow's own default; ARROW_DEFAULT_MEMORY_POOL wins."""
+    default = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import pyarrow as pa; print(pa.default_memory_pool().backend_name)",
+        ],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"},
+        timeout=120,
+    ).stdout.strip()
+    assert _pool_after("console") == "system"
+    assert _pool_after("library") == default
+    assert _pool_after("console", {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}) == "jemalloc"

@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ._memory import prefer_system_allocator
+
 HELP_FILE = os.path.join(os.path.dirname(__file__), "_help.txt")
 HELP_FLAGS = (["--help"], ["-h"])
 MIN_WIDTH, MAX_CONTENT_WIDTH = 50, 100
@@ -88,6 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     if argv is not None:  # called from Python: return, as a function does
         cli_main(argv)
         return
+    prefer_system_allocator()  # the process is the command's: pyarrow through malloc (_memory)
     try:
         cli_main(None)
     except SystemExit as exc:

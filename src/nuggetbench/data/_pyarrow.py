@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .._memory import system_allocator_preferred
+
 __all__ = ["load"]
 
 _probed = False
@@ -134,6 +136,8 @@ def load() -> tuple[Any, Any]:
     """``(pyarrow, compute)``, after pyarrow's pandas probe (see the module doc): *compute*
     answers as ``pyarrow.compute`` does (:class:`_Compute`; array methods such as
     ``Array.take`` import ``pyarrow.compute``: call ``compute.take(array, indices)`` instead).
+    In the console command's process pyarrow's default pool becomes its system pool the first
+    time (:func:`nuggetbench._memory.prefer_system_allocator`).
 
     Raises:
         ImportError: pyarrow is not installed.
@@ -154,5 +158,7 @@ def load() -> tuple[Any, Any]:
                         pass
                     finally:
                         sys.meta_path.remove(blocker)
+                if system_allocator_preferred():  # the console command's process: see _memory
+                    pa.set_memory_pool(pa.system_memory_pool())
                 _probed = True  # only now may another thread convert
     return pa, compute

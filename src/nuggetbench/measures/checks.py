@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._memory import trim_heap
 from ..data import _pyarrow
 from ..data._lookup import (
     arrow_strings,
@@ -846,7 +847,9 @@ def check_findings(
     """
     out = check_query_overlap(qrels, run, tiny=tiny)
     out += check_id_formats(qrels, run)
+    trim_heap()  # each check's temporaries handed back before the next: see _memory
     out += check_judged_overlap(qrels, run)
+    trim_heap()
     if corpus is not None:
         out += check_corpus_coverage(qrels, corpus, metadata=metadata)
         out += check_run_in_corpus(run, corpus)
