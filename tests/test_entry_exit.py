@@ -42,6 +42,13 @@ def test_leave_keeps_the_status_and_prints_a_message_code():
     assert done.stderr == "bad input\n"
 
 
+def test_leave_gives_the_status_python_s_exit_gives():
+    """Out-of-range and negative codes end as Python's own exit ends them (the low 8 bits)."""
+    for code in (-1, -255, 256, 257, 300):
+        python = _python(f"import sys; sys.exit({code})").returncode
+        assert _python(f"from nuggetbench._entry import leave; leave({code})").returncode == python
+
+
 def test_leave_waits_for_a_running_non_daemon_thread(tmp_path):
     marker = tmp_path / "written"
     code = (

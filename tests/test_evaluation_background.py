@@ -57,3 +57,78 @@ def test_the_judgments_error_comes_first(tmp_path):
     qrels, _ = _files(tmp_path)
     with pytest.raises(FormatError, match="bad.txt"):
         evaluate_dataset(qrels, bad_run, ["AP"])
+
+
+def _unsorted_files(tmp_path):
+    """A run with unsorted entries, a contradicting rank column, a run-only query and a judged
+    query it lacks: the checks and the measures both log."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\nq3 0 d9 1\n")
+    run = tmp_path / "run.txt"
+    run.write_text(
+        "q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 3.0 t\nq2 Q0 d3 1 1.0 t\nq2 Q0 d4 2 2.0 t\nq4 Q0 d1 1 1.0 t\n"
+    )
+    return qrels, run
+
+
+@pytest.mark.parametrize("profile", ["trec_eval -c", "trec_eval"])
+def test_measures_beside_the_checks_give_the_same_values_findings_and_log(
+    tmp_path, monkeypatch, profile
+):
+    """The measures computed in a thread while the checks run: the values, the findings and the
+    log lines (the checks', then the measures', in that order) are those of one after the
+    other; an error of the measures is raised as it is."""
+    import logging
+
+    from nuggetbench import evaluation
+
+    qrels, run = _unsorted_files(tmp_path)
+    outcomes = []
+    threads: list[str] = []
+    original = evaluation.evaluate_quietly
+
+    def spy(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "evaluate_quietly", spy)
+    monkeypatch.setattr(evaluation, "usable_cpus", lambda: 2)
+    for beside in (False, True):
+        monkeypatch.setattr(evaluation, "MEASURES_BESIDE_CHECKS_MIN", 0 if beside else 10**12)
+        threads.clear()
+        records: list[logging.LogRecord] = []
+        handler = logging.Handler(logging.INFO)
+        handler.emit = records.append  # type: ignore[method-assign]
+        logger = logging.getLogger("nuggetbench")
+        level = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        # the CLI (run by other tests in this process) quiets the checks' logger
+        emitting = [logging.getLogger(f"nuggetbench.measures.{m}") for m in ("checks", "evaluate")]
+        saved = [(e.disabled, e.level) for e in emitting]
+        for e in emitting:
+            e.disabled = False
+            e.setLevel(logging.NOTSET)
+        try:
+            done = evaluate_dataset(qrels, run, ["AP", "nDCG@10", "RR"], profile=profile)
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            for e, (was_disabled, was_level) in zip(emitting, saved):
+                e.disabled = was_disabled
+                e.setLevel(was_level)
+        assert threads == (["nuggetbench-spy"] if beside else [])
+        outcomes.append(
+            (
+                done.results.to_dict()["per_query"],
+                done.results.means,
+                [str(f) for f in done.findings],
+                [(r.name, r.levelname, r.getMessage()) for r in records],
+            )
+        )
+    assert outcomes[0] == outcomes[1]
+    messages = [m for _, _, m in outcomes[0][3]]
+    assert any("rank column contradicts" in m for m in messages)
+    assert any("run queries have no judgments and were ignored" in m for m in messages)
+    last_check = max(i for i, m in enumerate(messages) if "rank column" in m)
+    assert all(i > last_check for i, m in enumerate(messages) if "were ignored" in m)

@@ -117,11 +117,14 @@ def test_judged_hits_match_brute_force(seed):
 @pytest.mark.parametrize("padded", [2, 0])
 @pytest.mark.parametrize("fixed", [False, True])
 @pytest.mark.parametrize("groups", [True, False])
-def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, groups, monkeypatch):
+@pytest.mark.parametrize("block", [1 << 18, 7, 1])
+def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, groups, block, monkeypatch):
+    """Whole, or in blocks of whole queries (a block shorter than one query included)."""
     from nuggetbench.data import Run
 
     monkeypatch.setattr(checks, "_PADDED_FACTOR", padded)
     monkeypatch.setattr(checks, "_BY_SCORE_GROUPS", groups)
+    monkeypatch.setattr(checks, "RANK_CHECK_BLOCK", block)
     rng = np.random.default_rng(seed)
     for _ in range(20):
         run = Run.from_dict(

@@ -131,7 +131,7 @@ def leave(code: object = 0) -> None:
                 stream.flush()
         except (OSError, ValueError):  # a closed pipe (``| head``): Python's exit says 120
             status = status or 120
-    os._exit(status & 0xFF if status >= 0 else 1)
+    os._exit(status & 0xFF)  # as Python's own exit: the low 8 bits (-1 -> 255, 256 -> 0)
 
 
 def help_texts() -> dict[str, str]:

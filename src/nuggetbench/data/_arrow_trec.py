@@ -25,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 MIN_BYTES = 1 << 20  # below this the regular reader is as fast
 
+BLOCK_SIZE = 1 << 24
+"""Bytes of the file pyarrow parses at a time (in parallel blocks)."""
+
 BACKGROUND_MIN = 1 << 21
 """From this many lines :func:`read_columns` may factorise the ids in a thread (on 1M lines the
 thread cost more than it saved: the run is then read beside the judgments already)."""
@@ -145,7 +148,7 @@ def read_columns(
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=BLOCK_SIZE),
             parse_options=pcsv.ParseOptions(
                 delimiter=delimiter,
                 quote_char=False,

@@ -770,30 +770,55 @@ def _rank_disagreements_by_groups(
     return np.flatnonzero(flagged)
 
 
+RANK_CHECK_BLOCK = 1 << 18
+""":func:`_rank_disagreements` looks at the run in blocks of whole queries of about this many
+entries: its temporaries (several int64 arrays per entry) stay those of one block (1M entries:
+a peak of 62 MB in one pass)."""
+
+
 def _rank_disagreements(run: Any, ranks: np.ndarray) -> list[Any]:
     """Query ids (in run order) whose entries, read in rank order (stable), have a score going up.
 
-    Vectorised: only queries where the rank column is not already non-decreasing in the run's
-    (score) order can disagree, and only those are sorted, all at once by (query, rank).
+    Vectorised, block by block of whole queries (:data:`RANK_CHECK_BLOCK` entries): only
+    queries where the rank column is not already non-decreasing in the run's (score) order can
+    disagree, and only those are sorted, all at once by (query, rank).
     """
     if hasattr(run, "query_offsets") and hasattr(run, "score_column"):
         (qids, starts), scores = run.query_offsets(), run.score_column()
     else:
         qids, starts, _, scores = run.arrays()
     scores = np.asarray(scores, dtype=np.float64)
-    counts = np.diff(starts)
-    n = len(scores)
-    if n < 2:
+    starts = np.asarray(starts, dtype=np.int64)
+    if len(scores) < 2:
         return []
+    found: list[int] = []
+    first, n_queries = 0, len(starts) - 1
+    while first < n_queries:
+        end = int(np.searchsorted(starts, starts[first] + RANK_CHECK_BLOCK, side="right")) - 1
+        end = min(max(end, first + 1), n_queries)  # at least one query
+        lo, hi = int(starts[first]), int(starts[end])
+        rows = _rank_disagreements_in(starts[first : end + 1] - lo, scores[lo:hi], ranks[lo:hi])
+        found.extend((rows + first).tolist())
+        first = end
+    return [qids[i] for i in found]
+
+
+def _rank_disagreements_in(starts: np.ndarray, scores: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """:func:`_rank_disagreements` of one block: the query rows (int64, ascending) of the block
+    whose entries are ``starts[i]:starts[i + 1]`` of *scores* and *ranks*."""
+    counts = np.diff(starts)
+    none = np.zeros(0, dtype=np.int64)
+    if len(scores) < 2:
+        return none
     rows = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     same = rows[1:] == rows[:-1]
     down = same & (ranks[1:] < ranks[:-1])
     if not down.any():
-        return []  # ranks follow the run's order, whose scores never go up within a query
+        return none  # ranks follow the run's order, whose scores never go up within a query
     if _BY_SCORE_GROUPS:
         found = _rank_disagreements_by_groups(rows, scores, ranks)
         if found is not None:
-            return [qids[i] for i in found.tolist()]
+            return found
     suspect = np.zeros(len(counts), dtype=bool)
     suspect[rows[1:][down]] = True
     which = np.flatnonzero(suspect)
@@ -815,13 +840,13 @@ def _rank_disagreements(run: Any, ranks: np.ndarray) -> list[Any]:
         by_rank = np.argsort(keys, axis=1, kind="stable")
         ordered = np.take_along_axis(grid, by_rank, axis=1)
         up = (ordered[:, 1:] > ordered[:, :-1]) & valid[:, 1:]
-        return [qids[i] for i in which[up.any(axis=1)].tolist()]
+        return which[up.any(axis=1)]
     entries = np.flatnonzero(suspect[rows])
     # stable by (query, rank): lexsort is stable, so equal ranks keep the run's order
     order = entries[np.lexsort((ranks[entries], rows[entries]))]
     r_rows, r_scores = rows[order], scores[order]
     up = (r_rows[1:] == r_rows[:-1]) & (r_scores[1:] > r_scores[:-1])
-    return [qids[i] for i in np.unique(r_rows[1:][up]).tolist()]
+    return np.unique(r_rows[1:][up])
 
 
 def check_findings(

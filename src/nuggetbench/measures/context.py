@@ -382,22 +382,31 @@ class EvalContext:
         if not keep.any():
             return grade
         jq, jcode, jg = jq[keep], jcode[keep], jgrades[keep]
-        ecodes = codes[run_index]
+        identity = (
+            len(codes) == n and run_index[-1] == n - 1 and bool((run_index == np.arange(n)).all())
+        )
+        ecodes = codes if identity else codes[run_index]  # no copy of a whole run's codes
         # most documents are judged for one query only: a direct table lookup serves them
         n_judging = np.bincount(jcode, minlength=len(uniques))
         single = n_judging[jcode] == 1
-        doc_query = np.full(len(uniques), -1, dtype=np.int64)
+        several = n_judging > 1  # bool (u,): the counts' int64 table is not kept
+        del n_judging
+        # int32 when it holds every query index: the per-entry gather below is half the size
+        small = len(self.query_ids) < 2**31 - 1
+        doc_query = np.full(len(uniques), -1, dtype=np.int32 if small else np.int64)
         doc_query[jcode[single]] = jq[single]
         doc_grade = np.zeros(len(uniques), dtype=np.int64)
         doc_grade[jcode[single]] = jg[single]
         hit = doc_query[ecodes] == qidx
+        del doc_query
         grade[hit] = doc_grade[ecodes[hit]]
+        del doc_grade, hit
         if not single.all():  # documents judged for several queries: sorted (query, doc) keys
             nd = np.int64(max(len(uniques), 1))
             jkeys = jq[~single] * nd + jcode[~single]
             order = np.argsort(jkeys, kind="stable")
             jkeys, multi_grades = jkeys[order], jg[~single][order]
-            cand = np.flatnonzero(n_judging[ecodes] > 1)
+            cand = np.flatnonzero(several[ecodes])
             ekeys = qidx[cand] * nd + ecodes[cand]
             pos = np.minimum(np.searchsorted(jkeys, ekeys), len(jkeys) - 1)
             found = jkeys[pos] == ekeys

@@ -24,7 +24,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["aggregate_values", "evaluate", "measure_keys", "measure_pairs", "plain_measures"]
+__all__ = [
+    "aggregate_values",
+    "evaluate",
+    "evaluate_quietly",
+    "log_query_sets",
+    "measure_keys",
+    "measure_pairs",
+    "plain_measures",
+]
 
 
 def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
@@ -181,6 +189,38 @@ def evaluate(
         IdMismatchError: run and qrels share no query id (with a hint when ids differ only by
             format, e.g. ``"1"`` vs ``"01"``).
     """
+    results = evaluate_quietly(qrels, run, measures, profile=profile)
+    log_query_sets(results, profile)
+    return results
+
+
+def log_query_sets(results: Results, profile: str | Profile = DEFAULT_PROFILE) -> None:
+    """Log (info) the run queries ignored and the judged queries absent from the run, as
+    :func:`evaluate` does after computing *results* under *profile*."""
+    if results.run_only_queries:
+        logger.info(
+            "%d run queries have no judgments and were ignored", len(results.run_only_queries)
+        )
+    if results.missing_queries:
+        logger.info(
+            "%d judged queries are absent from the run (%s)",
+            len(results.missing_queries),
+            "scored on an empty ranking"
+            if get_profile(profile).average_over == "qrels"
+            else "left out",
+        )
+
+
+def evaluate_quietly(
+    qrels: Qrels,
+    run: Run,
+    measures: str | Measure | Iterable[str | Measure],
+    *,
+    profile: str | Profile = DEFAULT_PROFILE,
+) -> Results:
+    """:func:`evaluate` without its log lines (:func:`log_query_sets` writes them): for a caller
+    that computes the results in a thread and logs in order afterwards
+    (:func:`nuggetbench.evaluation.evaluate_dataset`). Same arguments, value and errors."""
     prof = get_profile(profile)
     keyed = [(k, _with_defaults(m, prof)) for k, m in measure_pairs(measures)]
     ctx = EvalContext(qrels, run, prof)
@@ -209,14 +249,6 @@ def evaluate(
             means[key] = prof.mean(family.name, values, len(ctx.qrels.query_ids))
         else:
             means[key] = aggregate_values(values, family.aggregate)
-    if ctx.run_only_queries:
-        logger.info("%d run queries have no judgments and were ignored", len(ctx.run_only_queries))
-    if ctx.missing_queries:
-        logger.info(
-            "%d judged queries are absent from the run (%s)",
-            len(ctx.missing_queries),
-            "scored on an empty ranking" if prof.average_over == "qrels" else "left out",
-        )
     return Results(
         query_ids=ctx.query_ids.tolist(),
         measures=[k for k, _ in keyed],
