@@ -30,6 +30,31 @@ def test_in_background_returns_the_value_and_raises_the_error():
         result()
 
 
+def test_idle_cpus_counts_the_threads_at_work(monkeypatch):
+    """A background thread takes a CPU while it runs; a caller waiting for it gives its own
+    back (factorize_keys splits a column in two only when a CPU is idle)."""
+    import time
+
+    from nuggetbench import _threads
+
+    monkeypatch.setattr(_threads, "usable_cpus", lambda: 2)
+    assert _threads.idle_cpus() == 1  # the caller works
+    started = threading.Event()
+
+    def job():
+        started.set()
+        deadline = time.monotonic() + 10
+        while _threads.idle_cpus() != 1 and time.monotonic() < deadline:
+            time.sleep(0.001)  # until the caller waits in result()
+        return _threads.idle_cpus()
+
+    result = in_background(job)
+    started.wait(10)
+    assert _threads.idle_cpus() == 0  # the caller and the job
+    assert result() == 1  # the job saw the waiting caller's CPU free
+    assert _threads.idle_cpus() == 1
+
+
 def _files(tmp_path):
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n")

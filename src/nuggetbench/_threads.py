@@ -13,9 +13,27 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["in_background", "usable_cpus"]
+__all__ = ["idle_cpus", "in_background", "usable_cpus"]
 
 T = TypeVar("T")
+
+_working = 1
+"""Threads doing nuggetbench's work now: the caller's, plus each :func:`in_background` thread
+while it runs, less each caller while it waits for one (see :func:`idle_cpus`)."""
+_working_lock = threading.Lock()
+
+
+def _count(change: int) -> None:
+    global _working
+    with _working_lock:
+        _working += change
+
+
+def idle_cpus() -> int:
+    """Usable CPUs that none of nuggetbench's threads is working on (:func:`usable_cpus` less the
+    threads counted in :data:`_working`; other threads of the process are not known): whether
+    splitting a step in two would take a core from nothing else."""
+    return max(0, usable_cpus() - _working)
 
 
 def usable_cpus() -> int:
@@ -40,14 +58,26 @@ def in_background(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[
             box["value"] = fn(*args, **kwargs)
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
+        finally:
+            _count(-1)
 
     thread = threading.Thread(
         target=work, name=f"nuggetbench-{getattr(fn, '__name__', 'work')}", daemon=True
     )
-    thread.start()
+    _count(+1)
+    try:
+        thread.start()
+    except BaseException:
+        _count(-1)
+        raise
 
     def result() -> T:
-        thread.join()
+        if thread.is_alive():
+            _count(-1)  # the caller waits: its core is free meanwhile
+            try:
+                thread.join()
+            finally:
+                _count(+1)
         if "error" in box:
             raise box.pop("error")
         return box.pop("value")
