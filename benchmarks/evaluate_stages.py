@@ -9,9 +9,10 @@ given), with the main stages' functions wrapped by a timer, and prints one colum
 - ``sniff qrels``, ``read qrels``, ``read run``, ``checks``, ``measures``, ``print``: the time
   spent inside those functions (``data.diversity_io.sniff_nugget_qrels``,
   ``data.trec.read_qrels``, ``data.trec.read_run_owned`` or ``read_run``,
-  ``measures.checks.check_findings``, ``measures.evaluate.evaluate``, ``cli.evaluate._render``);
-  a stage that runs in a thread beside another (the run file is read while the judgments load)
-  is marked ``(thread)``: its time overlaps the others';
+  ``measures.checks.check_findings``, ``measures.evaluate.evaluate_quietly`` (``evaluate`` in an
+  older tree), ``cli.evaluate._render``); a stage that runs in a thread beside another (the run
+  file is read while the judgments load, the measures are computed while the checks run) is
+  marked ``(thread)``: its time overlaps the others';
 - ``exit``: from the end of the command to the end of the process (the interpreter's teardown);
 - ``whole``: the wall time of the child, as ``time`` measures it.
 
@@ -39,7 +40,7 @@ STAGES = {
     "read qrels": ("nuggetbench.data.trec", "read_qrels"),
     "read run": ("nuggetbench.data.trec", "read_run_owned"),
     "checks": ("nuggetbench.measures.checks", "check_findings"),
-    "measures": ("nuggetbench.measures.evaluate", "evaluate"),
+    "measures": ("nuggetbench.measures.evaluate", "evaluate_quietly"),
     "print": ("nuggetbench.cli.evaluate", "_render"),
 }
 
@@ -50,8 +51,9 @@ STAGES = json.loads(sys.argv[1])
 spent, first, threads = {}, [], set()
 def wrap(module, name, label):
     mod = importlib.import_module(module)
-    if not hasattr(mod, name) and name == "read_run_owned":
-        name = "read_run"
+    older = {"read_run_owned": "read_run", "evaluate_quietly": "evaluate"}
+    if not hasattr(mod, name) and name in older:  # an older tree
+        name = older[name]
     original = getattr(mod, name, None)
     if original is None:
         return
