@@ -1215,3 +1215,18 @@ def test_crlf_and_lone_cr_files_read_as_the_careful_reader_reads_them(
             except Exception as exc:
                 careful = repr(exc)
         assert fast == careful
+
+
+def test_search_in_order_or_not_equals_searchsorted():
+    """_lookup._search: values searched as given, sorted first, or (already in order) as given;
+    always numpy's searchsorted clipped to the last position."""
+    from nuggetbench.data._lookup import _search
+
+    rng = np.random.default_rng(0)
+    for trial in range(120):
+        ordered = np.unique(rng.integers(0, 10**6, int(rng.integers(1, 20000))).astype(np.uint64))
+        values = rng.integers(0, 10**6, int(rng.integers(0, 30000))).astype(np.uint64)
+        if trial % 2:
+            values = np.sort(values)
+        want = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+        assert np.array_equal(_search(ordered, values), want)

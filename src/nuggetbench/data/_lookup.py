@@ -293,6 +293,8 @@ def _search(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
     sorting many more values than the array holds would cost more than it saves)."""
     if len(values) < 4096 or len(values) > 2 * len(ordered):
         return np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    if bool((values[1:] >= values[:-1]).all()):  # in order already (e.g. factorised keys)
+        return np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
     by_value = np.argsort(values)
     at = np.empty(len(values), dtype=np.int64)
     at[by_value] = np.searchsorted(ordered, values[by_value])
