@@ -291,9 +291,8 @@ def _search(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
     in ascending order when they are not many more than *ordered* (each search starts where
     the last one ended: several times faster than searching a large array in random order;
     sorting many more values than the array holds would cost more than it saves)."""
-    if len(values) < 4096 or len(values) > 2 * len(ordered):
-        return np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
-    if bool((values[1:] >= values[:-1]).all()):  # in order already (e.g. factorised keys)
+    as_given = len(values) < 4096 or len(values) > 2 * len(ordered)
+    if as_given or bool((values[1:] >= values[:-1]).all()):  # or in order (factorised keys)
         return np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
     by_value = np.argsort(values)
     at = np.empty(len(values), dtype=np.int64)

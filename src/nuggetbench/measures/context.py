@@ -342,7 +342,8 @@ class EvalContext:
         lengths = np.where(has, rlen[safe] if len(rq) else 0, 0).astype(np.int64)
         starts = _starts_from_counts(lengths)
         n = int(starts[-1])
-        if n == int(rstarts[-1]) and np.array_equal(self._rpos[has], np.flatnonzero(rlen > 0)):
+        whole = n == int(rstarts[-1]) and np.array_equal(self._rpos[has], np.flatnonzero(rlen > 0))
+        if whole:  # every run entry, in the run's order
             run_index = np.arange(n, dtype=np.int64)
         else:
             run_index = _gather_ranges(
@@ -352,7 +353,8 @@ class EvalContext:
         rank = np.arange(n, dtype=np.int64) - np.repeat(starts[:-1], lengths)
         if self.profile.tie_break != "docid_desc" and n:
             run_index = run_index[self._tie_order(qidx, run_index, self.profile.tie_break)]
-        grade = self._join(qidx, run_index)
+            whole = False
+        grade = self._join(qidx, run_index, whole=whole)
         self._cache["base"] = (qidx, rank, grade, run_index, starts)
         return self._cache["base"]
 
@@ -369,8 +371,9 @@ class EvalContext:
             qidx, rscores[run_index], rdocs[run_index], tie_break=tie_break, positions=positions
         )
 
-    def _join(self, qidx: np.ndarray, run_index: np.ndarray) -> np.ndarray:
-        """Grade of every entry (``UNJUDGED`` when not judged), vectorised."""
+    def _join(self, qidx: np.ndarray, run_index: np.ndarray, *, whole: bool = False) -> np.ndarray:
+        """Grade of every entry (``UNJUDGED`` when not judged), vectorised. *whole*: *run_index*
+        is ``arange`` over every run entry (the run's codes are then used without a copy)."""
         n = len(qidx)
         grade = np.full(n, UNJUDGED, dtype=np.int64)
         jq, jgrades = self.judged_grades()
@@ -382,10 +385,7 @@ class EvalContext:
         if not keep.any():
             return grade
         jq, jcode, jg = jq[keep], jcode[keep], jgrades[keep]
-        identity = (
-            len(codes) == n and run_index[-1] == n - 1 and bool((run_index == np.arange(n)).all())
-        )
-        ecodes = codes if identity else codes[run_index]  # no copy of a whole run's codes
+        ecodes = codes if whole else codes[run_index]  # no copy of a whole run's codes
         # most documents are judged for one query only: a direct table lookup serves them
         n_judging = np.bincount(jcode, minlength=len(uniques))
         single = n_judging[jcode] == 1
