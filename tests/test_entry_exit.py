@@ -96,7 +96,7 @@ def _pool_after(command: str, env: dict[str, str] | None = None) -> str:
     code = (
         "import atexit, sys\n"
         "def report():\n"
-        "    from nuggetbench.data import _pyarrow\n"
+        "    from nuggetbench.data import arrow as _pyarrow\n"
         "    pa, _ = _pyarrow.load()\n"
         "    print('POOL', pa.default_memory_pool().backend_name)\n"
         "atexit.register(report)\n"

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from nuggetbench._threads import in_background
+from nuggetbench._runtime import in_background
 from nuggetbench.errors import DatasetError, FormatError
 from nuggetbench.evaluation import evaluate_dataset
 
@@ -35,7 +35,7 @@ def test_idle_cpus_counts_the_threads_at_work(monkeypatch):
     back (factorize_keys splits a column in two only when a CPU is idle)."""
     import time
 
-    from nuggetbench import _threads
+    from nuggetbench import _runtime as _threads
 
     monkeypatch.setattr(_threads, "usable_cpus", lambda: 2)
     assert _threads.idle_cpus() == 1  # the caller works

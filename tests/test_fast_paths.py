@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nuggetbench.data._lookup import index_in, is_in
+from nuggetbench.data.lookup import index_in, is_in
 from nuggetbench.measures import checks
 
 ALPHABET = list(" \t\n\r\x0b\x0c\x1c\x1f\x85\u00a0+-.0123456789aAbZqQdİß\u0660\u0661é")
@@ -57,7 +57,7 @@ def test_doc_format_pairs_match_python(seed, monkeypatch):
 
 @pytest.mark.parametrize("arrow_min", [1, 10**9])
 def test_index_in_and_is_in_both_paths(arrow_min, monkeypatch):
-    from nuggetbench.data import _lookup
+    from nuggetbench.data import lookup as _lookup
 
     monkeypatch.setattr(_lookup, "ARROW_MIN", arrow_min)
     rng = np.random.default_rng(5)
@@ -320,7 +320,7 @@ def test_qrels_sniff_fast_path_answers_as_the_line_loop(seed, tmp_path, monkeypa
 def test_qrels_arrow_sort_equals_lexsort(seed, monkeypatch):
     """Qrels order judgments by (query, doc id as string) through pyarrow's stable sort; the
     result (kept duplicates included) equals the numpy lexsort over sorted factor codes."""
-    from nuggetbench.data import Qrels, _lookup
+    from nuggetbench.data import Qrels, lookup as _lookup
     from nuggetbench.data import qrels as qrels_module
     from nuggetbench.errors import DuplicateError
 
@@ -503,7 +503,7 @@ def test_evaluate_path_imports_no_pandas_and_pandas_still_converts(tmp_path):
     (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in qrels.items()))
     script = f"""
 import sys
-from nuggetbench.data import _arrow_trec, _lookup
+from nuggetbench.data import _arrow_trec, lookup as _lookup
 _arrow_trec.MIN_BYTES = 1
 _lookup.ARROW_MIN = 1
 from nuggetbench.cli import main
@@ -613,7 +613,7 @@ def test_shared_strings_are_the_conversion_of_the_array():
     pa = pytest.importorskip("pyarrow")
     import gc
 
-    from nuggetbench.data import _lookup
+    from nuggetbench.data import lookup as _lookup
 
     ids = np.array(["b", "a", "c"], dtype=object)
     strings = pa.array(ids.tolist(), type=pa.string())
@@ -635,7 +635,7 @@ def test_fast_readers_share_the_id_columns_they_parsed(tmp_path, monkeypatch):
     """The pyarrow readers hand their doc id columns to the look-ups: equal to converting the
     run's doc uniques and the qrels' doc id column, and the look-ups give the same answers."""
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import _arrow_trec, _lookup, read_qrels, read_run
+    from nuggetbench.data import _arrow_trec, lookup as _lookup, read_qrels, read_run
 
     rng = np.random.default_rng(4)
     run_lines = [
@@ -668,7 +668,7 @@ def test_qrels_from_codes_sorts_as_the_constructor(seed, monkeypatch):
     """Qrels._from_codes (by a (query rank, doc id) sort in pyarrow, with or without the doc
     strings, or by doc ranks without pyarrow) equals the constructor, repeated pairs included."""
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import Qrels, _lookup
+    from nuggetbench.data import Qrels, lookup as _lookup
 
     rng = np.random.default_rng(seed)
     qu = np.array([f"q{i}" for i in rng.permutation(9)] + ["Q", "q10", "é"], dtype=object)
@@ -691,7 +691,7 @@ def test_qrels_from_codes_sorts_as_the_constructor(seed, monkeypatch):
 def test_short_keys_order_and_equality_are_the_ids(seed):
     """short_keys: equal keys for equal ids, key order = str order; None for long ids or NUL."""
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import _lookup
+    from nuggetbench.data import lookup as _lookup
 
     rng = np.random.default_rng(seed)
     alphabet = list("aAzZ09-_ .é\u00ff\u4e00") + ["\U0001f600"]
@@ -718,7 +718,7 @@ def test_short_keys_order_and_equality_are_the_ids(seed):
 
 def test_index_in_by_short_keys_equals_the_hash_join():
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import _lookup
+    from nuggetbench.data import lookup as _lookup
 
     rng = np.random.default_rng(9)
     uniques = np.array([f"D{i}" for i in rng.permutation(3000)], dtype=object)
@@ -755,7 +755,7 @@ def test_sniff_helpers_equal_their_python_spelling(seed, tmp_path):
 
 def test_strings_of_keys_rebuild_the_ids():
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import _lookup
+    from nuggetbench.data import lookup as _lookup
 
     ids = ["", "a", "12", "é", "abcdefgh", "\U0001f600x", "a b", "\x7f"]
     keys = _lookup.short_keys(pa.array(ids, type=pa.string()))
@@ -770,7 +770,7 @@ def test_factorize_keys_by_sorting_or_hashing(sort_max, split_min, monkeypatch):
     """Sorted, hashed, and split by value into two threads: the same distinct keys, in order,
     and the same codes (few or many distinct keys, one key, a pivot that is the smallest)."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import _lookup
+    from nuggetbench.data import lookup as _lookup
 
     monkeypatch.setattr(_lookup, "SORT_MAX", sort_max)
     monkeypatch.setattr(_lookup, "SPLIT_MIN", split_min)
@@ -795,7 +795,7 @@ def test_short_keys_equal_the_big_endian_bytes(seed):
     the key is the zero-padded UTF-8 bytes as a big-endian number, whatever the lengths near the
     end of the data and the array's offset."""
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import _lookup
+    from nuggetbench.data import lookup as _lookup
 
     rng = np.random.default_rng(seed)
     alphabet = list("ab0é") + ["\u4e2d", "\U0001f600"]
@@ -932,7 +932,7 @@ def test_fast_run_reader_names_the_line_of_a_non_finite_score(tmp_path, monkeypa
 def test_trim_heap_returns_free_pages_on_glibc():
     import platform
 
-    from nuggetbench import _memory
+    from nuggetbench import _runtime as _memory
 
     _memory.trim_heap()
     _memory.trim_heap()
@@ -1030,7 +1030,7 @@ def test_compute_stand_in_answers_as_pyarrow_compute():
     pa = pytest.importorskip("pyarrow")
     import pyarrow.compute as real
 
-    from nuggetbench.data._pyarrow import compute as pc
+    from nuggetbench.data.arrow import compute as pc
 
     ids = pa.array(["b", " a", "B", "b", "a1 ", "é"])
     mask = pa.array([True, False, True, False, True, True])
@@ -1136,7 +1136,7 @@ def test_index_in_takes_pyarrow_ids(seed):
     """``index_in`` with either side a pyarrow string array answers as with object arrays
     (short ids by integer keys, long or non-ASCII ones by pyarrow's hash look-up)."""
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data._lookup import index_in
+    from nuggetbench.data.lookup import index_in
 
     rng = np.random.default_rng(seed)
     pool = [f"d{i}" for i in range(50)] + ["a-much-longer-id-1", "é", "中文", "d1 ", ""]
@@ -1220,7 +1220,7 @@ def test_crlf_and_lone_cr_files_read_as_the_careful_reader_reads_them(
 def test_search_in_order_or_not_equals_searchsorted():
     """_lookup._search: values searched as given, sorted first, or (already in order) as given;
     always numpy's searchsorted clipped to the last position."""
-    from nuggetbench.data._lookup import _search
+    from nuggetbench.data.lookup import _search
 
     rng = np.random.default_rng(0)
     for trial in range(120):

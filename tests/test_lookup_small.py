@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nuggetbench.data import _lookup
+from nuggetbench.data import lookup as _lookup
 
 
 @pytest.mark.parametrize("small", [0, 10**9])
@@ -35,7 +35,7 @@ def test_a_few_ids_do_not_import_pandas():
 
     code = (
         "import sys, numpy as np\n"
-        "from nuggetbench.data._lookup import index_in, is_in\n"
+        "from nuggetbench.data.lookup import index_in, is_in\n"
         "u = np.array(['a', 'b', 'c'], dtype=object)\n"
         "assert index_in(np.array(['c', 'x'], dtype=object), u).tolist() == [2, -1]\n"
         "assert is_in(np.array(['c', 'x'], dtype=object), u).tolist() == [True, False]\n"

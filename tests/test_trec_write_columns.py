@@ -125,7 +125,7 @@ def test_a_wrong_number_raises(monkeypatch):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from nuggetbench.data import _pyarrow
+    from nuggetbench.data import arrow as _pyarrow
 
     real_cast = _pyarrow.compute.cast  # the kernels the writer calls
 

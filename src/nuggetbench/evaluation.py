@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._memory import trim_heap
-from ._threads import in_background, usable_cpus
+from ._runtime import trim_heap
+from ._runtime import in_background, usable_cpus
 from .compare import ComparisonReport, Summary, profile_summaries
 from .compare.runs import compare_runs
 from .data import Corpus, JsonlCorpus, Run, load_run

@@ -5,9 +5,9 @@ space anywhere (the usual output of retrievers and of :func:`~nuggetbench.data.t
 Anything else (mixed whitespace, wrong column counts, bad numbers, invalid UTF-8) returns
 ``None`` and the caller falls back to the careful pandas/line-by-line reader, which produces the
 error messages. Id columns come back factorised (ids of at most 8 bytes as integer keys sorted
-by numpy, :func:`._lookup.short_keys`; others dictionary encoded in C++), so no Python string is
+by numpy, :func:`.lookup.short_keys`; others dictionary encoded in C++), so no Python string is
 created per line except for the distinct ids; the distinct doc ids also come as a pyarrow array,
-for the look-ups (:func:`._lookup.share_strings`).
+for the look-ups (:func:`.lookup.share_strings`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import trim_heap
-from .._threads import in_background, usable_cpus
-from . import _lookup, _pyarrow
+from .._runtime import trim_heap
+from .._runtime import in_background, usable_cpus
+from . import arrow, lookup
 
 logger = logging.getLogger(__name__)
 
@@ -51,36 +51,36 @@ def _grouped_codes(column: object) -> tuple[np.ndarray, np.ndarray] | None:
     """``dictionary_encode`` of *column* (uniques in order of first appearance, int64 codes) from
     its runs of equal adjacent values: only the first value of each run is hashed. ``None`` when
     the runs are short (the column is not grouped)."""
-    pa, pc = _pyarrow.load()
+    pa, pc = arrow.load()
 
     n = len(column)  # type: ignore[arg-type]
     if n < 2:
         return None
     change = pc.not_equal(column.slice(1), column.slice(0, n - 1))  # type: ignore[attr-defined]
     heads = np.flatnonzero(
-        np.concatenate([[True], change.to_numpy(zero_copy_only=False).astype(bool)])
+        np.concatenate([[True], arrow.to_numpy(change).astype(bool)])
     )
     if len(heads) * 4 > n:
         return None
-    encoded = pc.dictionary_encode(pc.take(column, pa.array(heads)))  # type: ignore[attr-defined]
-    uniques = encoded.dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False)
-    head_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    encoded = pc.dictionary_encode(pc.take(column, heads))  # type: ignore[attr-defined]
+    uniques = arrow.to_numpy(encoded.dictionary).astype(object, copy=False)
+    head_codes = arrow.to_numpy(encoded.indices).astype(np.int64)
     return uniques, np.repeat(head_codes, np.diff(np.append(heads, n)))
 
 
 def _factorize(column: Any, *, by_keys: bool = True) -> tuple[Any, np.ndarray]:
     """``(distinct values as a pyarrow array, int64 codes)`` of a pyarrow string *column*: short
-    ids by their integer keys (:func:`._lookup.short_keys`; the distinct ids then come sorted),
+    ids by their integer keys (:func:`.lookup.short_keys`; the distinct ids then come sorted),
     others (and every value unless *by_keys*) by pyarrow's hash table (in order of first
     appearance; faster for a few distinct values)."""
-    pa, pc = _pyarrow.load()
-    keys = _lookup.short_keys(column) if by_keys else None
+    pa, pc = arrow.load()
+    keys = lookup.short_keys(column) if by_keys else None
     if keys is not None:
-        first, codes = _lookup.factorize_keys(keys)
-        distinct = _lookup.strings_of_keys(keys[first])
-        return (pc.take(column, pa.array(first)) if distinct is None else distinct), codes
+        first, codes = lookup.factorize_keys(keys)
+        distinct = lookup.strings_of_keys(keys[first])
+        return (pc.take(column, first) if distinct is None else distinct), codes
     encoded = pc.dictionary_encode(column)
-    return encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return encoded.dictionary, arrow.to_numpy(encoded.indices).astype(np.int64)
 
 
 def _id_codes(holder: list[Any]) -> tuple[Any, np.ndarray, Any]:
@@ -88,7 +88,7 @@ def _id_codes(holder: list[Any]) -> tuple[Any, np.ndarray, Any]:
     not) in the one-item list *holder*, which it empties (the chunks are freed once combined);
     the distinct ids stay a pyarrow array (no ``str`` object per distinct id)."""
     column = holder.pop()
-    if not isinstance(column, _pyarrow.load()[0].Array):
+    if not isinstance(column, arrow.load()[0].Array):
         column = column.combine_chunks()
     dictionary, codes = _factorize(column)
     return dictionary, codes, dictionary
@@ -117,7 +117,7 @@ def read_columns(
         ``{column: value}``: for ``"grouped_ids"`` and ``"labels"`` a tuple ``(uniques object
         array, codes int64 array)``, for ``"ids"`` ``(uniques, codes, uniques)`` with the uniques
         a pyarrow string array (no ``str`` object per distinct id: the data model converts
-        them when asked, :func:`._lookup.as_objects`), otherwise a numpy array; ``None`` when
+        them when asked, :func:`.lookup.as_objects`), otherwise a numpy array; ``None`` when
         pyarrow is missing or the file is not regular. With *background_ids* (and two usable
         CPUs) each ``"ids"`` value is instead a function that waits for that tuple: the ids
         are factorised in a thread while the caller works on the other columns (a run's
@@ -128,7 +128,7 @@ def read_columns(
     if len(data) < MIN_BYTES:
         return None
     try:
-        pa, pc = _pyarrow.load()
+        pa, pc = arrow.load()
         import pyarrow.csv as pcsv
     except ImportError:
         return None
@@ -202,10 +202,10 @@ def read_columns(
                 out[i] = _grouped_codes(column) if kind == "grouped_ids" else None
                 if out[i] is None:
                     dictionary, codes = _factorize(column, by_keys=kind != "labels")
-                    uniques = dictionary.to_numpy(zero_copy_only=False)
+                    uniques = arrow.to_numpy(dictionary)
                     out[i] = (uniques.astype(object, copy=False), codes)
             else:
-                out[i] = column.to_numpy(zero_copy_only=False)
+                out[i] = arrow.to_numpy(column)
             column = None
         del table, column
         # hand the parser's freed blocks back to the system: numpy's and Python's allocations

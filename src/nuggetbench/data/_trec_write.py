@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from . import _pyarrow
+from . import arrow
 
 #: Runs with fewer entries are written by the Python writer (pyarrow is not worth importing).
 MIN_ENTRIES = 20_000
@@ -37,7 +37,7 @@ _BAD_ID = r"^$|[ \t\r\n\x0b\x0c\x00]|[\x{10FF80}-\x{10FFFF}]"
 
 def _any_bad(ids, *, query: bool) -> bool:
     """Whether any of *ids* (a pyarrow string array) cannot be written by this module."""
-    _, pc = _pyarrow.load()
+    _, pc = arrow.load()
 
     if not len(ids):
         return False
@@ -59,25 +59,25 @@ def score_texts(scores: np.ndarray):
     Raises:
         AssertionError: a text does not read back to its score (a wrong number; never expected).
     """
-    pa, pc = _pyarrow.load()
+    pa, pc = arrow.load()
 
     s = np.ascontiguousarray(scores, dtype=np.float64)
     finite = np.isfinite(s)
     size = np.abs(np.where(finite, s, 0.0))
     whole = finite & (size < 1e15) & (s == np.trunc(np.where(finite, s, 0.0)))
-    texts = pc.cast(pa.array(s), pa.string())
+    texts = pc.cast(arrow.from_numpy(s), pa.string())
     if whole.any():
-        ints = pc.cast(pa.array(np.where(whole, s, 0.0).astype(np.int64)), pa.string())
-        texts = pc.if_else(pa.array(whole), ints, texts)
+        ints = pc.cast(arrow.from_numpy(np.where(whole, s, 0.0).astype(np.int64)), pa.string())
+        texts = pc.if_else(arrow.from_numpy(whole), ints, texts)
     plain = finite & (size >= 1e-4) & (size < 1e16)
-    exponent = np.asarray(pc.match_substring(texts, "e"), dtype=bool)
+    exponent = arrow.to_numpy(pc.match_substring(texts, "e"))
     slow = ~whole & (~plain | exponent)
     if slow.any():
         where = np.flatnonzero(slow)
         texts = pc.replace_with_mask(
-            texts, pa.array(slow), pa.array([repr(x) for x in s[where].tolist()], pa.string())
+            texts, arrow.from_numpy(slow), arrow.strings([repr(x) for x in s[where].tolist()])
         )
-    back = np.asarray(pc.cast(texts, pa.float64()), dtype=np.float64)
+    back = arrow.to_numpy(pc.cast(texts, pa.float64()))
     if not np.array_equal(back, s):
         bad = int(np.flatnonzero(back != s)[0])
         raise AssertionError(
@@ -108,20 +108,20 @@ def run_chunks(
         scores: float64 (n,), in ranked order.
         tag: the last column (no white space).
     """
-    pa, pc = _pyarrow.load()  # lazy: pyarrow, without its pandas probe
+    pa, pc = arrow.load()  # lazy: pyarrow, without its pandas probe
 
     n = len(scores)
     starts = np.asarray(starts, dtype=np.int64)
     counts = np.diff(starts)
     codes = np.asarray(doc_codes, dtype=np.int64)
-    qa = pa.array(np.asarray(query_ids, dtype=object), pa.string())
-    da = pa.array(np.asarray(doc_uniques, dtype=object), pa.string())
+    qa = arrow.strings(np.asarray(query_ids, dtype=object))
+    da = arrow.strings(np.asarray(doc_uniques, dtype=object))
     present = np.zeros(len(da), dtype=bool)
     present[codes] = True
-    tag_array = pa.array([tag], pa.string())
+    tag_array = arrow.strings([tag])
     if (
         _any_bad(qa, query=True)
-        or _any_bad(da.filter(pa.array(present)), query=False)
+        or _any_bad(pc.filter(da, arrow.from_numpy(present)), query=False)
         or _any_bad(tag_array, query=False)
     ):
         return None
@@ -132,10 +132,10 @@ def run_chunks(
         for a in range(0, n, chunk):
             b = min(n, a + chunk)
             lines = pc.binary_join_element_wise(
-                qa.take(pa.array(qcodes[a:b])),
+                pc.take(qa, qcodes[a:b]),
                 "Q0",
-                da.take(pa.array(codes[a:b])),
-                pc.cast(pa.array(ranks[a:b]), pa.string()),
+                pc.take(da, codes[a:b]),
+                pc.cast(arrow.from_numpy(ranks[a:b]), pa.string()),
                 score_texts(scores[a:b]),
                 tag + "\n",
                 " ",

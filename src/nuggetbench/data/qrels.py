@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import DuplicateError, InputError
-from . import _pyarrow
+from . import arrow
 from ._grouped import QueryGrouped
-from ._lookup import (
+from .lookup import (
     as_objects,
     is_arrow,
     order_by_code_and_id,
@@ -149,10 +149,10 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``relevance`` int64 (n,).
         ``doc_strings``: ``doc_uniques`` as a pyarrow string array, when the reader has it: the
         doc id column's pyarrow form is then shared with the look-ups
-        (:func:`._lookup.share_strings`). The entries are ordered by (query id, doc id) with
+        (:func:`.lookup.share_strings`). The entries are ordered by (query id, doc id) with
         the query ids compared through their ranks: a stable sort by (query rank, doc id), the
-        doc ids compared as integer keys when short (:func:`._lookup.short_keys`) or as strings
-        in C++ (:func:`._lookup.order_by_code_and_id`), or without pyarrow by the ranks of the
+        doc ids compared as integer keys when short (:func:`.lookup.short_keys`) or as strings
+        in C++ (:func:`.lookup.order_by_code_and_id`), or without pyarrow by the ranks of the
         distinct doc ids. Same duplicate rule and error.
         """
         qu = np.asarray(query_uniques, dtype=object)
@@ -168,7 +168,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         order = None
         if keys is None:
             du = as_objects(du)  # long ids: compared as str below
-            ids = du[dc] if doc_strings is None else _pyarrow.load()[1].take(doc_strings, dc)
+            ids = du[dc] if doc_strings is None else arrow.load()[1].take(doc_strings, dc)
             order = order_by_code_and_id(qcodes, ids)
         if order is None:  # the ranks of the distinct doc ids: short ones by their integer keys
             by_id = np.argsort(keys) if keys is not None else np.argsort(du, kind="stable")
@@ -228,7 +228,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
             docids = du[dc]
             shared = shared_strings(du)
             if shared is not None:
-                share_strings(docids, _pyarrow.load()[1].take(shared, dc))
+                share_strings(docids, arrow.load()[1].take(shared, dc))
             self._docids_cache = docids
         return docids
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .._threads import in_background, usable_cpus
+from .._runtime import in_background, usable_cpus
 from ..errors import DuplicateError, InputError
 from ._grouped import QueryGrouped
-from ._lookup import (
+from .lookup import (
     as_objects,
     index_in,
     is_arrow,
@@ -228,7 +228,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         ``query_uniques`` / ``doc_uniques``: distinct ids (object arrays, any order);
         ``query_codes`` / ``doc_codes``: int arrays (n,) into them; ``scores`` float64 (n,).
         ``doc_strings``: ``doc_uniques`` as a pyarrow string array, when the reader has it
-        (shared with the look-ups: :func:`._lookup.share_strings`). ``score_order``: the
+        (shared with the look-ups: :func:`.lookup.share_strings`). ``score_order``: the
         reader's :func:`.ranking.score_order` of these columns, its query codes those of
         :func:`sorted_query_codes` (``None`` included: the identity). Same ranking, checks,
         *duplicates* policy and errors as the constructor.
@@ -371,7 +371,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
 
     def _doc_codes_any(self) -> tuple[Any, np.ndarray]:
         """:meth:`doc_codes` with the uniques in the form they are kept in: an object array,
-        or a pyarrow string array (a fast reader's; :func:`._lookup.index_in` and the checks
+        or a pyarrow string array (a fast reader's; :func:`.lookup.index_in` and the checks
         take it without building a ``str`` per id)."""
         if self._doc_codes is None:
             self._doc_uniques, self._doc_codes = _factorize(self._docids)

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import trim_heap
-from ..data import _pyarrow
-from ..data._lookup import (
+from .._runtime import trim_heap
+from ..data import arrow as _arrow
+from ..data.lookup import (
     arrow_strings,
     as_objects,
     index_in,
@@ -139,12 +139,12 @@ def _arrow_ascii(ids: np.ndarray) -> tuple[Any, np.ndarray] | None:
     if len(ids) < _VECTOR_MIN:
         return None
     try:
-        _, pc = _pyarrow.load()
+        _, pc = _arrow.load()
 
         arr = arrow_strings(ids)
     except (ImportError, UnicodeEncodeError, TypeError, ValueError):
         return None
-    return arr, pc.string_is_ascii(arr).to_numpy(zero_copy_only=False).astype(bool)
+    return arr, _arrow.to_numpy(pc.string_is_ascii(arr)).astype(bool)
 
 
 def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) -> np.ndarray:
@@ -159,7 +159,7 @@ def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) 
     if arrow is None:
         return np.array([_normal_form(x) for x in as_objects(ids)], dtype=object)
     arr, ascii_mask = arrow
-    out = _ascii_normal_forms(arr).to_numpy(zero_copy_only=False).astype(object)
+    out = _arrow.to_numpy(_ascii_normal_forms(arr)).astype(object)
     if not ascii_mask.all():
         other = objects_at(ids, np.flatnonzero(~ascii_mask))
         out[~ascii_mask] = [_normal_form(x) for x in other]
@@ -169,7 +169,7 @@ def _normal_forms(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) 
 def _ascii_normal_forms(arr: Any) -> Any:
     """:func:`_normal_form` of each ASCII id of the pyarrow string array *arr* (a pyarrow array;
     the values of non-ASCII ids are not their normal forms)."""
-    _, pc = _pyarrow.load()
+    _, pc = _arrow.load()
 
     text = pc.ascii_lower(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE))
     number = pc.match_substring_regex(text, r"^[+-]?[0-9]+(\.0*)?$")
@@ -190,7 +190,7 @@ def _one_case_lower_forms(*arrows: tuple[Any, np.ndarray] | None) -> bool:
 
     Only ids without letters can be numbers (whose normal form may differ from the id): the
     normal forms are computed for those only."""
-    _, pc = _pyarrow.load()
+    _, pc = _arrow.load()
 
     if any(a is None or not a[1].all() for a in arrows):
         return False
@@ -217,11 +217,11 @@ def _spaced(ids: np.ndarray, arrow: tuple[Any, np.ndarray] | None = None) -> lis
     arrow = arrow or _arrow_ascii(ids)
     if arrow is None:
         return [x for x in as_objects(ids).tolist() if x != x.strip()]
-    _, pc = _pyarrow.load()
+    _, pc = _arrow.load()
 
     arr, ascii_mask = arrow
     changed = pc.not_equal(pc.ascii_trim(arr, characters=_PY_ASCII_SPACE), arr)
-    hit = changed.to_numpy(zero_copy_only=False).astype(bool) & ascii_mask
+    hit = _arrow.to_numpy(changed).astype(bool) & ascii_mask
     other = [x for x in objects_at(ids, np.flatnonzero(~ascii_mask)).tolist() if x != x.strip()]
     return objects_at(ids, np.flatnonzero(hit)).tolist() + other
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..data._lookup import index_in, kept_doc_codes
+from ..data.lookup import index_in, kept_doc_codes
 from ..data.ranking import rank_order
 from ..errors import IdMismatchError
 from .profiles import Profile, get_profile

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .._threads import idle_cpus, in_background, usable_cpus
-from . import _pyarrow
+from .._runtime import idle_cpus, in_background, usable_cpus
+from . import arrow
 
 __all__ = [
     "index_in",
@@ -75,9 +75,7 @@ def share_strings(values: np.ndarray, strings: Any) -> None:
     _SHARED[key] = [weakref.ref(values, lambda _, key=key: _SHARED.pop(key, None)), strings, False]
 
 
-def is_arrow(values: Any) -> bool:
-    """Whether *values* is a pyarrow array (told without importing pyarrow)."""
-    return type(values).__module__.startswith("pyarrow")
+is_arrow = arrow.is_arrow
 
 
 def as_objects(values: Any) -> np.ndarray:
@@ -85,7 +83,7 @@ def as_objects(values: Any) -> np.ndarray:
     form is then shared with the result, :func:`share_strings`); an ndarray is returned as is."""
     if not is_arrow(values):
         return values
-    objects = values.to_numpy(zero_copy_only=False).astype(object, copy=False)
+    objects = arrow.to_numpy(values).astype(object, copy=False)
     share_strings(objects, values)
     return objects
 
@@ -96,8 +94,8 @@ def objects_at(values: Any, index: Any) -> np.ndarray:
     index = np.asarray(index, dtype=np.int64)
     if not is_arrow(values):
         return np.asarray(values, dtype=object)[index]
-    _, pc = _pyarrow.load()
-    return pc.take(values, index).to_numpy(zero_copy_only=False).astype(object, copy=False)
+    _, pc = arrow.load()
+    return arrow.to_numpy(pc.take(values, index)).astype(object, copy=False)
 
 
 def subset(values: Any, keep: np.ndarray) -> Any:
@@ -106,7 +104,7 @@ def subset(values: Any, keep: np.ndarray) -> Any:
     if keep.all():
         return values
     if is_arrow(values):
-        _, pc = _pyarrow.load()
+        _, pc = arrow.load()
         return pc.take(values, np.flatnonzero(keep))
     return np.asarray(values, dtype=object)[keep]
 
@@ -131,19 +129,19 @@ def _shared(values: Any) -> list[Any] | None:
 
 
 def arrow_strings(values: np.ndarray) -> Any:
-    """``pa.array(values, type=pa.string())``, or the array shared by :func:`share_strings`
+    """:func:`.arrow.strings` of *values*, or the array shared by :func:`share_strings`
     (*values* itself when it is a pyarrow array already).
 
     Raises:
-        As :func:`pyarrow.array` (a value that is not a ``str``, a lone surrogate).
+        As :func:`.arrow.strings` (a value that is not a ``str``, a lone surrogate).
     """
     shared = _shared(values)
     if shared is not None:
         return shared[1]
-    pa, _ = _pyarrow.load()
+    pa, _ = arrow.load()
     if isinstance(values, pa.Array):
         return values
-    return pa.array(values, type=pa.string())
+    return arrow.strings(values)
 
 
 def _shared_keys(values: np.ndarray) -> np.ndarray | None:
@@ -170,7 +168,7 @@ def short_keys(strings: Any) -> np.ndarray | None:
     of UTF-8 is the code point order ``str`` comparison uses. Integer keys are sorted and
     searched by numpy several times faster than strings are hashed.
     """
-    pa, _ = _pyarrow.load()
+    pa, _ = arrow.load()
     if not isinstance(strings, pa.Array) or strings.type != pa.string() or strings.null_count:
         return None
     n = len(strings)
@@ -211,13 +209,27 @@ def _words(data: np.ndarray, at: np.ndarray) -> np.ndarray:
 def strings_of_keys(keys: np.ndarray) -> Any:
     """The ids whose :func:`short_keys` are *keys* (a pyarrow string array), or ``None`` when
     they cannot be rebuilt exactly (the round trip through :func:`short_keys` is checked)."""
-    pa, pc = _pyarrow.load()
+    pa, pc = arrow.load()
     try:  # numpy's fixed-width bytes drop the zero padding
-        strings = pc.cast(pa.array(keys.astype(">u8").view("S8")), pa.string())
+        strings = pc.cast(_binary_of_keys(keys), pa.string())
     except (pa.ArrowException, ValueError):
         return None
     back = short_keys(strings)
     return strings if back is not None and np.array_equal(back, keys) else None
+
+
+def _binary_of_keys(keys: np.ndarray) -> Any:
+    """The ids whose :func:`short_keys` are *keys* as a pyarrow binary array: each key's
+    big-endian bytes up to its first NUL (an id holds no NUL byte)."""
+    pa, _ = arrow.load()
+    grid = keys.astype(">u8").view(np.uint8).reshape(len(keys), 8)
+    present = grid != 0
+    offsets = np.zeros(len(keys) + 1, dtype=np.int32)
+    np.cumsum(present.sum(axis=1), out=offsets[1:])
+    data = np.ascontiguousarray(grid[present])
+    return pa.Array.from_buffers(
+        pa.binary(), len(keys), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
 
 
 SORT_MAX = 1 << 21
@@ -265,10 +277,10 @@ def factorize_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _factorize_part(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`factorize_keys` in one thread."""
     if len(keys) > SORT_MAX:
-        pa, pc = _pyarrow.load()
-        encoded = pc.dictionary_encode(pa.array(keys))
-        distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
-        hashed = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        pa, pc = arrow.load()
+        encoded = pc.dictionary_encode(arrow.from_numpy(keys))
+        distinct = arrow.to_numpy(encoded.dictionary)
+        hashed = arrow.to_numpy(encoded.indices).astype(np.int64)
         del encoded
         by_key = np.argsort(distinct)
         rank = np.empty(len(distinct), dtype=np.int64)
@@ -335,7 +347,7 @@ def index_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
         return _index_in_keys(value_keys, unique_keys)
     if _use_arrow(len(values) + len(uniques)):
         try:
-            _, pc = _pyarrow.load()
+            _, pc = arrow.load()
 
             if len(uniques) > 2 * len(values):
                 return _index_in_swapped(pc, values, uniques)
@@ -363,7 +375,7 @@ def _index_in_arrow(values: Any, uniques: Any) -> np.ndarray | None:
     if unique_keys is not None:
         return _index_in_keys(value_keys, unique_keys)
     try:
-        _, pc = _pyarrow.load()
+        _, pc = arrow.load()
         return _index_in_hashed(pc, values, uniques)
     except (UnicodeEncodeError, TypeError, ValueError, ImportError):
         return None
@@ -376,7 +388,7 @@ def _index_in_hashed(pc, values: Any, uniques: Any) -> np.ndarray:
         As :func:`arrow_strings` (a value that is not a ``str``, a lone surrogate).
     """
     found = pc.index_in(arrow_strings(values), value_set=arrow_strings(uniques))
-    return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return arrow.to_numpy(pc.fill_null(found, -1)).astype(np.int64, copy=False)
 
 
 def _index_in_swapped(pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
@@ -385,11 +397,11 @@ def _index_in_swapped(pc, values: np.ndarray, uniques: np.ndarray) -> np.ndarray
     positions are spread back to *values* through their codes."""
     encoded = pc.dictionary_encode(arrow_strings(values))
     where = pc.index_in(arrow_strings(uniques), value_set=encoded.dictionary)
-    where = pc.fill_null(where, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    where = arrow.to_numpy(pc.fill_null(where, -1)).astype(np.int64, copy=False)
     found = np.flatnonzero(where >= 0)
     position = np.full(len(encoded.dictionary), -1, dtype=np.int64)
     position[where[found]] = found
-    return position[encoded.indices.to_numpy(zero_copy_only=False)]
+    return position[arrow.to_numpy(encoded.indices)]
 
 
 def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
@@ -406,14 +418,14 @@ def is_in(values: np.ndarray, value_set: np.ndarray) -> np.ndarray:
         return ordered[_search(ordered, values)] == values
     if _use_arrow(len(values) + len(value_set)):
         try:
-            pa, pc = _pyarrow.load()
+            pa, pc = arrow.load()
 
             if values.dtype == object:
                 values_a, set_a = arrow_strings(values), arrow_strings(value_set)
             else:
-                values_a, set_a = pa.array(values), pa.array(value_set)
+                values_a, set_a = arrow.from_numpy(values), arrow.from_numpy(value_set)
             found = pc.is_in(values_a, value_set=set_a)
-            return found.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+            return arrow.to_numpy(found).astype(bool, copy=False)
         except (UnicodeEncodeError, TypeError, ValueError, ImportError):
             pass
     if values.dtype == object and len(values) + len(value_set) < SMALL:
@@ -444,15 +456,15 @@ def order_by_code_and_id(codes: np.ndarray, ids: np.ndarray) -> np.ndarray | Non
     if len(ids) < ARROW_MIN and "pyarrow.compute" not in sys.modules:
         return None
     try:
-        pa, pc = _pyarrow.load()
+        pa, pc = arrow.load()
 
         table = pa.table(
             {
-                "c": pa.array(np.asarray(codes, dtype=np.int64)),
+                "c": arrow.from_numpy(np.asarray(codes, dtype=np.int64)),
                 "i": arrow_strings(ids),
             }
         )
         order = pc.sort_indices(table, sort_keys=[("c", "ascending"), ("i", "ascending")])
     except (UnicodeEncodeError, TypeError, ValueError, ImportError):
         return None  # e.g. a lone surrogate: the caller sorts the str values directly
-    return order.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    return arrow.to_numpy(order).astype(np.int64, copy=False)
