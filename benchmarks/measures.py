@@ -22,6 +22,9 @@ child: ``benchmarks/_proc.py``)::
 
     python benchmarks/measures.py --whole-process --depth 100 --repeat 5 [--baseline-src DIR]
 
+``--judged 15`` gives the sparse workload (about 15 judged documents a query: 150k qrels lines
+at 10k queries) instead of the dense one (50).
+
 ``--baseline-src`` adds an older nuggetbench (its ``src`` folder, e.g. from ``git archive``) as a
 peer, for before/after ratios on this noisy machine.
 
@@ -208,6 +211,7 @@ def whole_process(
     repeat: int,
     baseline_src: Path | None,
     all_trec: bool = False,
+    ir_measures: bool = True,
 ) -> list[str]:
     """Interleaved whole-process timings; returns the printed lines. With *all_trec*:
     ``nuggetbench evaluate -m all_trec --format trec_eval`` against a pytrec_eval script
@@ -243,7 +247,7 @@ def whole_process(
             base_env,
         ),
     }
-    if all_trec:
+    if all_trec or not ir_measures:
         del commands["ir_measures"]
     if baseline_src is not None:
         commands["nuggetbench (baseline)"] = (nb_cmd, {**base_env, "PYTHONPATH": str(baseline_src)})
@@ -277,6 +281,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="rounds (interleaved; best and median ratio)"
     )
+    parser.add_argument(
+        "--judged",
+        type=int,
+        default=50,
+        help="judgments a query (about; 15 gives the sparse workload: 150k qrels lines at 10k queries)",
+    )
+    parser.add_argument(
+        "--no-ir-measures", action="store_true", help="with --whole-process: leave ir_measures out"
+    )
     parser.add_argument("--folder", type=Path, default=None, help="keep the files here")
     parser.add_argument("--whole-process", action="store_true", help="time whole processes")
     parser.add_argument(
@@ -296,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
             qrels_path, run_path = folder / "qrels.txt", folder / "run.txt"
             print(f"using the files in {folder}")
         else:
-            qrels_path, run_path = generate(folder, n_queries=args.queries, depth=args.depth)
+            qrels_path, run_path = generate(
+                folder, n_queries=args.queries, depth=args.depth, judged=args.judged
+            )
         with open(run_path, "rb") as fh:  # the files found may have another shape
             n_lines = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 24), b""))
         print(
@@ -312,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                 repeat=repeat,
                 baseline_src=args.baseline_src,
                 all_trec=args.all_trec,
+                ir_measures=not args.no_ir_measures,
             ):
                 print(line)
             return 0
