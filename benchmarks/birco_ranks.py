@@ -26,7 +26,7 @@ def main() -> None:
     os.environ["NUGGETBENCH_DATA"] = args.data
 
     from nuggetbench.compare import birco_summary
-    from nuggetbench.data.rankfile import check_pools, read_rank_file
+    from nuggetbench.data.formats.rankfile import check_pools, read_rank_file
     from nuggetbench.datasets import load_dataset
     from nuggetbench.measures import evaluate
     from nuggetbench.measures.profiles import BIRCO_MEASURES

@@ -24,8 +24,8 @@ CHILD = r"""
 import json, os, resource, sys, time
 folder, shard_docs, mapped = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 from nuggetbench.data import JsonlCorpus, Queries
-from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
-from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
+from nuggetbench.retrieval.bm25.retriever import BM25
 def rss():
     out = {}
     for line in open("/proc/self/status"):

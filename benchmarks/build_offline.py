@@ -59,8 +59,8 @@ def main() -> None:
     packages = args.package or ["bm25s", "sentence_transformers"]
 
     from llm_server import LLMServer
-    from nuggetbench.build.pipeline import run_build
-    from nuggetbench.build.plan import load_plan
+    from nuggetbench.builder.pipeline import run_build
+    from nuggetbench.builder.plan import load_plan
 
     with tempfile.TemporaryDirectory() as tmp, LLMServer() as server:
         tmp = Path(tmp)

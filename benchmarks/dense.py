@@ -68,7 +68,7 @@ def bench_encoding(model_path: str, n_docs: int, repeat: int, batch_size: int, d
     from sentence_transformers import SentenceTransformer
 
     from nuggetbench.data import InMemoryCorpus
-    from nuggetbench.retrieval.dense import DenseRetriever
+    from nuggetbench.retrieval.dense.retriever import DenseRetriever
 
     texts, source = load_texts(n_docs)
     corpus = InMemoryCorpus.from_dict({f"d{i}": t for i, t in enumerate(texts)})
@@ -118,8 +118,8 @@ def bench_search_memory(
     import numpy as np
 
     from nuggetbench.data import Queries
-    from nuggetbench.retrieval.dense_index import DenseIndex
-    from nuggetbench.retrieval.topk import block_topk
+    from nuggetbench.retrieval.dense.index import DenseIndex
+    from nuggetbench.retrieval.dense.topk import block_topk
 
     rng = np.random.default_rng(0)
     if memmap is None:

@@ -33,7 +33,7 @@ MEASURES = ["alpha_nDCG@10", "alpha_nDCG@20"]
 
 def trec_web_cases(folder: Path):
     from nuggetbench.data import read_run
-    from nuggetbench.data.diversity_io import load_nugget_qrels_file
+    from nuggetbench.data.formats.diversity import load_nugget_qrels_file
 
     qrels = load_nugget_qrels_file(folder / "qrels" / "qrels.web.251-300.ndeval.txt")
     for name in ("oracle", "partial", "random"):

@@ -36,11 +36,11 @@ import time
 from pathlib import Path
 
 STAGES = {
-    "sniff qrels": ("nuggetbench.data.diversity_io", "sniff_nugget_qrels"),
-    "read qrels": ("nuggetbench.data.trec", "read_qrels"),
-    "read run": ("nuggetbench.data.trec", "read_run_owned"),
-    "checks": ("nuggetbench.measures.checks", "check_findings"),
-    "measures": ("nuggetbench.measures.evaluate", "evaluate_quietly"),
+    "sniff qrels": ("nuggetbench.data.formats.diversity", "sniff_nugget_qrels"),
+    "read qrels": ("nuggetbench.data.formats.trec", "read_qrels"),
+    "read run": ("nuggetbench.data.formats.trec", "read_run_owned"),
+    "checks": ("nuggetbench.data.checks.traps", "check_findings"),
+    "measures": ("nuggetbench.measures.compute", "evaluate_quietly"),
     "print": ("nuggetbench.cli.evaluate", "_render"),
 }
 

@@ -63,7 +63,7 @@ def oracle_relevance(ds, passage_tokens: int = 300):
     the reranker shows it (whitespace-normalised, cut to *passage_tokens* whitespace tokens) among
     the query's pool. Returns the function and the number of pool passages whose shown text equals
     another's with a different grade (the oracle then answers the higher grade)."""
-    from nuggetbench.retrieval.llmrerank import truncate_tokens
+    from nuggetbench.retrieval.rerankers.llm import truncate_tokens
     from nuggetbench.text.tokenizers import load_tokenizer
 
     tok = load_tokenizer("whitespace")

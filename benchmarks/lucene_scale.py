@@ -4,7 +4,7 @@ Uses ``benchmarks/scale.py``'s synthetic corpus (``generate``: ~50-word passages
 vocabulary, 1,000 queries of 2-6 words), then runs, in a child process under ``/usr/bin/time -f
 %M`` (peak RSS of the process, the in-process JVM included):
 
-1. start the JVM and import Pyserini (:func:`nuggetbench.retrieval.lucene.pyserini_api`), with
+1. start the JVM and import Pyserini (:func:`nuggetbench.retrieval.bm25.lucene.pyserini_api`), with
    ``-Xmx`` from ``--heap`` (``NUGGETBENCH_LUCENE_HEAP``);
 2. ``BM25(backend="lucene", k1=0.9, b=0.4, threads=T).index(JsonlCorpus)`` into a cold home
    (the corpus id index, the fingerprint's SHA-256 and Lucene's indexing, reported apart);
@@ -40,7 +40,7 @@ from nuggetbench.retrieval import lucene
 api = lucene.pyserini_api()
 stages["jvm start + pyserini import"] = time.perf_counter() - t
 from nuggetbench.data import JsonlCorpus, Queries
-from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval.bm25.retriever import BM25
 corpus = JsonlCorpus(f"{folder}/corpus.jsonl")
 t = time.perf_counter()
 n = len(corpus)

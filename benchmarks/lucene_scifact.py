@@ -77,7 +77,7 @@ def main() -> None:
     from nuggetbench.datasets import load_dataset
     from nuggetbench.measures import evaluate
     from nuggetbench.retrieval import parse_retriever
-    from nuggetbench.retrieval.bm25 import BM25
+    from nuggetbench.retrieval.bm25.retriever import BM25
 
     dataset = load_dataset("beir/scifact")
     runs, times = {}, {}

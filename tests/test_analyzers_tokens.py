@@ -10,7 +10,7 @@ from nuggetbench.data import Document, InMemoryCorpus, Queries
 from nuggetbench.datasets.miracl import LANGUAGES as MIRACL
 from nuggetbench.datasets.mmarco import LANGUAGES as MMARCO
 from nuggetbench.errors import SpecError
-from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval.bm25.retriever import BM25
 from nuggetbench.retrieval.spec import parse_retriever
 from nuggetbench.text.analyzers import (
     LANGUAGES,

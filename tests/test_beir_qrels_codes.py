@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import Qrels
-from nuggetbench.data.beir import read_beir_qrels
+from nuggetbench.data.formats.beir import read_beir_qrels
 from nuggetbench.errors import DuplicateError
 
 IDS = ["1", "01", "10", "2", "a", "B", "é", "日本", "x-y", "q\U0010ff90", "d.5", "Z"]

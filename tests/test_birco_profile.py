@@ -146,8 +146,8 @@ def test_birco_bootstrap_matches_global_state_procedure_and_leaves_it_alone():
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", ["arguana", "clinical-trial", "relic", "wtb"])
 def test_published_rank_files_match_reference(shared_data, name, monkeypatch):
-    from nuggetbench.data.rankfile import check_pools, read_rank_file
-    from nuggetbench.data.safepickle import safe_load, to_builtin
+    from nuggetbench.data.formats.rankfile import check_pools, read_rank_file
+    from nuggetbench.data.formats.safepickle import safe_load, to_builtin
     from nuggetbench.datasets import load_dataset
 
     folder = shared_data / "birco" / name
@@ -172,7 +172,7 @@ def test_published_rank_files_match_reference(shared_data, name, monkeypatch):
 def test_birco_profile_agrees_with_pytrec_eval_where_documented(shared_data, monkeypatch):
     """nDCG@10, R@k and AP are trec_eval's on the pool (x100); only the query set and RRmax differ."""
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    from nuggetbench.data.rankfile import read_rank_file
+    from nuggetbench.data.formats.rankfile import read_rank_file
     from nuggetbench.datasets import load_dataset
 
     path = shared_data / "birco" / "clinical-trial" / "ranks" / "Monot5.pickle"

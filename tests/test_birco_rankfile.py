@@ -8,7 +8,12 @@ import pickle
 import numpy as np
 import pytest
 
-from nuggetbench.data.rankfile import check_pools, filter_to_pools, is_rank_file, read_rank_file
+from nuggetbench.data.formats.rankfile import (
+    check_pools,
+    filter_to_pools,
+    is_rank_file,
+    read_rank_file,
+)
 from nuggetbench.errors import DuplicateError, FormatError, InputError
 
 

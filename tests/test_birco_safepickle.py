@@ -10,7 +10,7 @@ import pickletools
 import numpy as np
 import pytest
 
-from nuggetbench.data.safepickle import safe_load, safe_loads, to_builtin
+from nuggetbench.data.formats.safepickle import safe_load, safe_loads, to_builtin
 from nuggetbench.errors import FormatError
 
 

@@ -13,20 +13,21 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import Document, InMemoryCorpus, JsonlCorpus, Queries
-from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
-from nuggetbench.data.trec import write_run
+from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
+from nuggetbench.data.formats.trec import write_run
 from nuggetbench.errors import SpecError
-from nuggetbench.retrieval import bm25_memory, parse_retriever
-from nuggetbench.retrieval.bm25 import BM25
-from nuggetbench.retrieval.bm25_index import BM25Index
-from nuggetbench.retrieval.bm25_memory import (
+from nuggetbench.retrieval import parse_retriever
+from nuggetbench.retrieval.bm25 import memory as bm25_memory
+from nuggetbench.retrieval.bm25.index import BM25Index
+from nuggetbench.retrieval.bm25.memory import (
     MIB,
     CostModel,
     format_size,
     parse_size,
     plan_memory,
 )
-from nuggetbench.retrieval.bm25_sharded import ShardedBM25Index
+from nuggetbench.retrieval.bm25.retriever import BM25
+from nuggetbench.retrieval.bm25.sharded import ShardedBM25Index
 
 #: a model without the interpreter's share, so that a tiny corpus needs shards of a few docs
 TOY = CostModel(
@@ -107,7 +108,7 @@ def test_memory_conflicts_with_shard_docs_lucene_and_nonoccurrence_methods():
 def test_large_budget_builds_the_single_index(tmp_path, caplog):
     corpus, queries = _corpus()
     retriever = parse_retriever("bm25:memory=4G,backend=numpy")
-    with caplog.at_level(logging.INFO, logger="nuggetbench.retrieval.bm25"):
+    with caplog.at_level(logging.INFO, logger="nuggetbench.retrieval.bm25.retriever"):
         index = retriever.index(corpus)
     assert isinstance(index, BM25Index)
     plan = retriever.memory_plan(corpus)
@@ -126,7 +127,7 @@ def test_small_budget_shards_and_the_run_equals_plain_bm25(tmp_path, monkeypatch
     size, _ = bm25_memory.corpus_bytes(corpus, len(corpus))
     budget = int(TOY.single(len(corpus), size) / 4)  # about a quarter of the corpus a shard
     retriever = BM25(memory=budget)
-    with caplog.at_level(logging.INFO, logger="nuggetbench.retrieval.bm25"):
+    with caplog.at_level(logging.INFO, logger="nuggetbench.retrieval.bm25.retriever"):
         index = retriever.index(corpus)
     plan = retriever.memory_plan(corpus)
     assert plan.engine == "sharded" and 10 <= plan.shard_docs < len(corpus) / 3
@@ -146,7 +147,7 @@ def test_small_budget_shards_and_the_run_equals_plain_bm25(tmp_path, monkeypatch
 
 
 def test_budget_runs_are_not_shared_with_plain_bm25_runs():
-    from nuggetbench.retrieval.caching import retriever_identity
+    from nuggetbench.retrieval.compose.caching import retriever_identity
 
     budget = retriever_identity(BM25(memory="4G"))
     assert budget["name"] == "bm25" and budget["params"] == BM25().params

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import Document, InMemoryCorpus, Queries, Run
-from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval.bm25.retriever import BM25
 
 WORDS = [
     "apple",

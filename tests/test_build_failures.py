@@ -14,12 +14,12 @@ import pytest
 
 from build_fixtures import make_inputs, write_plan
 from llm_server import LLMServer
-from nuggetbench.build.nuggets import NuggetOptions, generate_nuggets
-from nuggetbench.build.pipeline import run_build
-from nuggetbench.build.plan import load_plan
-from nuggetbench.build.questions import Question
+from nuggetbench.builder.pipeline import run_build
+from nuggetbench.builder.plan import load_plan
+from nuggetbench.builder.questions import Question
 from nuggetbench.cli import main
 from nuggetbench.errors import StageFailedError
+from nuggetbench.judging.answer_nuggets import NuggetOptions, generate_nuggets
 from nuggetbench.llm.client import LLMClient, LLMSettings
 
 KEY = "sk-failures-test-key-0001"

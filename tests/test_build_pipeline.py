@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from build_fixtures import REPO_A, make_inputs, write_plan
 from llm_server import LLMServer, supports
-from nuggetbench.build.pipeline import run_build
-from nuggetbench.build.plan import load_plan
+from nuggetbench.builder.pipeline import run_build
+from nuggetbench.builder.plan import load_plan
 from nuggetbench.cli.build import build_command
 from nuggetbench.errors import InputError, LLMError
 

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from build_fixtures import POSTS, posts_xml, row
-from nuggetbench.build.htmltext import html_to_text
-from nuggetbench.build.posts_xml import read_posts_xml
-from nuggetbench.build.questions import QuestionFilter, parse_tags, read_questions
+from nuggetbench.builder.htmltext import html_to_text
+from nuggetbench.builder.posts_xml import read_posts_xml
+from nuggetbench.builder.questions import QuestionFilter, parse_tags, read_questions
 from nuggetbench.errors import FormatError, InputError
 
 

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from build_fixtures import REPO_A, git_repo
-from nuggetbench.build.collect import CorpusOptions, CorpusStats, collect_corpus
-from nuggetbench.build.repos import RepoSource, prepare_repo
+from nuggetbench.builder.collect import CorpusOptions, CorpusStats, collect_corpus
+from nuggetbench.builder.repos import RepoSource, prepare_repo
 from nuggetbench.corpus.code import chunk_code, count_tokens, make_counter
 from nuggetbench.errors import InputError
 

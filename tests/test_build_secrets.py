@@ -14,8 +14,8 @@ import pytest
 
 from build_fixtures import make_inputs, write_plan
 from llm_server import LLMServer
-from nuggetbench.build.pipeline import run_build
-from nuggetbench.build.plan import load_plan, parse_plan
+from nuggetbench.builder.pipeline import run_build
+from nuggetbench.builder.plan import load_plan, parse_plan
 from nuggetbench.cli import main
 from nuggetbench.errors import InputError, LLMError
 from nuggetbench.llm.client import ChatRequest, LLMClient, LLMSettings

@@ -8,21 +8,21 @@ import math
 import pytest
 
 from llm_server import LLMServer
-from nuggetbench.build.calibration import (
+from nuggetbench.builder.calibration import (
     NuggetLabel,
     calibrate,
     cohen_kappa,
     nugget_quality,
     read_labels,
 )
-from nuggetbench.build.export import FilterOptions, filter_questions, query_rows
-from nuggetbench.build.judge import JudgeItem, JudgeOptions, JudgeResult, judge_pool
-from nuggetbench.build.nuggets import NuggetOptions, NuggetResult, generate_nuggets
-from nuggetbench.build.plan import parse_plan
-from nuggetbench.build.pooling import PoolOptions, build_pool
-from nuggetbench.build.questions import Question
+from nuggetbench.builder.export import FilterOptions, filter_questions, query_rows
+from nuggetbench.builder.plan import parse_plan
+from nuggetbench.builder.pooling import PoolOptions, build_pool
+from nuggetbench.builder.questions import Question
 from nuggetbench.data import Document, InMemoryCorpus
 from nuggetbench.errors import FormatError, InputError, UnknownNameError
+from nuggetbench.judging.answer_nuggets import NuggetOptions, NuggetResult, generate_nuggets
+from nuggetbench.judging.support import JudgeItem, JudgeOptions, JudgeResult, judge_pool
 from nuggetbench.llm.client import LLMClient, LLMSettings
 from nuggetbench.llm.jsonout import InvalidAnswer, extract_json, parse_judgments
 from nuggetbench.llm.prompts import available, load_prompt

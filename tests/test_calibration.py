@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from nuggetbench.build.calibration import (
+from nuggetbench.builder.calibration import (
     NuggetLabel,
     SupportLabel,
     calibrate,
@@ -16,7 +16,7 @@ from nuggetbench.build.calibration import (
     nugget_quality,
     read_labels,
 )
-from nuggetbench.build.plan import parse_plan
+from nuggetbench.builder.plan import parse_plan
 from nuggetbench.errors import FormatError, InputError
 
 

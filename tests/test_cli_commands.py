@@ -161,7 +161,7 @@ def test_scifact_bm25_published_figures(shared_data, monkeypatch, tmp_path):
 def test_second_experiment_is_served_from_the_run_cache(beir_folder, monkeypatch):
     from nuggetbench.datasets import load_dataset
     from nuggetbench.experiment import run_experiment
-    from nuggetbench.retrieval import bm25
+    from nuggetbench.retrieval.bm25 import retriever as bm25
 
     ds = load_dataset(str(beir_folder))
     first = run_experiment(ds, ["bm25"], measures=["RR"])

@@ -12,7 +12,7 @@ from nuggetbench.cli import cli
 from nuggetbench.data import InMemoryCorpus, Queries, Run
 from nuggetbench.errors import UnknownNameError
 from nuggetbench.retrieval import parse_retriever
-from nuggetbench.retrieval.caching import CachedIndex
+from nuggetbench.retrieval.compose.caching import CachedIndex
 
 
 def test_overlap_counts_are_printed_once(tmp_path):

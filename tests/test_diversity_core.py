@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import NuggetQrels, Run, read_run
-from nuggetbench.data.diversity_io import read_ndeval_qrels
+from nuggetbench.data.formats.diversity import read_ndeval_qrels
 from nuggetbench.errors import InputError
-from nuggetbench.measures.diversity_core import DiversityScorer, RankedEntries, SubtopicTable
+from nuggetbench.measures.diversity.core import DiversityScorer, RankedEntries, SubtopicTable
 
 
 def d(i: int) -> float:

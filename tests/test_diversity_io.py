@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import read_run
-from nuggetbench.data.diversity_io import (
+from nuggetbench.data.formats.diversity import (
     load_nugget_qrels_file,
     read_freshstack_queries,
     read_ndeval_qrels,

@@ -11,7 +11,7 @@ from collections import defaultdict
 import pytest
 
 from nuggetbench.data import NuggetQrels, Run, read_run
-from nuggetbench.data.diversity_io import load_nugget_qrels_file
+from nuggetbench.data.formats.diversity import load_nugget_qrels_file
 from nuggetbench.errors import InputError, SpecError
 from nuggetbench.measures import evaluate, get_profile, parse_measure
 from nuggetbench.measures.profiles import ndeval_profile

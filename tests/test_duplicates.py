@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from nuggetbench.cli import cli
 from nuggetbench.data import Qrels, Run, load_run, read_run
-from nuggetbench.data.rankfile import read_rank_file
+from nuggetbench.data.formats.rankfile import read_rank_file
 from nuggetbench.errors import DuplicateError, InputError
 from nuggetbench.measures import evaluate
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from nuggetbench.build.plan import load_plan
+from nuggetbench.builder.plan import load_plan
 from nuggetbench.cli import cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "stackexchange-plan.toml"

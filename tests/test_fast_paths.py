@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from nuggetbench.data.checks import traps as checks
 from nuggetbench.data.lookup import index_in, is_in
-from nuggetbench.measures import checks
 
 ALPHABET = list(" \t\n\r\x0b\x0c\x1c\x1f\x85\u00a0+-.0123456789aAbZqQdİß\u0660\u0661é")
 
@@ -163,7 +163,7 @@ def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, groups, bl
 def test_grouped_codes_equal_dictionary_encode(seed):
     pa = pytest.importorskip("pyarrow")
     pc = pytest.importorskip("pyarrow.compute")
-    from nuggetbench.data import _arrow_trec
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     rng = np.random.default_rng(seed)
     names = [f"q{i}" for i in rng.permutation(40)]
@@ -183,7 +183,8 @@ def test_grouped_codes_equal_dictionary_encode(seed):
 def test_arrow_run_reader_reads_what_the_line_reader_reads(tmp_path, monkeypatch):
     """The pyarrow path (query ids by adjacent rows) and the regular reader give the same Run."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import _arrow_trec, read_run
+    from nuggetbench.data import read_run
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     rng = np.random.default_rng(3)
     lines = []
@@ -209,7 +210,7 @@ def test_arrow_run_reader_reads_what_the_line_reader_reads(tmp_path, monkeypatch
 @pytest.mark.parametrize("seed", range(3))
 def test_write_run_by_columns_equals_line_by_line(seed, tmp_path):
     from nuggetbench.data import Run, write_run
-    from nuggetbench.data.trec import format_score
+    from nuggetbench.data.formats.trec import format_score
 
     rng = np.random.default_rng(seed)
     pool = np.array([0.0, -0.0, 1.0, -3.0, 2.5, 1e15, 1e16, 123456789.0, 1 / 3, -7.25])
@@ -249,7 +250,7 @@ def test_write_run_names_the_first_bad_id(tmp_path):
 
 
 def test_score_texts_equal_format_score():
-    from nuggetbench.data.trec import _score_texts, format_score
+    from nuggetbench.data.formats.trec import _score_texts, format_score
 
     rng = np.random.default_rng(0)
     special = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e15, 1e16, -1e15 + 1, 3.0, 1e-300, 5e-324]
@@ -269,7 +270,7 @@ def test_qrels_sniff_fast_path_answers_as_the_line_loop(seed, tmp_path, monkeypa
     """sniff_nugget_qrels with its vectorised common case equals the line-by-line sniff alone,
     on random near-qrels files (blank and comment lines, wrong field counts, JSON, carriage
     returns, odd whitespace, non-ASCII, a second column that varies, short max_lines)."""
-    from nuggetbench.data import diversity_io
+    from nuggetbench.data.formats import diversity as diversity_io
 
     rng = np.random.default_rng(seed)
     pieces = [" ", "\t", "  ", "\x0b", "\x1c", "\r\n", "é", "#", "{", "\n"]
@@ -320,7 +321,8 @@ def test_qrels_sniff_fast_path_answers_as_the_line_loop(seed, tmp_path, monkeypa
 def test_qrels_arrow_sort_equals_lexsort(seed, monkeypatch):
     """Qrels order judgments by (query, doc id as string) through pyarrow's stable sort; the
     result (kept duplicates included) equals the numpy lexsort over sorted factor codes."""
-    from nuggetbench.data import Qrels, lookup as _lookup
+    from nuggetbench.data import Qrels
+    from nuggetbench.data import lookup as _lookup
     from nuggetbench.data import qrels as qrels_module
     from nuggetbench.errors import DuplicateError
 
@@ -441,7 +443,9 @@ def test_arrow_qrels_reader_reads_what_the_line_reader_reads(tmp_path, monkeypat
     """A large regular qrels file read by the pyarrow path equals the pandas/line reader's, and
     a bad grade names the same line."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import _arrow_trec, read_qrels, trec
+    from nuggetbench.data import read_qrels
+    from nuggetbench.data.formats import trec
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
     from nuggetbench.errors import FormatError
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
@@ -539,8 +543,9 @@ def test_arrow_run_reader_names_duplicate_lines_after_dropping_the_bytes(
     reader names it."""
     import os
 
-    from nuggetbench.data import _arrow_trec, trec
-    from nuggetbench.data.io import load_run
+    from nuggetbench.data.formats import trec
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
+    from nuggetbench.data.formats.sniff import load_run
     from nuggetbench.errors import DuplicateError
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
@@ -635,7 +640,9 @@ def test_fast_readers_share_the_id_columns_they_parsed(tmp_path, monkeypatch):
     """The pyarrow readers hand their doc id columns to the look-ups: equal to converting the
     run's doc uniques and the qrels' doc id column, and the look-ups give the same answers."""
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import _arrow_trec, lookup as _lookup, read_qrels, read_run
+    from nuggetbench.data import lookup as _lookup
+    from nuggetbench.data import read_qrels, read_run
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     rng = np.random.default_rng(4)
     run_lines = [
@@ -668,7 +675,8 @@ def test_qrels_from_codes_sorts_as_the_constructor(seed, monkeypatch):
     """Qrels._from_codes (by a (query rank, doc id) sort in pyarrow, with or without the doc
     strings, or by doc ranks without pyarrow) equals the constructor, repeated pairs included."""
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import Qrels, lookup as _lookup
+    from nuggetbench.data import Qrels
+    from nuggetbench.data import lookup as _lookup
 
     rng = np.random.default_rng(seed)
     qu = np.array([f"q{i}" for i in rng.permutation(9)] + ["Q", "q10", "é"], dtype=object)
@@ -736,7 +744,7 @@ def test_sniff_helpers_equal_their_python_spelling(seed, tmp_path):
     bytes.split()[1::4] (white space of every kind, long and empty texts)."""
     import itertools
 
-    from nuggetbench.data import diversity_io
+    from nuggetbench.data.formats import diversity as diversity_io
 
     rng = np.random.default_rng(seed)
     pieces = [b" ", b"\t", b"  ", b"\x0b", b"\x0c", b"\r", b"\n", b"\r\n", b"0", b"1", b"a", b"Q0"]
@@ -890,7 +898,7 @@ def test_judged_overlap_prefix_is_a_lower_bound_and_changes_no_finding(seed, mon
 def test_fast_reader_drops_the_bytes_once_they_parse(tmp_path, monkeypatch):
     """read_columns empties a box once the file is known to parse, and leaves it whole when it
     declines (the careful reader then needs the bytes)."""
-    from nuggetbench.data import _arrow_trec
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
     good = b"".join(f"q{q} Q0 d{d} 1 {d}.5 t\n".encode() for q in range(5) for d in range(9))
@@ -908,7 +916,8 @@ def test_fast_reader_drops_the_bytes_once_they_parse(tmp_path, monkeypatch):
 @pytest.mark.parametrize("comment", [False, True])
 def test_fast_run_reader_names_the_line_of_a_non_finite_score(tmp_path, monkeypatch, comment):
     """The bytes are dropped after parsing: the error reads the file again for the line."""
-    from nuggetbench.data import _arrow_trec, read_run
+    from nuggetbench.data import read_run
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
     from nuggetbench.errors import FormatError
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
@@ -944,7 +953,8 @@ def test_fast_run_reader_names_the_line_of_a_non_finite_score_in_a_pipe(tmp_path
     """A pipe cannot be read again: the error takes the line from the bytes the reader kept."""
     import os
 
-    from nuggetbench.data import _arrow_trec, read_run
+    from nuggetbench.data import read_run
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
     from nuggetbench.errors import FormatError
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
@@ -969,7 +979,8 @@ def test_factorised_qrels_behave_as_column_qrels(seed, tmp_path, monkeypatch):
     columns give (ids differing only by case or zeros, documents never retrieved, judged ids
     shared by queries, a query filter)."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import Qrels, Run, _arrow_trec, read_qrels, read_run
+    from nuggetbench.data import Qrels, Run, read_qrels, read_run
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
     from nuggetbench.measures import evaluate
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
@@ -1081,7 +1092,7 @@ def test_arrow_reader_declines_irregular_lines(line):
     """Any line that is not exactly six single-space-separated fields makes the pyarrow reader
     decline (the careful reader then explains or reads it as trec_eval does)."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import _arrow_trec
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     good = b"".join(b"q%d Q0 d%d 1 %d.5 t\n" % (i % 7, i, i) for i in range(200))
     wanted = {0: "grouped_ids", 2: "ids", 4: "float"}
@@ -1096,7 +1107,9 @@ def test_fast_reader_ids_stay_in_pyarrow_through_an_evaluation(tmp_path, monkeyp
     and the measures build no ``str`` per id; asking for them (``doc_codes``, ``arrays``)
     converts once, to the ids the careful reader reads."""
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import _arrow_trec, read_qrels, read_run, trec
+    from nuggetbench.data import read_qrels, read_run
+    from nuggetbench.data.formats import trec
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
     from nuggetbench.evaluation import evaluate_dataset
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
@@ -1155,7 +1168,9 @@ def test_duplicate_warning_names_the_document_from_pyarrow_ids(tmp_path, monkeyp
     """``duplicates='first'`` on the fast reader's pyarrow ids warns with the document id as
     text, as the careful reader does."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import _arrow_trec, read_run, trec
+    from nuggetbench.data import read_run
+    from nuggetbench.data.formats import trec
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
     lines = [f"q{q} Q0 d{d} {d + 1} {100 - d}.5 t" for q in range(20) for d in range(30)]
@@ -1183,7 +1198,9 @@ def test_crlf_and_lone_cr_files_read_as_the_careful_reader_reads_them(
     a carriage return inside a line is left to the careful reader (the fast path declines it
     once, in ``read_columns``)."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import _arrow_trec, read_qrels, read_run, trec
+    from nuggetbench.data import read_qrels, read_run
+    from nuggetbench.data.formats import trec
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
     run = b"".join(b"q%d Q0 d%d 1 %d.5 t" % (i % 9, i, i % 13) + ending for i in range(400))

@@ -10,7 +10,7 @@ import tracemalloc
 import pytest
 
 from nuggetbench.data import Document, JsonlCorpus
-from nuggetbench.data.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
+from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 from nuggetbench.data.source import decode_id_text
 from nuggetbench.datasets import hub
 from nuggetbench.errors import DatasetError, DownloadError, DuplicateError, FormatError

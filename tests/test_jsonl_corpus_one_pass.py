@@ -10,7 +10,7 @@ import pytest
 
 from nuggetbench.data import corpus as corpus_module
 from nuggetbench.data.corpus import JsonlCorpus
-from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
+from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
 from nuggetbench.errors import DuplicateError, FormatError
 
 

@@ -7,8 +7,9 @@ import os
 
 import pytest
 
-from nuggetbench.data import JsonlCorpus, beir
-from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
+from nuggetbench.data import JsonlCorpus
+from nuggetbench.data.formats import beir
+from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
 
 
 def _write(path, n=3000):

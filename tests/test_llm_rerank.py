@@ -22,7 +22,7 @@ from nuggetbench.errors import InputError, SpecError
 from nuggetbench.experiment import run_experiment
 from nuggetbench.llm.client import LLMClient, LLMSettings
 from nuggetbench.retrieval import RETRIEVERS, Pipeline, parse_retriever
-from nuggetbench.retrieval.llmrerank import LLMListwise, LLMPointwise, truncate_tokens
+from nuggetbench.retrieval.rerankers.llm import LLMListwise, LLMPointwise, truncate_tokens
 from nuggetbench.retrieval.spec import public_spec
 from nuggetbench.text.tokenizers import load_tokenizer
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from nuggetbench.data import Run, read_run
-from nuggetbench.data import _arrow_trec as arrow_trec
+from nuggetbench.data.formats import trec_arrow as arrow_trec
 from nuggetbench.data.ranking import rank_order
 from nuggetbench.errors import DuplicateError, FormatError
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from nuggetbench.data import Run
-from nuggetbench.data.jsonl_index import IndexedJsonlCorpus
+from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import DatasetError, DownloadError
 from nuggetbench.measures import evaluate

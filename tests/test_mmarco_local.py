@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
+from nuggetbench.data.checks.traps import check_corpus_coverage
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import DatasetError, DownloadError, UnknownNameError
-from nuggetbench.measures.checks import check_corpus_coverage
 
 PASSAGES = {  # the same ids in every language (synthetic)
     "english": [

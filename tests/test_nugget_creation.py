@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from llm_server import LLMServer
 from nuggetbench.cli import cli
-from nuggetbench.judging.creation import relevant_documents, validate_importance
+from nuggetbench.judging.document_nuggets import relevant_documents, validate_importance
 from nuggetbench.llm.jsonout import InvalidAnswer
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from nuggetbench.data import InMemoryCorpus, Queries
 from nuggetbench.retrieval import parse_retriever
-from nuggetbench.retrieval._common import encode_in_length_order
-from nuggetbench.retrieval.dense import DenseRetriever
+from nuggetbench.retrieval.dense.retriever import DenseRetriever
+from nuggetbench.retrieval.models.plumbing import encode_in_length_order
 from retrieval_tiny_models import texts, tiny_models
 
 

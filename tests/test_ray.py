@@ -25,10 +25,11 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from nuggetbench.data import Document, InMemoryCorpus, Queries  # noqa: E402
-from nuggetbench.data.trec import write_run  # noqa: E402
-from nuggetbench.retrieval import bm25_sharded, distributed, shardmap  # noqa: E402
-from nuggetbench.retrieval.bm25 import BM25  # noqa: E402
-from nuggetbench.retrieval.dense import DenseRetriever  # noqa: E402
+from nuggetbench.data.formats.trec import write_run  # noqa: E402
+from nuggetbench.retrieval import distributed, shardmap  # noqa: E402
+from nuggetbench.retrieval.bm25 import sharded as bm25_sharded  # noqa: E402
+from nuggetbench.retrieval.bm25.retriever import BM25  # noqa: E402
+from nuggetbench.retrieval.dense.retriever import DenseRetriever  # noqa: E402
 from retrieval_tiny_models import texts, tiny_models  # noqa: E402
 
 TESTS = Path(__file__).parent
@@ -191,7 +192,7 @@ sys.path.insert(0, {tests!r})
 import test_ray
 from test_ray import _zipf_corpus, LoggingMapper
 ray.cloudpickle.register_pickle_by_value(test_ray)
-from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval.bm25.retriever import BM25
 ray.init(address={address!r}, log_to_driver=False)
 
 class DyingDriver(LoggingMapper):
@@ -345,7 +346,7 @@ def test_without_ray_nothing_imports_ray(tmp_path):
         import sys
         from nuggetbench.data import InMemoryCorpus, Queries
         from nuggetbench.experiment import run_experiment
-        from nuggetbench.retrieval.bm25 import BM25
+        from nuggetbench.retrieval.bm25.retriever import BM25
         index = BM25(shard_docs=2, cache=False).index(InMemoryCorpus.from_dict(
             {"a": "red fox", "b": "blue fox", "c": "red hen"}))
         index.search(Queries({"q": "red"}), 2)

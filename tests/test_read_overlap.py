@@ -71,7 +71,10 @@ def test_fast_reader_with_ids_in_a_thread_reads_what_the_careful_reader_reads(
     seed, cpus, tmp_path, monkeypatch
 ):
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import _arrow_trec, lookup as _lookup, read_run, trec
+    from nuggetbench.data import lookup as _lookup
+    from nuggetbench.data import read_run
+    from nuggetbench.data.formats import trec
+    from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     rng = np.random.default_rng(seed)
     path = tmp_path / "run.txt"

@@ -16,10 +16,10 @@ from click.testing import CliRunner
 from nuggetbench import _atomic
 from nuggetbench.cli import cli
 from nuggetbench.data import Document, InMemoryCorpus, Qrels, Queries, Run
+from nuggetbench.data.checks import traps as checks
 from nuggetbench.errors import InputError
 from nuggetbench.evaluation import evaluate_dataset
 from nuggetbench.experiment import run_experiment
-from nuggetbench.measures import checks
 from nuggetbench.retrieval.spec import parse_retriever
 from nuggetbench.store import Artifact
 

@@ -18,10 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 from nuggetbench.cli import cli
-from nuggetbench.data import Qrels, load_qrels, load_run, read_qrels, read_run, safepickle
-from nuggetbench.data.beir import read_beir_qrels, read_json_qrels, read_queries_jsonl
-from nuggetbench.data.rankfile import read_rank_file
-from nuggetbench.data.safepickle import safe_loads, to_builtin
+from nuggetbench.data import Qrels, load_qrels, load_run, read_qrels, read_run
+from nuggetbench.data.formats import safepickle
+from nuggetbench.data.formats.beir import read_beir_qrels, read_json_qrels, read_queries_jsonl
+from nuggetbench.data.formats.rankfile import read_rank_file
+from nuggetbench.data.formats.safepickle import safe_loads, to_builtin
 from nuggetbench.errors import DuplicateError, FormatError, InputError
 from nuggetbench.measures import evaluate
 

@@ -37,7 +37,7 @@ from nuggetbench.data import (  # noqa: E402
     write_qrels,
     write_run,
 )
-from nuggetbench.data.beir import (  # noqa: E402
+from nuggetbench.data.formats.beir import (  # noqa: E402
     read_beir_qrels,
     read_json_qrels,
     read_json_run,
@@ -47,13 +47,13 @@ from nuggetbench.data.beir import (  # noqa: E402
     write_json_run,
     write_queries_jsonl,
 )
-from nuggetbench.data.diversity_io import read_ndeval_qrels  # noqa: E402
-from nuggetbench.data.freshstack_io import (  # noqa: E402
+from nuggetbench.data.formats.diversity import read_ndeval_qrels  # noqa: E402
+from nuggetbench.data.formats.freshstack import (  # noqa: E402
     read_freshstack_queries,
     write_freshstack_queries,
 )
-from nuggetbench.data.rankfile import read_rank_file  # noqa: E402
-from nuggetbench.data.safepickle import load_builtin  # noqa: E402
+from nuggetbench.data.formats.rankfile import read_rank_file  # noqa: E402
+from nuggetbench.data.formats.safepickle import load_builtin  # noqa: E402
 from nuggetbench.data.source import decode_id_text  # noqa: E402
 from nuggetbench.errors import NuggetbenchError  # noqa: E402
 

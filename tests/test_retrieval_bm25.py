@@ -10,7 +10,7 @@ import pytest
 from nuggetbench.data import Document, InMemoryCorpus, Queries
 from nuggetbench.errors import InputError
 from nuggetbench.retrieval import Index, Retriever
-from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval.bm25.retriever import BM25
 
 DOCS = {
     "d1": ("", "apple banana apple"),
@@ -230,7 +230,7 @@ def test_cache_off_and_corrupt_cache(monkeypatch, _isolated_home):
 def test_every_accepted_stopword_name_works_in_bm25s():
     import bm25s
 
-    from nuggetbench.retrieval.bm25 import STOPWORDS
+    from nuggetbench.retrieval.bm25.retriever import STOPWORDS
 
     for name in STOPWORDS:
         value = [] if name == "none" else name
@@ -248,7 +248,7 @@ def test_numba_backend_gives_the_same_run():
 
 def test_objective_is_prepended_to_queries():
     from nuggetbench.data import InMemoryCorpus, Queries
-    from nuggetbench.retrieval.bm25 import BM25
+    from nuggetbench.retrieval.bm25.retriever import BM25
 
     corpus = InMemoryCorpus.from_dict(
         {"a": "apples and pears", "b": "zebra stripes", "c": "unrelated words"}

@@ -51,7 +51,7 @@ def test_scifact_ndcg10_matches_bm25s(scifact, spec, published):
 @pytest.mark.parametrize("spec", ["bm25", "bm25:preset=pyserini"])
 def test_scifact_sharded_run_is_byte_identical(scifact, spec, tmp_path):
     """The sharded index (several shard sizes) writes the single index's TREC run byte for byte."""
-    from nuggetbench.data.trec import write_run
+    from nuggetbench.data.formats.trec import write_run
     from nuggetbench.retrieval import parse_retriever
 
     sep = ":" if ":" not in spec else ","

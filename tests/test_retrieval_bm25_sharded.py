@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import Document, InMemoryCorpus, Queries
-from nuggetbench.data.trec import write_run
+from nuggetbench.data.formats.trec import write_run
 from nuggetbench.errors import SpecError
 from nuggetbench.retrieval import parse_retriever
-from nuggetbench.retrieval.bm25 import BM25
-from nuggetbench.retrieval.bm25_sharded import ShardedBM25Index
+from nuggetbench.retrieval.bm25.retriever import BM25
+from nuggetbench.retrieval.bm25.sharded import ShardedBM25Index
 
 
 def _zipf_corpus(seed: int, n: int, vocab: int = 400) -> tuple[InMemoryCorpus, Queries]:
@@ -129,7 +129,7 @@ _KILLED_BUILD = textwrap.dedent(
     """
     import sys, time
     from nuggetbench.data import Document, InMemoryCorpus
-    from nuggetbench.retrieval.bm25 import BM25
+    from nuggetbench.retrieval.bm25.retriever import BM25
 
     class Slow(InMemoryCorpus):
         def iter_documents(self):
@@ -194,7 +194,7 @@ def test_sharded_with_an_analyzer_equals_single(tmp_path, analyzer):
 
 
 def test_resume_redoes_only_unfinished_chunks_and_shards(tmp_path):
-    from nuggetbench.retrieval.bm25_sharded import build_sharded, finish
+    from nuggetbench.retrieval.bm25.sharded import build_sharded, finish
 
     corpus, queries = _zipf_corpus(6, 200)
     retriever = BM25(shard_docs=30)
@@ -224,7 +224,7 @@ def test_search_maps_one_shard_at_a_time(tmp_path, monkeypatch):
     queries touched do not stay in the process's resident memory (the peak at 5M+ passages)."""
     import gc
 
-    from nuggetbench.retrieval import bm25_sharded
+    from nuggetbench.retrieval.bm25 import sharded as bm25_sharded
 
     corpus, queries = _zipf_corpus(6, 400)
     index = BM25(shard_docs=50, cache=True).index(corpus)

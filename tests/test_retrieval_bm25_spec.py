@@ -10,7 +10,7 @@ import pytest
 from nuggetbench.errors import SpecError, UnknownNameError
 from nuggetbench.retrieval import list_retrievers, parse_retriever, register_retriever
 from nuggetbench.retrieval import spec as spec_mod
-from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval.bm25.retriever import BM25
 
 
 def test_defaults():
@@ -111,7 +111,7 @@ def test_parsing_imports_no_bm25s():
     code = (
         "import sys\nfrom nuggetbench.retrieval import list_retrievers, parse_retriever\n"
         "assert 'bm25' in list_retrievers()\nr = parse_retriever('bm25:k1=0.9')\n"
-        "print('bm25s' in sys.modules, 'nuggetbench.retrieval.bm25' in sys.modules)\n"
+        "print('bm25s' in sys.modules, 'nuggetbench.retrieval.bm25.retriever' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]

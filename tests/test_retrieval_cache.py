@@ -11,10 +11,10 @@ import pytest
 from nuggetbench import home
 from nuggetbench.data import InMemoryCorpus, Queries, Run
 from nuggetbench.errors import CacheError
-from nuggetbench.retrieval import embcache
-from nuggetbench.retrieval.caching import CachedRetriever, RunCache
-from nuggetbench.retrieval.dense import DenseRetriever
-from nuggetbench.retrieval.sparse import SparseRetriever
+from nuggetbench.retrieval.compose.caching import CachedRetriever, RunCache
+from nuggetbench.retrieval.dense.retriever import DenseRetriever
+from nuggetbench.retrieval.learned.sparse import SparseRetriever
+from nuggetbench.retrieval.models import embcache
 from nuggetbench.store import Artifact
 from retrieval_tiny_models import HIDDEN, texts, tiny_models
 
@@ -94,7 +94,7 @@ def test_embedding_size_change_is_detected(tiny, tmp_path, monkeypatch):
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Dense
 
-    from nuggetbench.retrieval import dense as dense_mod
+    from nuggetbench.retrieval.dense import retriever as dense_mod
 
     model = tmp_path / "m"
     shutil.copytree(tiny.bi_encoder, model)
@@ -216,7 +216,7 @@ def test_run_cache_reuses_first_stage_without_indexing():
 
 
 def test_pipelines_and_fusions_share_a_first_stage():
-    from nuggetbench.retrieval.compose import Fusion, Pipeline
+    from nuggetbench.retrieval.compose.pipeline import Fusion, Pipeline
 
     corpus = _corpus(5)
     queries = Queries({"q1": "cat"})
@@ -231,7 +231,7 @@ def test_pipelines_and_fusions_share_a_first_stage():
 
 
 def test_depth_dependent_fusion_is_served_only_at_its_depth():
-    from nuggetbench.retrieval.compose import Fusion
+    from nuggetbench.retrieval.compose.pipeline import Fusion
 
     corpus = _corpus(5)
     queries = Queries({"q1": "cat"})
@@ -263,7 +263,7 @@ def test_retrievers_without_identity_are_not_cached():
 
 
 def test_run_cache_keeps_empty_queries():
-    from nuggetbench.retrieval.topk import _with_empty_queries
+    from nuggetbench.retrieval.dense.topk import _with_empty_queries
 
     run = _with_empty_queries(Run(["q1", "q1"], ["a", "b"], [2.0, 1.0], name="x"), ["q0"])
     cache = RunCache({"t": 1})

@@ -11,8 +11,8 @@ import pytest
 from nuggetbench.data import InMemoryCorpus, Queries, Run
 from nuggetbench.errors import ModelError
 from nuggetbench.retrieval import parse_retriever
-from nuggetbench.retrieval.colbert import ColBERTRetriever, maxsim
-from nuggetbench.retrieval.compose import Pipeline
+from nuggetbench.retrieval.compose.pipeline import Pipeline
+from nuggetbench.retrieval.learned.colbert import ColBERTRetriever, maxsim
 from retrieval_tiny_models import DOC_LEN, QUERY_LEN, texts, tiny_models
 
 

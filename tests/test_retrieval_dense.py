@@ -8,8 +8,8 @@ import pytest
 from nuggetbench.data import InMemoryCorpus, Queries
 from nuggetbench.errors import ModelError, SpecError
 from nuggetbench.retrieval import parse_retriever
-from nuggetbench.retrieval._models import BatchBackoff
-from nuggetbench.retrieval.dense import DenseRetriever, guess_preset
+from nuggetbench.retrieval.dense.retriever import DenseRetriever, guess_preset
+from nuggetbench.retrieval.models.loading import BatchBackoff
 from retrieval_tiny_models import texts, tiny_models
 
 

@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import InMemoryCorpus, Queries, Run
-from nuggetbench.data.trec import write_run
+from nuggetbench.data.formats.trec import write_run
 from nuggetbench.errors import SpecError
-from nuggetbench.retrieval import dense_sharded, parse_retriever
-from nuggetbench.retrieval.dense import DenseRetriever
-from nuggetbench.retrieval.dense_index import faiss_factory, recall_against_exact
+from nuggetbench.retrieval import parse_retriever
+from nuggetbench.retrieval.dense import sharded as dense_sharded
+from nuggetbench.retrieval.dense.index import faiss_factory, recall_against_exact
+from nuggetbench.retrieval.dense.retriever import DenseRetriever
 from retrieval_tiny_models import texts, tiny_models
 
 TESTS = Path(__file__).parent
@@ -96,7 +97,7 @@ _KILLED = textwrap.dedent(
     import os, signal, sys
     sys.path.insert(0, {tests!r})
     from nuggetbench.data import InMemoryCorpus
-    from nuggetbench.retrieval.dense import DenseRetriever
+    from nuggetbench.retrieval.dense.retriever import DenseRetriever
     from retrieval_tiny_models import texts
     corpus = InMemoryCorpus.from_dict({{f"d{{i:04d}}": t for i, t in enumerate(texts({n}, seed=5))}})
     r = DenseRetriever({model!r}, device="cpu", chunk=10, shard_docs=20)

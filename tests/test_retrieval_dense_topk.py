@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import Run
-from nuggetbench.retrieval.topk import TopKStats, block_topk, search_topk, select_topk, tie_keys
+from nuggetbench.retrieval.dense.topk import (
+    TopKStats,
+    block_topk,
+    search_topk,
+    select_topk,
+    tie_keys,
+)
 
 
 def _brute(scores: np.ndarray, doc_ids: list[str], k: int) -> list[list[str]]:

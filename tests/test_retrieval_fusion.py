@@ -9,8 +9,8 @@ import pytest
 from nuggetbench.data import InMemoryCorpus, Queries, Run
 from nuggetbench.errors import InputError, SpecError, UnknownNameError
 from nuggetbench.retrieval import parse_retriever
-from nuggetbench.retrieval.compose import Fusion
-from nuggetbench.retrieval.fusion import fuse
+from nuggetbench.retrieval.compose.fusion import fuse
+from nuggetbench.retrieval.compose.pipeline import Fusion
 
 # run A, q1: d1 3.0, d2 2.0, d3 1.0 ; run B, q1: d3 0.9, d1 0.5 (given unsorted on purpose)
 A = Run(["q1", "q1", "q1", "q2"], ["d3", "d1", "d2", "x"], [1.0, 3.0, 2.0, 7.0], name="A")
@@ -165,8 +165,8 @@ def test_importing_the_neural_modules_imports_no_model_library():
 
     code = (
         "import sys\n"
-        "import nuggetbench.retrieval.dense, nuggetbench.retrieval.sparse, nuggetbench.retrieval.colbert\n"
-        "import nuggetbench.retrieval.rerank, nuggetbench.retrieval.fusion, nuggetbench.retrieval.compose\n"
+        "import nuggetbench.retrieval.dense.retriever, nuggetbench.retrieval.learned.sparse, nuggetbench.retrieval.learned.colbert\n"
+        "import nuggetbench.retrieval.rerankers.cross_encoder, nuggetbench.retrieval.compose.fusion, nuggetbench.retrieval.compose.pipeline\n"
         "from nuggetbench.retrieval import parse_retriever\n"
         "parse_retriever('fuse(bm25, bm25:k1=0.9; method=rrf)')\n"
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'faiss') if m in sys.modules))\n"

@@ -16,8 +16,9 @@ import pytest
 
 from nuggetbench.data import Document, InMemoryCorpus, Queries, write_run
 from nuggetbench.errors import InputError, ModelError, SpecError
-from nuggetbench.retrieval import lucene, parse_retriever
-from nuggetbench.retrieval.bm25 import BM25
+from nuggetbench.retrieval import parse_retriever
+from nuggetbench.retrieval.bm25 import lucene
+from nuggetbench.retrieval.bm25.retriever import BM25
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +178,7 @@ def test_spec_checks_need_no_java(monkeypatch):
         BM25(backend="lucene", method="bm25+")
     with pytest.raises(SpecError, match="backend=lucene"):
         BM25(fields="multifield")
-    monkeypatch.setattr("nuggetbench.retrieval.bm25.lucene_available", lambda: False)
+    monkeypatch.setattr("nuggetbench.retrieval.bm25.retriever.lucene_available", lambda: False)
     with pytest.raises(SpecError, match=r"nuggetbench\[lucene\]"):
         parse_retriever("bm25:backend=lucene")
 
@@ -222,7 +223,7 @@ def test_scifact_gives_pyserini_regression_numbers(api, shared_data, preset, ndc
 
 
 def test_run_cache_key_names_the_engine(api, monkeypatch):
-    from nuggetbench.retrieval.caching import retriever_identity
+    from nuggetbench.retrieval.compose.caching import retriever_identity
 
     ident = retriever_identity(BM25(backend="lucene"))
     assert ident["engine"]["pyserini"] == api.pyserini_version

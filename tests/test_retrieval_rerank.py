@@ -8,9 +8,9 @@ import pytest
 from nuggetbench.data import InMemoryCorpus, Queries, Run
 from nuggetbench.errors import ModelError, SpecError
 from nuggetbench.retrieval import parse_retriever
-from nuggetbench.retrieval.compose import IndexReranker, Pipeline
-from nuggetbench.retrieval.dense import DenseRetriever
-from nuggetbench.retrieval.rerank import CrossEncoderReranker, split_depth
+from nuggetbench.retrieval.compose.pipeline import IndexReranker, Pipeline
+from nuggetbench.retrieval.dense.retriever import DenseRetriever
+from nuggetbench.retrieval.rerankers.cross_encoder import CrossEncoderReranker, split_depth
 from nuggetbench.spec import split_top
 from retrieval_tiny_models import texts, tiny_models
 
@@ -78,7 +78,7 @@ def test_oom_on_predict_halves_the_batch(tiny, monkeypatch):
 
 
 def test_python_rshift_with_any_retriever(tiny):
-    from nuggetbench.retrieval.bm25 import BM25
+    from nuggetbench.retrieval.bm25.retriever import BM25
 
     corpus, docs = _corpus()
     rr = CrossEncoderReranker(str(tiny.cross_encoder), depth=4, device="cpu")

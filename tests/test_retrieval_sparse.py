@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from nuggetbench.data import InMemoryCorpus, Queries
 from nuggetbench.errors import ModelError
 from nuggetbench.retrieval import parse_retriever
-from nuggetbench.retrieval.sparse import SparseRetriever, idf_weights, to_csr
+from nuggetbench.retrieval.learned.sparse import SparseRetriever, idf_weights, to_csr
 from retrieval_tiny_models import texts, tiny_models
 
 

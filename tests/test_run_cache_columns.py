@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import Run, read_run
-from nuggetbench.retrieval import caching
-from nuggetbench.retrieval.caching import RunCache
-from nuggetbench.retrieval.topk import _with_empty_queries
+from nuggetbench.retrieval.compose import caching
+from nuggetbench.retrieval.compose.caching import RunCache
+from nuggetbench.retrieval.dense.topk import _with_empty_queries
 
 
 def _random_run(seed: int) -> Run:

@@ -24,7 +24,9 @@ def test_library_code_changes_no_process_wide_state():
         "sys.path_hooks": re.compile(r"sys\.path_hooks"),
         "signal.signal": re.compile(r"signal\.signal\("),
         "set_memory_pool": re.compile(r"set_memory_pool"),
-        "os.environ write": re.compile(r"os\.environ\[[^]]+\]\s*=|os\.environ\.(setdefault|update)\("),
+        "os.environ write": re.compile(
+            r"os\.environ\[[^]]+\]\s*=|os\.environ\.(setdefault|update)\("
+        ),
         "sys.setrecursionlimit": re.compile(r"sys\.set\w+\("),
     }
     # Pyserini's JVM is one per process by its design: pyjnius reads JAVA_HOME when it starts it
@@ -149,7 +151,9 @@ def test_comment_files_in_process_threads(shared_data):
 
     def work():
         try:
-            values.append(evaluate_dataset(str(qrels), str(results), measures=["AP"]).results.means["AP"])
+            values.append(
+                evaluate_dataset(str(qrels), str(results), measures=["AP"]).results.means["AP"]
+            )
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(repr(exc))
 

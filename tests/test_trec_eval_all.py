@@ -23,7 +23,7 @@ from nuggetbench.data import Qrels, Run
 from nuggetbench.errors import SpecError
 from nuggetbench.evaluation import evaluate_dataset, trec_eval_options, trec_eval_text
 from nuggetbench.measures import evaluate
-from nuggetbench.measures.trec_names import is_trec_spec, trec_selection
+from nuggetbench.measures.trec.names import is_trec_spec, trec_selection
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -117,9 +117,9 @@ def test_trec_eval_judgment_groups_output(shared_data: Path) -> None:
 
 
 def test_judgment_groups_average_each_query_over_its_groups(tmp_path: Path) -> None:
-    from nuggetbench.data.qrels_jg import read_qrels_jg
+    from nuggetbench.data.formats.qrels_jg import read_qrels_jg
     from nuggetbench.errors import FormatError
-    from nuggetbench.measures.judgment_groups import evaluate_judgment_groups
+    from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 
     path = tmp_path / "qrels_jg.txt"
     path.write_text("1 A a 1\n1 A b 0\n1 B b 1\n2 A a 1\n")
@@ -366,7 +366,7 @@ def test_cli_trec_eval_json_and_flags(tmp_path: Path) -> None:
 
 def test_relstring_characters() -> None:
     from nuggetbench.measures import EvalContext
-    from nuggetbench.measures.trec_names import relstrings
+    from nuggetbench.measures.trec.names import relstrings
 
     qrels = Qrels.from_dict({"q": {"a": 12, "b": 3, "c": -1, "d": 0}})
     run = Run.from_dict({"q": {"a": 6.0, "b": 5.0, "c": 4.0, "x": 3.0, "d": 2.0}})

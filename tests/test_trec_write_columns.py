@@ -8,9 +8,10 @@ import gzip
 import numpy as np
 import pytest
 
-from nuggetbench.data import Run, _trec_write, read_run, write_run
+from nuggetbench.data import Run, read_run, write_run
+from nuggetbench.data.formats import trec_write as _trec_write
+from nuggetbench.data.formats.trec import _run_lines, format_score
 from nuggetbench.data.source import encode_id_text
-from nuggetbench.data.trec import _run_lines, format_score
 from nuggetbench.errors import InputError
 
 

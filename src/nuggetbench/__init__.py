@@ -5,7 +5,7 @@ load only when a component that needs them is used. ``dir(nuggetbench)`` lists t
 (``tests/test_public_api.py`` pins it).
 """
 
-from ._version import __version__
+from nuggetbench._version import __version__
 
 # public name -> "module:attribute", imported on first use
 _LAZY = {

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ._runtime import prefer_system_allocator
-from .cli import main as cli_main
+from nuggetbench._runtime import prefer_system_allocator
+from nuggetbench.cli import main as cli_main
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .data import Qrels, Run, load_run
-from .data.convert import as_qrels, as_run
-from .datasets import Dataset, Target, is_dataset_id, load_target
-from .errors import InputError
-from .measures import Measure, Profile, Results
-from .measures import evaluate as _evaluate
+from nuggetbench.data import Qrels, Run, load_run
+from nuggetbench.data.convert import as_qrels, as_run
+from nuggetbench.datasets import Dataset, Target, is_dataset_id, load_target
+from nuggetbench.errors import InputError
+from nuggetbench.measures import Measure, Profile, Results
+from nuggetbench.measures import evaluate as _evaluate
 
 __all__ = ["evaluate", "read_qrels", "read_run", "load_qrels", "load_run"]
 
@@ -30,7 +30,7 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     Formats (detected from the content): TREC qrels (``qid iter docid grade``), BEIR tsv (with
     its ``query-id corpus-id score`` header), JSON ``{qid: {docid: grade}}``, ndeval / TREC Web
     diversity qrels (``topic subtopic docno judgment``; nugget-level, see
-    :func:`nuggetbench.data.diversity_io.sniff_nugget_qrels` for how they are told apart) and a
+    :func:`nuggetbench.data.formats.diversity.sniff_nugget_qrels` for how they are told apart) and a
     FreshStack queries file (JSONL with ``nuggets``). ``.gz`` TREC files are read transparently.
 
     Args:
@@ -104,7 +104,7 @@ def evaluate(
 
     Returns:
         :class:`Results` (per-query values, means, provenance), exactly as
-        :func:`nuggetbench.measures.evaluate` computes them.
+        :func:`nuggetbench.measures.compute` computes them.
 
     Raises:
         InputError: a value of an unsupported type or shape (the message lists the shapes taken).

@@ -14,25 +14,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._runtime import trim_heap
-from ._runtime import in_background, usable_cpus
-from .compare import ComparisonReport, Summary, profile_summaries
-from .compare.runs import compare_runs
-from .data import Corpus, JsonlCorpus, Run, load_run
-from .data.qrels_jg import read_qrels_jg
-from .datasets import Dataset, Target, family_of, is_dataset_id, load_target
-from .errors import InputError
-from .measures import EvalContext, Profile, Results, evaluate, evaluate_groups, get_profile
-from .measures.checks import Finding, check_findings, query_findings
-from .measures.evaluate import (
+from nuggetbench._runtime import in_background, trim_heap, usable_cpus
+from nuggetbench.compare import ComparisonReport, Summary, profile_summaries
+from nuggetbench.compare.runs import compare_runs
+from nuggetbench.data import Corpus, JsonlCorpus, Run, load_run
+from nuggetbench.data.checks.traps import Finding, check_findings, query_findings
+from nuggetbench.data.formats.qrels_jg import read_qrels_jg
+from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
+from nuggetbench.errors import InputError
+from nuggetbench.measures import (
+    EvalContext,
+    Profile,
+    Results,
+    evaluate,
+    evaluate_groups,
+    get_profile,
+)
+from nuggetbench.measures.compute import (
     evaluate_quietly,
     log_query_sets,
     measure_keys,
     measure_pairs,
     plain_measures,
 )
-from .measures.judgment_groups import evaluate_judgment_groups
-from .measures.trec_names import format_trec_eval, is_trec_spec, relstrings, trec_selection
+from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
+from nuggetbench.measures.trec.names import (
+    format_trec_eval,
+    is_trec_spec,
+    relstrings,
+    trec_selection,
+)
 
 __all__ = [
     "Evaluation",
@@ -241,7 +252,7 @@ def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool =
         per_query: trec_eval ``-q``: per-query lines for the run's queries first.
 
     Returns:
-        The text (see :func:`~nuggetbench.measures.trec_names.format_trec_eval`).
+        The text (see :func:`~nuggetbench.measures.trec.names.format_trec_eval`).
     """
     results = ev.results
     entries = trec_selection(measures)

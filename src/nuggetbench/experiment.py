@@ -21,20 +21,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import home as _home
-from ._atomic import atomic_write, copy_file
-from ._version import __version__
-from .compare import ComparisonReport, compare
-from .data import Run, read_run, write_run
-from .datasets import Dataset, load_dataset
-from .errors import InputError, UnknownNameError, suggest
-from .measures import Results, evaluate, get_profile, plain_measures
-from .measures.checks import Finding, query_findings
-from .retrieval import CachedRetriever, parse_retriever, search, uses_objective
-from .retrieval.distributed import ray_address, use_ray
-from .retrieval.spec import public_spec, split_label
-from .store import spec_file_name
-from .text.analyzers import adapt_to_language
+from nuggetbench import home as _home
+from nuggetbench._atomic import atomic_write, copy_file
+from nuggetbench._version import __version__
+from nuggetbench.compare import ComparisonReport, compare
+from nuggetbench.data import Run, read_run, write_run
+from nuggetbench.data.checks.traps import Finding, query_findings
+from nuggetbench.datasets import Dataset, load_dataset
+from nuggetbench.errors import InputError, UnknownNameError, suggest
+from nuggetbench.measures import Results, evaluate, get_profile, plain_measures
+from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
+from nuggetbench.retrieval.distributed import ray_address, use_ray
+from nuggetbench.retrieval.spec import public_spec, split_label
+from nuggetbench.store import spec_file_name
+from nuggetbench.text.analyzers import adapt_to_language
 
 log = logging.getLogger(__name__)
 

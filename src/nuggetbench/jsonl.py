@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ._atomic import atomic_write
-from .errors import FormatError
+from nuggetbench._atomic import atomic_write
+from nuggetbench.errors import FormatError
 
 __all__ = ["iter_jsonl", "write_jsonl"]
 

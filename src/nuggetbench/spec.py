@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
-from .errors import SpecError, UnknownNameError, suggest
+from nuggetbench.errors import SpecError, UnknownNameError, suggest
 
 __all__ = [
     "short_label",

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import home
-from ._atomic import atomic_write, clean_stale, staging_prefix
-from ._version import __version__
-from .errors import CacheError, InputError
-from .jsonl import iter_jsonl, write_jsonl
+from nuggetbench import home
+from nuggetbench._atomic import atomic_write, clean_stale, staging_prefix
+from nuggetbench._version import __version__
+from nuggetbench.errors import CacheError, InputError
+from nuggetbench.jsonl import iter_jsonl, write_jsonl
 
 __all__ = [
     "FORMAT",

@@ -11,9 +11,9 @@ import sys
 
 import click
 
-from .._version import __version__
-from ..errors import NuggetbenchError
-from ._globals import configure_logging, global_params
+from nuggetbench._version import __version__
+from nuggetbench.cli._globals import configure_logging, global_params
+from nuggetbench.errors import NuggetbenchError
 
 # name -> (module:attribute, one-line help shown by `nuggetbench --help`)
 COMMANDS: dict[str, tuple[str, str]] = {

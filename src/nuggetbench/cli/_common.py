@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from ..errors import NuggetbenchError
-from ..measures import get_profile, measure_keys
-from ._formats import measure_digits
+from nuggetbench.cli._formats import measure_digits
+from nuggetbench.errors import NuggetbenchError
+from nuggetbench.measures import get_profile, measure_keys
 
 
 def console(stderr: bool = False):

@@ -17,8 +17,8 @@ from typing import Any
 
 import click
 
-from ..errors import NuggetbenchError
-from ..measures import get_family, parse_measure
+from nuggetbench.errors import NuggetbenchError
+from nuggetbench.measures import get_family, parse_measure
 
 FORMATS = ("table", "json", "jsonl", "csv", "tsv", "markdown", "latex")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ..judging import answers_files, judging_client
-from ._common import console, echo_json, render_means_table, stats_options, warn
-from ._globals import count_bar
-from .judge import CLIENT_KEYS, llm_options
+from nuggetbench.cli._common import console, echo_json, render_means_table, stats_options, warn
+from nuggetbench.cli._globals import count_bar
+from nuggetbench.cli.judge import CLIENT_KEYS, llm_options
+from nuggetbench.judging import answers_files, judging_client
 
 SCORES = ("vital_score", "strict_vital_score", "all_score", "strict_all_score")
 

@@ -6,10 +6,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..build.pipeline import STAGES, check_build, run_build
-from ..build.plan import load_plan
-from ._common import console, echo_json
-from ._globals import progress_wanted
+from nuggetbench.builder.pipeline import STAGES, check_build, run_build
+from nuggetbench.builder.plan import load_plan
+from nuggetbench.cli._common import console, echo_json
+from nuggetbench.cli._globals import progress_wanted
 
 
 @click.command("build", context_settings={"help_option_names": ["-h", "--help"]})

@@ -8,8 +8,8 @@ from collections import defaultdict
 import click
 from rich.table import Table
 
-from ..store import cache_entries, cache_root, parse_age, remove_cache_entries
-from ._common import console, echo_json
+from nuggetbench.cli._common import console, echo_json
+from nuggetbench.store import cache_entries, cache_root, parse_age, remove_cache_entries
 
 KINDS_HELP = "KINDS: bm25, runs, embeddings, chunks, llm, ... (default: all)."
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..corpus import chunk_notebooks, parse_chunker
-from ..data import write_corpus_jsonl
-from ._common import info
+from nuggetbench.cli._common import info
+from nuggetbench.corpus import chunk_notebooks, parse_chunker
+from nuggetbench.data import write_corpus_jsonl
 
 
 @click.command("chunk", context_settings={"help_option_names": ["-h", "--help"]})

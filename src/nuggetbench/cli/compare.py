@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import click
 
-from ..evaluation import compare_run_files
-from ..report import compare_to_folder
-from ._common import console, dataset_options, measure_option, parse_options, stats_options, warn
-from ._formats import format_option
+from nuggetbench.cli._common import (
+    console,
+    dataset_options,
+    measure_option,
+    parse_options,
+    stats_options,
+    warn,
+)
+from nuggetbench.cli._formats import format_option
+from nuggetbench.evaluation import compare_run_files
+from nuggetbench.report import compare_to_folder
 
 
 @click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ..datasets import dataset_info, dataset_patterns, ensure_local, list_datasets, local_folder
-from ._common import console, echo_json
+from nuggetbench.cli._common import console, echo_json
+from nuggetbench.datasets import (
+    dataset_info,
+    dataset_patterns,
+    ensure_local,
+    list_datasets,
+    local_folder,
+)
 
 
 @click.group("datasets", context_settings={"help_option_names": ["-h", "--help"]})

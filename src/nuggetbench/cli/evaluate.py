@@ -6,8 +6,7 @@ import logging
 
 import click
 
-from ..evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
-from ._common import (
+from nuggetbench.cli._common import (
     dataset_options,
     echo_json,
     fmt_value,
@@ -18,7 +17,8 @@ from ._common import (
     render_means_table,
     render_summaries,
 )
-from ._formats import format_option, measure_digits, records_text, wide_text
+from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
+from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
 
 
 @click.command("evaluate", context_settings={"help_option_names": ["-h", "--help"]})
@@ -84,7 +84,7 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
       nuggetbench evaluate qrels.test results.test -m nDCG@10 -m 'P(rel=2)@5' -m AP --per-query
       nuggetbench evaluate qrels.test results.test -m all_trec -q --format trec_eval
     """
-    logging.getLogger("nuggetbench.measures.checks").setLevel(logging.ERROR)  # rendered below
+    logging.getLogger("nuggetbench.data.checks.traps").setLevel(logging.ERROR)  # rendered below
     measures = [*measures, *positional_measures] or (["official"] if fmt == "trec_eval" else [])
     flags = {k: opts.pop(k) for k in ("complete", "max_docs", "rel_level", "judged_only")}
     profile = trec_eval_options(opts["profile"], trec_format=fmt == "trec_eval", **flags)

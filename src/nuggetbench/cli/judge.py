@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..judging import agreement_run_files, judge_run_files, judging_client
-from ._common import console, dataset_option, echo_json, info, parse_options
-from ._globals import count_bar
+from nuggetbench.cli._common import console, dataset_option, echo_json, info, parse_options
+from nuggetbench.cli._globals import count_bar
+from nuggetbench.judging import agreement_run_files, judge_run_files, judging_client
 
 #: The options of :func:`~nuggetbench.judging.judging_client`.
 CLIENT_KEYS = ("model", "base_url", "api_key_env", "no_api_key", "concurrency", "price")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..measures import PROFILES, all_family_names, get_family
-from ._common import console
+from nuggetbench.cli._common import console
+from nuggetbench.measures import PROFILES, all_family_names, get_family
 
 
 @click.command("measures", context_settings={"help_option_names": ["-h", "--help"]})

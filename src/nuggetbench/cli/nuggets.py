@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..judging import judging_client, nuggets_for_dataset
-from ._common import dataset_option, echo_json, info, parse_options, warn
-from .judge import CLIENT_KEYS, llm_options
+from nuggetbench.cli._common import dataset_option, echo_json, info, parse_options, warn
+from nuggetbench.cli.judge import CLIENT_KEYS, llm_options
+from nuggetbench.judging import judging_client, nuggets_for_dataset
 
 
 @click.command("nuggets", context_settings={"help_option_names": ["-h", "--help"]})

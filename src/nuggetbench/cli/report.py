@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from .. import report
-from ._common import dataset_option, info, parse_options
+from nuggetbench import report
+from nuggetbench.cli._common import dataset_option, info, parse_options
 
 
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})

@@ -5,10 +5,15 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..retrieval import spec as retrieval_spec
-from ..retrieval.spec import FUSE_PARAMS, list_retrievers, retriever_class, retriever_params
-from ..spec import lookup
-from ._common import console
+from nuggetbench.cli._common import console
+from nuggetbench.retrieval import spec as retrieval_spec
+from nuggetbench.retrieval.spec import (
+    FUSE_PARAMS,
+    list_retrievers,
+    retriever_class,
+    retriever_params,
+)
+from nuggetbench.spec import lookup
 
 
 @click.command("retrievers", context_settings={"help_option_names": ["-h", "--help"]})

@@ -6,11 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..datasets import load_dataset
-from ..errors import InputError, OutputError
-from ..experiment import Experiment, default_outdir, run_experiment
-from ..spec import short_label
-from ._common import (
+from nuggetbench.cli._common import (
     console,
     dataset_options,
     echo_json,
@@ -21,8 +17,12 @@ from ._common import (
     render_means_table,
     warn,
 )
-from ._formats import format_option, measure_digits, records_text, wide_text
-from ._globals import hidden_alias, progress_wanted
+from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
+from nuggetbench.cli._globals import hidden_alias, progress_wanted
+from nuggetbench.datasets import load_dataset
+from nuggetbench.errors import InputError, OutputError
+from nuggetbench.experiment import Experiment, default_outdir, run_experiment
+from nuggetbench.spec import short_label
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -144,7 +144,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         raise OutputError(exp.unsaved_message())
     info(f"runs and results saved in {exp.outdir}")
     if with_html:
-        from .. import report  # lazy: jinja2 and the report's modules, only with --html
+        from nuggetbench import report  # lazy: jinja2 and the report's modules, only with --html
 
         info(f"report written to {report.html(exp, exp.outdir / 'report.html', dataset=ds)}")
 

@@ -4,10 +4,10 @@
 :class:`ComparisonReport` that renders as a terminal table, Markdown, LaTeX, CSV or JSON.
 """
 
-from .core import compare
-from .corrections import CORRECTIONS, adjust_pvalues
-from .report import FORMATS, ComparisonReport, Difference, Estimate
-from .stats import (
+from nuggetbench.compare.core import compare
+from nuggetbench.compare.corrections import CORRECTIONS, adjust_pvalues
+from nuggetbench.compare.reporting import FORMATS, ComparisonReport, Difference, Estimate
+from nuggetbench.compare.stats import (
     TESTS,
     TestResult,
     birco_bootstrap,
@@ -20,7 +20,7 @@ from .stats import (
     randomization,
     wilcoxon,
 )
-from .summaries import Summary, profile_summaries
+from nuggetbench.compare.summaries import Summary, profile_summaries
 
 __all__ = [
     "compare",

@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, UnknownNameError, suggest
-from .corrections import adjust_pvalues, normalize_correction
-from .report import TIE_TOLERANCE, ComparisonReport, Difference, Estimate
-from .stats import (
+from nuggetbench.compare.corrections import adjust_pvalues, normalize_correction
+from nuggetbench.compare.reporting import TIE_TOLERANCE, ComparisonReport, Difference, Estimate
+from nuggetbench.compare.stats import (
     TESTS,
     bootstrap_means,
     cohens_d,
@@ -20,6 +19,7 @@ from .stats import (
     percentile_interval,
     randomization_many,
 )
+from nuggetbench.errors import InputError, UnknownNameError, suggest
 
 log = logging.getLogger(__name__)
 

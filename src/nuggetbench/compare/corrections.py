@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError, UnknownNameError, suggest
+from nuggetbench.errors import InputError, UnknownNameError, suggest
 
 __all__ = ["CORRECTIONS", "adjust_pvalues", "normalize_correction"]
 

@@ -9,10 +9,10 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from ..data.rankfile import check_pools
-from ..measures import evaluate, parse_measure
-from .core import compare
-from .report import ComparisonReport
+from nuggetbench.compare.core import compare
+from nuggetbench.compare.reporting import ComparisonReport
+from nuggetbench.data.formats.rankfile import check_pools
+from nuggetbench.measures import evaluate, parse_measure
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ def compare_runs(
     doc_filter: Mapping[str, Collection[str]] | None = None,
     **compare_options: Any,
 ) -> ComparisonReport:
-    """Evaluate every run with :func:`nuggetbench.measures.evaluate` and :func:`compare` them.
+    """Evaluate every run with :func:`nuggetbench.measures.compute` and :func:`compare` them.
 
     Args:
         qrels: the judgments (a :class:`~nuggetbench.data.Qrels`).

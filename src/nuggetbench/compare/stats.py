@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError, UnknownNameError, suggest
+from nuggetbench.errors import InputError, UnknownNameError, suggest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..measures.results import Results
+    from nuggetbench.measures.results import Results
 
 __all__ = [
     "TestResult",

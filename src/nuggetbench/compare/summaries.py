@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import UnknownNameError
-from ..measures.profiles import Profile, get_profile
-from .stats import birco_summary
+from nuggetbench.compare.stats import birco_summary
+from nuggetbench.errors import UnknownNameError
+from nuggetbench.measures.profiles import Profile, get_profile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..measures.results import Results
+    from nuggetbench.measures.results import Results
 
 __all__ = ["Summary", "profile_summaries"]
 
@@ -43,7 +43,7 @@ def profile_summaries(
     """The tables *results*' profile declares (none for most profiles).
 
     Args:
-        results: from :func:`nuggetbench.measures.evaluate`.
+        results: from :func:`nuggetbench.measures.compute`.
         order: the dataset's query order (the bootstrap depends on it); ``None``: sorted ids.
         profile: the profile *results* were computed under (default: looked up by its name;
             an unregistered custom profile declares nothing).

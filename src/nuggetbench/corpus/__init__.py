@@ -9,11 +9,17 @@
   :class:`ChunkingCeiling` the chunking imposes.
 """
 
-from .cache import chunk_notebooks
-from .chunkers import CHUNKERS, CellChunker, Chunker, ParagraphChunker, TokenChunker
-from .notebook import Cell, Notebook, parse_notebook, read_notebook
-from .spans import ChunkingCeiling, MissingSpan, SpanJudgments, judge_spans
-from .spec import parse_chunker
+from nuggetbench.corpus.cache import chunk_notebooks
+from nuggetbench.corpus.chunkers import (
+    CHUNKERS,
+    CellChunker,
+    Chunker,
+    ParagraphChunker,
+    TokenChunker,
+)
+from nuggetbench.corpus.notebook import Cell, Notebook, parse_notebook, read_notebook
+from nuggetbench.corpus.spans import ChunkingCeiling, MissingSpan, SpanJudgments, judge_spans
+from nuggetbench.corpus.spec import parse_chunker
 
 __all__ = [
     "parse_chunker",

@@ -13,12 +13,12 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..data import Document, InMemoryCorpus, write_corpus_jsonl
-from ..errors import DuplicateError, FormatError
-from ..store import Artifact, iter_jsonl, slug
-from .chunkers import FORMAT_VERSION, Chunker
-from .notebook import DEFAULT_SKIP_SECTIONS, DEFAULT_STOP_AT, read_notebook
-from .spec import parse_chunker
+from nuggetbench.corpus.chunkers import FORMAT_VERSION, Chunker
+from nuggetbench.corpus.notebook import DEFAULT_SKIP_SECTIONS, DEFAULT_STOP_AT, read_notebook
+from nuggetbench.corpus.spec import parse_chunker
+from nuggetbench.data import Document, InMemoryCorpus, write_corpus_jsonl
+from nuggetbench.errors import DuplicateError, FormatError
+from nuggetbench.store import Artifact, iter_jsonl, slug
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..data import Document
-from ..errors import SpecError
-from ..spec import REQUIRED, Param, Registry, params_table
-from ..text.tokenizers import check_tokenizer_name, load_tokenizer
-from .notebook import Cell, Notebook
+from nuggetbench.corpus.notebook import Cell, Notebook
+from nuggetbench.data import Document
+from nuggetbench.errors import SpecError
+from nuggetbench.spec import REQUIRED, Param, Registry, params_table
+from nuggetbench.text.tokenizers import check_tokenizer_name, load_tokenizer
 
 #: Bump when chunk texts or ids change for the same spec (invalidates caches).
 FORMAT_VERSION = 1

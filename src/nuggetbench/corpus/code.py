@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..corpus.chunkers import split_paragraphs
-from ..corpus.notebook import parse_notebook
-from ..errors import SpecError
-from ..text.tokenizers import TokenCounter, count_tokens, make_counter
+from nuggetbench.corpus.chunkers import split_paragraphs
+from nuggetbench.corpus.notebook import parse_notebook
+from nuggetbench.errors import SpecError
+from nuggetbench.text.tokenizers import TokenCounter, count_tokens, make_counter
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import FormatError
+from nuggetbench.errors import FormatError
 
 #: Cells are joined by this separator in the rendered notebook text.
 CELL_SEPARATOR = "\n\n"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..data import Corpus, Nugget, NuggetQrels
+from nuggetbench.data import Corpus, Nugget, NuggetQrels
 
 _SEP = "\x00"
 MAX_EXACT_COMBINATIONS = 200_000

@@ -9,9 +9,9 @@ never loads anything heavy; a tokenizer is loaded when the chunker first runs.
 
 from __future__ import annotations
 
-from ..errors import SpecError, suggest
-from ..spec import parse_literal, split_colon_spec
-from .chunkers import CHUNKERS, Chunker
+from nuggetbench.corpus.chunkers import CHUNKERS, Chunker
+from nuggetbench.errors import SpecError, suggest
+from nuggetbench.spec import parse_literal, split_colon_spec
 
 __all__ = ["parse_chunker"]
 

@@ -1,6 +1,7 @@
 """Core values: :class:`Corpus`, :class:`Queries`, :class:`Qrels`, :class:`Run`, and their I/O."""
 
-from .beir import (
+from nuggetbench.data.corpus import Corpus, Document, InMemoryCorpus, JsonlCorpus, Queries
+from nuggetbench.data.formats.beir import (
     read_beir_folder,
     read_beir_qrels,
     read_json_qrels,
@@ -12,13 +13,12 @@ from .beir import (
     write_json_run,
     write_queries_jsonl,
 )
-from .corpus import Corpus, Document, InMemoryCorpus, JsonlCorpus, Queries
-from .io import load_qrels, load_run
-from .nuggets import Nugget, NuggetQrels
-from .qrels import Qrels
-from .ranking import rank_order
-from .run import Run
-from .trec import read_qrels, read_run, write_qrels, write_run
+from nuggetbench.data.formats.sniff import load_qrels, load_run
+from nuggetbench.data.formats.trec import read_qrels, read_run, write_qrels, write_run
+from nuggetbench.data.nugget_qrels import Nugget, NuggetQrels
+from nuggetbench.data.qrels import Qrels
+from nuggetbench.data.ranking import rank_order
+from nuggetbench.data.run import Run
 
 __all__ = [
     "Corpus",

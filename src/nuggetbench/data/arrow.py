@@ -61,7 +61,9 @@ def to_numpy(array: Any) -> np.ndarray:
     if dtype is not None:
         if not n:
             return np.zeros(0, dtype=dtype)
-        return np.frombuffer(array.buffers()[1], dtype=dtype, count=n, offset=offset * np.dtype(dtype).itemsize)
+        return np.frombuffer(
+            array.buffers()[1], dtype=dtype, count=n, offset=offset * np.dtype(dtype).itemsize
+        )
     if pa.types.is_boolean(kind):
         if not n:
             return np.zeros(0, dtype=bool)
@@ -92,7 +94,9 @@ def from_numpy(values: np.ndarray) -> Any:
         return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
     if values.dtype.kind in "iuf":
         values = np.ascontiguousarray(values)
-        kind = pa.from_numpy_dtype(values.dtype.newbyteorder("=") if values.dtype.byteorder == ">" else values.dtype)
+        kind = pa.from_numpy_dtype(
+            values.dtype.newbyteorder("=") if values.dtype.byteorder == ">" else values.dtype
+        )
         if values.dtype.byteorder == ">":
             values = values.astype(values.dtype.newbyteorder("="))
         return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
@@ -123,7 +127,9 @@ def strings(values: Any) -> Any:
         kind, offsets = pa.string(), offsets.astype(np.int32)
     else:
         kind = pa.large_string()
-    return pa.Array.from_buffers(kind, len(items), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pa.Array.from_buffers(
+        kind, len(items), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
 
 
 class _Compute:
@@ -225,8 +231,6 @@ _PLAIN["and_"] = "and"
 
 compute = _Compute()
 """The stand-in for ``pyarrow.compute`` that :func:`load` returns."""
-
-
 
 
 def _arrays(args: Any) -> list[Any]:

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from .qrels import Qrels
-from .run import Run
+from nuggetbench.data.qrels import Qrels
+from nuggetbench.data.run import Run
+from nuggetbench.errors import InputError
 
 __all__ = ["as_qrels", "as_run"]
 

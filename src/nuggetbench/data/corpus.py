@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import DuplicateError, FormatError
+from nuggetbench.errors import DuplicateError, FormatError
 
 
 @dataclass(frozen=True)

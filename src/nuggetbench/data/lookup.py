@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .._runtime import idle_cpus, in_background, usable_cpus
-from . import arrow
+from nuggetbench._runtime import idle_cpus, in_background, usable_cpus
+from nuggetbench.data import arrow
 
 __all__ = [
     "index_in",

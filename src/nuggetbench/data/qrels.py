@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DuplicateError, InputError
-from . import arrow
-from ._grouped import QueryGrouped
-from .lookup import (
+from nuggetbench.data import arrow
+from nuggetbench.data._grouped import QueryGrouped
+from nuggetbench.data.lookup import (
     as_objects,
     is_arrow,
     order_by_code_and_id,
@@ -19,11 +18,12 @@ from .lookup import (
     shared_strings,
     short_keys,
 )
-from .ranking import factorize_sorted
-from .run import _as_str_array
-from .source import INT64_MAX as _INT64_MAX
-from .source import INT64_MIN as _INT64_MIN
-from .source import parse_grade, short
+from nuggetbench.data.ranking import factorize_sorted
+from nuggetbench.data.run import _as_str_array
+from nuggetbench.data.source import INT64_MAX as _INT64_MAX
+from nuggetbench.data.source import INT64_MIN as _INT64_MIN
+from nuggetbench.data.source import parse_grade, short
+from nuggetbench.errors import DuplicateError, InputError
 
 
 class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
@@ -36,7 +36,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
     Attributes:
         name: a label (file name or dataset id).
         metadata: provenance.
-        nuggets: optional nugget-level judgments (see :mod:`nuggetbench.data.nuggets`), or ``None``.
+        nuggets: optional nugget-level judgments (see :mod:`nuggetbench.data.nugget_qrels`), or ``None``.
     """
 
     __slots__ = (

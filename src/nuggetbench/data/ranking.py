@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .lookup import objects_at
+from nuggetbench.data.lookup import objects_at
 
 TieBreak = Literal["docid_desc", "docid_asc", "input"]
 #: The tie orders a profile can name.

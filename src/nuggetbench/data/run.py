@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from .._runtime import in_background, usable_cpus
-from ..errors import DuplicateError, InputError
-from ._grouped import QueryGrouped
-from .lookup import (
+from nuggetbench._runtime import in_background, usable_cpus
+from nuggetbench.data._grouped import QueryGrouped
+from nuggetbench.data.lookup import (
     as_objects,
     index_in,
     is_arrow,
@@ -20,7 +19,7 @@ from .lookup import (
     objects_at,
     share_strings,
 )
-from .ranking import (
+from nuggetbench.data.ranking import (
     _UNSET,
     TieBreak,
     _n_distinct,
@@ -28,6 +27,7 @@ from .ranking import (
     rank_codes,
     rank_order,
 )
+from nuggetbench.errors import DuplicateError, InputError
 
 logger = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ import zlib
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from ..errors import FormatError, InputError
+from nuggetbench.errors import FormatError, InputError
 
 __all__ = [
     "BOM",

@@ -4,9 +4,9 @@
 downloads it), and returns a :class:`Dataset`; ``list_datasets()`` imports no loader.
 """
 
-from .base import Dataset, remove_self_hits
-from .family import DatasetFamily, JudgedCorpus, Target
-from .registry import (
+from nuggetbench.datasets.dataset import Dataset, remove_self_hits
+from nuggetbench.datasets.family import DatasetFamily, JudgedCorpus, Target
+from nuggetbench.datasets.registry import (
     Entry,
     dataset_info,
     dataset_patterns,

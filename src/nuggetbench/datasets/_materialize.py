@@ -13,13 +13,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write
-from ..data import Document, Qrels, Queries, read_beir_qrels, read_queries_jsonl
-from ..data.beir import write_beir_qrels, write_queries_jsonl
-from ..data.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
-from ..errors import FormatError
-from .base import Dataset
-from .hub import iter_records
+from nuggetbench._atomic import atomic_write
+from nuggetbench.data import Document, Qrels, Queries, read_beir_qrels, read_queries_jsonl
+from nuggetbench.data.formats.beir import write_beir_qrels, write_queries_jsonl
+from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
+from nuggetbench.datasets.dataset import Dataset
+from nuggetbench.datasets.hub import iter_records
+from nuggetbench.errors import FormatError
 
 log = logging.getLogger(__name__)
 

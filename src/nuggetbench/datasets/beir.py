@@ -30,15 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import home as _home
-from ..data import Corpus, Document, Qrels, Queries, read_beir_folder
-from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
-from ..spec import Param, params_table
-from ._ids import BEIR_NAMES, CQADUPSTACK_FORUMS
-from .base import Dataset
-from .beir_hub import load as load_from_hub
-from .download import download_file, file_md5, install_zip
-from .family import DOWNLOAD, SHOW_PROGRESS, ModuleFamily
+from nuggetbench import home as _home
+from nuggetbench.data import Corpus, Document, Qrels, Queries, read_beir_folder
+from nuggetbench.datasets._ids import BEIR_NAMES, CQADUPSTACK_FORUMS
+from nuggetbench.datasets.beir_hub import load as load_from_hub
+from nuggetbench.datasets.dataset import Dataset
+from nuggetbench.datasets.download import download_file, file_md5, install_zip
+from nuggetbench.datasets.family import DOWNLOAD, SHOW_PROGRESS, ModuleFamily
+from nuggetbench.errors import DatasetError, DownloadError, UnknownNameError, suggest
+from nuggetbench.spec import Param, params_table
 
 log = logging.getLogger(__name__)
 

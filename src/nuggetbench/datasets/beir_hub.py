@@ -21,15 +21,20 @@ import json
 import logging
 from pathlib import Path
 
-from .. import home as _home
-from .._atomic import atomic_write
-from ..data import read_beir_qrels
-from ..data.jsonl_index import write_jsonl_corpus
-from ..errors import DatasetError
-from . import hub
-from ._ids import BEIR_NAMES
-from ._materialize import assemble, documents_from_records, queries_from_records, write_split
-from .base import Dataset
+from nuggetbench import home as _home
+from nuggetbench._atomic import atomic_write
+from nuggetbench.data import read_beir_qrels
+from nuggetbench.data.formats.jsonl_index import write_jsonl_corpus
+from nuggetbench.datasets import hub
+from nuggetbench.datasets._ids import BEIR_NAMES
+from nuggetbench.datasets._materialize import (
+    assemble,
+    documents_from_records,
+    queries_from_records,
+    write_split,
+)
+from nuggetbench.datasets.dataset import Dataset
+from nuggetbench.errors import DatasetError
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ The loader therefore sets ``Dataset.doc_filter = {qid: pool}`` (retrievers rank 
 
 Files are looked up as ``birco/<name>/<split>_set.pickle`` (``test_set.pickle``, ``dev_set.pickle``)
 in the ``NUGGETBENCH_DATA`` folders, then ``NUGGETBENCH_HOME``. They are read with the restricted
-unpickler of :mod:`nuggetbench.data.safepickle` (builtin containers and numpy scalars only; plain
+unpickler of :mod:`nuggetbench.data.formats.safepickle` (builtin containers and numpy scalars only; plain
 ``pickle.load`` is never called). When the file is absent and downloads are allowed, the test split
 is read from the Hugging Face mirror ``mteb/BIRCO-<Name>-Test`` through ``datasets`` (pinned
 revisions from MTEB's task metadata; this path needs the network and is not exercised by the
@@ -25,15 +25,15 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from .. import home as _home
-from ..data import InMemoryCorpus, Qrels, Queries
-from ..data.safepickle import load_builtin_file
-from ..errors import DownloadError, FormatError, UnknownNameError, suggest
-from ..spec import Param, params_table
-from . import hub
-from ._ids import BIRCO_NAMES as NAMES
-from .base import Dataset
-from .family import DOWNLOAD, REVISION, ModuleFamily
+from nuggetbench import home as _home
+from nuggetbench.data import InMemoryCorpus, Qrels, Queries
+from nuggetbench.data.formats.safepickle import load_builtin_file
+from nuggetbench.datasets import hub
+from nuggetbench.datasets._ids import BIRCO_NAMES as NAMES
+from nuggetbench.datasets.dataset import Dataset
+from nuggetbench.datasets.family import DOWNLOAD, REVISION, ModuleFamily
+from nuggetbench.errors import DownloadError, FormatError, UnknownNameError, suggest
+from nuggetbench.spec import Param, params_table
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ import time
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from .._atomic import clean_stale, staging_prefix
-from ..errors import ChecksumError, DatasetError, DownloadError, UnsafeArchiveError
+from nuggetbench._atomic import clean_stale, staging_prefix
+from nuggetbench.errors import ChecksumError, DatasetError, DownloadError, UnsafeArchiveError
 
 log = logging.getLogger(__name__)
 

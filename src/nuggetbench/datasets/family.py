@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..compare import Summary, profile_summaries
-from ..data import Corpus, Qrels
-from ..errors import InputError, UnknownNameError, suggest
-from ..spec import Param, parse_literal
+from nuggetbench.compare import Summary, profile_summaries
+from nuggetbench.data import Corpus, Qrels
+from nuggetbench.errors import InputError, UnknownNameError, suggest
+from nuggetbench.spec import Param, parse_literal
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..measures.results import Results
-    from .base import Dataset
+    from nuggetbench.datasets.dataset import Dataset
+    from nuggetbench.measures.results import Results
 
 __all__ = [
     "DOWNLOAD",
@@ -200,7 +200,7 @@ class DatasetFamily:
 
     def claims_file(self, path: Path, sniffed: str | None) -> bool:
         """Whether *path* is a judgments file in this family's own format; *sniffed* is what
-        :func:`nuggetbench.data.diversity_io.sniff_nugget_qrels` made of it (read once)."""
+        :func:`nuggetbench.data.formats.diversity.sniff_nugget_qrels` made of it (read once)."""
         return False
 
     def load_file(self, path: Path) -> Target:

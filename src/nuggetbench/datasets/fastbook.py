@@ -29,17 +29,17 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import home as _home
-from ..corpus.cache import chunk_notebooks
-from ..corpus.notebook import read_notebook
-from ..corpus.spans import judge_spans
-from ..corpus.spec import parse_chunker
-from ..data import Corpus, Nugget, Qrels, Queries
-from ..errors import DatasetError, DownloadError, FormatError, InputError
-from ..spec import Param, params_table
-from .base import Dataset
-from .download import download_file
-from .family import DOWNLOAD, SHOW_PROGRESS, JudgedCorpus, ModuleFamily
+from nuggetbench import home as _home
+from nuggetbench.corpus.cache import chunk_notebooks
+from nuggetbench.corpus.notebook import read_notebook
+from nuggetbench.corpus.spans import judge_spans
+from nuggetbench.corpus.spec import parse_chunker
+from nuggetbench.data import Corpus, Nugget, Qrels, Queries
+from nuggetbench.datasets.dataset import Dataset
+from nuggetbench.datasets.download import download_file
+from nuggetbench.datasets.family import DOWNLOAD, SHOW_PROGRESS, JudgedCorpus, ModuleFamily
+from nuggetbench.errors import DatasetError, DownloadError, FormatError, InputError
+from nuggetbench.spec import Param, params_table
 
 log = logging.getLogger(__name__)
 

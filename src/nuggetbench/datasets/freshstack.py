@@ -29,17 +29,17 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from .. import home as _home
-from .._atomic import atomic_write
-from ..data import JsonlCorpus
-from ..data.diversity_io import load_nugget_qrels_file
-from ..data.freshstack_io import read_freshstack_queries
-from ..errors import DatasetError, DownloadError, UnknownNameError, suggest
-from ..spec import Param, params_table
-from . import hub
-from ._ids import FRESHSTACK_TOPICS as TOPICS
-from .base import Dataset
-from .family import DOWNLOAD, SHOW_PROGRESS, ModuleFamily, Target
+from nuggetbench import home as _home
+from nuggetbench._atomic import atomic_write
+from nuggetbench.data import JsonlCorpus
+from nuggetbench.data.formats.diversity import load_nugget_qrels_file
+from nuggetbench.data.formats.freshstack import read_freshstack_queries
+from nuggetbench.datasets import hub
+from nuggetbench.datasets._ids import FRESHSTACK_TOPICS as TOPICS
+from nuggetbench.datasets.dataset import Dataset
+from nuggetbench.datasets.family import DOWNLOAD, SHOW_PROGRESS, ModuleFamily, Target
+from nuggetbench.errors import DatasetError, DownloadError, UnknownNameError, suggest
+from nuggetbench.spec import Param, params_table
 
 log = logging.getLogger(__name__)
 

@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .. import home as _home
-from ..errors import DatasetError, DownloadError, FormatError
-from ..jsonl import iter_jsonl
+from nuggetbench import home as _home
+from nuggetbench.errors import DatasetError, DownloadError, FormatError
+from nuggetbench.jsonl import iter_jsonl
 
 log = logging.getLogger(__name__)
 

@@ -34,16 +34,21 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from .. import home as _home
-from ..data import Qrels, Queries, read_qrels
-from ..data.jsonl_index import write_jsonl_corpus
-from ..errors import DatasetError, UnknownNameError, suggest
-from ..spec import Param, params_table
-from . import hub
-from ._ids import MIRACL_LANGUAGES as LANGUAGES
-from ._materialize import assemble, documents_from_records, has_split, write_split
-from .base import Dataset
-from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, ModuleFamily
+from nuggetbench import home as _home
+from nuggetbench.data import Qrels, Queries, read_qrels
+from nuggetbench.data.formats.jsonl_index import write_jsonl_corpus
+from nuggetbench.datasets import hub
+from nuggetbench.datasets._ids import MIRACL_LANGUAGES as LANGUAGES
+from nuggetbench.datasets._materialize import (
+    assemble,
+    documents_from_records,
+    has_split,
+    write_split,
+)
+from nuggetbench.datasets.dataset import Dataset
+from nuggetbench.datasets.family import DOWNLOAD, REVISION, SHOW_PROGRESS, ModuleFamily
+from nuggetbench.errors import DatasetError, UnknownNameError, suggest
+from nuggetbench.spec import Param, params_table
 
 log = logging.getLogger(__name__)
 

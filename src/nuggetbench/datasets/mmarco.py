@@ -33,14 +33,12 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import home as _home
-from ..data import Document, Queries, read_beir_qrels, read_qrels
-from ..data.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
-from ..errors import DatasetError, UnknownNameError, suggest
-from ..spec import Param, params_table
-from . import hub
-from ._ids import MMARCO_LANGUAGES as LANGUAGES
-from ._materialize import (
+from nuggetbench import home as _home
+from nuggetbench.data import Document, Queries, read_beir_qrels, read_qrels
+from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
+from nuggetbench.datasets import hub
+from nuggetbench.datasets._ids import MMARCO_LANGUAGES as LANGUAGES
+from nuggetbench.datasets._materialize import (
     assemble,
     documents_from_pairs,
     documents_from_records,
@@ -50,8 +48,10 @@ from ._materialize import (
     write_split,
     write_subset,
 )
-from .base import Dataset
-from .family import DOWNLOAD, REVISION, SHOW_PROGRESS, ModuleFamily
+from nuggetbench.datasets.dataset import Dataset
+from nuggetbench.datasets.family import DOWNLOAD, REVISION, SHOW_PROGRESS, ModuleFamily
+from nuggetbench.errors import DatasetError, UnknownNameError, suggest
+from nuggetbench.spec import Param, params_table
 
 log = logging.getLogger(__name__)
 

@@ -27,13 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import home as _home
-from ..data import load_qrels
-from ..data.diversity_io import load_nugget_qrels_file, sniff_nugget_qrels
-from ..data.source import read_source
-from ..errors import DatasetError, DownloadError, InputError, UnknownNameError, suggest
-from ..spec import REQUIRED, Param, resolve
-from ._ids import (
+from nuggetbench import home as _home
+from nuggetbench.data import load_qrels
+from nuggetbench.data.formats.diversity import load_nugget_qrels_file, sniff_nugget_qrels
+from nuggetbench.data.source import read_source
+from nuggetbench.datasets._ids import (
     BEIR_NAMES,
     BIRCO_NAMES,
     CQADUPSTACK_FORUMS,
@@ -42,8 +40,10 @@ from ._ids import (
     MMARCO_LANGUAGES,
     family_ids,
 )
-from .base import Dataset
-from .family import DatasetFamily, JudgedCorpus, Target
+from nuggetbench.datasets.dataset import Dataset
+from nuggetbench.datasets.family import DatasetFamily, JudgedCorpus, Target
+from nuggetbench.errors import DatasetError, DownloadError, InputError, UnknownNameError, suggest
+from nuggetbench.spec import REQUIRED, Param, resolve
 
 __all__ = [
     "REGISTRY",

@@ -9,13 +9,18 @@ answers (AutoNuggetizer's scores).
 * :mod:`.creation`: :func:`create_nuggets` (``nuggetbench nuggets DATASET -o FILE``).
 """
 
-from .agreement import AgreementOutcome, cohen_kappa, judge_agreement
-from .answers import AnswersOutcome, assign_answers, nugget_scores
-from .client import judging_client
-from .creation import NuggetCreation, create_nuggets
-from .files import agreement_run_files, answers_files, judge_run_files, nuggets_for_dataset
-from .grading import Judgment, judge_pairs, parse_final_score
-from .holes import JudgeOutcome, find_holes, judge_holes
+from nuggetbench.judging.agreement import AgreementOutcome, cohen_kappa, judge_agreement
+from nuggetbench.judging.answers import AnswersOutcome, assign_answers, nugget_scores
+from nuggetbench.judging.client import judging_client
+from nuggetbench.judging.document_nuggets import NuggetCreation, create_nuggets
+from nuggetbench.judging.files import (
+    agreement_run_files,
+    answers_files,
+    judge_run_files,
+    nuggets_for_dataset,
+)
+from nuggetbench.judging.grading import Judgment, judge_pairs, parse_final_score
+from nuggetbench.judging.holes import JudgeOutcome, find_holes, judge_holes
 
 __all__ = [
     "NuggetCreation",

@@ -27,14 +27,14 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
-from ..data import Qrels, Run
-from ..datasets import Dataset
-from ..errors import InputError
-from ..llm.client import LLMClient
-from ..llm.prompts import load_prompt
-from ..measures import evaluate, get_profile
-from .grading import JUDGE_PROMPT, Judgment, judge_pairs
-from .holes import text_lookups, write_json, write_rows
+from nuggetbench.data import Qrels, Run
+from nuggetbench.datasets import Dataset
+from nuggetbench.errors import InputError
+from nuggetbench.judging.grading import JUDGE_PROMPT, Judgment, judge_pairs
+from nuggetbench.judging.holes import text_lookups, write_json, write_rows
+from nuggetbench.llm.client import LLMClient
+from nuggetbench.llm.prompts import load_prompt
+from nuggetbench.measures import evaluate, get_profile
 
 __all__ = [
     "AgreementOutcome",

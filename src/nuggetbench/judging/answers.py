@@ -39,13 +39,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..data.freshstack_io import read_freshstack_queries
-from ..datasets.fastbook import read_benchmark
-from ..errors import FormatError, InputError
-from ..jsonl import iter_jsonl
-from ..llm.client import ChatRequest, LLMClient
-from ..llm.jsonout import InvalidAnswer
-from ..llm.prompts import load_prompt
+from nuggetbench.data.formats.freshstack import read_freshstack_queries
+from nuggetbench.datasets.fastbook import read_benchmark
+from nuggetbench.errors import FormatError, InputError
+from nuggetbench.jsonl import iter_jsonl
+from nuggetbench.llm.client import ChatRequest, LLMClient
+from nuggetbench.llm.jsonout import InvalidAnswer
+from nuggetbench.llm.prompts import chat_request, load_prompt
 
 __all__ = [
     "LABELS",
@@ -144,15 +144,13 @@ def parse_labels(text: str, n: int) -> list[str]:
 def assign_request(question: str, answer: str, nuggets: Sequence[AnswerNugget]) -> ChatRequest:
     """The request labelling *nuggets* (one window) against *answer* (stage ``assign``)."""
     prompt = load_prompt(ASSIGN_PROMPT)
-    messages = prompt.render(
-        question=" ".join(question.split()),
-        answer=answer.strip(),
-        count=str(len(nuggets)),
-        nuggets="\n".join(f"{i}. {' '.join(n.text.split())}" for i, n in enumerate(nuggets, 1)),
-    )
-    return ChatRequest(
-        tuple(messages), "assign", prompt.version, {"temperature": 0.0, "max_tokens": 400}
-    )
+    values = {
+        "question": " ".join(question.split()),
+        "answer": answer.strip(),
+        "count": str(len(nuggets)),
+        "nuggets": "\n".join(f"{i}. {' '.join(n.text.split())}" for i, n in enumerate(nuggets, 1)),
+    }
+    return chat_request(prompt, values, stage="assign", temperature=0.0, max_tokens=400)
 
 
 # --- reading ------------------------------------------------------------------------------

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from .. import home as _home
-from ..errors import InputError
-from ..llm.client import ENV_MODEL, LLMClient, LLMSettings
+from nuggetbench import home as _home
+from nuggetbench.errors import InputError
+from nuggetbench.llm.client import ENV_MODEL, LLMClient, LLMSettings
 
 __all__ = ["judging_client", "parse_price"]
 

@@ -6,17 +6,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..compare import compare
-from ..data import Run
-from ..data.io import load_run
-from ..datasets import Dataset
-from ..datasets.registry import load_target
-from ..errors import InputError
-from ..llm.client import LLMClient
-from .agreement import AgreementOutcome, default_rel_level, judge_agreement
-from .answers import AnswersOutcome, assign_answers, read_answers, read_nuggets
-from .creation import NuggetCreation, create_nuggets_file
-from .holes import JudgeOutcome, judge_holes, write_json, write_rows
+from nuggetbench.compare import compare
+from nuggetbench.data import Run
+from nuggetbench.data.formats.sniff import load_run
+from nuggetbench.datasets import Dataset
+from nuggetbench.datasets.registry import load_target
+from nuggetbench.errors import InputError
+from nuggetbench.judging.agreement import AgreementOutcome, default_rel_level, judge_agreement
+from nuggetbench.judging.answers import AnswersOutcome, assign_answers, read_answers, read_nuggets
+from nuggetbench.judging.document_nuggets import NuggetCreation, create_nuggets_file
+from nuggetbench.judging.holes import JudgeOutcome, judge_holes, write_json, write_rows
+from nuggetbench.llm.client import LLMClient
 
 __all__ = [
     "load_judging_inputs",

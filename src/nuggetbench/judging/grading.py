@@ -25,9 +25,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from ..llm.client import ChatRequest, LLMClient
-from ..llm.jsonout import InvalidAnswer
-from ..llm.prompts import load_prompt
+from nuggetbench.llm.client import ChatRequest, LLMClient
+from nuggetbench.llm.jsonout import InvalidAnswer
+from nuggetbench.llm.prompts import chat_request, load_prompt
 
 __all__ = [
     "GRADES",
@@ -104,12 +104,9 @@ def judge_request(
 ) -> ChatRequest:
     """The request asking for the 0-3 grade of *passage* for *query* (stage ``judge``)."""
     prompt = load_prompt(JUDGE_PROMPT)
-    messages = prompt.render(query=" ".join(query.split()), passage=passage)
-    return ChatRequest(
-        tuple(messages),
-        "judge",
-        prompt.version,
-        {"temperature": temperature, "max_tokens": max_tokens},
+    values = {"query": " ".join(query.split()), "passage": passage}
+    return chat_request(
+        prompt, values, stage="judge", temperature=temperature, max_tokens=max_tokens
     )
 
 

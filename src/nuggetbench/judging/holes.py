@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write
-from ..data import Qrels, Run
-from ..data.trec import write_qrels
-from ..datasets import Dataset
-from ..errors import InputError
-from ..llm.client import LLMClient
-from ..llm.prompts import load_prompt
-from ..measures import evaluate
-from .grading import JUDGE_PROMPT, Judgment, judge_pairs
+from nuggetbench._atomic import atomic_write
+from nuggetbench.data import Qrels, Run
+from nuggetbench.data.formats.trec import write_qrels
+from nuggetbench.datasets import Dataset
+from nuggetbench.errors import InputError
+from nuggetbench.judging.grading import JUDGE_PROMPT, Judgment, judge_pairs
+from nuggetbench.llm.client import LLMClient
+from nuggetbench.llm.prompts import load_prompt
+from nuggetbench.measures import evaluate
 
 __all__ = [
     "JudgeOutcome",

@@ -8,12 +8,12 @@
 * :mod:`.prompts`: versioned prompt templates (``templates/<name>.v<N>.txt``);
 * :mod:`.jsonout` and :mod:`.asking`: JSON answers parsed and validated, re-asked when invalid.
 
-Used by the LLM query rewriters (:mod:`nuggetbench.retrieval.querygen`) and the builder
-(:mod:`nuggetbench.build`). Nothing heavy (``openai``) is imported until a request is sent.
+Used by the LLM query rewriters (:mod:`nuggetbench.retrieval.rerankers.querygen`) and the builder
+(:mod:`nuggetbench.builder`). Nothing heavy (``openai``) is imported until a request is sent.
 """
 
-from .cache import LLMCache, UsageLedger, request_key
-from .client import ENV_MODEL, ChatRequest, ChatResult, LLMClient, LLMSettings
+from nuggetbench.llm.cache import LLMCache, UsageLedger, request_key
+from nuggetbench.llm.client import ENV_MODEL, ChatRequest, ChatResult, LLMClient, LLMSettings
 
 __all__ = [
     "ENV_MODEL",

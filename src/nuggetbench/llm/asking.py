@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from .client import ChatRequest, LLMClient
-from .jsonout import InvalidAnswer
+from nuggetbench.llm.client import ChatRequest, LLMClient
+from nuggetbench.llm.jsonout import InvalidAnswer
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CacheError
+from nuggetbench.errors import CacheError
 
 SCHEMA_VERSION = 1
 

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import BudgetError, InputError, LLMError
-from .cache import LLMCache, UsageLedger, request_key
-from .secrets import key_name_problem, redact_url
+from nuggetbench.errors import BudgetError, InputError, LLMError
+from nuggetbench.llm.cache import LLMCache, UsageLedger, request_key
+from nuggetbench.llm.secrets import key_name_problem, redact_url
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from ..errors import InputError, UnknownNameError, suggest
-from .client import ChatRequest
+from nuggetbench.errors import InputError, UnknownNameError, suggest
+from nuggetbench.llm.client import ChatRequest
 
 DEFAULT_VERSIONS = {"nuggets": "v1", "judge": "v1", "subq": "v1", "hyde": "v1"}
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
@@ -87,19 +88,36 @@ def load_prompt(name: str, version: str | None = None) -> Prompt:
     return Prompt(name, full, system, user, hashlib.sha256(text.encode()).hexdigest()[:16])
 
 
-def chat_request(prompt: Prompt, options: Any, **values: str) -> ChatRequest:
-    """The request for stage ``prompt.name``: *prompt* rendered with *values* (see
-    :meth:`Prompt.render`), sampled with ``options.temperature`` and ``options.max_tokens``.
+def chat_request(
+    prompt: Prompt, values: Mapping[str, str], *, stage: str | None = None, **params: Any
+) -> ChatRequest:
+    """The one way nuggetbench builds a chat request (every LLM step calls it).
+
+    Args:
+        prompt: a versioned prompt (:func:`load_prompt`).
+        values: ``{placeholder: text}`` it is rendered with (:meth:`Prompt.render`).
+        stage: the stage its usage is recorded under; default ``prompt.name``.
+        params: sampling parameters sent as they are (``temperature``, ``max_tokens``,
+            ``logprobs``...); :func:`sampling` gives the usual two from an options value.
+
+    Returns:
+        The :class:`~nuggetbench.llm.client.ChatRequest` (its cache key covers the messages,
+        the prompt's version and *params*).
 
     Raises:
         InputError: a placeholder has no value, or a value names no placeholder.
     """
     return ChatRequest(
         tuple(prompt.render(**values)),
-        prompt.name,
+        prompt.name if stage is None else stage,
         prompt.version,
-        {"temperature": options.temperature, "max_tokens": options.max_tokens},
+        dict(params),
     )
 
 
-__all__ = ["Prompt", "load_prompt", "chat_request", "available", "DEFAULT_VERSIONS"]
+def sampling(options: Any) -> dict[str, Any]:
+    """``{"temperature": ..., "max_tokens": ...}`` of an options value that has both."""
+    return {"temperature": options.temperature, "max_tokens": options.max_tokens}
+
+
+__all__ = ["Prompt", "load_prompt", "chat_request", "sampling", "available", "DEFAULT_VERSIONS"]

@@ -18,8 +18,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..errors import InputError
-from .jsonout import InvalidAnswer
+from nuggetbench.errors import InputError
+from nuggetbench.llm.jsonout import InvalidAnswer
 
 __all__ = [
     "Permutation",

@@ -5,13 +5,25 @@
 'P(rel=2)@5'
 """
 
-from .base import Measure, parse_measure, parse_measures
-from .context import UNJUDGED, EvalContext, Ranked
-from .evaluate import evaluate, measure_keys, measure_pairs, plain_measures
-from .groups import evaluate_groups
-from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile, register_profile
-from .registry import FAMILY_MODULES, MeasureFamily, all_family_names, get_family, register
-from .results import Results, read_results
+from nuggetbench.measures.compute import evaluate, measure_keys, measure_pairs, plain_measures
+from nuggetbench.measures.context import UNJUDGED, EvalContext, Ranked
+from nuggetbench.measures.groups import evaluate_groups
+from nuggetbench.measures.measure import Measure, parse_measure, parse_measures
+from nuggetbench.measures.profiles import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    Profile,
+    get_profile,
+    register_profile,
+)
+from nuggetbench.measures.registry import (
+    FAMILY_MODULES,
+    MeasureFamily,
+    all_family_names,
+    get_family,
+    register,
+)
+from nuggetbench.measures.results import Results, read_results
 
 __all__ = [
     "Measure",

@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .profiles import BIRCO_MEASURES
-from .registry import MeasureFamily, register
+from nuggetbench.measures.profiles import BIRCO_MEASURES
+from nuggetbench.measures.registry import MeasureFamily, register
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .base import Measure
-    from .context import EvalContext
+    from nuggetbench.measures.context import EvalContext
+    from nuggetbench.measures.measure import Measure
 
 __all__ = ["RRMax", "BIRCO_MEASURES"]
 

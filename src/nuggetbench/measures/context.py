@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..data.lookup import index_in, kept_doc_codes
-from ..data.ranking import rank_order
-from ..errors import IdMismatchError
-from .profiles import Profile, get_profile
+from nuggetbench.data.lookup import index_in, kept_doc_codes
+from nuggetbench.data.ranking import rank_order
+from nuggetbench.errors import IdMismatchError
+from nuggetbench.measures.profiles import Profile, get_profile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..data.qrels import Qrels
-    from ..data.run import Run
+    from nuggetbench.data.qrels import Qrels
+    from nuggetbench.data.run import Run
 
 logger = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SpecError
-from ..spec import Param
-from .context import EvalContext, Ranked
+from nuggetbench.errors import SpecError
+from nuggetbench.measures.context import EvalContext, Ranked
+from nuggetbench.spec import Param
 
 __all__ = [
     "DCG",

@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError
-from .base import parse_measure
-from .evaluate import evaluate
-from .profiles import Profile, get_profile
-from .registry import get_family
-from .results import Results
+from nuggetbench.errors import InputError
+from nuggetbench.measures.compute import evaluate
+from nuggetbench.measures.measure import parse_measure
+from nuggetbench.measures.profiles import Profile, get_profile
+from nuggetbench.measures.registry import get_family
+from nuggetbench.measures.results import Results
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..data.qrels import Qrels
-    from ..data.run import Run
+    from nuggetbench.data.qrels import Qrels
+    from nuggetbench.data.run import Run
 
 __all__ = ["evaluate_groups", "group_of"]
 
@@ -43,7 +43,7 @@ def evaluate_groups(
 
     Args:
         qrels, run: judgments and run whose query ids are ``<group><sep><id>``.
-        measures: as :func:`~nuggetbench.measures.evaluate`.
+        measures: as :func:`~nuggetbench.measures.compute`.
         profile: the profile every group is evaluated under (its averaging and ties apply
             inside each group).
         sep: the separator between group and id.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec import REQUIRED, Param, params_table
+from nuggetbench.spec import REQUIRED, Param, params_table
 
 __all__ = [
     "ALPHA",

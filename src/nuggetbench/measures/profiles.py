@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..data.ranking import TIE_BREAKS
-from ..errors import InputError, UnknownNameError
-from ..spec import Registry
+from nuggetbench.data.ranking import TIE_BREAKS
+from nuggetbench.errors import InputError, UnknownNameError
+from nuggetbench.spec import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..data.qrels import Qrels
-    from ..data.run import Run
+    from nuggetbench.data.qrels import Qrels
+    from nuggetbench.data.run import Run
 
 logger = logging.getLogger(__name__)
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..spec import REQUIRED, Param, Registry
-from .params import param_for
+from nuggetbench.measures.params import param_for
+from nuggetbench.spec import REQUIRED, Param, Registry
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from .base import Measure
-    from .context import EvalContext
+    from nuggetbench.measures.context import EvalContext
+    from nuggetbench.measures.measure import Measure
 
 logger = logging.getLogger(__name__)
 
@@ -37,14 +37,14 @@ __all__ = [
 
 #: Modules that register families, imported on the first lookup (append yours).
 FAMILY_MODULES: list[str] = [
-    "nuggetbench.measures.trec",
-    "nuggetbench.measures.nuggets",
-    "nuggetbench.measures.diversity",
+    "nuggetbench.measures.trec.adhoc",
+    "nuggetbench.measures.coverage",
+    "nuggetbench.measures.diversity.families",
     "nuggetbench.measures.birco",
-    "nuggetbench.measures.beir",
-    "nuggetbench.measures.trec_ranked",
-    "nuggetbench.measures.trec_sets",
-    "nuggetbench.measures.trec_graded",
+    "nuggetbench.measures.beir_custom",
+    "nuggetbench.measures.trec.ranked",
+    "nuggetbench.measures.trec.sets",
+    "nuggetbench.measures.trec.graded",
 ]
 
 #: How a family's per-query values become its one number (see :class:`MeasureFamily`).

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .._atomic import atomic_write
-from ..errors import InputError, NuggetbenchError, UnknownNameError, suggest
-from .base import parse_measure
+from nuggetbench._atomic import atomic_write
+from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
+from nuggetbench.measures.measure import parse_measure
 
 __all__ = ["Results", "read_results", "LazyProvenance"]
 
@@ -82,7 +82,7 @@ class LazyProvenance(MutableMapping):
 
 @dataclass
 class Results:
-    """The outcome of :func:`~nuggetbench.measures.evaluate` (always this type).
+    """The outcome of :func:`~nuggetbench.measures.compute` (always this type).
 
     Attributes:
         query_ids: evaluated query ids, sorted (the rows).

@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write
-from ..datasets import Dataset
-from ..errors import InputError
-from ..experiment import Experiment
-from .data import TIE_TOLERANCE, ReportData, build_report_data, outcome
-from .figures import (
+from nuggetbench._atomic import atomic_write
+from nuggetbench.datasets import Dataset
+from nuggetbench.errors import InputError
+from nuggetbench.experiment import Experiment
+from nuggetbench.report.data import TIE_TOLERANCE, ReportData, build_report_data, outcome
+from nuggetbench.report.figures import (
     COLUMN,
     delta_figure,
     depth_figure,
@@ -31,9 +31,9 @@ from .figures import (
     scatter_figure,
     write_plots,
 )
-from .inputs import ReportInputs, load_inputs, read_results
-from .page import render_page
-from .saved import compare_to_folder
+from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results
+from nuggetbench.report.page import render_page
+from nuggetbench.report.saved import compare_to_folder
 
 __all__ = [
     "html",

@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import Summary, compare, profile_summaries
-from ..compare.report import TIE_TOLERANCE  # one tie rule for the report and `compare`
-from ..corpus.spans import fix
-from ..data import NuggetQrels
-from ..errors import InputError
-from ..measures import Results, evaluate
-from .inputs import ReportInputs
+from nuggetbench.compare import Summary, compare, profile_summaries
+from nuggetbench.compare.reporting import TIE_TOLERANCE  # one tie rule for the report and `compare`
+from nuggetbench.corpus.spans import fix
+from nuggetbench.data import NuggetQrels
+from nuggetbench.errors import InputError
+from nuggetbench.measures import Results, evaluate
+from nuggetbench.report.inputs import ReportInputs
 
 __all__ = ["ReportData", "build_report_data", "outcome", "TIE_TOLERANCE", "MISSING"]
 

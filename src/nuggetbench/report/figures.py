@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .._atomic import atomic_write
-from ..errors import InputError
-from .data import ReportData
+from nuggetbench._atomic import atomic_write
+from nuggetbench.errors import InputError
+from nuggetbench.report.data import ReportData
 
 __all__ = [
     "COLUMN",

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data import Corpus, Qrels, Queries, Run, load_run
-from ..datasets import Dataset, Target, family_of, is_dataset_id, load_target
-from ..errors import InputError
-from ..experiment import Experiment, slug
+from nuggetbench.data import Corpus, Qrels, Queries, Run, load_run
+from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
+from nuggetbench.errors import InputError
+from nuggetbench.experiment import Experiment, slug
 
 __all__ = ["ReportInputs", "load_inputs", "read_results"]
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import jinja2
 
-from .._version import __version__
-from .data import ReportData
-from .figures import delta_figure, depth_figure, figure_svg, scatter_figure
+from nuggetbench._version import __version__
+from nuggetbench.report.data import ReportData
+from nuggetbench.report.figures import delta_figure, depth_figure, figure_svg, scatter_figure
 
 __all__ = ["render_page", "DEPTH_SHOWN"]
 

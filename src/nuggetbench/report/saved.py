@@ -14,13 +14,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write
-from .._version import __version__
-from ..compare import ComparisonReport
-from ..data import load_run
-from ..datasets import Dataset, load_target
-from ..evaluation import compare_run_files
-from ..measures import evaluate
+from nuggetbench._atomic import atomic_write
+from nuggetbench._version import __version__
+from nuggetbench.compare import ComparisonReport
+from nuggetbench.data import load_run
+from nuggetbench.datasets import Dataset, load_target
+from nuggetbench.evaluation import compare_run_files
+from nuggetbench.measures import evaluate
 
 __all__ = ["compare_to_folder"]
 

@@ -5,11 +5,10 @@ Importing this package imports no retrieval library; ``parse_retriever("bm25")``
 when the retriever is used.
 """
 
-from .base import DocFilter, Index, Reranker, Retriever, check_k, rerank, search, uses_objective
-from .caching import CachedRetriever, RunCache
-from .compose import Composable, Fusion, IndexReranker, Pipeline
-from .fusion import fuse
-from .options import (
+from nuggetbench.retrieval.compose.caching import CachedRetriever, RunCache
+from nuggetbench.retrieval.compose.fusion import fuse
+from nuggetbench.retrieval.compose.pipeline import Composable, Fusion, IndexReranker, Pipeline
+from nuggetbench.retrieval.options import (
     BM25Options,
     ColBERTOptions,
     CrossEncoderOptions,
@@ -18,7 +17,17 @@ from .options import (
     SparseOptions,
     SubQOptions,
 )
-from .spec import (
+from nuggetbench.retrieval.protocols import (
+    DocFilter,
+    Index,
+    Reranker,
+    Retriever,
+    check_k,
+    rerank,
+    search,
+    uses_objective,
+)
+from nuggetbench.retrieval.spec import (
     RETRIEVERS,
     list_retrievers,
     parse_retriever,

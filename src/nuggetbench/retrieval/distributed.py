@@ -45,10 +45,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from . import dense_sharded, shardmap
-from ._models import progress_bar
-from .topk import block_topk, make_run, select_topk
+from nuggetbench.errors import InputError
+from nuggetbench.retrieval import shardmap
+from nuggetbench.retrieval.dense import sharded as dense_sharded
+from nuggetbench.retrieval.dense.topk import block_topk, make_run, select_topk
+from nuggetbench.retrieval.models.loading import progress_bar
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..spec import Options, option
+from nuggetbench.spec import Options, option
 
 __all__ = [
     "BM25Options",
@@ -50,7 +50,7 @@ PROMPT_PRESETS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True, kw_only=True)
 class BM25Options(Options):
-    """Options of ``bm25`` (:class:`~nuggetbench.retrieval.bm25.BM25`)."""
+    """Options of ``bm25`` (:class:`~nuggetbench.retrieval.bm25.retriever.BM25`)."""
 
     WHERE = "bm25"
 
@@ -143,7 +143,7 @@ def _depth() -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class DenseOptions(Options):
-    """Options of ``dense:MODEL`` (:class:`~nuggetbench.retrieval.dense.DenseRetriever`)."""
+    """Options of ``dense:MODEL`` (:class:`~nuggetbench.retrieval.dense.retriever.DenseRetriever`)."""
 
     WHERE = "dense"
 
@@ -184,7 +184,7 @@ class DenseOptions(Options):
 
 @dataclass(frozen=True, kw_only=True)
 class SparseOptions(Options):
-    """Options of ``sparse:MODEL`` (:class:`~nuggetbench.retrieval.sparse.SparseRetriever`)."""
+    """Options of ``sparse:MODEL`` (:class:`~nuggetbench.retrieval.learned.sparse.SparseRetriever`)."""
 
     WHERE = "sparse"
 
@@ -204,7 +204,7 @@ class SparseOptions(Options):
 
 @dataclass(frozen=True, kw_only=True)
 class ColBERTOptions(Options):
-    """Options of ``colbert:MODEL[@depth]`` (:class:`~nuggetbench.retrieval.colbert.ColBERTRetriever`)."""
+    """Options of ``colbert:MODEL[@depth]`` (:class:`~nuggetbench.retrieval.learned.colbert.ColBERTRetriever`)."""
 
     WHERE = "colbert"
 
@@ -223,7 +223,7 @@ class ColBERTOptions(Options):
 
 @dataclass(frozen=True, kw_only=True)
 class CrossEncoderOptions(Options):
-    """Options of ``rerank:MODEL[@depth]`` (:class:`~nuggetbench.retrieval.rerank.CrossEncoderReranker`)."""
+    """Options of ``rerank:MODEL[@depth]`` (:class:`~nuggetbench.retrieval.rerankers.cross_encoder.CrossEncoderReranker`)."""
 
     WHERE = "rerank"
 
@@ -252,7 +252,7 @@ def _temperature() -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class HyDEOptions(Options):
-    """Options of ``hyde(RETRIEVER; ...)`` (:class:`~nuggetbench.retrieval.querygen.HyDE`)."""
+    """Options of ``hyde(RETRIEVER; ...)`` (:class:`~nuggetbench.retrieval.rerankers.querygen.HyDE`)."""
 
     WHERE = "hyde"
 
@@ -264,7 +264,7 @@ class HyDEOptions(Options):
 
 @dataclass(frozen=True, kw_only=True)
 class SubQOptions(Options):
-    """Options of ``subq(RETRIEVER; ...)`` (:class:`~nuggetbench.retrieval.querygen.SubQ`)."""
+    """Options of ``subq(RETRIEVER; ...)`` (:class:`~nuggetbench.retrieval.rerankers.querygen.SubQ`)."""
 
     WHERE = "subq"
 
@@ -308,7 +308,7 @@ class _LLMRerankOptions(Options):
 
 @dataclass(frozen=True, kw_only=True)
 class LLMListwiseOptions(_LLMRerankOptions):
-    """Options of ``llm_listwise(...)`` (:class:`~nuggetbench.retrieval.llmrerank.LLMListwise`)."""
+    """Options of ``llm_listwise(...)`` (:class:`~nuggetbench.retrieval.rerankers.llm.LLMListwise`)."""
 
     WHERE = "llm_listwise"
 
@@ -318,7 +318,7 @@ class LLMListwiseOptions(_LLMRerankOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class LLMPointwiseOptions(_LLMRerankOptions):
-    """Options of ``llm_pointwise(...)`` (:class:`~nuggetbench.retrieval.llmrerank.LLMPointwise`)."""
+    """Options of ``llm_pointwise(...)`` (:class:`~nuggetbench.retrieval.rerankers.llm.LLMPointwise`)."""
 
     WHERE = "llm_pointwise"
 

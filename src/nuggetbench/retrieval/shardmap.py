@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from ._models import progress_bar
+from nuggetbench.retrieval.models.loading import progress_bar
 
 
 class Mapper(Protocol):

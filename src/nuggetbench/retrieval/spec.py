@@ -28,8 +28,9 @@ import inspect
 import re
 from typing import Any
 
-from ..errors import SpecError, UnknownNameError, suggest
-from ..spec import (
+from nuggetbench.errors import SpecError, UnknownNameError, suggest
+from nuggetbench.retrieval.compose.pipeline import Fusion, Pipeline
+from nuggetbench.spec import (
     POSITIONAL,
     REQUIRED,
     Param,
@@ -43,7 +44,6 @@ from ..spec import (
     split_options,
     split_top,
 )
-from .compose import Fusion, Pipeline
 
 __all__ = [
     "RETRIEVERS",
@@ -66,13 +66,13 @@ __all__ = [
 RETRIEVERS = Registry(
     "retriever",
     {
-        "bm25": "nuggetbench.retrieval.bm25:BM25",
-        "dense": "nuggetbench.retrieval.dense:DenseRetriever",
-        "sparse": "nuggetbench.retrieval.sparse:SparseRetriever",
-        "colbert": "nuggetbench.retrieval.colbert:ColBERTRetriever",
-        "rerank": "nuggetbench.retrieval.rerank:CrossEncoderReranker",
-        "llm_listwise": "nuggetbench.retrieval.llmrerank:LLMListwise",
-        "llm_pointwise": "nuggetbench.retrieval.llmrerank:LLMPointwise",
+        "bm25": "nuggetbench.retrieval.bm25.retriever:BM25",
+        "dense": "nuggetbench.retrieval.dense.retriever:DenseRetriever",
+        "sparse": "nuggetbench.retrieval.learned.sparse:SparseRetriever",
+        "colbert": "nuggetbench.retrieval.learned.colbert:ColBERTRetriever",
+        "rerank": "nuggetbench.retrieval.rerankers.cross_encoder:CrossEncoderReranker",
+        "llm_listwise": "nuggetbench.retrieval.rerankers.llm:LLMListwise",
+        "llm_pointwise": "nuggetbench.retrieval.rerankers.llm:LLMPointwise",
     },
     hint="Run `nuggetbench retrievers` for the list and their options.",
 )
@@ -82,8 +82,8 @@ _HINT = RETRIEVERS.hint
 WRAPPERS = Registry(
     "retriever wrapper",
     {
-        "hyde": "nuggetbench.retrieval.querygen:HyDE",
-        "subq": "nuggetbench.retrieval.querygen:SubQ",
+        "hyde": "nuggetbench.retrieval.rerankers.querygen:HyDE",
+        "subq": "nuggetbench.retrieval.rerankers.querygen:SubQ",
     },
 )
 
@@ -258,7 +258,7 @@ def parse_retriever(spec: str):
     Any spec may carry ``name=LABEL`` (see :func:`split_label`), set as ``retriever.label``.
 
     Returns:
-        An object following :class:`nuggetbench.retrieval.base.Retriever`.
+        An object following :class:`nuggetbench.retrieval.protocols.Retriever`.
 
     Raises:
         UnknownNameError: unknown prefix (the nearest is suggested).

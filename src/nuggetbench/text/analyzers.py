@@ -46,7 +46,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SpecError, suggest
+from nuggetbench.errors import SpecError, suggest
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ModelError, SpecError
+from nuggetbench.errors import ModelError, SpecError
 
 _WORD = re.compile(r"\S+")
 

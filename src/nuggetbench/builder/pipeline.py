@@ -1,0 +1,280 @@
+"""Run a build plan stage by stage, resumably: questions, corpus, nuggets, pool, judge, export, calibrate.
+
+Each stage writes its rows and a meta file under ``<output>/_build/`` (:mod:`.store`); a stage whose
+key (its parameters and its inputs' keys) is unchanged is skipped on a re-run. Every LLM answer is
+in ``<output>/_build/llm_cache.sqlite`` as soon as it arrives, so a build killed inside a stage
+re-sends only the requests that never got an answer. A stage whose LLM answers stay unusable (prose
+instead of JSON, pairs the judge never answered) is **not** recorded as done: the build stops with
+:class:`~nuggetbench.errors.StageFailedError` saying how many failed and why, the unusable answers
+are removed from the cache, and the next run re-sends exactly the failed requests
+(``accept_failures=True`` records the stage with its failures listed instead). ``run(stage=...)`` runs one stage, reading its
+inputs from earlier runs (an input that is missing or stale is an error naming the stage to run).
+
+The benchmark (:mod:`.export`) is written to ``<output>/``; its ``manifest.json`` is deterministic
+(no timestamps; usage counts every distinct request of the build, paid now or earlier), so an
+interrupted and resumed build writes the same files as an uninterrupted one. What this process paid
+is in :attr:`BuildReport.usage` and ``<output>/_build/last_run.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from nuggetbench.builder import stages
+from nuggetbench.builder.check import LLM_STAGES, check_plan, describe_plan
+from nuggetbench.builder.manifest import fill_report, write_run_log
+from nuggetbench.builder.plan import Plan
+from nuggetbench.builder.store import StageStore
+from nuggetbench.errors import InputError, StageFailedError, UnknownNameError, suggest
+from nuggetbench.llm.cache import UsageLedger
+from nuggetbench.llm.client import LLMClient
+
+log = logging.getLogger(__name__)
+
+STAGES = ("questions", "corpus", "nuggets", "pool", "judge", "export", "calibrate")
+NEEDS = {
+    "questions": (),
+    "corpus": (),
+    "nuggets": ("questions",),
+    "pool": ("questions", "corpus", "nuggets"),
+    "judge": ("pool",),
+    "export": ("judge",),
+    "calibrate": ("judge",),
+}
+_DETERMINISTIC = ("requests", "prompt_tokens", "completion_tokens", "cost_usd")
+
+
+@dataclass
+class BuildReport:
+    """What a build did: per stage ``{"status": "ran" | "cached" | "skipped" | "failed", ...}``, this
+    process's LLM usage per stage (paid and cached calls), and the output folder."""
+
+    output: Path
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    top_tags: list[tuple[str, int]] = field(default_factory=list)
+    questions: dict[str, Any] = field(default_factory=dict)
+    corpus_stats: dict[str, Any] = field(default_factory=dict)
+    filter: dict[str, Any] = field(default_factory=dict)
+    cost: dict[str, Any] = field(default_factory=dict)
+
+
+class Builder:
+    """Runs the stages of a :class:`~.plan.Plan`.
+
+    Args:
+        plan: the plan.
+        show_progress: progress bars (tqdm).
+        transport: for tests, passed to :class:`~.llm.LLMClient`.
+        accept_failures: record a stage whose LLM answers partly failed (the failures are listed
+            in its meta) instead of stopping the build.
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        show_progress: bool = False,
+        transport=None,
+        accept_failures: bool = False,
+    ):
+        self.plan = plan
+        self.show_progress = show_progress
+        self.accept_failures = accept_failures
+        self.store = StageStore(plan.workdir)
+        self.ledger = UsageLedger(plan.llm.price)
+        self._transport = transport
+        self._client: LLMClient | None = None
+        self.keys: dict[str, str] = {}
+        self.report = BuildReport(plan.output)
+        self.values: dict[str, Any] = {}
+
+    # --- plumbing ---------------------------------------------------------------------
+    def client(self) -> LLMClient:
+        """The LLM client (built on first use; cache ``<output>/_build/llm_cache.sqlite``)."""
+        if self._client is None:
+            self._client = LLMClient(
+                self.plan.llm,
+                self.plan.workdir / "llm_cache.sqlite",
+                ledger=self.ledger,
+                transport=self._transport,
+            )
+        return self._client
+
+    @contextmanager
+    def progress(self, total: int, desc: str):
+        """A progress callback ``step(n)`` over *total* questions (a tqdm bar when shown)."""
+        with tqdm(total=total, desc=desc, disable=not self.show_progress, unit=" q") as bar:
+            yield bar.update
+
+    def usage(self, *names: str) -> dict[str, Any]:
+        """This build's deterministic LLM usage of the ledger entries *names*."""
+        summary = self.ledger.summary()
+        return {n: {k: summary[n][k] for k in _DETERMINISTIC} for n in names if n in summary}
+
+    def stage(
+        self, stage: str, key: str, compute, load, *, target: str | None, force: bool = False
+    ) -> Any:
+        """Load a stage when its output has *key* (and it is not the target), else compute it.
+
+        *compute* returns ``(value, rows, info)``; *info* may be a callable evaluated after the rows
+        are written (a streamed stage knows its figures only then). An *info* with
+        ``failures["count"] > 0`` is not written (unless ``accept_failures``).
+
+        Raises:
+            StageFailedError: the stage had failures (see the module docstring).
+        """
+        self.keys[stage] = key
+        if target is not None and stage != target:
+            if not self.store.done(stage, key):
+                state = (
+                    "is missing"
+                    if self.store.meta(stage) is None
+                    else "is stale (the plan or its inputs changed)"
+                )
+                raise InputError(
+                    f"stage {target!r} needs the output of stage {stage!r}, which {state}: run "
+                    f"`nuggetbench build PLAN --stage {stage}` first, or the whole build"
+                )
+            self.report.stages.setdefault(stage, {"status": "cached"})
+            return load()
+        if target is None and not force and self.store.done(stage, key):
+            self.report.stages[stage] = {
+                "status": "cached",
+                **(self.store.meta(stage) or {}).get("summary", {}),
+            }
+            return load()
+        started = time.time()
+        value, rows, info = compute()
+        failed = info.get("failures") if isinstance(info, dict) else None
+        if failed and failed["count"] and not self.accept_failures:
+            self.report.stages[stage] = {
+                "status": "failed",
+                "failed": f"{failed['count']} of {failed['of']} {failed['unit']}",
+            }
+            raise StageFailedError(failure_message(stage, failed))
+        meta = self.store.write(stage, key, rows, info)
+        self.report.stages[stage] = {
+            "status": "ran",
+            "seconds": round(time.time() - started, 2),
+            **meta.get("summary", {}),
+        }
+        return value
+
+    # --- driver -----------------------------------------------------------------------
+    def run(self, stage: str | None = None) -> BuildReport:
+        """Run every stage (``stage=None``) or one stage; see the module docstring.
+
+        Raises:
+            UnknownNameError: an unknown stage name.
+            InputError: the plan cannot run (every problem :func:`~.check.plan_problems` sees,
+                the LLM key's absence included, raised before any stage runs), a missing or
+                stale input of the stage asked for.
+            StageFailedError: a stage's LLM answers stayed unusable (how many and why).
+            LLMError / BudgetError: the endpoint failed or a budget is spent (answers so far are
+                cached: run again to resume).
+        """
+        if stage is not None and stage not in STAGES:
+            raise UnknownNameError(
+                f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
+            )
+        wanted = set(STAGES) if stage is None else _closure(stage)
+        check_plan(self.plan, wanted, need_key=self._transport is None and _calls_model(stage))
+        try:
+            if "questions" in wanted:
+                questions = stages.questions(self, stage)
+            if "corpus" in wanted:
+                corpus = stages.corpus(self, stage)
+            if "nuggets" in wanted:
+                nuggets = stages.nuggets(self, questions, stage)
+            if "pool" in wanted:
+                pool = stages.pool(self, questions, nuggets, corpus, stage)
+            if "judge" in wanted:
+                judgments = stages.judge(self, questions, nuggets, pool, corpus, stage)
+            if "export" in wanted:
+                stages.export(self, questions, nuggets, judgments, corpus, stage)
+            if "calibrate" in wanted:
+                stages.calibrate(self, judgments, stage)
+        finally:
+            self.report.usage = self.ledger.summary()
+            fill_report(self.report, self.plan, self.store)
+            write_run_log(
+                self.plan.workdir / "last_run.json", stage, self.report, self.ledger.totals()
+            )
+            if self._client is not None:
+                self._client.close()
+        return self.report
+
+
+def failure_message(stage: str, failed: dict[str, Any]) -> str:
+    """The error of a stage with failures: how many, why (the commonest reasons), what to do."""
+    reasons = list(failed["reasons"].items())
+    why = "; ".join(f"{n} x {text[:200]}" for text, n in reasons[:3])
+    more = f"; {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
+    return (
+        f"stage {stage!r}: {failed['count']} of {failed['of']} {failed['unit']} got no usable LLM "
+        f"answer (unusable answers: {why}{more}). The stage was not recorded as done and the "
+        "unusable answers were not cached. Check that the model follows the prompt's JSON form "
+        "(a model or endpoint change may be needed), then run the build again: only the failed "
+        "requests are re-sent. To keep the stage without them, run again with --accept-failures."
+    )
+
+
+def _calls_model(stage: str | None) -> bool:
+    """Whether running *stage* (``None``: the whole build) may call the model: the stages it
+    only reads are loaded from their outputs."""
+    return stage is None or stage in LLM_STAGES
+
+
+def _closure(stage: str) -> set[str]:
+    """*stage* and every stage it reads, directly or not."""
+    out, todo = set(), [stage]
+    while todo:
+        s = todo.pop()
+        if s not in out:
+            out.add(s)
+            todo.extend(NEEDS[s])
+    return out
+
+
+def check_build(plan: Plan, *, stage: str | None = None) -> dict[str, Any]:
+    """Check *plan* as :meth:`Builder.run` does before its first stage, run nothing, and return
+    :func:`~.check.describe_plan` (what ``nuggetbench build --check`` prints).
+
+    Raises:
+        UnknownNameError: an unknown stage name.
+        InputError: every problem of the plan at once.
+    """
+    if stage is not None and stage not in STAGES:
+        raise UnknownNameError(
+            f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
+        )
+    check_plan(
+        plan, set(STAGES) if stage is None else _closure(stage), need_key=_calls_model(stage)
+    )
+    return describe_plan(plan)
+
+
+def run_build(
+    plan: Plan,
+    *,
+    stage: str | None = None,
+    show_progress: bool = False,
+    transport=None,
+    accept_failures: bool = False,
+) -> BuildReport:
+    """Run a plan (all stages, or one); see :class:`Builder`."""
+    builder = Builder(
+        plan, show_progress=show_progress, transport=transport, accept_failures=accept_failures
+    )
+    return builder.run(stage)
+
+
+__all__ = ["Builder", "BuildReport", "run_build", "check_build", "STAGES"]

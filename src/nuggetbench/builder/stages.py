@@ -1,0 +1,318 @@
+"""The stages of a build, as plain functions over values (see :mod:`.pipeline`).
+
+Each stage takes the :class:`~.pipeline.Builder` (the plan, the stage store, the LLM client, the
+report) and the values of the stages it reads, computes its key from its parameters and its
+inputs' keys, and either loads its earlier output or computes it (``Builder.stage``), returning
+the value later stages read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from nuggetbench._atomic import atomic_write
+from nuggetbench.builder.calibration import calibrate as calibrate_judge
+from nuggetbench.builder.calibration import read_labels
+from nuggetbench.builder.collect import CorpusStats, collect_corpus
+from nuggetbench.builder.export import filter_questions, query_rows, write_benchmark
+from nuggetbench.builder.manifest import build_manifest, tree_stamp
+from nuggetbench.builder.pooling import build_pool
+from nuggetbench.builder.questions import Question, read_questions
+from nuggetbench.builder.repos import prepare_repo
+from nuggetbench.builder.store import stage_key
+from nuggetbench.data import JsonlCorpus
+from nuggetbench.errors import InputError
+from nuggetbench.judging.answer_nuggets import STAGE as NUGGETS_STAGE
+from nuggetbench.judging.answer_nuggets import NuggetResult, generate_nuggets
+from nuggetbench.judging.support import STAGE as JUDGE_STAGE
+from nuggetbench.judging.support import JudgeItem, JudgeResult, judge_pool
+from nuggetbench.llm.prompts import load_prompt
+from nuggetbench.retrieval.rerankers.querygen import generate_hyde, generate_subquestions
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nuggetbench.builder.pipeline import Builder
+
+
+def failures(
+    reasons: Iterable[str], total: int, unit: str, *, count: int | None = None
+) -> dict[str, Any]:
+    """A stage's failure record: ``{"count", "of", "unit", "reasons": {why: n}}``; *count*
+    defaults to the number of *reasons* (one per failed item)."""
+    why = Counter(reasons)
+    n = sum(why.values()) if count is None else count
+    return {"count": n, "of": total, "unit": unit, "reasons": dict(why.most_common())}
+
+
+def questions(b: Builder, target: str | None = None):
+    """Read the questions (:mod:`.questions`); rows: one question each."""
+    spec = b.plan.questions
+    if not spec.source.is_file():
+        raise InputError(
+            f"[questions] source {spec.source} does not exist; fix the path in the plan"
+        )
+    st = spec.source.stat()
+    params = {
+        "source": str(spec.source),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "format": spec.format,
+        "filter": asdict(spec.filter),
+        "on_error": spec.on_error,
+        "top_k": spec.top_k,
+    }
+
+    def compute():
+        qs, rep = read_questions(
+            spec.source,
+            spec.filter,
+            format=spec.format,
+            on_error=spec.on_error,
+            top_k=spec.top_k,
+        )
+        info = {
+            "report": rep.as_dict(),
+            "summary": {"kept": rep.kept, "malformed_rows": len(rep.malformed)},
+        }
+        return qs, [q.as_dict() for q in qs], info
+
+    def load():
+        return [Question.from_dict(r) for r in b.store.rows("questions")]
+
+    return b.stage("questions", stage_key("questions", params), compute, load, target=target)
+
+
+def corpus(b: Builder, target: str | None = None):
+    """Prepare the repositories and chunk them (:mod:`.collect`); returns the chunk corpus."""
+    repos = [prepare_repo(r, b.plan.workdir) for r in b.plan.repos]
+    options = b.plan.corpus
+    params = {
+        "repos": [
+            {**r.describe(), "tree": tree_stamp(r.root) if r.dirty or not r.commit else None}
+            for r in repos
+        ],
+        "options": options.describe(),
+    }
+
+    def compute():
+        stats = CorpusStats()
+
+        rows = (
+            {"_id": doc.doc_id, "title": doc.title, "text": doc.text, **doc.metadata}
+            for doc in collect_corpus(repos, options, stats, show_progress=b.show_progress)
+        )
+
+        def info():  # the figures are complete once the rows are written
+            return {
+                "stats": stats.as_dict(),
+                "repos": [r.describe() for r in repos],
+                "summary": {"chunks": stats.chunks, "files_seen": stats.files_seen},
+            }
+
+        return None, rows, info
+
+    b.stage("corpus", stage_key("corpus", params), compute, lambda: None, target=target)
+    b.values["repos"] = repos
+    return JsonlCorpus(b.store.rows_path("corpus"), name=b.plan.name)
+
+
+def nuggets(b: Builder, questions, target: str | None = None):
+    """Generate each question's nuggets (:mod:`.nuggets`)."""
+    opts = b.plan.nuggets
+    prompt = load_prompt("nuggets", opts.prompt_version)
+    params = {"options": asdict(opts), "model": b.plan.llm.model, "prompt": prompt.sha256}
+
+    def compute():
+        with b.progress(len(questions), "nuggets") as step:
+            result = generate_nuggets(b.client(), questions, opts, progress=step)
+        n = sum(len(v) for v in result.nuggets.values())
+        info = {
+            "usage": b.usage(NUGGETS_STAGE),
+            "failed": result.failed,
+            "failures": failures(result.failed.values(), len(questions), "questions"),
+            "summary": {
+                "nuggets": n,
+                "questions_with_nuggets": len(result.nuggets),
+                "failed": len(result.failed),
+            },
+        }
+        return result, result.as_rows(), info
+
+    def load():
+        return NuggetResult.from_rows(list(b.store.rows("nuggets")))
+
+    return b.stage(
+        "nuggets",
+        stage_key("nuggets", params, [b.keys["questions"]]),
+        compute,
+        load,
+        target=target,
+    )
+
+
+def pool(b: Builder, questions, nuggets, corpus, target: str | None = None):
+    """Rewrite (sub-questions, HyDE), retrieve, fuse and pool (:mod:`.pooling`); ``{qid: [doc ids]}``."""
+    popts, ropts = b.plan.pooling, b.plan.rewrite
+    prompts = {n: load_prompt(n, getattr(ropts, f"{n}_version")).sha256 for n in ("subq", "hyde")}
+    params = {
+        "pooling": asdict(popts),
+        "rewrite": asdict(ropts),
+        "model": b.plan.llm.model,
+        "prompts": prompts,
+    }
+    inputs = [b.keys["questions"], b.keys["nuggets"], b.keys["corpus"]]
+    todo = [q for q in questions if nuggets.nuggets.get(q.question_id)]
+    if len(corpus) == 0:
+        raise InputError(
+            "the corpus has no chunks: every file of the [[repos]] was skipped; check the "
+            "repository paths and the [corpus] skip lists (see the corpus statistics)"
+        )
+
+    def compute():
+        qtext = {q.question_id: f"{q.title}\n\n{q.body}" for q in todo}
+        texts: dict[str, dict[str, str]] = {}
+        subq: dict[str, list[str]] = {}
+        hyde: dict[str, str] = {}
+        bad: dict[str, str] = {}
+        if "subq" in popts.techniques:
+            with b.progress(len(todo), "sub-questions") as step:
+                subq, bad = generate_subquestions(b.client(), qtext, ropts, progress=step)
+            texts["subq"] = {q: "\n".join(v) for q, v in subq.items()}
+        if "hyde" in popts.techniques:
+            with b.progress(len(todo), "hyde") as step:
+                hyde = generate_hyde(b.client(), qtext, ropts, progress=step)
+            texts["hyde"] = hyde
+        texts["answer"] = {q.question_id: q.answer for q in todo}
+        texts["nuggets"] = {q.question_id: "\n".join(nuggets.nuggets[q.question_id]) for q in todo}
+        texts["question"] = qtext
+        result = build_pool(corpus, texts, popts, show_progress=b.show_progress)
+        rows = [
+            {
+                "query_id": q,
+                "pool": result.pool[q],
+                "by_technique": {
+                    t: result.by_technique.get(t, {}).get(q, []) for t in popts.techniques
+                },
+                "subquestions": subq.get(q, []),
+                "hyde": hyde.get(q, ""),
+            }
+            for q in result.pool
+        ]
+        info = {
+            "usage": b.usage("subq", "hyde"),
+            "failures": failures(bad.values(), len(todo), "sub-question requests"),
+            "summary": result.sizes(),
+        }
+        return {r["query_id"]: r["pool"] for r in rows}, rows, info
+
+    def load():
+        return {r["query_id"]: r["pool"] for r in b.store.rows("pool")}
+
+    return b.stage("pool", stage_key("pool", params, inputs), compute, load, target=target)
+
+
+def judge(b: Builder, questions, nuggets, pool, corpus, target: str | None = None):
+    """Judge every (nugget, pooled chunk) pair (:mod:`.judge`)."""
+    opts = b.plan.judge
+    prompt = load_prompt("judge", opts.prompt_version)
+    params = {"options": asdict(opts), "model": b.plan.llm.model, "prompt": prompt.sha256}
+    inputs = [b.keys["pool"], b.keys["nuggets"], b.keys["corpus"]]
+
+    def compute():
+        items = [
+            JudgeItem(
+                q.question_id,
+                f"{q.title}\n\n{q.body}",
+                tuple(zip(nuggets.nugget_ids(q.question_id), nuggets.nuggets[q.question_id])),
+                tuple(pool.get(q.question_id, ())),
+            )
+            for q in questions
+            if nuggets.nuggets.get(q.question_id)
+        ]
+        n_batches = sum(-(-len(i.pool) // opts.batch_size) for i in items)
+        with b.progress(n_batches, "judging") as step:
+            result = judge_pool(b.client(), items, corpus, opts, progress=step)
+        counts = result.counts()
+        info = {
+            "usage": b.usage(JUDGE_STAGE),
+            "failures": failures(
+                result.problems.elements(),
+                counts["judged_pairs"] + counts["unjudged_pairs"],
+                "(nugget, chunk) pairs",
+                count=counts["unjudged_pairs"],
+            ),
+            "summary": counts,
+        }
+        return result, result.as_rows(), info
+
+    def load():
+        return JudgeResult.from_rows(list(b.store.rows("judge")))
+
+    return b.stage("judge", stage_key("judge", params, inputs), compute, load, target=target)
+
+
+def export(b: Builder, questions, nuggets, judgments, corpus, target: str | None = None):
+    """Filter the questions and write the benchmark folder (:mod:`.export`); returns the filter report."""
+    opts = b.plan.filter
+    inputs = [
+        b.keys["judge"],
+        b.keys["questions"],
+        b.keys["nuggets"],
+        b.keys["corpus"],
+    ]
+
+    def compute():
+        kept, freport = filter_questions(questions, nuggets, judgments, opts)
+        rows = query_rows(kept, nuggets, judgments)
+        manifest = build_manifest(b.plan, b.store, b.keys, freport)
+        write_benchmark(b.plan.output, rows, corpus.iter_documents(), manifest)
+        return (
+            freport,
+            [freport],
+            {
+                "summary": {
+                    k: freport[k]
+                    for k in (
+                        "kept",
+                        "no_supported_nugget",
+                        "any_unsupported_nugget",
+                        "no_nuggets",
+                    )
+                }
+            },
+        )
+
+    missing = not (b.plan.output / "manifest.json").is_file()
+    return b.stage(
+        "export",
+        stage_key("export", asdict(opts), inputs),
+        compute,
+        lambda: next(b.store.rows("export")),
+        target=target,
+        force=missing,
+    )
+
+
+def calibrate(b: Builder, judgments, target: str | None = None):
+    """Score the nuggets and the judge against the plan's human labels (:mod:`.calibration`)."""
+    labels = b.plan.calibration_labels
+    if labels is None:
+        b.report.stages["calibrate"] = {
+            "status": "skipped",
+            "reason": "no [calibration] labels in the plan",
+        }
+        return None
+    nug, missing, support = read_labels(labels)
+    result = calibrate_judge(
+        nug, missing, support, judgments.verdicts, formula=b.plan.calibration_formula
+    )
+    with atomic_write(b.plan.output / "calibration.json") as fh:
+        fh.write(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
+    b.report.stages["calibrate"] = {
+        "status": "ran",
+        "file": str(b.plan.output / "calibration.json"),
+    }
+    return result

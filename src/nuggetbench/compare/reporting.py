@@ -1,0 +1,490 @@
+"""``ComparisonReport``: the value :func:`nuggetbench.compare.compare` returns, and its renderings.
+
+A report holds, for every system and measure, the mean with its bootstrap confidence interval and,
+for every non-baseline system, the difference to the baseline with its interval, the paired test's
+statistic and p-value, the corrected p-value, whether it is significant and an effect size. It
+renders as a rich table (terminal), Markdown, LaTeX, CSV and JSON; significant differences are
+marked with a dagger (and coloured in the terminal: green better, red worse).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from nuggetbench.errors import UnknownNameError, suggest
+from nuggetbench.spec import short_label
+
+__all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS"]
+
+FORMATS = ("table", "json", "jsonl", "csv", "tsv", "markdown", "latex")
+MARK = "\u2020"  # dagger
+#: Per-query differences this close to zero count as ties (floating-point noise, not a win).
+TIE_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Mean of one measure for one system over the compared queries, with its bootstrap interval."""
+
+    system: str
+    measure: str
+    n_queries: int
+    mean: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``system - baseline`` on one measure: paired test, corrected p-value, interval, effect size.
+
+    Attributes:
+        diff: mean of the per-query differences (system minus baseline).
+        ci_low, ci_high: percentile bootstrap interval of *diff* (paired resampling).
+        statistic: the test statistic (see :class:`~nuggetbench.compare.stats.TestResult`).
+        p_value: raw two-sided p-value.
+        p_adjusted: p-value after the report's multiple-testing correction.
+        significant: ``p_adjusted < alpha``.
+        effect_size: Cohen's d_z of the per-query differences.
+        wins, ties, losses: queries where *system* scores above, equal to (within
+            :data:`TIE_TOLERANCE`) or below the baseline.
+    """
+
+    system: str
+    baseline: str
+    measure: str
+    diff: float
+    ci_low: float
+    ci_high: float
+    statistic: float
+    p_value: float
+    p_adjusted: float
+    significant: bool
+    effect_size: float
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+
+    @property
+    def wtl(self) -> str:
+        """``"wins/ties/losses"``."""
+        return f"{self.wins}/{self.ties}/{self.losses}"
+
+
+@dataclass
+class ComparisonReport:
+    """Result of comparing systems over the same queries (see :func:`nuggetbench.compare.compare`).
+
+    Attributes:
+        systems: system names, baseline first.
+        baseline: the baseline's name.
+        measures: measure strings, in order.
+        query_ids: the compared queries.
+        estimates: one :class:`Estimate` per (system, measure).
+        differences: one :class:`Difference` per (non-baseline system, measure).
+        test, test_method: the test's short name and its description (e.g. exact or Monte Carlo).
+        correction: multiple-testing correction; the family is every comparison with the baseline
+            on one measure.
+        alpha, ci, n_resamples, seed: significance level, confidence level, bootstrap resamples and
+            random seed.
+        deltas: ``{system: {measure: {query_id: system - baseline}}}`` for every non-baseline
+            system, over the queries compared (see :meth:`delta_records`).
+    """
+
+    systems: list[str]
+    baseline: str
+    measures: list[str]
+    query_ids: list[str]
+    estimates: list[Estimate]
+    differences: list[Difference]
+    test: str
+    test_method: str
+    correction: str
+    alpha: float
+    ci: float
+    n_resamples: int
+    seed: int | None
+    notes: list[str] = field(default_factory=list)
+    deltas: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+
+    # --- lookup -------------------------------------------------------------------------
+    def estimate(self, system: str, measure: str) -> Estimate:
+        """The :class:`Estimate` of *system* on *measure* (KeyError when absent)."""
+        for e in self.estimates:
+            if e.system == system and e.measure == measure:
+                return e
+        raise KeyError((system, measure))
+
+    def difference(self, system: str, measure: str) -> Difference:
+        """The :class:`Difference` of *system* to the baseline on *measure* (KeyError when absent)."""
+        for d in self.differences:
+            if d.system == system and d.measure == measure:
+                return d
+        raise KeyError((system, measure))
+
+    def _diff_or_none(self, system: str, measure: str) -> Difference | None:
+        try:
+            return self.difference(system, measure)
+        except KeyError:
+            return None
+
+    def delta_records(self) -> list[dict[str, Any]]:
+        """The per-query differences to the baseline as flat records ``system, measure, query,
+        delta`` (long format, for ``pandas.DataFrame(...)``)."""
+        return [
+            {"system": system, "measure": m, "query": q, "delta": d}
+            for system, per in self.deltas.items()
+            for m, values in per.items()
+            for q, d in values.items()
+        ]
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    def legend(self, *, short: bool = False) -> str:
+        """One line explaining intervals and the significance mark (*short*: the baseline's
+        name shortened for a terminal table)."""
+        baseline = short_label(self.baseline) if short else self.baseline
+        corr = "" if self.correction == "none" else f", {self.correction}-corrected"
+        return (
+            f"{len(self.query_ids)} queries; [{self.ci:.0%} bootstrap CI, {self.n_resamples} resamples]; "
+            f"{MARK} significant difference to {baseline!r} ({self.test_method}{corr}, p < {self.alpha:g}); "
+            "W/T/L: queries won/tied/lost against it"
+        )
+
+    # --- records ------------------------------------------------------------------------
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat record per (system, measure): the estimate plus the difference (``None`` for
+        the baseline)."""
+        out = []
+        for system in self.systems:
+            for measure in self.measures:
+                e = self.estimate(system, measure)
+                d = self._diff_or_none(system, measure)
+                out.append(
+                    {
+                        "system": system,
+                        "measure": measure,
+                        "n_queries": e.n_queries,
+                        "mean": e.mean,
+                        "ci_low": e.ci_low,
+                        "ci_high": e.ci_high,
+                        "diff": d.diff if d else None,
+                        "diff_ci_low": d.ci_low if d else None,
+                        "diff_ci_high": d.ci_high if d else None,
+                        "statistic": d.statistic if d else None,
+                        "p_value": d.p_value if d else None,
+                        "p_adjusted": d.p_adjusted if d else None,
+                        "significant": d.significant if d else None,
+                        "effect_size": d.effect_size if d else None,
+                        "wins": d.wins if d else None,
+                        "ties": d.ties if d else None,
+                        "losses": d.losses if d else None,
+                    }
+                )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Settings, estimates and differences as plain JSON-ready values (inf/nan become None)."""
+        return _clean(
+            {
+                "baseline": self.baseline,
+                "systems": list(self.systems),
+                "measures": list(self.measures),
+                "n_queries": len(self.query_ids),
+                "test": self.test,
+                "test_method": self.test_method,
+                "correction": self.correction,
+                "alpha": self.alpha,
+                "ci": self.ci,
+                "n_resamples": self.n_resamples,
+                "seed": self.seed,
+                "notes": list(self.notes),
+                "estimates": [asdict(e) for e in self.estimates],
+                "differences": [asdict(d) for d in self.differences],
+                "deltas": self.deltas,
+            }
+        )
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """JSON text of :meth:`to_dict`."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    def to_jsonl(self) -> str:
+        """JSON Lines: one object per (system, measure), keys as in :meth:`rows`."""
+        return "".join(json.dumps(_clean(r), ensure_ascii=False) + "\n" for r in self.rows())
+
+    def to_csv(self, delimiter: str = ",") -> str:
+        """CSV text, one row per (system, measure), columns as in :meth:`rows` (*delimiter*
+        ``"\\t"``: TSV)."""
+        buf = io.StringIO()
+        rows = self.rows()
+        writer = csv.DictWriter(
+            buf,
+            fieldnames=list(rows[0]) if rows else ["system"],
+            lineterminator="\n",
+            delimiter=delimiter,
+        )
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        return buf.getvalue()
+
+    def to_pandas(self):
+        """A DataFrame of :meth:`rows`."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows())
+
+    # --- tables -------------------------------------------------------------------------
+    def _digits(self, measure: str, digits: int | None) -> int:
+        """*digits*, or automatically 2 for percent-scaled measures (a mean above 1.5) else 4."""
+        if digits is not None:
+            return digits
+        big = any(
+            abs(e.mean) > 1.5
+            for e in self.estimates
+            if e.measure == measure and math.isfinite(e.mean)
+        )
+        return 2 if big else 4
+
+    def _cell(self, system: str, measure: str, digits: int | None, *, latex: bool = False) -> str:
+        digits = self._digits(measure, digits)
+        e = self.estimate(system, measure)
+        d = self._diff_or_none(system, measure)
+        mark = ""
+        if d is not None and d.significant:
+            mark = r"$^{\dagger}$" if latex else MARK
+        text = f"{_f(e.mean, digits)}{mark} [{_f(e.ci_low, digits)}, {_f(e.ci_high, digits)}]"
+        if d is not None:
+            text += f" {_signed(d.diff, digits)} (p{_eq(d.p_adjusted)}, W/T/L {d.wtl})"
+        return text
+
+    def to_markdown(self, digits: int | None = None) -> str:
+        """A Markdown table (systems x measures) followed by the legend.
+
+        *digits*: decimals (default: 4, or 2 for measures scaled to percent)."""
+        header = "| system | " + " | ".join(self.measures) + " |"
+        lines = [header, "|---|" + "---:|" * len(self.measures)]
+        for s in self.systems:
+            label = f"{s} (baseline)" if s == self.baseline else s
+            cells = [self._cell(s, m, digits) for m in self.measures]
+            lines.append("| " + " | ".join([_md_escape(label), *cells]) + " |")
+        return "\n".join(lines) + "\n\n" + self.legend() + "\n"
+
+    def to_latex(self, digits: int | None = None) -> str:
+        """A LaTeX ``tabular`` (booktabs rules) with a dagger on significant differences."""
+        cols = "l" + "r" * len(self.measures)
+        lines = [
+            r"\begin{tabular}{" + cols + "}",
+            r"\toprule",
+            "System & " + " & ".join(_tex(m) for m in self.measures) + r" \\",
+            r"\midrule",
+        ]
+        for s in self.systems:
+            cells = []
+            for m in self.measures:
+                e = self.estimate(s, m)
+                d = self._diff_or_none(s, m)
+                k = self._digits(m, digits)
+                mark = r"$^{\dagger}$" if d is not None and d.significant else ""
+                cell = (
+                    f"{_f(e.mean, k)}{mark} {{\\scriptsize [{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]"
+                )
+                if d is not None:
+                    cell += f" {_signed(d.diff, k)} ($p{_eq(d.p_adjusted)}$, W/T/L {d.wtl})"
+                cells.append(cell + "}")
+            label = f"{s} (baseline)" if s == self.baseline else s
+            lines.append(_tex(label) + " & " + " & ".join(cells) + r" \\")
+        lines += [
+            r"\bottomrule",
+            r"\end{tabular}",
+            "% " + _tex(self.legend()).replace(MARK, "dagger:"),
+        ]
+        return "\n".join(lines) + "\n"
+
+    def to_rich(self, digits: int | None = None, *, width: int | None = None):
+        """A rich renderable (coloured: green significantly better, red significantly worse).
+
+        Every cell line (the mean, its interval ``[low, high]``, the difference and p-value,
+        ``W/T/L``) is kept whole. When *width* (the terminal's columns) is too narrow for one
+        column per measure, the layout is stacked: one small table per measure, one row per
+        system. ``width=None``: always the wide table.
+        """
+        cells = {(s, m): self._lines(s, m, digits) for s in self.systems for m in self.measures}
+        short = {s: short_label(s) for s in self.systems}  # full names: every other format
+        names = {
+            s: f"{short[s]}\n(baseline)" if s == self.baseline else short[s] for s in self.systems
+        }
+        if width is None or width >= self._wide_width(cells, names):
+            return self._wide(cells, names)
+        return self._stacked(cells, names, digits)
+
+    def _lines(self, s: str, m: str, digits: int | None) -> list[tuple[str, str]]:
+        """``(text, style)`` lines of one cell: mean (with the mark), interval, difference and
+        p-value, W/T/L."""
+        k = self._digits(m, digits)
+        e = self.estimate(s, m)
+        d = self._diff_or_none(s, m)
+        style = ""
+        mark = ""
+        if d is not None and d.significant:
+            mark = MARK
+            style = "bold green" if d.diff > 0 else "bold red"
+        lines = [
+            (f"{_f(e.mean, k)}{mark}", style),
+            (f"[{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]", "dim"),
+        ]
+        if d is not None:
+            lines.append((f"{_signed(d.diff, k)} p{_eq(d.p_adjusted)}", "dim"))
+            lines.append((f"W/T/L {d.wtl}", "dim"))
+        return lines
+
+    def _wide_width(self, cells: dict, names: dict) -> int:
+        """Columns the wide table needs (padding and borders included)."""
+        name_w = max(len(line) for n in names.values() for line in n.split("\n"))
+        widths = [max(len("system"), name_w)]
+        for m in self.measures:
+            widths.append(max([len(m)] + [len(t) for s in self.systems for t, _ in cells[(s, m)]]))
+        return sum(widths) + 3 * len(widths) + 1
+
+    def _wide(self, cells: dict, names: dict):
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(
+            title=f"Comparison with {short_label(self.baseline)}",
+            title_justify="left",
+            caption=self.legend(short=True),
+            caption_justify="left",
+        )
+        table.add_column("system", no_wrap=True)
+        for m in self.measures:
+            table.add_column(m, justify="right", no_wrap=True)
+        for s in self.systems:
+            row = []
+            for m in self.measures:
+                text = Text()
+                for i, (line, style) in enumerate(cells[(s, m)]):
+                    text.append(("\n" if i else "") + line, style=style or None)
+                row.append(text)
+            table.add_row(names[s], *row)
+        return table
+
+    def _stacked(self, cells: dict, names: dict, digits: int | None):
+        """One table per measure (rows: systems; columns: mean [CI], difference, p, W/T/L)."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        parts: list = [Text(f"Comparison with {short_label(self.baseline)}")]
+        wtl = max((len(d.wtl) for d in self.differences), default=5)  # same widths in every table
+        for m in self.measures:
+            table = Table(title=m, title_justify="left")
+            table.add_column("system", overflow="fold")
+            table.add_column(f"mean [{self.ci:.0%} CI]", justify="right", no_wrap=True)
+            for head, least in (("diff", 7), ("p", 6), ("W/T/L", wtl)):
+                table.add_column(head, justify="right", no_wrap=True, min_width=least)
+            for s in self.systems:
+                lines = cells[(s, m)]
+                mean = Text(lines[0][0], style=lines[0][1] or None)
+                mean.append(" " + lines[1][0], style="dim")
+                d = self._diff_or_none(s, m)
+                k = self._digits(m, digits)
+                rest = (
+                    [_signed(d.diff, k), _p(d.p_adjusted), d.wtl] if d is not None else ["", "", ""]
+                )
+                table.add_row(names[s].replace("\n", " "), mean, *rest)
+            parts.append(table)
+        parts.append(Text(self.legend(short=True)))
+        return Group(*parts)
+
+    def render(self, fmt: str = "table", digits: int | None = None) -> str:
+        """Render as ``table`` (plain text of the rich table), ``json``, ``jsonl``, ``csv``, ``tsv``,
+        ``markdown`` or ``latex``; every format carries the means, intervals, differences and
+        (corrected) p-values."""
+        if fmt == "markdown":
+            return self.to_markdown(digits)
+        if fmt == "latex":
+            return self.to_latex(digits)
+        if fmt == "csv":
+            return self.to_csv()
+        if fmt == "tsv":
+            return self.to_csv("\t")
+        if fmt == "jsonl":
+            return self.to_jsonl()
+        if fmt == "json":
+            return self.to_json()
+        if fmt == "table":
+            from rich.console import Console
+
+            console = Console(file=io.StringIO(), width=200, color_system=None, highlight=False)
+            console.print(self.to_rich(digits))
+            return console.file.getvalue()  # type: ignore[attr-defined]
+
+        raise UnknownNameError(
+            f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}." + suggest(fmt, FORMATS)
+        )
+
+    def __str__(self) -> str:
+        return self.render("table")
+
+
+def _f(value: float, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "nan"
+    return f"{value:.{digits}f}"
+
+
+def _signed(value: float, digits: int) -> str:
+    return f"{value:+.{digits}f}"
+
+
+def _p(value: float) -> str:
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _eq(p: float) -> str:
+    text = _p(p)
+    return text if text.startswith("<") else "=" + text
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _tex(text: str) -> str:
+    out = text
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("$", r"\$"),
+        ("#", r"\#"),
+        ("_", r"\_"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+        ("~", r"\textasciitilde{}"),
+        ("^", r"\^{}"),
+    ):
+        if a == "\\":
+            out = out.replace(a, "\x00")
+        else:
+            out = out.replace(a, b)
+    return out.replace("\x00", r"\textbackslash{}")
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value

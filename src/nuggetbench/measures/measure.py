@@ -1,0 +1,238 @@
+"""Measure values: parsed from strings, printed back in ir_measures' spelling.
+
+A :class:`Measure` is a frozen value ``(family, cutoff, params)``. ``str(measure)`` prints the
+ir_measures spelling: the family name, then the parameters in parentheses in the order they were
+given, then ``@cutoff`` (``nDCG@10``, ``P(rel=2)@5``, ``alpha_nDCG(alpha=0.5)@20``, ``Rprec``).
+:func:`parse_measure` reads that spelling back, so ``str(parse_measure(s)) == s`` for every
+canonical string. It also accepts a family's aliases (``map``, ``MRR``...), trec_eval's
+``name_k`` / ``name.k`` spellings of cut-off measures (``ndcg_cut_10``, ``P_5``, ``recall.100``),
+and a case-insensitive family name when it is unambiguous; those print back canonically.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nuggetbench.errors import SpecError
+from nuggetbench.measures.registry import find_family, get_family
+from nuggetbench.spec import (
+    format_literal,
+    parse_literal,
+    split_call_spec,
+    split_options,
+    split_top,
+)
+
+__all__ = ["Measure", "parse_measure", "parse_measures", "format_value"]
+
+# trec_eval's cut-off measures, spelled ``name_k`` (its output) or ``name.k`` (its -m option).
+TREC_CUT_NAMES = {
+    "ndcg_cut": "nDCG",
+    "map_cut": "AP",
+    "P": "P",
+    "recall": "R",
+    "success": "Success",
+}
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure: a family, an optional cutoff and named parameters.
+
+    Attributes:
+        family: canonical family name (``"nDCG"``, ``"AP"``, ``"P"``...), see
+            :func:`nuggetbench.measures.registry.all_family_names`.
+        cutoff: rank cutoff ``k`` (a positive int) or ``None``.
+        params: ``((name, value), ...)`` in the order given; values are ints, floats, bools or
+            strings. Parameters left out take the family's default (see :meth:`param`).
+
+    ``Measure("nDCG") @ 10`` and ``Measure("P")(rel=2) @ 5`` build values the ir_measures way.
+    """
+
+    family: str
+    cutoff: int | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def param(self, name: str) -> Any:
+        """The value of parameter *name*: as given, else the family's default.
+
+        Raises:
+            SpecError: *name* is not a parameter of the family.
+        """
+        for key, value in self.params:
+            if key == name:
+                return value
+        family = get_family(self.family)
+        if name not in family.params:
+            raise SpecError(
+                f"measure {self}: family {self.family!r} has no parameter {name!r} "
+                f"(it takes: {', '.join(family.params) or 'none'})"
+            )
+        return family.params[name].default
+
+    def __str__(self) -> str:
+        text = self.family
+        if self.params:
+            text += "(" + ",".join(f"{k}={format_value(v)}" for k, v in self.params) + ")"
+        if self.cutoff is not None:
+            text += f"@{self.cutoff}"
+        return text
+
+    def __matmul__(self, cutoff: int) -> Measure:
+        return replace(self, cutoff=cutoff)
+
+    def __call__(self, **params: Any) -> Measure:
+        merged = dict(self.params)
+        merged.update(params)
+        return replace(self, params=tuple(merged.items()))
+
+
+def format_value(value: Any) -> str:
+    """Print a parameter value the way :func:`parse_measure` reads it back."""
+    return format_literal(value, true="True", false="False")
+
+
+def _parse_value(text: str, where: str) -> Any:
+    if not text.strip():
+        raise SpecError(f"{where}: empty parameter value")
+    return parse_literal(text)
+
+
+def _split_top_level(text: str, separators: str) -> list[str]:
+    """Split *text* on *separators* outside parentheses and quotes."""
+    return split_top(text, tuple(separators), where="measure")
+
+
+def _parse_cutoff(text: str, where: str) -> int:
+    if not _INT_RE.match(text):
+        raise SpecError(f"{where}: the cutoff after '@' must be a positive integer, got {text!r}")
+    value = int(text)
+    if value <= 0:
+        raise SpecError(f"{where}: the cutoff after '@' must be a positive integer, got {value}")
+    return value
+
+
+def _resolve_name(name: str, cutoff_text: str | None, where: str) -> tuple[str, str | None]:
+    """Family name (canonical) and cutoff text, understanding trec_eval's ``name_k`` forms."""
+    family = find_family(name)
+    if family is not None:
+        return family.name, cutoff_text
+    m = re.match(r"^(.*?)[._](\d+)$", name)
+    if m and m.group(1) in TREC_CUT_NAMES:
+        if cutoff_text is not None:
+            raise SpecError(f"{where}: cutoff given twice ({name!r} and '@{cutoff_text}')")
+        return TREC_CUT_NAMES[m.group(1)], m.group(2)
+    get_family(name)  # raises UnknownNameError with a suggestion
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def check_measure(measure: Measure, where: str | None = None) -> Measure:
+    """Validate *measure* against its family (names, parameter types, cutoff rule).
+
+    Returns the measure with canonical family name and coerced parameter values.
+
+    Raises:
+        UnknownNameError: unknown family (nearest name suggested).
+        SpecError: unknown or ill-typed parameter, missing required parameter, missing required
+            cutoff, cutoff where the family takes none, non-positive cutoff.
+    """
+    where = where or f"measure {str(measure)!r}"
+    family = get_family(measure.family)
+    params = []
+    seen = set()
+    for key, value in measure.params:
+        if key in seen:
+            raise SpecError(f"{where}: parameter {key!r} given twice")
+        seen.add(key)
+        if key not in family.params:
+            allowed = ", ".join(family.params) or "none"
+            raise SpecError(
+                f"{where}: {family.name} has no parameter {key!r} (it takes: {allowed})"
+            )
+        params.append((key, family.params[key].coerce(value, where=where)))
+    for key, param in family.params.items():
+        if param.required and key not in seen:
+            raise SpecError(
+                f"{where}: {family.name} needs the parameter {key!r}, e.g. {family.name}({key}=...)"
+            )
+    cutoff = measure.cutoff
+    if cutoff is not None and (
+        isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff <= 0
+    ):
+        raise SpecError(f"{where}: the cutoff must be a positive integer, got {cutoff!r}")
+    if family.cutoff == "required" and cutoff is None:
+        raise SpecError(f"{where}: {family.name} needs a cutoff, e.g. {family.name}@10")
+    if family.cutoff == "forbidden" and cutoff is not None:
+        raise SpecError(
+            f"{where}: {family.name} takes no cutoff; write {family.name} without '@{cutoff}'"
+        )
+    return Measure(family.name, cutoff, tuple(params))
+
+
+def parse_measure(text: str | Measure) -> Measure:
+    """Parse one measure string (``"nDCG@10"``, ``"P(rel=2)@5"``, ``"AP"``).
+
+    Args:
+        text: the measure in ir_measures spelling (or an alias / trec_eval name), or a
+            :class:`Measure` (validated and returned canonical).
+
+    Returns:
+        The :class:`Measure`; ``str()`` of it gives back a canonical *text* unchanged.
+
+    Raises:
+        UnknownNameError: the family is unknown (the nearest valid name is suggested).
+        SpecError: malformed text, unknown/ill-typed parameter, missing or forbidden cutoff,
+            non-integer cutoff (the message names the part at fault).
+    """
+    if isinstance(text, Measure):
+        return check_measure(text)
+    if not isinstance(text, str):
+        raise SpecError(f"a measure must be a string like 'nDCG@10', got {text!r}")
+    where = f"measure {text.strip()!r}"
+    parts = split_call_spec(text, where=where)
+    if parts is None:
+        raise SpecError(
+            f"{where}: cannot parse; write Family(param=value,...)@cutoff, e.g. 'nDCG@10' or 'P(rel=2)@5'"
+        )
+    name, params_text, cutoff_text = parts
+    if cutoff_text is not None and cutoff_text == "":
+        raise SpecError(f"{where}: '@' must be followed by a positive integer cutoff")
+    family_name, cutoff_text = _resolve_name(name, cutoff_text, where)
+    params = []
+    if params_text is not None:
+        if not params_text.strip():
+            raise SpecError(f"{where}: empty parentheses; drop them or write (name=value)")
+        params = [
+            (k, _parse_value(v, where)) for k, v in split_options(params_text, where=where).items()
+        ]
+    cutoff = _parse_cutoff(cutoff_text, where) if cutoff_text is not None else None
+    return check_measure(Measure(family_name, cutoff, tuple(params)), where)
+
+
+def parse_measures(items: str | Measure | Iterable[str | Measure]) -> list[Measure]:
+    """Parse several measures.
+
+    Args:
+        items: a list of strings / :class:`Measure` values, or one string holding several
+            measures separated by spaces or commas outside parentheses
+            (``"nDCG@10 AP R@100"``).
+
+    Returns:
+        The measures in the order given (duplicates kept).
+
+    Raises:
+        UnknownNameError, SpecError: as :func:`parse_measure`; also when nothing is given.
+    """
+    if isinstance(items, Measure):
+        return [check_measure(items)]
+    if isinstance(items, str):
+        items = [p for p in _split_top_level(items, " ,\t\n") if p.strip()]
+    out = [parse_measure(item) for item in items]
+    if not out:
+        raise SpecError("no measures given; name at least one, e.g. 'nDCG@10'")
+    return out

@@ -1,0 +1,409 @@
+"""LLM rerankers over any OpenAI-compatible endpoint: listwise (RankGPT) and pointwise (graded).
+
+Specs (options in parentheses, or after a colon like any retriever)::
+
+    bm25 >> llm_listwise(model=M, k=100, window=20, step=10)
+    dense:X >> llm_pointwise(model=M, k=50, scale=0-3)
+
+* **Listwise** (:class:`LLMListwise`): RankGPT's sliding window (Sun et al., 2023, "Is ChatGPT
+  Good at Search? Investigating Large Language Models as Re-Ranking Agents"). The top ``k`` of
+  the first stage are reranked by windows of ``window`` passages moving up by ``step``, bottom
+  first (:func:`~nuggetbench.llm.rankout.sliding_windows`, the schedule of castorini's rank_llm);
+  the model answers a permutation ``[3] > [1] > ...`` which is repaired as rank_llm repairs it
+  (:func:`~nuggetbench.llm.rankout.parse_permutation`: unknown and repeated ids dropped, missing
+  passages appended in their incoming order) and every repair is counted. The windows of all
+  queries at the same step are sent together (``concurrency`` in flight). The reranked run scores
+  the final order ``k, k-1, ..., 1``.
+* **Pointwise** (:class:`LLMPointwise`): one request per (query, passage) asking for a grade on
+  ``scale`` (``0-3``). When the endpoint returns log-probabilities the score is the expected grade
+  over the first answer token (:func:`~nuggetbench.llm.rankout.expected_grade`), else the grade
+  read from the answer; an answer with no grade on the scale is re-asked ``max_repairs`` times,
+  then scored as the scale's lowest grade and counted (``unparsed``), and its answers are removed
+  from the cache (as :func:`~nuggetbench.llm.asking.ask_validated` does with failures), so a
+  later run asks again. Equal grades keep the first stage's order: the score is
+  ``round(grade, 6) + (n - i) / (n + 1) * 1e-7`` for the first-stage position ``i`` of ``n``,
+  an addition below the grades' resolution.
+
+Both put the task objective (BIRCO's ``+O``; ``run --with-objective``) into the system prompt,
+cut each passage to ``passage_tokens`` tokens of ``tokenizer``, and send every request through
+:class:`~nuggetbench.llm.client.LLMClient`: answers cached by content in
+``<home>/cache/llm/cache.sqlite`` (a re-run sends nothing; a killed run resumes without
+repeating an answered request), retries on 429 / 5xx / timeouts, bounded concurrency. Requests,
+tokens, cost and repairs are recorded in the run's metadata (``results.json``). The endpoint comes
+from ``base_url`` or ``NUGGETBENCH_LLM_BASE_URL``; the key from the variable named by
+``api_key_env``; neither appears in the retriever's name.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import replace
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from nuggetbench import home as _home
+from nuggetbench.data import Corpus, Queries, Run
+from nuggetbench.errors import InputError, SpecError
+from nuggetbench.llm.client import ENV_MODEL, ChatRequest, ChatResult, LLMClient, LLMSettings
+from nuggetbench.llm.jsonout import InvalidAnswer
+from nuggetbench.llm.prompts import chat_request, load_prompt
+from nuggetbench.llm.rankout import (
+    expected_grade,
+    parse_grade,
+    parse_permutation,
+    parse_scale,
+    sliding_windows,
+)
+from nuggetbench.llm.secrets import key_name_problem
+from nuggetbench.retrieval.compose.pipeline import Composable
+from nuggetbench.retrieval.dense.topk import _with_empty_queries
+from nuggetbench.retrieval.options import LLMListwiseOptions, LLMPointwiseOptions
+from nuggetbench.retrieval.protocols import check_k
+from nuggetbench.spec import format_literal
+from nuggetbench.text.tokenizers import check_tokenizer_name, load_tokenizer
+
+log = logging.getLogger(__name__)
+
+__all__ = ["LLMListwise", "LLMPointwise", "truncate_tokens"]
+
+#: Options that say where and how fast to call, not what is asked: left out of names and keys.
+_TRANSPORT = ("base_url", "api_key_env", "no_api_key", "concurrency", "price_in", "price_out")
+
+
+def truncate_tokens(text: str, tokenizer: Any, budget: int) -> str:
+    """*text* with runs of white space made single spaces, cut after its *budget*-th token
+    (the exact character slice the first *budget* tokens of *tokenizer* cover)."""
+    text = " ".join(text.split())
+    offsets = tokenizer.offsets(text)
+    return text if len(offsets) <= budget else text[: int(offsets[budget - 1][1])]
+
+
+class _LLMReranker(Composable):
+    """What both LLM rerankers share: options, name, identity, the client and the run."""
+
+    KIND = ""
+    PROMPT = ""
+    OPTIONS: type[LLMListwiseOptions | LLMPointwiseOptions]
+    uses_objective = True
+
+    def __init__(self, options: Any = None, /, **kwargs: Any):
+        self.options = options if options is not None else self.OPTIONS(**kwargs)
+        for name in ("price_in", "price_out"):
+            value = self.options[name]
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+            ):
+                raise SpecError(f"{self.KIND}: {name} must be a number >= 0 (USD), got {value!r}")
+        problem = key_name_problem(self.options.api_key_env, field=f"{self.KIND} api_key_env")
+        if problem:
+            raise SpecError(problem)  # never quotes a value shaped like a key
+        check_tokenizer_name(self.options.tokenizer)
+        self.prompt = load_prompt(self.PROMPT)
+        self.depth = int(self.options.k)
+        self.params = {k: v for k, v in self.options.as_dict().items() if k not in _TRANSPORT}
+        shown = [
+            f"{k}={v if isinstance(v, str) else format_literal(v)}"
+            for k, v in self.options.changed().items()
+            if k not in ("base_url", "api_key_env")
+        ]
+        self.name = f"{self.KIND}({','.join(shown)})"
+
+    def model(self) -> str:
+        """The model in effect: the ``model`` option, else ``NUGGETBENCH_LLM_MODEL``."""
+        return self.options.model or os.environ.get(ENV_MODEL, "")
+
+    def identity(self) -> dict[str, Any]:
+        """What the reranked runs depend on: kind, model in effect, options and prompt file hash
+        (not the endpoint, key or concurrency)."""
+        return {
+            "reranker": self.KIND,
+            "model": self.model(),
+            "params": self.params,
+            "prompt": self.prompt.sha256,
+        }
+
+    def client(self) -> LLMClient:
+        """A client for the endpoint of the options and the environment.
+
+        Raises:
+            InputError: no model is named.
+        """
+        o = self.options
+        if not self.model():
+            raise InputError(
+                f"{self.name} needs an LLM: write {self.KIND}(model=NAME) or set {ENV_MODEL} "
+                "(and NUGGETBENCH_LLM_BASE_URL for a local server)"
+            )
+        price = None
+        if o.price_in is not None or o.price_out is not None:
+            price = (float(o.price_in or 0.0), float(o.price_out or 0.0))
+        settings = LLMSettings.from_env(
+            model=self.model(),
+            base_url=o.base_url or None,
+            api_key_env=o.api_key_env,
+            no_api_key=o.no_api_key,
+            concurrency=o.concurrency,
+            price=price,
+        )
+        return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite")
+
+    def _system_objective(self, objective: str | None) -> str:
+        return f"\nThe task's objective: {objective.strip()}" if objective else ""
+
+    def _params(self) -> dict[str, Any]:
+        return {"temperature": self.options.temperature, "max_tokens": self.options.max_tokens}
+
+    def _candidates(self, queries: Queries, run: Run, corpus: Corpus, k: int) -> dict:
+        """``{qid: [(doc id, passage shown), ...]}`` of the top *k* of each query of *run*."""
+        tokenizer = load_tokenizer(self.options.tokenizer)
+        budget = self.options.passage_tokens
+        out = {}
+        for q in queries:
+            if q not in run:
+                continue
+            ids = [str(d) for d in run.doc_ids(q)[:k]]
+            texts = corpus.texts(ids, with_title=self.options.with_title)
+            out[q] = [(d, truncate_tokens(t, tokenizer, budget)) for d, t in zip(ids, texts)]
+        return out
+
+    def _run(
+        self, queries: Queries, run: Run, k: int, ranked: dict, client: LLMClient, counts: dict
+    ) -> Run:
+        """The run of ``{qid: [(doc, score), ...]}`` with usage and repairs in its metadata."""
+        q_col = [q for q, docs in ranked.items() for _ in docs]
+        d_col = [d for docs in ranked.values() for d, _ in docs]
+        s_col = [s for docs in ranked.values() for _, s in docs]
+        usage = client.ledger.summary().get(self.KIND, {})
+        out = Run(
+            q_col,
+            d_col,
+            s_col,
+            name=f"{run.name} >> {self.name}" if run.name else self.name,
+            metadata={
+                "reranker": self.name,
+                "first_stage": run.name,
+                "depth": k,
+                "llm": {
+                    "model": client.settings.model,
+                    "prompt": self.prompt.version,
+                    **usage,
+                    **counts,
+                },
+            },
+        )
+        missing = sorted(set(queries) - set(out.query_ids))
+        return _with_empty_queries(out, missing) if missing else out
+
+    def rerank(
+        self,
+        queries: Queries,
+        run: Run,
+        corpus: Corpus,
+        k: int,
+        *,
+        show_progress: bool = False,
+        objective: str | None = None,
+    ) -> Run:
+        """Rerank the top *k* candidates of each query of *run* with the LLM (Reranker protocol).
+
+        Args:
+            queries: ``query_id -> text`` (queries absent from *run* get no entries).
+            run: first-stage run.
+            corpus: documents of the run.
+            k: candidates per query (the pipeline passes the ``k`` option).
+            show_progress: a progress bar over the requests.
+            objective: task objective, written into the system prompt.
+
+        Returns:
+            A :class:`Run` named ``<first stage> >> <reranker>`` holding the top *k* of each
+            query only; ``metadata["llm"]`` holds requests, tokens, cost and repairs.
+
+        Raises:
+            InputError: no model named; LLMError / BudgetError: from the client (answers so far
+                are cached); KeyError: a candidate is not in *corpus*.
+        """
+        k = check_k(k)
+        cands = self._candidates(queries, run, corpus, k)
+        client = self.client()
+        try:
+            ranked, counts = self._rerank(queries, cands, client, objective, show_progress)
+            return self._run(queries, run, k, ranked, client, counts)
+        finally:
+            client.close()
+
+    def _rerank(self, queries, cands, client, objective, show_progress) -> tuple[dict, dict]:
+        raise NotImplementedError  # pragma: no cover
+
+
+class LLMListwise(_LLMReranker):
+    """RankGPT sliding-window listwise reranking (spec ``llm_listwise(model=M, k=100, window=20,
+    step=10)``); see the module docstring.
+
+    Raises:
+        SpecError: an option of the wrong type or out of range; InputError: ``step`` outside
+            ``1..window``.
+    """
+
+    KIND = "llm_listwise"
+    PROMPT = "listwise"
+    OPTIONS = LLMListwiseOptions
+
+    def __init__(self, options: LLMListwiseOptions | None = None, /, **kwargs: Any):
+        super().__init__(options, **kwargs)
+        sliding_windows(self.depth, window=self.options.window, step=self.options.step)
+
+    def request(self, query: str, passages: list[str], objective: str | None) -> ChatRequest:
+        """The request ranking *passages* (shown as ``[1] ...``, ``[2] ...``) for *query*."""
+        prompt = self.prompt
+        values = {
+            "objective": self._system_objective(objective),
+            "num": str(len(passages)),
+            "query": " ".join(query.split()),
+            "passages": "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)),
+        }
+        return chat_request(prompt, values, stage=self.KIND, **self._params())
+
+    def _rerank(self, queries, cands, client, objective, show_progress) -> tuple[dict, dict]:
+        o = self.options
+        order = {q: list(range(len(c))) for q, c in cands.items()}
+        plans = {q: sliding_windows(len(c), window=o.window, step=o.step) for q, c in cands.items()}
+        counts = {
+            "windows": 0,
+            "repaired": 0,
+            "unknown_ids": 0,
+            "duplicate_ids": 0,
+            "missing_ids": 0,
+        }
+        total = sum(len(p) for p in plans.values())
+        with tqdm(total=total, desc=self.KIND, unit="window", disable=not show_progress) as bar:
+            for step in range(max((len(p) for p in plans.values()), default=0)):
+                batch = [(q, *plans[q][step]) for q in cands if step < len(plans[q])]
+                requests = [
+                    self.request(queries[q], [cands[q][i][1] for i in order[q][s:e]], objective)
+                    for q, s, e in batch
+                ]
+                results = client.complete_many(requests, progress=bar.update)
+                for (q, s, e), res in zip(batch, results):
+                    perm = parse_permutation(res.text, e - s)
+                    window = order[q][s:e]
+                    order[q][s:e] = [window[i] for i in perm.order]
+                    counts["windows"] += 1
+                    counts["repaired"] += int(perm.repaired)
+                    counts["unknown_ids"] += perm.unknown
+                    counts["duplicate_ids"] += perm.duplicates
+                    counts["missing_ids"] += perm.missing
+        ranked = {
+            q: [(cands[q][i][0], float(len(idx) - r)) for r, i in enumerate(idx)]
+            for q, idx in order.items()
+        }
+        return ranked, counts
+
+
+class LLMPointwise(_LLMReranker):
+    """Graded pointwise reranking (spec ``llm_pointwise(model=M, k=50, scale=0-3)``); see the
+    module docstring.
+
+    Raises:
+        SpecError: an option of the wrong type or out of range; InputError: a bad ``scale``.
+    """
+
+    KIND = "llm_pointwise"
+    PROMPT = "pointwise"
+    OPTIONS = LLMPointwiseOptions
+
+    def __init__(self, options: LLMPointwiseOptions | None = None, /, **kwargs: Any):
+        super().__init__(options, **kwargs)
+        self.scale = parse_scale(self.options.scale, where=f"{self.KIND} scale")
+
+    def _params(self) -> dict[str, Any]:
+        params = super()._params()
+        if self.options.logprobs:
+            params.update(logprobs=True, top_logprobs=min(20, max(5, len(self.scale.grades))))
+        return params
+
+    def request(self, query: str, passage: str, objective: str | None) -> ChatRequest:
+        """The request asking for the grade of *passage* for *query*."""
+        prompt = self.prompt
+        values = {
+            "objective": self._system_objective(objective),
+            "low": str(self.scale.low),
+            "high": str(self.scale.high),
+            "query": " ".join(query.split()),
+            "passage": passage,
+        }
+        return chat_request(prompt, values, stage=self.KIND, **self._params())
+
+    def grade(self, result: ChatResult) -> tuple[float, bool]:
+        """``(grade, from log-probabilities)`` of one answer.
+
+        Raises:
+            InvalidAnswer: no log-probabilities of a grade and no grade in the text.
+        """
+        if result.extra and result.extra.get("top_logprobs"):
+            value = expected_grade(result.extra["top_logprobs"], self.scale)
+            if value is not None:
+                return value, True
+        return float(parse_grade(result.text, self.scale)), False
+
+    def _rerank(self, queries, cands, client, objective, show_progress) -> tuple[dict, dict]:
+        pairs = [(q, i) for q, c in cands.items() for i in range(len(c))]
+        requests = [self.request(queries[q], cands[q][i][1], objective) for q, i in pairs]
+        with tqdm(total=len(pairs), desc=self.KIND, unit="pair", disable=not show_progress) as bar:
+            results = client.complete_many(requests, progress=bar.update)
+        grades: list[float | None] = [None] * len(pairs)
+        errors: dict[int, tuple[ChatRequest, str, str]] = {}
+        counts = {"pairs": len(pairs), "expected_grades": 0, "repaired": 0, "unparsed": 0}
+        chains = {j: [res.key] for j, res in enumerate(results)}
+        for j, res in enumerate(results):
+            try:
+                grades[j], from_logprobs = self.grade(res)
+                counts["expected_grades"] += int(from_logprobs)
+            except InvalidAnswer as exc:
+                errors[j] = (requests[j], res.text, str(exc))
+        for _ in range(self.options.max_repairs):
+            if not errors:
+                break
+            order = sorted(errors)
+            repairs = [self._repair(*errors[j]) for j in order]
+            for j, req, res in zip(order, repairs, client.complete_many(repairs)):
+                chains[j].append(res.key)
+                try:
+                    grades[j], _ = self.grade(res)
+                    counts["repaired"] += 1
+                    del errors[j]
+                except InvalidAnswer as exc:
+                    errors[j] = (req, res.text, str(exc))
+        if errors:
+            counts["unparsed"] = len(errors)
+            # unusable answers are not kept (as ask_validated): a later run asks again
+            client.forget([k for j in errors for k in chains[j]])
+            log.warning(
+                "%s: %d answers held no grade on the scale %s after %d re-asks; scored %d "
+                "(their answers were dropped from the cache)",
+                self.KIND,
+                len(errors),
+                self.scale,
+                self.options.max_repairs,
+                self.scale.low,
+            )
+        ranked: dict[str, list[tuple[str, float]]] = {q: [] for q in cands}
+        for (q, i), g in zip(pairs, grades):
+            n = len(cands[q])
+            value = float(self.scale.low) if g is None else g
+            ranked[q].append((cands[q][i][0], round(value, 6) + (n - i) / (n + 1) * 1e-7))
+        return ranked, counts
+
+    def _repair(self, request: ChatRequest, answer: str, problem: str) -> ChatRequest:
+        """The repair turn: the bad answer, then a message naming the problem."""
+        s = self.scale
+        turn = (
+            {"role": "assistant", "content": answer},
+            {
+                "role": "user",
+                "content": f"Your reply could not be used: {problem}. Reply with only one "
+                f"integer from {s.low} to {s.high}.",
+            },
+        )
+        return replace(request, messages=(*request.messages, *turn))
