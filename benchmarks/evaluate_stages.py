@@ -39,7 +39,7 @@ STAGES = {
     "sniff qrels": ("nuggetbench.data.formats.diversity", "sniff_nugget_qrels"),
     "read qrels": ("nuggetbench.data.formats.trec", "read_qrels"),
     "read run": ("nuggetbench.data.formats.trec", "read_run_owned"),
-    "checks": ("nuggetbench.data.checks.traps", "check_findings"),
+    "checks": ("nuggetbench.data.checks", "check_findings"),
     "measures": ("nuggetbench.measures.compute", "evaluate_quietly"),
     "print": ("nuggetbench.cli.evaluate", "_render"),
 }

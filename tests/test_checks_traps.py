@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from nuggetbench.data import Document, InMemoryCorpus, Qrels, Run, read_run
-from nuggetbench.data.checks.traps import (
+from nuggetbench.data.checks import (
     check_corpus_coverage,
     check_findings,
     check_id_formats,
@@ -42,7 +42,7 @@ def test_overlap_is_reported_and_all_clear_when_complete():
 def test_zero_overlap_is_loud(caplog):
     qrels = qrels_for(["q1", "q2"])
     run = ranked_run({"x1": ["d1"], "x2": ["d1"]})
-    with caplog.at_level(logging.INFO, logger="nuggetbench.data.checks.traps"):
+    with caplog.at_level(logging.INFO, logger="nuggetbench.data.checks"):
         found = check_query_overlap(qrels, run)
     assert codes(found) == ["no_overlap"]
     assert "NO evaluated query has judgments" in found[1].message

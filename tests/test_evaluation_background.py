@@ -129,7 +129,10 @@ def test_measures_beside_the_checks_give_the_same_values_findings_and_log(
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         # the CLI (run by other tests in this process) quiets the checks' logger
-        emitting = [logging.getLogger(f"nuggetbench.measures.{m}") for m in ("checks", "evaluate")]
+        emitting = [
+            logging.getLogger(n)
+            for n in ("nuggetbench.data.checks", "nuggetbench.measures.compute")
+        ]
         saved = [(e.disabled, e.level) for e in emitting]
         for e in emitting:
             e.disabled = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nuggetbench.data.checks import traps as checks
+from nuggetbench.data import checks
 from nuggetbench.data.lookup import index_in, is_in
 
 ALPHABET = list(" \t\n\r\x0b\x0c\x1c\x1f\x85\u00a0+-.0123456789aAbZqQdİß\u0660\u0661é")
@@ -31,6 +31,8 @@ def _random_ids(rng: np.random.Generator, n: int) -> np.ndarray:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_normal_forms_and_spaced_match_python(seed, monkeypatch):
+    from nuggetbench.data.checks import ids as checks
+
     monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
     rng = np.random.default_rng(seed)
     ids = _random_ids(rng, 3000)
@@ -41,6 +43,8 @@ def test_normal_forms_and_spaced_match_python(seed, monkeypatch):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_doc_format_pairs_match_python(seed, monkeypatch):
+    from nuggetbench.data.checks import ids as checks
+
     monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
     rng = np.random.default_rng(seed)
     pool = np.unique(_random_ids(rng, 2000))
@@ -78,6 +82,7 @@ def test_index_in_and_is_in_both_paths(arrow_min, monkeypatch):
 @pytest.mark.parametrize("seed", range(3))
 def test_judged_hits_match_brute_force(seed):
     from nuggetbench.data import Qrels, Run
+    from nuggetbench.data.checks import coverage as checks
 
     rng = np.random.default_rng(seed)
     for _ in range(20):
@@ -121,6 +126,7 @@ def test_judged_hits_match_brute_force(seed):
 def test_rank_disagreements_match_per_query_loop(seed, padded, fixed, groups, block, monkeypatch):
     """Whole, or in blocks of whole queries (a block shorter than one query included)."""
     from nuggetbench.data import Run
+    from nuggetbench.data.checks import ranking as checks
 
     monkeypatch.setattr(checks, "_PADDED_FACTOR", padded)
     monkeypatch.setattr(checks, "_BY_SCORE_GROUPS", groups)
@@ -367,6 +373,7 @@ def test_id_format_check_over_shared_codes_matches_python(seed, filtered, monkey
     doc id pairs as the set rule over every judged and retrieved id, also after filtering (the
     run's uniques then hold ids it no longer retrieves)."""
     from nuggetbench.data import Qrels, Run
+    from nuggetbench.data.checks import ids as checks
 
     monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
     rng = np.random.default_rng(seed)
@@ -507,7 +514,8 @@ def test_evaluate_path_imports_no_pandas_and_pandas_still_converts(tmp_path):
     (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for (q, d), g in qrels.items()))
     script = f"""
 import sys
-from nuggetbench.data import _arrow_trec, lookup as _lookup
+from nuggetbench.data import lookup as _lookup
+from nuggetbench.data.formats import trec_arrow as _arrow_trec
 _arrow_trec.MIN_BYTES = 1
 _lookup.ARROW_MIN = 1
 from nuggetbench.cli import main
@@ -576,6 +584,8 @@ def test_arrow_run_reader_names_duplicate_lines_after_dropping_the_bytes(
 def test_one_case_lower_forms_proves_distinct_normal_forms(seed, monkeypatch):
     """When the cheap test says no two ids can share a normal form, none do; and it does say so
     for the usual shapes of ids (one case, canonical numbers)."""
+    from nuggetbench.data.checks import ids as checks
+
     monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
     rng = np.random.default_rng(seed)
     for _ in range(40):
@@ -602,6 +612,7 @@ def test_one_case_lower_forms_proves_distinct_normal_forms(seed, monkeypatch):
 def test_id_format_check_finds_case_pairs_across_sides(monkeypatch):
     """Each side of one case, but not the same case: the pairs are still found."""
     from nuggetbench.data import Qrels, Run
+    from nuggetbench.data.checks import ids as checks
 
     monkeypatch.setattr(checks, "_VECTOR_MIN", 1)
     run = Run(["q1"] * 3, ["D1", "D2", "D3"], [3.0, 2.0, 1.0])
@@ -838,7 +849,8 @@ def test_writing_a_run_imports_no_pandas(tmp_path):
     script = f"""
 import sys
 import numpy as np
-from nuggetbench.data import Run, _trec_write, write_run
+from nuggetbench.data import Run, write_run
+from nuggetbench.data.formats import trec_write as _trec_write
 _trec_write.MIN_ENTRIES = 1
 rng = np.random.default_rng(1)
 queries = np.array([f"q{{i}}" for i in range(40)], dtype=object)
@@ -863,6 +875,7 @@ def test_judged_overlap_prefix_is_a_lower_bound_and_changes_no_finding(seed, mon
     """_judged_hits over a prefix of the run's queries counts at most the whole; the check gives
     the same findings with or without the prefix pass (runs with many, some or no hits)."""
     from nuggetbench.data import Qrels, Run
+    from nuggetbench.data.checks import coverage as checks
 
     rng = np.random.default_rng(seed)
     for share in (0.0, 0.02, 0.08, 0.15, 0.6, 1.0):

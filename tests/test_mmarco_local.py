@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from nuggetbench.data.checks.traps import check_corpus_coverage
+from nuggetbench.data.checks import check_corpus_coverage
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import DatasetError, DownloadError, UnknownNameError
 

@@ -187,7 +187,8 @@ def test_bm25_worker_killed_mid_search_is_retried(cluster, tmp_path):
 DRIVER = """
 import os, signal, sys
 import ray
-from nuggetbench.retrieval import bm25_sharded, distributed
+from nuggetbench.retrieval import distributed
+from nuggetbench.retrieval.bm25 import sharded as bm25_sharded
 sys.path.insert(0, {tests!r})
 import test_ray
 from test_ray import _zipf_corpus, LoggingMapper

@@ -15,8 +15,7 @@ from click.testing import CliRunner
 
 from nuggetbench import _atomic
 from nuggetbench.cli import cli
-from nuggetbench.data import Document, InMemoryCorpus, Qrels, Queries, Run
-from nuggetbench.data.checks import traps as checks
+from nuggetbench.data import Document, InMemoryCorpus, Qrels, Queries, Run, checks
 from nuggetbench.errors import InputError
 from nuggetbench.evaluation import evaluate_dataset
 from nuggetbench.experiment import run_experiment

@@ -18,7 +18,7 @@ from nuggetbench._runtime import in_background, trim_heap, usable_cpus
 from nuggetbench.compare import ComparisonReport, Summary, profile_summaries
 from nuggetbench.compare.runs import compare_runs
 from nuggetbench.data import Corpus, JsonlCorpus, Run, load_run
-from nuggetbench.data.checks.traps import Finding, check_findings, query_findings
+from nuggetbench.data.checks import Finding, check_findings
 from nuggetbench.data.formats.qrels_jg import read_qrels_jg
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError
@@ -37,6 +37,7 @@ from nuggetbench.measures.compute import (
     measure_pairs,
     plain_measures,
 )
+from nuggetbench.measures.results import query_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
     format_trec_eval,

@@ -26,10 +26,11 @@ from nuggetbench._atomic import atomic_write, copy_file
 from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport, compare
 from nuggetbench.data import Run, read_run, write_run
-from nuggetbench.data.checks.traps import Finding, query_findings
+from nuggetbench.data.checks import Finding
 from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import InputError, UnknownNameError, suggest
 from nuggetbench.measures import Results, evaluate, get_profile, plain_measures
+from nuggetbench.measures.results import query_findings
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
 from nuggetbench.retrieval.distributed import ray_address, use_ray
 from nuggetbench.retrieval.spec import public_spec, split_label

@@ -84,7 +84,7 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
       nuggetbench evaluate qrels.test results.test -m nDCG@10 -m 'P(rel=2)@5' -m AP --per-query
       nuggetbench evaluate qrels.test results.test -m all_trec -q --format trec_eval
     """
-    logging.getLogger("nuggetbench.data.checks.traps").setLevel(logging.ERROR)  # rendered below
+    logging.getLogger("nuggetbench.data.checks").setLevel(logging.ERROR)  # rendered below
     measures = [*measures, *positional_measures] or (["official"] if fmt == "trec_eval" else [])
     flags = {k: opts.pop(k) for k in ("complete", "max_docs", "rel_level", "judged_only")}
     profile = trec_eval_options(opts["profile"], trec_format=fmt == "trec_eval", **flags)

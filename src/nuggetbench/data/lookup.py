@@ -34,7 +34,6 @@ __all__ = [
     "objects_at",
     "is_arrow",
     "subset",
-    "kept_doc_codes",
     "short_keys",
     "strings_of_keys",
     "factorize_keys",
@@ -107,14 +106,6 @@ def subset(values: Any, keep: np.ndarray) -> Any:
         _, pc = arrow.load()
         return pc.take(values, np.flatnonzero(keep))
     return np.asarray(values, dtype=object)[keep]
-
-
-def kept_doc_codes(values: Any) -> Any:
-    """``values.doc_codes()`` with the distinct ids in the form they are kept in (a fast
-    reader's pyarrow string array: no ``str`` per id), for a run or qrels that has
-    ``_doc_codes_any``; else ``values.doc_codes()``; ``None`` when it has neither."""
-    method = getattr(values, "_doc_codes_any", None) or getattr(values, "doc_codes", None)
-    return method() if method is not None else None
 
 
 def shared_strings(values: Any) -> Any:

@@ -248,7 +248,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
             self._doc_uniques = as_objects(self._doc_uniques)
         return self._doc_uniques, self._doc_codes
 
-    def _doc_codes_any(self) -> tuple[Any, np.ndarray] | None:
+    def doc_codes_kept(self) -> tuple[Any, np.ndarray] | None:
         """:meth:`doc_codes` with the uniques as kept: an object array or a pyarrow string
         array (for the look-ups and checks, which take either)."""
         if self._doc_codes is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,7 +15,6 @@ from nuggetbench.data.lookup import (
     as_objects,
     index_in,
     is_arrow,
-    kept_doc_codes,
     objects_at,
     share_strings,
 )
@@ -28,6 +27,9 @@ from nuggetbench.data.ranking import (
     rank_order,
 )
 from nuggetbench.errors import DuplicateError, InputError
+
+if TYPE_CHECKING:
+    from nuggetbench.data.qrels import Qrels
 
 logger = logging.getLogger(__name__)
 
@@ -364,12 +366,12 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         filtering it may hold ids no longer present); ``codes`` int64 (n,) is aligned with
         :meth:`arrays` and ``uniques[codes]`` equals its doc id column.
         """
-        uniques, codes = self._doc_codes_any()
+        uniques, codes = self.doc_codes_kept()
         if is_arrow(uniques):  # a fast reader's ids: converted once, when asked for
             uniques = self._doc_uniques = as_objects(uniques)
         return uniques, codes
 
-    def _doc_codes_any(self) -> tuple[Any, np.ndarray]:
+    def doc_codes_kept(self) -> tuple[Any, np.ndarray]:
         """:meth:`doc_codes` with the uniques in the form they are kept in: an object array,
         or a pyarrow string array (a fast reader's; :func:`.lookup.index_in` and the checks
         take it without building a ``str`` per id)."""
@@ -391,18 +393,18 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         cached = self._lookup
         if cached is not None and cached[0] is doc_ids:
             return cached[1]
-        uniques, _ = self._doc_codes_any()
+        uniques, _ = self.doc_codes_kept()
         codes = index_in(doc_ids, uniques)
         codes.flags.writeable = False
         self._lookup = (doc_ids, codes)
         return codes
 
-    def judged_codes(self, qrels: Any) -> np.ndarray:
+    def judged_codes(self, qrels: Qrels) -> np.ndarray:
         """:meth:`codes_of` the doc id column of *qrels* (its ``arrays()[2]``): int64 (n,),
         ``-1`` where the run never retrieves the document. Qrels read factorised
         (``Qrels.doc_codes``) are looked up by their distinct ids only.
         """
-        pair = kept_doc_codes(qrels)
+        pair = qrels.doc_codes_kept()
         if pair is None:
             return self.codes_of(qrels.arrays()[2])
         uniques, codes = pair

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nuggetbench.data.lookup import index_in, kept_doc_codes
+from nuggetbench.data.lookup import index_in
 from nuggetbench.data.ranking import rank_order
 from nuggetbench.errors import IdMismatchError
 from nuggetbench.measures.profiles import Profile, get_profile
@@ -112,14 +112,7 @@ def _run_queries(run: Run) -> tuple[np.ndarray, np.ndarray]:
 def _doc_codes(run: Run) -> tuple[np.ndarray, np.ndarray]:
     """``(uniques, codes)`` of the run's doc ids, codes aligned with ``run.arrays()`` (the
     uniques as the run keeps them: an object array or a fast reader's pyarrow array)."""
-    pair = kept_doc_codes(run)
-    if pair is not None:
-        return pair
-    import pandas as pd
-
-    docids = run.arrays()[2]
-    codes, uniques = pd.factorize(docids)
-    return np.asarray(uniques, dtype=object), codes.astype(np.int64, copy=False)
+    return run.doc_codes_kept()
 
 
 def _normalise_id(qid: str) -> str:

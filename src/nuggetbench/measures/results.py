@@ -12,10 +12,12 @@ from typing import Any
 import numpy as np
 
 from nuggetbench._atomic import atomic_write
+from nuggetbench.data.checks import Finding
 from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
 from nuggetbench.measures.measure import parse_measure
+from nuggetbench.measures.profiles import Profile
 
-__all__ = ["Results", "read_results", "LazyProvenance"]
+__all__ = ["Results", "read_results", "LazyProvenance", "query_findings"]
 
 
 class LazyProvenance(MutableMapping):
@@ -270,3 +272,39 @@ def _clean(value: float) -> float | None:
     return (
         None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
     )
+
+
+def query_findings(results: Results, profile: Profile) -> list[Finding]:
+    """Warnings about the query sets: run queries without judgments (ignored) and judged
+    queries missing from the run (scored 0, or left out, as the profile says).
+
+    Args:
+        results: a :class:`~nuggetbench.measures.Results`.
+        profile: the :class:`~nuggetbench.measures.Profile` it was computed under.
+    """
+    out = []
+    if results.run_only_queries:
+        n = len(results.run_only_queries)
+        out.append(
+            Finding(
+                "warning",
+                "run_only_queries",
+                f"{n} run queries have no judgments and were ignored",
+                {"queries": n},
+            )
+        )
+    if results.missing_queries:
+        n = len(results.missing_queries)
+        scored = (
+            "score 0" if profile.average_over != "run_and_qrels" else "are left out of the mean"
+        )
+        out.append(
+            Finding(
+                "warning",
+                "missing_queries",
+                f"{n} judged queries are missing from the run and {scored} "
+                f"under profile {results.profile!r}",
+                {"queries": n},
+            )
+        )
+    return out
