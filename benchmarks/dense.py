@@ -119,7 +119,7 @@ def bench_search_memory(
 
     from nuggetbench.data import Queries
     from nuggetbench.retrieval.dense.index import DenseIndex
-    from nuggetbench.retrieval.dense.topk import block_topk
+    from nuggetbench.retrieval.models.topk import block_topk
 
     rng = np.random.default_rng(0)
     if memmap is None:

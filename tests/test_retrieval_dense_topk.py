@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import Run
-from nuggetbench.retrieval.dense.topk import (
+from nuggetbench.retrieval.models.topk import (
     TopKStats,
     block_topk,
     search_topk,

@@ -11,7 +11,7 @@ import pytest
 from nuggetbench.data import Run, read_run
 from nuggetbench.retrieval.compose import caching
 from nuggetbench.retrieval.compose.caching import RunCache
-from nuggetbench.retrieval.dense.topk import _with_empty_queries
+from nuggetbench.retrieval.models.topk import with_empty_queries
 
 
 def _random_run(seed: int) -> Run:
@@ -25,7 +25,7 @@ def _random_run(seed: int) -> Run:
             for j in docs
         }
     run = Run.from_dict(data, name="r", metadata={"k": 30})
-    return _with_empty_queries(run, ["q-empty"]) if seed % 2 else run
+    return with_empty_queries(run, ["q-empty"]) if seed % 2 else run
 
 
 @pytest.fixture

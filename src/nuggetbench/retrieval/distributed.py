@@ -48,8 +48,8 @@ import numpy as np
 from nuggetbench.errors import InputError
 from nuggetbench.retrieval import shardmap
 from nuggetbench.retrieval.dense import sharded as dense_sharded
-from nuggetbench.retrieval.dense.topk import block_topk, make_run, select_topk
 from nuggetbench.retrieval.models.loading import progress_bar
+from nuggetbench.retrieval.models.topk import block_topk, make_run, select_topk
 
 log = logging.getLogger(__name__)
 

@@ -31,6 +31,7 @@ from nuggetbench.data import Corpus, Queries, Run
 from nuggetbench.errors import InputError
 
 __all__ = [
+    "IndexBase",
     "DocFilter",
     "Index",
     "Reranker",
@@ -43,6 +44,46 @@ __all__ = [
 
 DocFilter = Mapping[str, Collection[str]]
 """``{query_id: candidate doc ids}``; queries absent from the mapping are unrestricted."""
+
+
+class IndexBase:
+    """What every built index of nuggetbench shares, so no index reaches into its retriever.
+
+    Attributes:
+        retriever: the retriever that built it: ``name`` is its canonical spec, and
+            :meth:`tokenize` its public ``tokenize`` (for retrievers that tokenize queries).
+        doc_ids: the indexed documents' ids, in index order (``len(index)`` is their number).
+
+    Subclasses implement :meth:`search` with the :class:`Index` signature.
+    """
+
+    retriever: Any
+    doc_ids: Any
+
+    @property
+    def name(self) -> str:
+        """The retriever's canonical spec."""
+        return self.retriever.name
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def tokenize(self, texts: list[str]) -> Any:
+        """*texts* (queries) tokenized as the retriever tokenized the documents
+        (``retriever.tokenize(texts)``; lexical retrievers only: model-backed ones encode)."""
+        return self.retriever.tokenize(texts)
+
+    def search(
+        self,
+        queries: Queries,
+        k: int,
+        *,
+        doc_filter: DocFilter | None = None,
+        show_progress: bool = False,
+        objective: str | None = None,
+    ) -> Run:
+        """The top *k* documents of each query (see :class:`Index`)."""
+        raise NotImplementedError
 
 
 @runtime_checkable

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nuggetbench.errors import SpecError, suggest
+from nuggetbench.text.bm25s_private import private_api
 
 log = logging.getLogger(__name__)
 
@@ -362,9 +363,7 @@ def get_analyzer(name: str) -> Analyzer:
 def _stopwords(name: str | None) -> frozenset[str]:
     if name is None:
         return frozenset()
-    from bm25s.tokenization import _infer_stopwords
-
-    return frozenset(w.lower() for w in _infer_stopwords(name))
+    return frozenset(w.lower() for w in private_api().infer_stopwords(name))
 
 
 def adapt_to_language(retriever: Any, language: str | None) -> Any:

@@ -17,7 +17,7 @@ import numpy as np
 
 from nuggetbench.data import Queries, Run
 from nuggetbench.retrieval.models.loading import stage_bar
-from nuggetbench.retrieval.protocols import DocFilter, check_k
+from nuggetbench.retrieval.protocols import DocFilter, IndexBase, check_k
 from nuggetbench.text.analyzers import get_analyzer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,7 +75,7 @@ def _compact(codes: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return ids[used], renumber[codes]
 
 
-class BM25Index:
+class BM25Index(IndexBase):
     """A built (or loaded) BM25 index; :meth:`search` returns a :class:`Run`.
 
     Attributes:
@@ -92,13 +92,6 @@ class BM25Index:
         self._doc_array = np.array(doc_ids, dtype=object)
         self._position: dict[str, int] | None = None
         self.from_cache = from_cache
-
-    @property
-    def name(self) -> str:
-        return self.retriever.name
-
-    def __len__(self) -> int:
-        return len(self.doc_ids)
 
     def search(
         self,
@@ -135,7 +128,7 @@ class BM25Index:
             texts = [f"{objective}\n{t}" for t in texts]
         bar = stage_bar(show_progress, f"bm25 search ({len(qids)} queries)", 2)
         bar.step("tokenizing")  # one bar for the stage, not bm25s' four
-        tokens = self.retriever._tokenize(texts, return_ids=False, show_progress=False)
+        tokens = self.tokenize(texts)
         bar.step("retrieving")
         vocab = self.bm25.vocab_dict
         token_ids = [[vocab[t] for t in toks if t in vocab and t != ""] for toks in tokens]

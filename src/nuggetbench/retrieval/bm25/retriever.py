@@ -281,7 +281,10 @@ class BM25(Composable):
             clone.identity = clone._budget_identity
         return clone
 
-    def _tokenize(self, texts: list[str], *, return_ids: bool, show_progress: bool):
+    def tokenize(self, texts: list[str], *, return_ids: bool = False, show_progress: bool = False):
+        """*texts* tokenized as this retriever indexes them (:func:`.index.tokenize_texts` with
+        :attr:`tokenizer`): token strings per text, or a ``bm25s`` ``Tokenized`` (ids and
+        vocabulary) with *return_ids*."""
         return tokenize_texts(
             texts,
             tokenizer=self.tokenizer,
@@ -341,7 +344,7 @@ class BM25(Composable):
             raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
         with stage_bar(show_progress, f"bm25 index ({len(doc_ids)} docs)", 2) as bar:
             bar.step("tokenizing")  # one bar for the stage, not bm25s' four
-            tokens = self._tokenize(texts, return_ids=True, show_progress=False)
+            tokens = self.tokenize(texts, return_ids=True)
             del texts
             if not len(getattr(tokens, "vocab", None) or {}):
                 raise InputError(

@@ -54,8 +54,9 @@ from nuggetbench.data import Corpus, Document, Queries, Run
 from nuggetbench.errors import InputError
 from nuggetbench.retrieval.bm25.index import tokenize_texts
 from nuggetbench.retrieval.models.loading import progress_bar
-from nuggetbench.retrieval.protocols import DocFilter, check_k
+from nuggetbench.retrieval.protocols import DocFilter, IndexBase, check_k
 from nuggetbench.retrieval.shardmap import Mapper, active, serial_map
+from nuggetbench.text.bm25s_private import private_api
 
 if TYPE_CHECKING:  # pragma: no cover
     from nuggetbench.retrieval.bm25.retriever import BM25
@@ -260,7 +261,7 @@ MAPPED_WINDOW = 4
 
 
 def _tokenize_chunk(retriever: BM25, chunk: list[Document], stem: Path, vocab: dict[str, int]):
-    tokens = retriever._tokenize([d.full_text for d in chunk], return_ids=True, show_progress=False)
+    tokens = retriever.tokenize([d.full_text for d in chunk], return_ids=True)
     lens, flat = _flat_ids(tokens.ids, len(chunk))
     _write_chunk(stem, chunk, vocab, list(tokens.vocab.items()), lens, flat)
 
@@ -366,12 +367,11 @@ def _stats_stage(work: Path, n_chunks: int, n_vocab: int, total: int, show: bool
 def _score_stage(
     retriever: BM25, work: Path, n_chunks, df, n_docs, avg_doc_len, show, mapper=None
 ) -> int:
-    from bm25s.scoring import _build_idf_array, _select_idf_scorer
-
-    idf = _build_idf_array(
+    bm25s_api = private_api()
+    idf = bm25s_api.build_idf_array(
         doc_frequencies={t: int(c) for t, c in enumerate(df)},
         n_docs=n_docs,
-        compute_idf_fn=_select_idf_scorer(retriever.method),
+        compute_idf_fn=bm25s_api.select_idf_scorer(retriever.method),
         dtype="float32",
     )
     pending = [i for i in range(n_chunks) if not (work / f"shard-{i:05d}.done").exists()]
@@ -424,8 +424,6 @@ def score_shard(
     Returns:
         The shard's number of documents.
     """
-    from bm25s.scoring import _select_tfc_scorer
-
     stem = Path(work) / f"chunk-{i:05d}"
     shard = Path(work) / f"shard-{i:05d}"
     lens = np.load(f"{stem}.lens.npy")
@@ -434,7 +432,7 @@ def score_shard(
     tok, doc, counts = _shard_pairs(tokens, lens)
     # the operand types of bm25s' _build_scores_and_indices_for_matrix: tf float32,
     # l_d an integer, l_avg a float64 scalar; idf float32; the product to float32
-    tfc = _select_tfc_scorer(method)(
+    tfc = private_api().select_tfc_scorer(method)(
         tf_array=counts.astype(np.float32),
         l_d=lens[doc],
         l_avg=avg_doc_len,
@@ -553,7 +551,7 @@ def search_shard(
 
 
 # --- searching -------------------------------------------------------------------------------
-class ShardedBM25Index:
+class ShardedBM25Index(IndexBase):
     """A sharded BM25 index (memory-mapped shards); :meth:`search` returns a :class:`Run`.
 
     Attributes:
@@ -619,13 +617,6 @@ class ShardedBM25Index:
             self._meta_cache = json.loads((self.folder / "shards.json").read_text("utf-8"))
         return self._meta_cache
 
-    @property
-    def name(self) -> str:
-        return self.retriever.name
-
-    def __len__(self) -> int:
-        return len(self.doc_ids)
-
     def search(
         self,
         queries: Queries,
@@ -646,7 +637,7 @@ class ShardedBM25Index:
         texts = [queries[q] for q in qids]
         if objective:
             texts = [f"{objective}\n{t}" for t in texts]
-        tokens = self.retriever._tokenize(texts, return_ids=False, show_progress=False)
+        tokens = self.tokenize(texts)
         vocab = self.vocab
         token_ids = [[vocab[t] for t in toks if t in vocab and t != ""] for toks in tokens]
         filtered = doc_filter or {}

@@ -29,7 +29,7 @@ import numpy as np
 from nuggetbench._atomic import atomic_write
 from nuggetbench._version import __version__
 from nuggetbench.data import Run, read_run, write_run
-from nuggetbench.retrieval.dense.topk import _with_empty_queries
+from nuggetbench.retrieval.models.topk import with_empty_queries
 from nuggetbench.retrieval.protocols import search, uses_objective
 from nuggetbench.store import Artifact, spec_file_name
 
@@ -101,7 +101,7 @@ class RunCache:
             if run is None:
                 run = read_run(trec)
             if meta.get("queries_without_results"):
-                run = _with_empty_queries(run, meta["queries_without_results"])
+                run = with_empty_queries(run, meta["queries_without_results"])
             metadata = dict(meta.get("metadata") or {}, cached=True, cached_depth=depth)
             cut = run.truncate(k)
             if cut is run and same and meta.get("tag"):  # the TREC file holds exactly this run

@@ -28,7 +28,7 @@ import numpy as np
 
 from nuggetbench.data import Run
 from nuggetbench.errors import InputError, UnknownNameError, suggest
-from nuggetbench.retrieval.dense.topk import _with_empty_queries
+from nuggetbench.retrieval.models.topk import with_empty_queries
 
 log = logging.getLogger(__name__)
 
@@ -224,5 +224,5 @@ def fuse(
     all_q = sorted(set().union(*(set(r.query_ids) for r in runs)))
     missing = sorted(set(all_q) - set(fused.query_ids))
     if missing:
-        fused = _with_empty_queries(fused, missing)
+        fused = with_empty_queries(fused, missing)
     return fused

@@ -13,8 +13,8 @@ import numpy as np
 from nuggetbench.data import Queries, Run
 from nuggetbench.errors import InputError
 from nuggetbench.retrieval import distributed
-from nuggetbench.retrieval.dense.topk import make_run, select_topk
 from nuggetbench.retrieval.models.plumbing import BlockIndex, contiguous
+from nuggetbench.retrieval.models.topk import make_run, select_topk
 from nuggetbench.retrieval.protocols import check_k
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,7 +27,7 @@ class DenseIndex(BlockIndex):
     Attributes:
         embeddings: (n_docs, dim) float32 array (memory-mapped when cached).
         doc_ids: ids of the rows.
-        stats: :class:`~nuggetbench.retrieval.dense.topk.TopKStats` of the last exact search.
+        stats: :class:`~nuggetbench.retrieval.models.topk.TopKStats` of the last exact search.
     """
 
     def __init__(
@@ -77,7 +77,7 @@ class DenseIndex(BlockIndex):
         r = self.retriever
         meta = self._meta(
             prompts=list(r.prompts_used()),
-            normalize=r._normalize(),
+            normalize=r.normalizes(),
             k=k,
             objective=objective or r.options["objective"],
         )

@@ -165,7 +165,9 @@ class DenseRetriever(ModelBacked, Composable):
             d = self.options["document_prompt"]
         return q, d
 
-    def _normalize(self) -> bool:
+    def normalizes(self) -> bool:
+        """Whether embeddings are L2-normalised (the ``normalize`` option, else whether the
+        model's similarity is cosine)."""
         if self.options["normalize"] is not None:
             return bool(self.options["normalize"])
         return (getattr(self.model, "similarity_fn_name", None) or "cosine") == "cosine"
@@ -195,7 +197,7 @@ class DenseRetriever(ModelBacked, Composable):
             texts,
             prompt=doc_prompt,
             batch_size=batch_size,
-            normalize_embeddings=self._normalize(),
+            normalize_embeddings=self.normalizes(),
             convert_to_numpy=True,
             show_progress_bar=False,
         )
@@ -216,7 +218,7 @@ class DenseRetriever(ModelBacked, Composable):
                 items,
                 prompt=q_prompt,
                 batch_size=batch_size,
-                normalize_embeddings=self._normalize(),
+                normalize_embeddings=self.normalizes(),
                 convert_to_numpy=True,
                 show_progress_bar=show_progress,
             )

@@ -165,7 +165,7 @@ class SparseIndex(BlockIndex):
     Attributes:
         matrix: ``scipy.sparse.csr_matrix`` (n_docs, vocab) float32.
         idf: per-term idf (vocab,) when the retriever uses ``idf=true``, else ``None``.
-        stats: :class:`~nuggetbench.retrieval.dense.topk.TopKStats` of the last search.
+        stats: :class:`~nuggetbench.retrieval.models.topk.TopKStats` of the last search.
     """
 
     def __init__(

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from nuggetbench.data import Corpus, Queries, Run
-from nuggetbench.retrieval.dense.topk import TopKStats, _with_empty_queries, search_topk, tie_keys
 from nuggetbench.retrieval.models import embcache
 from nuggetbench.retrieval.models.loading import (
     BatchBackoff,
@@ -30,6 +29,8 @@ from nuggetbench.retrieval.models.loading import (
     text_lengths,
     use_fp16,
 )
+from nuggetbench.retrieval.models.topk import TopKStats, search_topk, tie_keys, with_empty_queries
+from nuggetbench.retrieval.protocols import IndexBase
 from nuggetbench.spec import Options, format_colon_spec
 
 
@@ -149,10 +150,10 @@ class ModelBacked:
             },
         )
         missing = sorted(set(queries) - set(out.query_ids))
-        return _with_empty_queries(out, missing) if missing else out
+        return with_empty_queries(out, missing) if missing else out
 
 
-class BlockIndex:
+class BlockIndex(IndexBase):
     """Base of the indexes searched exactly in blocks with a running top-k.
 
     Attributes:
@@ -165,7 +166,6 @@ class BlockIndex:
 
     def __init__(self, retriever: Any, doc_ids: list[str], *, cache_path: str | None = None):
         self.retriever = retriever
-        self.name = retriever.name
         self.doc_ids = np.asarray(doc_ids, dtype=object)
         self.cache_path = cache_path
         self._ties = tie_keys(self.doc_ids)

@@ -58,7 +58,7 @@ from nuggetbench.llm.rankout import (
 )
 from nuggetbench.llm.secrets import key_name_problem
 from nuggetbench.retrieval.compose.pipeline import Composable
-from nuggetbench.retrieval.dense.topk import _with_empty_queries
+from nuggetbench.retrieval.models.topk import with_empty_queries
 from nuggetbench.retrieval.options import LLMListwiseOptions, LLMPointwiseOptions
 from nuggetbench.retrieval.protocols import check_k
 from nuggetbench.spec import format_literal
@@ -194,7 +194,7 @@ class _LLMReranker(Composable):
             },
         )
         missing = sorted(set(queries) - set(out.query_ids))
-        return _with_empty_queries(out, missing) if missing else out
+        return with_empty_queries(out, missing) if missing else out
 
     def rerank(
         self,

@@ -311,11 +311,11 @@ def make_run(
     run = Run(q, d, s, name=name, metadata=metadata)
     missing = set(all_qids.tolist()) - set(run.query_ids)
     if missing:
-        run = _with_empty_queries(run, sorted(missing))
+        run = with_empty_queries(run, sorted(missing))
     return run
 
 
-def _with_empty_queries(run: Run, missing: list[str]) -> Run:
+def with_empty_queries(run: Run, missing: list[str]) -> Run:
     qids, starts, docids, scores = run.arrays()
     lengths = dict(zip(qids.tolist(), np.diff(starts).tolist()))
     lengths.update({q: 0 for q in missing})
