@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 __all__ = [
+    "alongside",
     "idle_cpus",
     "in_background",
     "usable_cpus",
@@ -105,6 +106,31 @@ def in_background(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[
         return box.pop("value")
 
     return result
+
+
+U = TypeVar("U")
+
+
+def alongside(
+    foreground: Callable[[], U],
+    background: Callable[..., T],
+    *args: Any,
+    thread: bool = True,
+    **kwargs: Any,
+) -> tuple[U, T]:
+    """``(foreground(), background(*args, **kwargs))``, the two at once when *thread* is true:
+    *background* in a daemon thread (:func:`in_background`, named after it), *foreground* in
+    the caller's. An error of *foreground* is raised first (without waiting for the thread),
+    then *background*'s. Otherwise *foreground* runs first, then *background*. The C heap is
+    trimmed after each (:func:`trim_heap`): one stage's freed temporaries go back before the
+    next. The caller decides *thread* (its sizes, :func:`usable_cpus`).
+    """
+    waiter = in_background(background, *args, **kwargs) if thread else None
+    done = foreground()
+    trim_heap()
+    value = waiter() if waiter is not None else background(*args, **kwargs)
+    trim_heap()
+    return done, value
 
 
 _trim = None

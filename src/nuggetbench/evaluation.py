@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nuggetbench._runtime import in_background, trim_heap, usable_cpus
+from nuggetbench._runtime import alongside, usable_cpus
 from nuggetbench.compare import ComparisonReport, Summary, profile_summaries
 from nuggetbench.compare.runs import compare_runs
 from nuggetbench.data import Corpus, JsonlCorpus, Run, load_run
@@ -143,39 +143,64 @@ def evaluate_dataset(
         get_profile(profile)  # an unknown profile fails before any reading too
     if judgment_groups:
         return _evaluate_groups(dataset, run, measures, profile, trailing)
-    # the run file is read while the judgments load (two files, two threads: numpy and pyarrow
-    # release the GIL for their long steps); a judgments error is raised first, as before
-    run_result = (
-        None
-        if isinstance(run, Run)
-        else in_background(load_run, run, keep_rank=True, trailing=trailing, duplicates=duplicates)
-    )
-    target = _target(dataset, corpus, dict(options or {}))
+    target, run = _load(dataset, run, corpus, options, trailing=trailing, duplicates=duplicates)
     measures = measures or measure_keys(list(target.default_measures))
-    expanded = any(is_trec_spec(m) for m in measures)
     prof = get_profile(profile or target.default_profile)
-    if run_result is not None:
-        run = run_result()
-        trim_heap()  # the reader thread's freed temporaries (its own malloc arena): see _memory
-    sep = (target.metadata or {}).get("mean_of_groups")
-    # a long run is scored in a thread while the checks run (their log lines, then the
-    # measures', in that order, as one after the other): see MEASURES_BESIDE_CHECKS_MIN
-    scoring = (
-        in_background(evaluate_quietly, target.qrels, run, measures, profile=prof)
-        if not sep and run.n_entries >= MEASURES_BESIDE_CHECKS_MIN and usable_cpus() >= 2
-        else None
+    results, groups, findings = _check_and_score(target, run, measures, prof)
+    return _summarise(target, run, measures, prof, results, groups, findings)
+
+
+def _load(
+    dataset: Any, run: Any, corpus: Any, options: Any, *, trailing: str, duplicates: str | None
+) -> tuple[Target, Run]:
+    """The judgments and the run: a run file is read in a thread while the judgments load
+    (numpy and pyarrow release the GIL for their long steps); a judgments error comes first."""
+
+    def read_target() -> Target:
+        return _target(dataset, corpus, dict(options or {}))
+
+    if isinstance(run, Run):
+        return read_target(), run
+    return alongside(
+        read_target, load_run, run, keep_rank=True, trailing=trailing, duplicates=duplicates
     )
-    findings = check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
-    trim_heap()  # the checks' temporaries: see _memory
-    groups: dict[str, Results] = {}
-    if scoring is not None:
-        results = scoring()
-        log_query_sets(results, prof)
-    elif sep:  # a dataset scored as the mean of its groups (beir/cqadupstack's forums)
+
+
+def _check_and_score(
+    target: Target, run: Run, measures: list[str], prof: Profile
+) -> tuple[Results, dict[str, Results], list[Finding]]:
+    """The trap checks and the measures: a long run is scored in a thread while the checks run
+    (:data:`MEASURES_BESIDE_CHECKS_MIN`); the log lines come in the order of one after the
+    other (the checks', then the measures')."""
+
+    def check() -> list[Finding]:
+        return check_findings(target.qrels, run, target.corpus, metadata=target.metadata)
+
+    sep = (target.metadata or {}).get("mean_of_groups")
+    if sep:  # a dataset scored as the mean of its groups (beir/cqadupstack's forums)
+        findings = check()
         results, groups = evaluate_groups(target.qrels, run, measures, profile=prof, sep=sep)
-    else:
-        results = evaluate(target.qrels, run, measures, profile=prof)
-    trim_heap()
+        return results, groups, findings
+    beside = run.n_entries >= MEASURES_BESIDE_CHECKS_MIN and usable_cpus() >= 2
+    score = evaluate_quietly if beside else evaluate  # the quiet one logs after the checks
+    findings, results = alongside(
+        check, score, target.qrels, run, measures, profile=prof, thread=beside
+    )
+    if beside:
+        log_query_sets(results, prof)
+    return results, {}, findings
+
+
+def _summarise(
+    target: Target,
+    run: Run,
+    measures: list[str],
+    prof: Profile,
+    results: Results,
+    groups: dict[str, Results],
+    findings: list[Finding],
+) -> Evaluation:
+    """The :class:`Evaluation`: query-set findings, the family's or profile's summaries."""
     queries = query_findings(results, prof)
     if queries:  # the warnings give the counts: do not print them twice
         findings = [f for f in findings if f.kind != "query_overlap"]
@@ -186,7 +211,7 @@ def evaluate_dataset(
         summaries = profile_summaries(results, target.query_order, profile=prof)
     if groups:
         summaries = [_group_table(groups, results), *summaries]
-    shown = list(results.measures) if expanded else measures
+    shown = list(results.measures) if any(is_trec_spec(m) for m in measures) else measures
     return Evaluation(
         results, shown, prof.name, findings, summaries, list(target.notes), target, run
     )
