@@ -120,6 +120,9 @@ class DatasetFamily:
     name: ClassVar[str] = ""
     pattern: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    more_patterns: ClassVar[dict[str, str]] = {}
+    """Other id patterns the family serves, each with its one-line description (mMARCO's
+    cross-lingual ``mmarco/*/*``); :meth:`matches` accepts them."""
     default_measures: ClassVar[tuple[str, ...]] = ("nDCG@10", "R@100", "RR@10", "AP")
     default_profile: ClassVar[str] = "trec_eval -c"
     options: ClassVar[dict[str, Param]] = {}
@@ -134,7 +137,9 @@ class DatasetFamily:
         listed = self.ids()
         if listed:
             return dataset_id in listed
-        return dataset_id == self.pattern or fnmatch.fnmatchcase(dataset_id, self.pattern)
+        if dataset_id == self.pattern or fnmatch.fnmatchcase(dataset_id, self.pattern):
+            return True
+        return any(fnmatch.fnmatchcase(dataset_id, p) for p in self.more_patterns)
 
     def find(self, dataset_id: str) -> Path | None:
         """The local folder of *dataset_id*, or ``None`` when it has to be fetched."""

@@ -411,9 +411,12 @@ class MmarcoFamily(ModuleFamily):
     name = "mmarco"
     pattern = "mmarco/*"
     description = (
-        "mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 "
-        "languages; mmarco/<doc_lang>/<query_lang> for cross-lingual pairs"
+        "mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"
     )
+    more_patterns = {
+        "mmarco/*/*": "mMARCO cross-lingual: mmarco/<doc_lang>/<query_lang>, e.g. "
+        "mmarco/english/german"
+    }
     default_measures = DEFAULT_MEASURES
     options = params_table(
         Param("split", str, "dev", "dev (dev/small) or dev-full"),
@@ -426,6 +429,7 @@ class MmarcoFamily(ModuleFamily):
 
     def matches(self, dataset_id: str) -> bool:
         return dataset_id in self.ids() or fnmatch.fnmatchcase(dataset_id, "mmarco/*/*")
+        # (mmarco/* itself only for the listed languages: the ids above)
 
 
 FAMILY = MmarcoFamily()

@@ -35,7 +35,8 @@ __all__ = [
     "FAMILIES",
 ]
 
-#: Modules that register families, imported on the first lookup (append yours).
+#: Modules that register families, imported on the first lookup (append yours);
+#: ``tests/test_plugin_declarations.py`` holds it equal to the package's registering modules.
 FAMILY_MODULES: list[str] = [
     "nuggetbench.measures.trec.adhoc",
     "nuggetbench.measures.coverage",
