@@ -28,7 +28,7 @@ def main() -> None:
     from nuggetbench.compare import birco_summary
     from nuggetbench.data.formats.rankfile import check_pools, read_rank_file
     from nuggetbench.datasets import load_dataset
-    from nuggetbench.measures import evaluate
+    from nuggetbench.measures import score as evaluate
     from nuggetbench.measures.profiles import BIRCO_MEASURES
 
     names = sorted(p.parent.name for p in Path(args.data, "birco").glob("*/test_set.pickle"))

@@ -32,7 +32,7 @@ MEASURES = ["alpha_nDCG@10", "alpha_nDCG@20"]
 
 
 def trec_web_cases(folder: Path):
-    from nuggetbench.data import read_run
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats.diversity import load_nugget_qrels_file
 
     qrels = load_nugget_qrels_file(folder / "qrels" / "qrels.web.251-300.ndeval.txt")
@@ -110,7 +110,7 @@ def main() -> None:
 
     import ir_measures
 
-    from nuggetbench.measures import evaluate
+    from nuggetbench.measures import score as evaluate
     from nuggetbench.measures.profiles import freshstack_profile
 
     fresh = freshstack_profile()

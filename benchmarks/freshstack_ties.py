@@ -51,8 +51,9 @@ def main() -> None:
     from freshstack.datasets.util import nuggets_to_query_qrels
     from freshstack.retrieval.evaluation import EvaluateRetrieval
 
-    from nuggetbench.data import NuggetQrels, read_run
-    from nuggetbench.measures import evaluate
+    from nuggetbench.data import NuggetQrels
+    from nuggetbench.data import read_trec_run as read_run
+    from nuggetbench.measures import score as evaluate
     from nuggetbench.measures.profiles import Profile, nugget_queries
 
     qrels_nuggets, text = _benchmark(args.seed, args.queries)

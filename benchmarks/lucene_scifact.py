@@ -75,7 +75,7 @@ def main() -> None:
     os.environ["NUGGETBENCH_HOME"] = args.home or tempfile.mkdtemp(prefix="nb_lucene_")
 
     from nuggetbench.datasets import load_dataset
-    from nuggetbench.measures import evaluate
+    from nuggetbench.measures import score as evaluate
     from nuggetbench.retrieval import parse_retriever
     from nuggetbench.retrieval.bm25.retriever import BM25
 

@@ -131,8 +131,9 @@ def generate(
 
 
 def run_nuggetbench(qrels_path: Path, run_path: Path) -> tuple[float, dict[str, float]]:
-    from nuggetbench.data import read_qrels, read_run
-    from nuggetbench.measures import evaluate
+    from nuggetbench.data import read_trec_qrels as read_qrels
+    from nuggetbench.data import read_trec_run as read_run
+    from nuggetbench.measures import score as evaluate
 
     start = time.perf_counter()
     qrels = read_qrels(qrels_path)

@@ -78,7 +78,7 @@ def phase(name: str) -> dict:
     from tqdm.auto import tqdm  # noqa: F401
 
     import nuggetbench  # noqa: F401
-    from nuggetbench.data import read_qrels
+    from nuggetbench.data import read_trec_qrels as read_qrels
     from nuggetbench.datasets import load_dataset
     from nuggetbench.datasets.miracl import load as _warm  # noqa: F401  (imports out of the figure)
 

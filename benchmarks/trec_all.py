@@ -34,8 +34,9 @@ RENAMED["11pt_avg"] = LEGACY[-1]
 
 
 def run_nuggetbench(qrels_path: Path, run_path: Path, legacy: bool):
-    from nuggetbench.data import read_qrels, read_run
-    from nuggetbench.measures import evaluate
+    from nuggetbench.data import read_trec_qrels as read_qrels
+    from nuggetbench.data import read_trec_run as read_run
+    from nuggetbench.measures import score as evaluate
 
     start = time.perf_counter()
     qrels, run = read_qrels(qrels_path), read_run(run_path)

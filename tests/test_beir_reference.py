@@ -18,7 +18,7 @@ import pytest
 
 from nuggetbench.data import Qrels, Run
 from nuggetbench.errors import IdMismatchError
-from nuggetbench.measures import evaluate
+from nuggetbench.measures import score as evaluate
 
 beir_eval = pytest.importorskip("beir.retrieval.evaluation")
 beir_custom = pytest.importorskip("beir.retrieval.custom_metrics")

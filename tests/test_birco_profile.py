@@ -9,7 +9,8 @@ import pytest
 
 from nuggetbench.compare import birco_bootstrap, birco_summary
 from nuggetbench.data import Qrels, Run
-from nuggetbench.measures import evaluate, get_profile
+from nuggetbench.measures import get_profile
+from nuggetbench.measures import score as evaluate
 from nuggetbench.measures.profiles import BIRCO_MEASURES
 
 # --- a plain re-implementation of rank2metric.py's definitions (dicts and loops) -------------

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from nuggetbench.data import Document, InMemoryCorpus, Qrels, Run, read_run
+from nuggetbench.data import Document, InMemoryCorpus, Qrels, Run
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.data.checks import (
     check_corpus_coverage,
     check_findings,

@@ -241,7 +241,7 @@ def test_freshstack_queries_file_as_qrels_uses_freshstack_defaults(tmp_path):
 def test_profile_that_selects_no_query_is_an_error(tmp_path):
     from nuggetbench.data import Qrels, Run
     from nuggetbench.errors import InputError
-    from nuggetbench.measures import evaluate
+    from nuggetbench.measures import score as evaluate
 
     qrels = Qrels.from_dict({"q": {"a": 0, "b": 0}})
     run = Run.from_dict({"q": {"a": 1.0}})

@@ -64,8 +64,9 @@ def test_compare_json_and_csv(tmp_path):
 
 
 def test_compare_against_direct_scipy(tmp_path):
-    from nuggetbench.data import load_qrels, load_run
-    from nuggetbench.measures import evaluate
+    from nuggetbench.data import read_document_qrels as load_qrels
+    from nuggetbench.data import read_run as load_run
+    from nuggetbench.measures import score as evaluate
 
     root = _files(tmp_path, seed=4)
     qrels = load_qrels(root / "qrels.txt")

@@ -15,8 +15,9 @@ from nuggetbench.data import Qrels, Run
 from nuggetbench.datasets import registry
 from nuggetbench.datasets.registry import Entry, dataset_info, load_dataset
 from nuggetbench.errors import SpecError, UnknownNameError
-from nuggetbench.measures import evaluate, get_family, parse_measure
+from nuggetbench.measures import get_family, parse_measure
 from nuggetbench.measures import registry as measure_registry
+from nuggetbench.measures import score as evaluate
 from nuggetbench.retrieval import parse_retriever, retriever_params
 from nuggetbench.retrieval import spec as retrieval_spec
 from nuggetbench.retrieval.spec import register_retriever

@@ -11,12 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from nuggetbench.cli import cli
-from nuggetbench.data import Run, read_run
+from nuggetbench.data import Run
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.datasets import load_dataset
 from nuggetbench.datasets._ids import CQADUPSTACK_FORUMS
 from nuggetbench.errors import InputError
 from nuggetbench.evaluation import evaluate_dataset
-from nuggetbench.measures import evaluate
+from nuggetbench.measures import score as evaluate
 from test_datasets_beir import write_beir
 
 MEASURES = ["nDCG@10", "R@100", "RR@10", "P@2"]

@@ -13,17 +13,17 @@ from nuggetbench.data import (
     JsonlCorpus,
     Qrels,
     Run,
-    load_qrels,
-    load_run,
     read_beir_folder,
     read_beir_qrels,
     read_json_run,
-    read_qrels,
-    read_run,
     write_json_run,
     write_qrels,
     write_run,
 )
+from nuggetbench.data import read_document_qrels as load_qrels
+from nuggetbench.data import read_run as load_run
+from nuggetbench.data import read_trec_qrels as read_qrels
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.errors import DuplicateError, FormatError, InputError
 
 RUN = """\

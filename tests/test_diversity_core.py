@@ -10,7 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from nuggetbench.data import NuggetQrels, Run, read_run
+from nuggetbench.data import NuggetQrels, Run
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.data.formats.diversity import read_ndeval_qrels
 from nuggetbench.errors import InputError
 from nuggetbench.measures.diversity.core import DiversityScorer, RankedEntries, SubtopicTable

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from nuggetbench.data import read_run
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.data.formats.diversity import (
     load_nugget_qrels_file,
     read_freshstack_queries,

@@ -10,10 +10,12 @@ from collections import defaultdict
 
 import pytest
 
-from nuggetbench.data import NuggetQrels, Run, read_run
+from nuggetbench.data import NuggetQrels, Run
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.data.formats.diversity import load_nugget_qrels_file
 from nuggetbench.errors import InputError, SpecError
-from nuggetbench.measures import evaluate, get_profile, parse_measure
+from nuggetbench.measures import get_profile, parse_measure
+from nuggetbench.measures import score as evaluate
 from nuggetbench.measures.profiles import ndeval_profile
 
 

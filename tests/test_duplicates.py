@@ -10,10 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from nuggetbench.cli import cli
-from nuggetbench.data import Qrels, Run, load_run, read_run
+from nuggetbench.data import Qrels, Run
+from nuggetbench.data import read_run as load_run
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.data.formats.rankfile import read_rank_file
 from nuggetbench.errors import DuplicateError, InputError
-from nuggetbench.measures import evaluate
+from nuggetbench.measures import score as evaluate
 
 
 def test_run_first_occurrence_wins_and_warns(caplog):

@@ -64,7 +64,7 @@ def _files(tmp_path):
 
 
 def test_a_run_read_in_the_background_gives_the_values_of_a_run_read_first(tmp_path):
-    from nuggetbench.data import read_run
+    from nuggetbench.data import read_trec_run as read_run
 
     qrels, run = _files(tmp_path)
     from_file = evaluate_dataset(qrels, run, ["AP", "nDCG@10"]).results

@@ -189,7 +189,7 @@ def test_grouped_codes_equal_dictionary_encode(seed):
 def test_arrow_run_reader_reads_what_the_line_reader_reads(tmp_path, monkeypatch):
     """The pyarrow path (query ids by adjacent rows) and the regular reader give the same Run."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import read_run
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     rng = np.random.default_rng(3)
@@ -450,7 +450,7 @@ def test_arrow_qrels_reader_reads_what_the_line_reader_reads(tmp_path, monkeypat
     """A large regular qrels file read by the pyarrow path equals the pandas/line reader's, and
     a bad grade names the same line."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import read_qrels
+    from nuggetbench.data import read_trec_qrels as read_qrels
     from nuggetbench.data.formats import trec
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
     from nuggetbench.errors import FormatError
@@ -553,7 +553,7 @@ def test_arrow_run_reader_names_duplicate_lines_after_dropping_the_bytes(
 
     from nuggetbench.data.formats import trec
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
-    from nuggetbench.data.formats.sniff import load_run
+    from nuggetbench.data.formats.sniff import read_run as load_run
     from nuggetbench.errors import DuplicateError
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
@@ -652,7 +652,8 @@ def test_fast_readers_share_the_id_columns_they_parsed(tmp_path, monkeypatch):
     run's doc uniques and the qrels' doc id column, and the look-ups give the same answers."""
     pa = pytest.importorskip("pyarrow")
     from nuggetbench.data import lookup as _lookup
-    from nuggetbench.data import read_qrels, read_run
+    from nuggetbench.data import read_trec_qrels as read_qrels
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
     rng = np.random.default_rng(4)
@@ -929,7 +930,7 @@ def test_fast_reader_drops_the_bytes_once_they_parse(tmp_path, monkeypatch):
 @pytest.mark.parametrize("comment", [False, True])
 def test_fast_run_reader_names_the_line_of_a_non_finite_score(tmp_path, monkeypatch, comment):
     """The bytes are dropped after parsing: the error reads the file again for the line."""
-    from nuggetbench.data import read_run
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
     from nuggetbench.errors import FormatError
 
@@ -966,7 +967,7 @@ def test_fast_run_reader_names_the_line_of_a_non_finite_score_in_a_pipe(tmp_path
     """A pipe cannot be read again: the error takes the line from the bytes the reader kept."""
     import os
 
-    from nuggetbench.data import read_run
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
     from nuggetbench.errors import FormatError
 
@@ -992,9 +993,11 @@ def test_factorised_qrels_behave_as_column_qrels(seed, tmp_path, monkeypatch):
     columns give (ids differing only by case or zeros, documents never retrieved, judged ids
     shared by queries, a query filter)."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import Qrels, Run, read_qrels, read_run
+    from nuggetbench.data import Qrels, Run
+    from nuggetbench.data import read_trec_qrels as read_qrels
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
-    from nuggetbench.measures import evaluate
+    from nuggetbench.measures import score as evaluate
 
     monkeypatch.setattr(_arrow_trec, "MIN_BYTES", 1)
     rng = np.random.default_rng(seed)
@@ -1120,7 +1123,8 @@ def test_fast_reader_ids_stay_in_pyarrow_through_an_evaluation(tmp_path, monkeyp
     and the measures build no ``str`` per id; asking for them (``doc_codes``, ``arrays``)
     converts once, to the ids the careful reader reads."""
     pa = pytest.importorskip("pyarrow")
-    from nuggetbench.data import read_qrels, read_run
+    from nuggetbench.data import read_trec_qrels as read_qrels
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats import trec
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
     from nuggetbench.evaluation import evaluate_dataset
@@ -1181,7 +1185,7 @@ def test_duplicate_warning_names_the_document_from_pyarrow_ids(tmp_path, monkeyp
     """``duplicates='first'`` on the fast reader's pyarrow ids warns with the document id as
     text, as the careful reader does."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import read_run
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats import trec
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
 
@@ -1211,7 +1215,8 @@ def test_crlf_and_lone_cr_files_read_as_the_careful_reader_reads_them(
     a carriage return inside a line is left to the careful reader (the fast path declines it
     once, in ``read_columns``)."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import read_qrels, read_run
+    from nuggetbench.data import read_trec_qrels as read_qrels
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats import trec
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
 

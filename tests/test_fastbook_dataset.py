@@ -245,7 +245,7 @@ def test_real_bm25_scores_agree_with_the_authors_loops(shared_data, monkeypatch)
     modified_mrr / modified_recall applied to the retrieved passage texts."""
     from ftfy import fix_text
 
-    from nuggetbench.measures import evaluate
+    from nuggetbench.measures import score as evaluate
     from nuggetbench.retrieval.spec import parse_retriever
 
     monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from nuggetbench.data import NuggetQrels, Run
-from nuggetbench.measures import evaluate, get_profile
+from nuggetbench.measures import get_profile
+from nuggetbench.measures import score as evaluate
 from nuggetbench.measures.profiles import freshstack_profile
 
 fs_eval = pytest.importorskip("freshstack.retrieval.evaluation")

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nuggetbench.data import Run, read_run
+from nuggetbench.data import Run
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.data.formats import trec_arrow as arrow_trec
 from nuggetbench.data.ranking import rank_order
 from nuggetbench.errors import DuplicateError, FormatError
@@ -193,7 +194,7 @@ def test_arrow_qrels_reader_equals_regular_reader(tmp_path, monkeypatch, seed):
     near-qrels files (tabs, comments, blank lines, odd spacing, bad grades, duplicates,
     non-ASCII and invalid UTF-8 ids); irregular files decline it."""
     pytest.importorskip("pyarrow")
-    from nuggetbench.data import read_qrels
+    from nuggetbench.data import read_trec_qrels as read_qrels
 
     rng = np.random.default_rng(seed)
     took = []

@@ -200,7 +200,7 @@ def test_agrees_with_the_author_on_random_cases(seed):
 
 
 def test_evaluate_with_the_fastbook_profile():
-    from nuggetbench.measures import evaluate
+    from nuggetbench.measures import score as evaluate
 
     nugs = [
         Nugget("a.1", "a", spans=("Cats",)),
@@ -236,7 +236,7 @@ def test_selected_query_without_document_judgments_is_not_reported_as_ignored(pr
     scored, so it must not be listed among the run-only queries "ignored"; and a selected query
     absent from the run is scored 0, so it must be listed among the missing ones."""
     from nuggetbench.data import NuggetQrels
-    from nuggetbench.measures import evaluate
+    from nuggetbench.measures import score as evaluate
 
     nuggets = NuggetQrels.from_dict(
         {"a": ["a.1"], "z": ["z.1"], "m": ["m.1"], "u": ["u.1"]},

@@ -17,9 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nuggetbench.data import Qrels, Run, read_qrels, read_run
+from nuggetbench.data import Qrels, Run
+from nuggetbench.data import read_trec_qrels as read_qrels
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.errors import NuggetbenchError
-from nuggetbench.measures import evaluate, get_family, parse_measure
+from nuggetbench.measures import get_family, parse_measure
+from nuggetbench.measures import score as evaluate
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -8,9 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from nuggetbench.data import Qrels, Run, read_qrels, read_run
+from nuggetbench.data import Qrels, Run
+from nuggetbench.data import read_trec_qrels as read_qrels
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.errors import IdMismatchError, SpecError, UnknownNameError
-from nuggetbench.measures import EvalContext, Profile, Results, evaluate, read_results
+from nuggetbench.measures import EvalContext, Profile, Results, read_results
+from nuggetbench.measures import score as evaluate
 
 # q1: R = 3 at rel 1 (d1=2, d3=1, d4=1; d4 never retrieved), d2 judged non-relevant, d9 judged -1
 # q2: R = 1; q3: judged but absent from the run; q4: in the run only
@@ -237,7 +240,8 @@ def test_context_counts_once_and_hands_out_copies():
     caller changing the array it got changes nothing for the next caller; nDCG@k cut from the
     whole ranking's terms equals nDCG computed on the top-k view itself."""
     from nuggetbench.data import Qrels, Run
-    from nuggetbench.measures import EvalContext, evaluate
+    from nuggetbench.measures import EvalContext
+    from nuggetbench.measures import score as evaluate
     from nuggetbench.measures.gains import sum_by_query
 
     rng = np.random.default_rng(5)

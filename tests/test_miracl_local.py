@@ -12,7 +12,7 @@ from nuggetbench.data import Run
 from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import DatasetError, DownloadError
-from nuggetbench.measures import evaluate
+from nuggetbench.measures import score as evaluate
 
 CORPUS = [  # docid, title, text (synthetic)
     ("100#0", "東京", "東京都の天気は晴れです"),

@@ -72,7 +72,7 @@ def test_fast_reader_with_ids_in_a_thread_reads_what_the_careful_reader_reads(
 ):
     pytest.importorskip("pyarrow")
     from nuggetbench.data import lookup as _lookup
-    from nuggetbench.data import read_run
+    from nuggetbench.data import read_trec_run as read_run
     from nuggetbench.data.formats import trec
     from nuggetbench.data.formats import trec_arrow as _arrow_trec
 

@@ -18,13 +18,17 @@ import pytest
 from click.testing import CliRunner
 
 from nuggetbench.cli import cli
-from nuggetbench.data import Qrels, load_qrels, load_run, read_qrels, read_run
+from nuggetbench.data import Qrels
+from nuggetbench.data import read_document_qrels as load_qrels
+from nuggetbench.data import read_run as load_run
+from nuggetbench.data import read_trec_qrels as read_qrels
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.data.formats import safepickle
 from nuggetbench.data.formats.beir import read_beir_qrels, read_json_qrels, read_queries_jsonl
 from nuggetbench.data.formats.rankfile import read_rank_file
 from nuggetbench.data.formats.safepickle import safe_loads, to_builtin
 from nuggetbench.errors import DuplicateError, FormatError, InputError
-from nuggetbench.measures import evaluate
+from nuggetbench.measures import score as evaluate
 
 
 def _perfect_run(n_queries: int = 20, per_query: int = 60) -> tuple[str, str]:

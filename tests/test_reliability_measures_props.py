@@ -21,7 +21,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from nuggetbench.data import Qrels, Run  # noqa: E402
 from nuggetbench.errors import IdMismatchError  # noqa: E402
-from nuggetbench.measures import evaluate, get_family, parse_measure  # noqa: E402
+from nuggetbench.measures import get_family, parse_measure  # noqa: E402
+from nuggetbench.measures import score as evaluate  # noqa: E402
 
 EXAMPLES = 300
 PROPS = settings(

@@ -25,18 +25,11 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from nuggetbench.data import (  # noqa: E402
-    JsonlCorpus,
-    Qrels,
-    Queries,
-    Run,
-    load_qrels,
-    load_run,
-    read_qrels,
-    read_run,
-    write_qrels,
-    write_run,
-)
+from nuggetbench.data import JsonlCorpus, Qrels, Queries, Run, write_qrels, write_run  # noqa: E402
+from nuggetbench.data import read_document_qrels as load_qrels  # noqa: E402
+from nuggetbench.data import read_run as load_run  # noqa: E402
+from nuggetbench.data import read_trec_qrels as read_qrels  # noqa: E402
+from nuggetbench.data import read_trec_run as read_run  # noqa: E402
 from nuggetbench.data.formats.beir import (  # noqa: E402
     read_beir_qrels,
     read_json_qrels,

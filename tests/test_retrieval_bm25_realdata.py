@@ -41,7 +41,7 @@ def test_scifact_ndcg10_matches_bm25s(scifact, spec, published):
     value = ndcg10(scifact.qrels, run)
     assert abs(value - published) < 0.005, f"{spec}: nDCG@10 = {value:.4f}, published {published}"
     try:
-        from nuggetbench.measures import evaluate
+        from nuggetbench.measures import score as evaluate
     except ImportError:
         return
     results = evaluate(scifact.qrels, run, ["nDCG@10"])

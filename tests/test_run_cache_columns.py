@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from nuggetbench.data import Run, read_run
+from nuggetbench.data import Run
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.retrieval.compose import caching
 from nuggetbench.retrieval.compose.caching import RunCache
 from nuggetbench.retrieval.models.topk import with_empty_queries

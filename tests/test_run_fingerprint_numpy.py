@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nuggetbench.data.run import _factorize_ints
+from nuggetbench.data.columns import _factorize_ints
 
 
 @pytest.mark.parametrize("seed", range(5))

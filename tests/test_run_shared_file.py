@@ -10,7 +10,8 @@ import os
 import pytest
 
 from nuggetbench import _atomic, experiment
-from nuggetbench.data import read_run, write_run
+from nuggetbench.data import read_trec_run as read_run
+from nuggetbench.data import write_run
 from nuggetbench.experiment import run_experiment, slug
 from report_fixtures import beir_folder
 

@@ -22,7 +22,7 @@ from nuggetbench.cli import cli
 from nuggetbench.data import Qrels, Run
 from nuggetbench.errors import SpecError
 from nuggetbench.evaluation import evaluate_dataset, trec_eval_options, trec_eval_text
-from nuggetbench.measures import evaluate
+from nuggetbench.measures import score as evaluate
 from nuggetbench.measures.trec.names import is_trec_spec, trec_selection
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

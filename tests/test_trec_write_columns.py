@@ -8,7 +8,8 @@ import gzip
 import numpy as np
 import pytest
 
-from nuggetbench.data import Run, read_run, write_run
+from nuggetbench.data import Run, write_run
+from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.data.formats import trec_write as _trec_write
 from nuggetbench.data.formats.trec import _run_lines, format_score
 from nuggetbench.data.source import encode_id_text

@@ -20,9 +20,9 @@ _LAZY = {
     "Experiment": "nuggetbench.experiment:Experiment",
     "ComparisonReport": "nuggetbench.compare:ComparisonReport",
     # reading and writing (read_* detect the format; load_* are the older names)
-    "read_run": "nuggetbench.api:read_run",
+    "read_run": "nuggetbench.data:read_run",
     "read_qrels": "nuggetbench.api:read_qrels",
-    "load_run": "nuggetbench.api:load_run",
+    "load_run": "nuggetbench.data:read_run",
     "load_qrels": "nuggetbench.api:load_qrels",
     "read_results": "nuggetbench.measures:read_results",
     "write_run": "nuggetbench.data:write_run",

@@ -5,7 +5,9 @@ pandas DataFrames (ir_measures, PyTerrier), ir_measures records, files, a :class
 dataset id, on measures given as strings or ir_measures measure objects; everything is converted
 here, at the edge, and the measures layer sees only :class:`Qrels`, :class:`Run` and measure
 strings. ``nb.read_qrels`` / ``nb.read_run`` are the format-detecting readers (the older names
-``load_qrels`` / ``load_run`` are aliases).
+``load_qrels`` / ``load_run`` are aliases). ``nb.read_run`` *is* :func:`nuggetbench.data.read_run`
+(one name, one object); ``nb.read_qrels`` also reads the judgments files of the dataset families
+(a FreshStack queries file), which the data layer below the families cannot.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from nuggetbench.data import Qrels, Run, load_run
+from nuggetbench.data import Qrels, read_run
 from nuggetbench.data.convert import as_qrels, as_run
 from nuggetbench.datasets import Dataset, Target, is_dataset_id, load_target
 from nuggetbench.errors import InputError
 from nuggetbench.measures import Measure, Profile, Results
-from nuggetbench.measures import evaluate as _evaluate
+from nuggetbench.measures import score as _evaluate
 
 __all__ = ["evaluate", "read_qrels", "read_run", "load_qrels", "load_run"]
 
@@ -55,27 +57,9 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     return qrels
 
 
-def read_run(
-    path: str | Path, *, name: str | None = None, keep_rank: bool = False, trailing: str = "error"
-) -> Run:
-    """Read a run from a file, whatever its format: a TREC run (6 columns, ``.gz`` too), JSON
-    ``{qid: {docid: score}}``, or a rank file ``{qid: [docid, ...]}`` best first (a restricted
-    pickle or JSON, as BIRCO's).
-
-    Args:
-        path: the file.
-        name: the run's label (default: the TREC tag, else the file name).
-        keep_rank: keep a TREC file's rank column as ``run.input_ranks`` (ndeval's order).
-        trailing: TREC lines with more than six fields: ``"error"`` (default) or ``"ignore"``.
-
-    Raises:
-        InputError: the file does not exist; FormatError / DuplicateError from the readers.
-    """
-    return load_run(path, name=name, keep_rank=keep_rank, trailing=trailing)
-
-
 #: Older names of the format-detecting readers, kept as aliases.
 load_qrels = read_qrels
+load_run = read_run
 
 
 def evaluate(

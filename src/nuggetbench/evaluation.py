@@ -17,26 +17,14 @@ from typing import Any
 from nuggetbench._runtime import alongside, usable_cpus
 from nuggetbench.compare import ComparisonReport, Summary, profile_summaries
 from nuggetbench.compare.runs import compare_runs
-from nuggetbench.data import Corpus, JsonlCorpus, Run, load_run
+from nuggetbench.data import Corpus, JsonlCorpus, Run, read_run
 from nuggetbench.data.checks import Finding, check_findings
 from nuggetbench.data.formats.qrels_jg import read_qrels_jg
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError
-from nuggetbench.measures import (
-    EvalContext,
-    Profile,
-    Results,
-    evaluate,
-    evaluate_groups,
-    get_profile,
-)
-from nuggetbench.measures.compute import (
-    evaluate_quietly,
-    log_query_sets,
-    measure_keys,
-    measure_pairs,
-    plain_measures,
-)
+from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
+from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs, plain_measures
+from nuggetbench.measures.compute import score_quietly as evaluate_quietly
 from nuggetbench.measures.results import query_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
@@ -122,7 +110,7 @@ def evaluate_dataset(
         duplicates: a run file listing a (query, doc) pair twice: ``"first"`` (the first
             occurrence wins, with a warning), ``"error"``, or ``None`` (the format's default:
             ``"first"`` for rank files, ``"error"`` for TREC and JSON runs); see
-            :func:`nuggetbench.data.load_run`.
+            :func:`nuggetbench.data.read_run`.
         judgment_groups: *dataset* is a ``qrels_jg`` file (trec_eval ``-R qrels_jg``): every
             measure is averaged per query over the judgment groups (``map_avgjg``...).
 
@@ -162,7 +150,7 @@ def _load(
     if isinstance(run, Run):
         return read_target(), run
     return alongside(
-        read_target, load_run, run, keep_rank=True, trailing=trailing, duplicates=duplicates
+        read_target, read_run, run, keep_rank=True, trailing=trailing, duplicates=duplicates
     )
 
 
@@ -182,9 +170,9 @@ def _check_and_score(
         results, groups = evaluate_groups(target.qrels, run, measures, profile=prof, sep=sep)
         return results, groups, findings
     beside = run.n_entries >= MEASURES_BESIDE_CHECKS_MIN and usable_cpus() >= 2
-    score = evaluate_quietly if beside else evaluate  # the quiet one logs after the checks
+    scorer = evaluate_quietly if beside else score  # the quiet one logs after the checks
     findings, results = alongside(
-        check, score, target.qrels, run, measures, profile=prof, thread=beside
+        check, scorer, target.qrels, run, measures, profile=prof, thread=beside
     )
     if beside:
         log_query_sets(results, prof)
@@ -227,7 +215,7 @@ def _evaluate_groups(
     measures = list(measures or ["qrels_jg"])
     prof = get_profile(profile or "trec_eval")
     if not isinstance(run, Run):
-        run = load_run(run, trailing=trailing)
+        run = read_run(run, trailing=trailing)
     results = evaluate_judgment_groups(groups, run, measures, profile=prof)
     return Evaluation(results, list(results.measures), prof.name, run=run)
 
@@ -367,7 +355,7 @@ def compare_run_files(
         name = Path(path).stem
         if name in loaded:
             name = str(path)
-        loaded[name] = load_run(path, name=name)
+        loaded[name] = read_run(path, name=name)
     if isinstance(baseline, str) and baseline.isdigit() and baseline not in loaded:
         baseline = int(baseline)
     if isinstance(baseline, int):

@@ -25,11 +25,11 @@ from nuggetbench import home as _home
 from nuggetbench._atomic import atomic_write, copy_file
 from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport, compare
-from nuggetbench.data import Run, read_run, write_run
+from nuggetbench.data import Run, read_trec_run, write_run
 from nuggetbench.data.checks import Finding
 from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import InputError, UnknownNameError, suggest
-from nuggetbench.measures import Results, evaluate, get_profile, plain_measures
+from nuggetbench.measures import Results, get_profile, plain_measures, score
 from nuggetbench.measures.results import query_findings
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
 from nuggetbench.retrieval.distributed import ray_address, use_ray
@@ -275,7 +275,7 @@ def _load_outcome(name: str, entry: dict, folder: Path, read_runs: bool) -> Syst
     metadata = dict(entry.get("run_metadata") or {})
     run = None
     if read_runs and run_path is not None and run_path.exists():
-        run = read_run(run_path, name=name).with_name(name, metadata)
+        run = read_trec_run(run_path, name=name).with_name(name, metadata)
     return SystemOutcome(name, run, results, run_path, dict(entry.get("seconds") or {}), metadata)
 
 
@@ -576,7 +576,7 @@ def _run_one(
             run_path = _saving(exp, path, copy_file, source, path)
         else:
             run_path = _saving(exp, path, write_run, run, path, tag=slug(spec))
-    results = evaluate(dataset.qrels, run, exp.measures, profile=exp.profile)
+    results = score(dataset.qrels, run, exp.measures, profile=exp.profile)
     # a cached retriever builds its index inside the first search that misses the cache
     built = float(getattr(index, "index_seconds", 0.0))
     seconds = {"index": round(t1 - t0 + built, 3), "search": round(t2 - t1 - built, 3)}

@@ -12,7 +12,7 @@ from typing import Any
 from nuggetbench.compare.core import compare
 from nuggetbench.compare.reporting import ComparisonReport
 from nuggetbench.data.formats.rankfile import check_pools
-from nuggetbench.measures import evaluate, parse_measure
+from nuggetbench.measures import parse_measure, score
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def compare_runs(
         qrels: the judgments (a :class:`~nuggetbench.data.Qrels`).
         runs: ``{name: Run}`` or a sequence of runs (named by ``run.name``; duplicates get ``#2``...).
         measures: measure strings.
-        profile: evaluation profile name (default: ``evaluate``'s default).
+        profile: evaluation profile name (default: ``score``'s default).
         doc_filter: per-query candidate pools; each run is checked against them and the report's
             notes say how many ranked documents lie outside (they are not removed).
         **compare_options: passed to :func:`compare` (``baseline``, ``test``, ``correction``,
@@ -57,7 +57,7 @@ def compare_runs(
             check = check_pools(run, doc_filter, on_outside="report")
             if not check.ok:
                 notes.append(f"{name}: {check.describe()}")
-        res = evaluate(qrels, run, measures, **kwargs)
+        res = score(qrels, run, measures, **kwargs)
         missing = res.missing_queries
         if missing:
             notes.append(f"{name}: {len(missing)} judged queries are missing from the run")

@@ -13,8 +13,8 @@ from nuggetbench.data.formats.beir import (
     write_json_run,
     write_queries_jsonl,
 )
-from nuggetbench.data.formats.sniff import load_qrels, load_run
-from nuggetbench.data.formats.trec import read_qrels, read_run, write_qrels, write_run
+from nuggetbench.data.formats.sniff import read_document_qrels, read_run
+from nuggetbench.data.formats.trec import read_trec_qrels, read_trec_run, write_qrels, write_run
 from nuggetbench.data.nugget_qrels import Nugget, NuggetQrels
 from nuggetbench.data.qrels import Qrels
 from nuggetbench.data.ranking import rank_order
@@ -31,9 +31,9 @@ __all__ = [
     "Qrels",
     "Run",
     "rank_order",
-    "read_run",
+    "read_trec_run",
     "write_run",
-    "read_qrels",
+    "read_trec_qrels",
     "write_qrels",
     "read_beir_folder",
     "read_beir_qrels",
@@ -45,6 +45,6 @@ __all__ = [
     "write_corpus_jsonl",
     "write_queries_jsonl",
     "write_beir_qrels",
-    "load_run",
-    "load_qrels",
+    "read_run",
+    "read_document_qrels",
 ]

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from nuggetbench.data.columns import _as_str_array
 from nuggetbench.data.qrels import Qrels
 from nuggetbench.data.ranking import factorize_sorted
-from nuggetbench.data.run import _as_str_array
 from nuggetbench.errors import DuplicateError, InputError
 
 

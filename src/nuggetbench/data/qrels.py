@@ -10,6 +10,7 @@ import numpy as np
 
 from nuggetbench.data import arrow
 from nuggetbench.data._grouped import QueryGrouped
+from nuggetbench.data.columns import _as_str_array
 from nuggetbench.data.lookup import (
     as_objects,
     is_arrow,
@@ -19,7 +20,6 @@ from nuggetbench.data.lookup import (
     short_keys,
 )
 from nuggetbench.data.ranking import factorize_sorted
-from nuggetbench.data.run import _as_str_array
 from nuggetbench.data.source import INT64_MAX as _INT64_MAX
 from nuggetbench.data.source import INT64_MIN as _INT64_MIN
 from nuggetbench.data.source import parse_grade, short

@@ -81,7 +81,7 @@ def score_order(query_codes: np.ndarray, scores: np.ndarray) -> np.ndarray | Non
     any order; ``None`` when the entries are in that order already.
 
     It needs no doc id, so a reader computes it while the doc ids are still being factorised
-    (:func:`.trec.read_run`), and hands it to :func:`rank_codes`.
+    (:func:`.formats.trec.read_trec_run`), and hands it to :func:`rank_codes`.
 
     Args:
         query_codes: int array (n,).

@@ -35,7 +35,7 @@ import logging
 from pathlib import Path
 
 from nuggetbench import home as _home
-from nuggetbench.data import Qrels, Queries, read_qrels
+from nuggetbench.data import Qrels, Queries, read_trec_qrels
 from nuggetbench.data.formats.jsonl_index import write_jsonl_corpus
 from nuggetbench.datasets import hub
 from nuggetbench.datasets._ids import MIRACL_LANGUAGES as LANGUAGES
@@ -116,7 +116,7 @@ def _topics_from_raw(folder: Path, lang: str, split: str) -> tuple[Queries, Qrel
     if not topics or not qrels:
         return None
     queries = Queries(dict(hub.read_tsv_pairs(topics[0])))
-    return queries, read_qrels(qrels[0], name=f"miracl/{lang}")
+    return queries, read_trec_qrels(qrels[0], name=f"miracl/{lang}")
 
 
 def _topics_from_records(folder: Path, lang: str, split: str) -> tuple[Queries, Qrels] | None:

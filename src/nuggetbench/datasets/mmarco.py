@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nuggetbench import home as _home
-from nuggetbench.data import Document, Queries, read_beir_qrels, read_qrels
+from nuggetbench.data import Document, Queries, read_beir_qrels, read_trec_qrels
 from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus, write_jsonl_corpus
 from nuggetbench.datasets import hub
 from nuggetbench.datasets._ids import MMARCO_LANGUAGES as LANGUAGES
@@ -213,7 +213,7 @@ def _queries_folder(
         path = f"data/google/queries/dev/{name}"
         raw = _download(query_lang, split, path, dataset_id, revision, download)
         queries = Queries(dict(hub.read_tsv_pairs(raw)))
-    qrels = read_qrels(qrels_file, name=dataset_id)
+    qrels = read_trec_qrels(qrels_file, name=dataset_id)
     target = _home.home() / "mmarco" / query_lang
     write_split(target, split, queries.subset(qrels.query_ids), qrels)
     return target

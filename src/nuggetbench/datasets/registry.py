@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from nuggetbench import home as _home
-from nuggetbench.data import load_qrels
+from nuggetbench.data import read_document_qrels
 from nuggetbench.data.formats.diversity import load_nugget_qrels_file, sniff_nugget_qrels
 from nuggetbench.data.source import read_source
 from nuggetbench.datasets._ids import (
@@ -310,7 +310,7 @@ def _file_target(path: Path) -> Target:
             return family.load_file(path)
     if sniffed:
         return Target(load_nugget_qrels_file(path))
-    return Target(load_qrels(path))
+    return Target(read_document_qrels(path))
 
 
 def load_target(source: str | Path | Dataset, **options: Any) -> Target:

@@ -34,7 +34,7 @@ from nuggetbench.judging.grading import JUDGE_PROMPT, Judgment, judge_pairs
 from nuggetbench.judging.holes import text_lookups, write_json, write_rows
 from nuggetbench.llm.client import LLMClient
 from nuggetbench.llm.prompts import load_prompt
-from nuggetbench.measures import evaluate, get_profile
+from nuggetbench.measures import get_profile, score
 
 __all__ = [
     "AgreementOutcome",
@@ -111,12 +111,10 @@ def system_order_tau(
         ``(tau, human means, model means)``; tau is NaN with fewer than two runs.
     """
     h = {
-        n: float(evaluate(human, r, [measure], profile=profile).mean(measure))
-        for n, r in runs.items()
+        n: float(score(human, r, [measure], profile=profile).mean(measure)) for n, r in runs.items()
     }
     m = {
-        n: float(evaluate(model, r, [measure], profile=profile).mean(measure))
-        for n, r in runs.items()
+        n: float(score(model, r, [measure], profile=profile).mean(measure)) for n, r in runs.items()
     }
     if len(runs) < 2:
         return float("nan"), h, m

@@ -8,7 +8,7 @@ from typing import Any
 
 from nuggetbench.compare import compare
 from nuggetbench.data import Run
-from nuggetbench.data.formats.sniff import load_run
+from nuggetbench.data.formats.sniff import read_run
 from nuggetbench.datasets import Dataset
 from nuggetbench.datasets.registry import load_target
 from nuggetbench.errors import InputError
@@ -47,7 +47,7 @@ def load_judging_inputs(
         name = Path(path).stem
         if name in loaded:
             name = str(path)
-        loaded[name] = target.dataset.postprocess_run(load_run(path, name=name))
+        loaded[name] = target.dataset.postprocess_run(read_run(path, name=name))
     return target.dataset, loaded
 
 

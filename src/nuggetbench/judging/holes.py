@@ -33,7 +33,7 @@ from nuggetbench.errors import InputError
 from nuggetbench.judging.grading import JUDGE_PROMPT, Judgment, judge_pairs
 from nuggetbench.llm.client import LLMClient
 from nuggetbench.llm.prompts import load_prompt
-from nuggetbench.measures import evaluate
+from nuggetbench.measures import score
 
 __all__ = [
     "JudgeOutcome",
@@ -75,7 +75,7 @@ def find_holes(qrels: Qrels, runs: Mapping[str, Run], depth: int) -> list[tuple[
 def judged_at(qrels: Qrels, run: Run, depth: int) -> float:
     """Judged@*depth* of *run* (ir_measures' ``Judged@k``, profile ``trec_eval``), in [0, 1]."""
     return float(
-        evaluate(qrels, run, [f"Judged@{depth}"], profile="trec_eval").mean(f"Judged@{depth}")
+        score(qrels, run, [f"Judged@{depth}"], profile="trec_eval").mean(f"Judged@{depth}")
     )
 
 

@@ -1,11 +1,11 @@
-"""Measures: values parsed from strings, a family registry, profiles and ``evaluate()``.
+"""Measures: values parsed from strings, a family registry, profiles and ``score()``.
 
->>> from nuggetbench.measures import evaluate, parse_measure
+>>> from nuggetbench.measures import score, parse_measure
 >>> str(parse_measure("P(rel=2)@5"))
 'P(rel=2)@5'
 """
 
-from nuggetbench.measures.compute import evaluate, measure_keys, measure_pairs, plain_measures
+from nuggetbench.measures.compute import measure_keys, measure_pairs, plain_measures, score
 from nuggetbench.measures.context import UNJUDGED, EvalContext, Ranked
 from nuggetbench.measures.groups import evaluate_groups
 from nuggetbench.measures.measure import Measure, parse_measure, parse_measures
@@ -32,7 +32,7 @@ __all__ = [
     "EvalContext",
     "Ranked",
     "UNJUDGED",
-    "evaluate",
+    "score",
     "evaluate_groups",
     "measure_keys",
     "measure_pairs",

@@ -1,4 +1,4 @@
-"""``evaluate(qrels, run, measures, *, profile)``: the one entry point of the measures layer."""
+"""``score(qrels, run, measures, *, profile)``: the one entry point of the measures layer."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "aggregate_values",
-    "evaluate",
-    "evaluate_quietly",
+    "score",
+    "score_quietly",
     "log_query_sets",
     "measure_keys",
     "measure_pairs",
@@ -36,7 +36,7 @@ __all__ = [
 
 
 def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
-    """``(key, Measure)`` pairs of *measures* as :func:`evaluate` keys its results.
+    """``(key, Measure)`` pairs of *measures* as :func:`score` keys its results.
 
     A key is the measure as given (stripped; duplicates dropped). trec_eval's specs
     (``all_trec``, ``P.5,7,3``: :func:`~nuggetbench.measures.trec.names.is_trec_spec`) expand
@@ -119,9 +119,9 @@ def aggregate_values(values: np.ndarray, how: str) -> float:
 def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[str]:
     """The measures as callers should keep them: each string without surrounding whitespace
     (``" nDCG@10 "`` -> ``"nDCG@10"``), a :class:`Measure` as its canonical string, repeats
-    dropped. For plain measures these are the keys :func:`evaluate` gives its
+    dropped. For plain measures these are the keys :func:`score` gives its
     :class:`Results`, so stray whitespace can never make a lookup miss; trec_eval's specs
-    (``all_trec``, ``P.5,7,3``) are kept as given, and :func:`evaluate` expands them into
+    (``all_trec``, ``P.5,7,3``) are kept as given, and :func:`score` expands them into
     trec_eval's output names (``Results.measures``; see :func:`measure_pairs`).
 
     Raises:
@@ -160,7 +160,7 @@ def _provenance(qrels: Any, run: Any, profile: Profile) -> LazyProvenance:
     )
 
 
-def evaluate(
+def score(
     qrels: Qrels,
     run: Run,
     measures: str | Measure | Iterable[str | Measure],
@@ -189,14 +189,14 @@ def evaluate(
         IdMismatchError: run and qrels share no query id (with a hint when ids differ only by
             format, e.g. ``"1"`` vs ``"01"``).
     """
-    results = evaluate_quietly(qrels, run, measures, profile=profile)
+    results = score_quietly(qrels, run, measures, profile=profile)
     log_query_sets(results, profile)
     return results
 
 
 def log_query_sets(results: Results, profile: str | Profile = DEFAULT_PROFILE) -> None:
     """Log (info) the run queries ignored and the judged queries absent from the run, as
-    :func:`evaluate` does after computing *results* under *profile*."""
+    :func:`score` does after computing *results* under *profile*."""
     if results.run_only_queries:
         logger.info(
             "%d run queries have no judgments and were ignored", len(results.run_only_queries)
@@ -211,14 +211,14 @@ def log_query_sets(results: Results, profile: str | Profile = DEFAULT_PROFILE) -
         )
 
 
-def evaluate_quietly(
+def score_quietly(
     qrels: Qrels,
     run: Run,
     measures: str | Measure | Iterable[str | Measure],
     *,
     profile: str | Profile = DEFAULT_PROFILE,
 ) -> Results:
-    """:func:`evaluate` without its log lines (:func:`log_query_sets` writes them): for a caller
+    """:func:`score` without its log lines (:func:`log_query_sets` writes them): for a caller
     that computes the results in a thread and logs in order afterwards
     (:func:`nuggetbench.evaluation.evaluate_dataset`). Same arguments, value and errors."""
     prof = get_profile(profile)

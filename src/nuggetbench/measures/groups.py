@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nuggetbench.errors import InputError
-from nuggetbench.measures.compute import evaluate
+from nuggetbench.measures.compute import score
 from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.profiles import Profile, get_profile
 from nuggetbench.measures.registry import get_family
@@ -79,7 +79,7 @@ def evaluate_groups(
     for g in groups:
         q_ids = [q for q, gg in zip(judged, judged_groups) if gg == g]
         r_ids = [q for q, gg in zip(run_ids, run_groups) if gg == g]
-        per_group[g] = evaluate(
+        per_group[g] = score(
             qrels.filter_queries(q_ids), run.filter_queries(r_ids), measures, profile=prof
         )
     stray = [q for q, g in zip(run_ids, run_groups) if g not in groups]

@@ -24,7 +24,7 @@ from nuggetbench.compare.reporting import TIE_TOLERANCE  # one tie rule for the 
 from nuggetbench.corpus.spans import fix
 from nuggetbench.data import NuggetQrels
 from nuggetbench.errors import InputError
-from nuggetbench.measures import Results, evaluate
+from nuggetbench.measures import Results, score
 from nuggetbench.report.inputs import ReportInputs
 
 __all__ = ["ReportData", "build_report_data", "outcome", "TIE_TOLERANCE", "MISSING"]
@@ -152,7 +152,7 @@ def _depth(inputs: ReportInputs, depth: int) -> tuple[list[int], dict]:
     out: dict[str, dict[str, np.ndarray]] = {f: {} for f in families}
     profile = inputs.results["profile"]
     for name, run in inputs.runs.items():
-        res = evaluate(
+        res = score(
             inputs.qrels,
             run,
             [f"{f}@{k}" for f in families for k in ks],

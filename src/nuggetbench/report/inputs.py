@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nuggetbench.data import Corpus, Qrels, Queries, Run, load_run
+from nuggetbench.data import Corpus, Qrels, Queries, Run, read_run
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError
 from nuggetbench.experiment import Experiment, slug
@@ -124,7 +124,7 @@ def _run_path(name: str, entry: Mapping[str, Any], folder: Path) -> Path:
 def _read_checked(name: str, entry: Mapping[str, Any], folder: Path) -> Run:
     """Read one system's run; its fingerprint must be the one its results record."""
     path = _run_path(name, entry, folder)
-    run = load_run(path, name=name)
+    run = read_run(path, name=name)
     recorded = (entry.get("provenance") or {}).get("run_fingerprint")
     if recorded and recorded != run.fingerprint():
         raise InputError(

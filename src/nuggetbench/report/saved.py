@@ -17,10 +17,10 @@ from typing import Any
 from nuggetbench._atomic import atomic_write
 from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport
-from nuggetbench.data import load_run
+from nuggetbench.data import read_run
 from nuggetbench.datasets import Dataset, load_target
 from nuggetbench.evaluation import compare_run_files
-from nuggetbench.measures import evaluate
+from nuggetbench.measures import score
 
 __all__ = ["compare_to_folder"]
 
@@ -68,8 +68,8 @@ def compare_to_folder(
         name = str(Path(name).resolve())
     systems: dict[str, dict] = {}
     for system, path in _names(runs).items():
-        run = load_run(path, name=system)
-        entry = evaluate(target.qrels, run, report.measures, profile=profile_name).to_dict()
+        run = read_run(path, name=system)
+        entry = score(target.qrels, run, report.measures, profile=profile_name).to_dict()
         entry.update(run_file=str(path.resolve()), seconds={}, run_metadata=dict(run.metadata))
         systems[system] = entry
     results = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from nuggetbench.data.formats.beir import read_beir_qrels, read_json_qrels, read_json_run
 from nuggetbench.data.formats.rankfile import looks_like_rank_file, read_rank_file
-from nuggetbench.data.formats.trec import read_qrels, read_run_owned
+from nuggetbench.data.formats.trec import read_run_owned, read_trec_qrels
 from nuggetbench.data.qrels import Qrels
 from nuggetbench.data.run import DUPLICATE_POLICIES, Run
 from nuggetbench.data.source import read_source
@@ -24,7 +24,7 @@ def _first_data_line(data: bytes) -> bytes:
     return b""
 
 
-def load_run(
+def read_run(
     path: str | Path,
     *,
     name: str | None = None,
@@ -71,7 +71,7 @@ def load_run(
     )
 
 
-def load_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
+def read_document_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     """Read qrels from a TREC qrels file, a BEIR TSV (header row) or a JSON file (path read once)."""
     path = Path(path)
     data = read_source(path, what="qrels")
@@ -82,4 +82,4 @@ def load_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
         b"\t" in first and len(first.split(b"\t")) == 3 and len(first.split()) != 4
     ):  # a BEIR row has 3 tab-separated fields; a TREC qrels line 4 fields
         return read_beir_qrels(path, name=name, content=data)
-    return read_qrels(path, name=name, content=data)
+    return read_trec_qrels(path, name=name, content=data)

@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from nuggetbench._atomic import atomic_write
+from nuggetbench.data.columns import sorted_query_codes
 from nuggetbench.data.formats import trec_arrow as _arrow_trec
 from nuggetbench.data.formats import trec_write as _trec_write
 from nuggetbench.data.qrels import Qrels
 from nuggetbench.data.ranking import score_order
-from nuggetbench.data.run import Run, sorted_query_codes
+from nuggetbench.data.run import Run
 from nuggetbench.data.source import (
     ERRORS,
     INT64_MAX,
@@ -155,7 +156,7 @@ def _line_of_entry(data: bytes, index: int) -> int:
     return 0
 
 
-def read_run(
+def read_trec_run(
     path: str | Path,
     *,
     name: str | None = None,
@@ -176,7 +177,7 @@ def read_run(
             tag are ignored).
         duplicates: a (query, doc) pair on two lines: ``"error"`` (default, as trec_eval) or
             ``"first"`` (the first line wins, with a warning; see :class:`Run`).
-        content: the file's bytes when the caller has read them already (:func:`.io.load_run`
+        content: the file's bytes when the caller has read them already (:func:`..sniff.read_run`
             reads a pipe once); default: *path* is read once (see :func:`.source.read_source`).
 
     Ids keep their bytes: invalid UTF-8 bytes are never merged (see :func:`.source.decode_id_text`).
@@ -206,7 +207,7 @@ def read_run_owned(
     trailing: str = "error",
     duplicates: str = "error",
 ) -> Run:
-    """:func:`read_run` of the bytes in the one-item list *box*, which it empties: once the fast
+    """:func:`read_trec_run` of the bytes in the one-item list *box*, which it empties: once the fast
     path has parsed the columns, the file's bytes are dropped before the run is ranked (a run
     file's size less at the peak), unless *path* is not a regular file (a pipe cannot be read
     again to name the lines of a duplicate pair)."""
@@ -250,7 +251,7 @@ def read_run_owned(
 def _read_run_bytes(
     path: Path, raw: bytes, *, name: str | None, keep_rank: bool, trailing: str, duplicates: str
 ) -> Run:
-    """The regular (pandas or line-by-line) reader of :func:`read_run`."""
+    """The regular (pandas or line-by-line) reader of :func:`read_trec_run`."""
     data = _strip_comments(raw)
     if trailing not in ("error", "ignore"):
         raise InputError(f"trailing must be 'error' or 'ignore', got {trailing!r}")
@@ -288,7 +289,7 @@ def _read_run_bytes(
 def _read_run_arrow(
     path: Path, box: list[bytes], *, keep_rank: bool, kept: bytes = b""
 ) -> tuple | None:
-    """The pyarrow fast path of :func:`read_run`: ``(query uniques (sorted), query codes, doc
+    """The pyarrow fast path of :func:`read_trec_run`: ``(query uniques (sorted), query codes, doc
     uniques, doc codes, scores, the first line's tag or the file name, ranks or None, doc
     uniques as a pyarrow array, the score order)`` for :meth:`Run._from_codes`, or ``None``:
     use the regular reader.
@@ -326,7 +327,9 @@ def _read_run_arrow(
     return qu, qc, du, dc, scores, label, cols.get(3), doc_strings, order
 
 
-def read_qrels(path: str | Path, *, name: str | None = None, content: bytes | None = None) -> Qrels:
+def read_trec_qrels(
+    path: str | Path, *, name: str | None = None, content: bytes | None = None
+) -> Qrels:
     """Read a TREC qrels file (``query_id iteration doc_id relevance``; ``.gz`` read transparently).
 
     Grades are parsed exactly as integers (``9223372036854775807`` and ``2**53 + 1`` keep their
@@ -371,7 +374,7 @@ def _read_qrels_bytes(path: Path, raw: bytes, *, name: str | None) -> Qrels:
 
 
 def _read_qrels_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None) -> Qrels | None:
-    """The pyarrow fast path of :func:`read_qrels` (the iteration column is only counted), or
+    """The pyarrow fast path of :func:`read_trec_qrels` (the iteration column is only counted), or
     ``None``: use the regular reader (small or irregular files, see
     :func:`._arrow_trec.read_columns`). Columns stay factorised: each distinct grade string is
     parsed once and the entries are sorted by the ranks of the distinct ids."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nuggetbench.errors import InputError
-from nuggetbench.measures.compute import aggregate_values, evaluate, measure_pairs
+from nuggetbench.measures.compute import aggregate_values, measure_pairs, score
 from nuggetbench.measures.measure import Measure
 from nuggetbench.measures.profiles import Profile, get_profile
 from nuggetbench.measures.registry import get_family
@@ -54,7 +54,7 @@ def evaluate_judgment_groups(
     prof = get_profile(profile)
     measures = list(measures)
     families = {k: get_family(m.family) for k, m in measure_pairs(measures)}
-    per_group = [evaluate(qrels, run, measures, profile=prof) for qrels in groups.values()]
+    per_group = [score(qrels, run, measures, profile=prof) for qrels in groups.values()]
     keys = per_group[0].measures
     query_ids = sorted({q for res in per_group for q in res.query_ids})
     index = {q: i for i, q in enumerate(query_ids)}

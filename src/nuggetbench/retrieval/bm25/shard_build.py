@@ -1,0 +1,415 @@
+"""Building the sharded BM25 index (:mod:`.sharded`): the corpus tokenized chunk by chunk to
+token ids on disk, the global document frequencies and average length collected, then each chunk
+scored into a CSC shard with bm25s' own functions from the global statistics (so every stored
+score equals the single index's), resumable in ``<artifact>.partial/`` (a ``.done`` marker per
+chunk and shard). The per-chunk and per-shard functions are module-level, idempotent and write
+their marker last, so a mapper (:mod:`..shardmap`) may run them in this process or as Ray tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterable, Iterator
+from itertools import chain
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nuggetbench._atomic import atomic_write
+from nuggetbench.data import Corpus, Document
+from nuggetbench.errors import InputError
+from nuggetbench.retrieval.bm25.index import tokenize_texts
+from nuggetbench.retrieval.models.loading import progress_bar
+from nuggetbench.retrieval.shardmap import Mapper, active, serial_map
+from nuggetbench.text.bm25s_private import private_api
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nuggetbench.retrieval.bm25.retriever import BM25
+
+log = logging.getLogger(__name__)
+
+
+def _write_ids(ids: list[str], blob: Path, offsets: Path) -> None:
+    encoded = [s.encode("utf-8") for s in ids]
+    off = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=off[1:])
+    with atomic_write(blob, "wb") as fh:
+        fh.write(b"".join(encoded))
+    _save_npy(offsets, off)
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    with atomic_write(path, "wb") as fh:
+        np.save(fh, array)
+
+
+def _chunks(docs: Iterable[Document], size: int) -> Iterator[list[Document]]:
+    chunk: list[Document] = []
+    for doc in docs:
+        chunk.append(doc)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+# --- building --------------------------------------------------------------------------------
+def build_sharded(
+    retriever: BM25,
+    corpus: Corpus,
+    work: Path,
+    *,
+    shard_docs: int,
+    show_progress: bool = False,
+    mapper: Mapper | None = None,
+) -> dict[str, Any]:
+    """Run (or resume) the three stages in *work*; returns the build's summary.
+
+    Args:
+        retriever: the :class:`BM25` whose tokenizer and scoring parameters are used.
+        corpus: the corpus, read once in corpus order (``iter_documents``).
+        work: the partial folder (created; kept between attempts for resuming).
+        shard_docs: documents per chunk and shard (>= 1).
+        show_progress: tqdm bars (documents/s, ETA) per stage.
+        mapper: runs the per-chunk tokenizing and the per-shard scoring (:mod:`.shardmap`;
+            default: the active one, :func:`.shardmap.active`, else this process).
+
+    Returns:
+        ``{"n_docs", "n_shards", "n_vocab", "avg_doc_len", "resumed_chunks", "resumed_shards",
+        "stage_seconds"}`` (wall seconds of this attempt per stage).
+
+    Raises:
+        InputError: the corpus is empty or has no indexable term.
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    total = len(corpus)
+    vocab: dict[str, int] = {}
+    n_chunks, resumed_chunks = _tokenize_stage(
+        retriever, corpus, work, shard_docs, total, vocab, show_progress, mapper or active()
+    )
+    if n_chunks == 0:
+        raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
+    if not vocab:
+        raise InputError(
+            f"cannot index the corpus{' ' + repr(corpus.name) if corpus.name else ''}: none of "
+            f"its documents has an indexable term (every title and text is empty or made of "
+            f"stop words after {retriever.analyzer!r} analysis with stopwords="
+            f"{retriever.stopwords!r}); check the corpus's text fields, or index with "
+            "bm25:stopwords=none"
+        )
+    t1 = time.perf_counter()
+    df, n_docs, avg_doc_len = _stats_stage(work, n_chunks, len(vocab), total, show_progress)
+    t2 = time.perf_counter()
+    resumed_shards = _score_stage(
+        retriever, work, n_chunks, df, n_docs, avg_doc_len, show_progress, mapper
+    )
+    t3 = time.perf_counter()
+    return {
+        "n_docs": n_docs,
+        "n_shards": n_chunks,
+        "n_vocab": len(vocab),
+        "avg_doc_len": float(avg_doc_len),
+        "resumed_chunks": resumed_chunks,
+        "resumed_shards": resumed_shards,
+        "stage_seconds": {"tokenize": t1 - t0, "statistics": t2 - t1, "score": t3 - t2},
+    }
+
+
+def _tokenize_stage(
+    retriever: BM25,
+    corpus: Corpus,
+    work: Path,
+    shard_docs: int,
+    total: int,
+    vocab: dict[str, int],
+    show: bool,
+    mapper: Mapper | None = None,
+) -> tuple[int, int]:
+    """Tokenize the corpus chunk by chunk into *work*, growing the global *vocab* in corpus
+    order; returns ``(chunks, chunks resumed)``. With a *mapper* (a cluster), chunks are
+    tokenized :data:`MAPPED_WINDOW` at a time by :func:`tokenize_chunk_local` (each with its own
+    vocabulary) and then, in corpus order here, re-mapped to the global vocabulary by the code
+    the single process runs, so the files are the same bytes."""
+    bar = progress_bar(show, total, "bm25 tokenize")
+    n_chunks = resumed = 0
+    window: list[tuple[Path, list[Document]]] = []
+
+    def flush() -> int:
+        """Tokenize the window's unfinished chunks on the mapper, then finish all in order."""
+        todo = [(stem, chunk) for stem, chunk in window if not Path(f"{stem}.done").exists()]
+        if todo and mapper is not None:
+            mapper(
+                tokenize_chunk_local,
+                [([d.full_text for d in chunk], str(stem)) for stem, chunk in todo],
+                common={"tokenizer": retriever.tokenizer},
+                sizes=[len(chunk) for _, chunk in todo],
+                desc="bm25 tokenize chunks",
+            )
+        done_before = 0
+        for stem, chunk in window:
+            if Path(f"{stem}.done").exists():
+                added = json.loads(Path(f"{stem}.vocab.json").read_text(encoding="utf-8"))
+                for tok in added:
+                    vocab[tok] = len(vocab)
+                done_before += 1
+            elif mapper is not None:
+                _write_chunk(stem, chunk, vocab, *_read_local(stem))
+            else:
+                _tokenize_chunk(retriever, chunk, stem, vocab)
+            if bar is not None:
+                bar.update(len(chunk))
+        window.clear()
+        return done_before
+
+    size = MAPPED_WINDOW if mapper is not None else 1
+    try:
+        for i, chunk in enumerate(_chunks(corpus.iter_documents(), shard_docs)):
+            n_chunks += 1
+            window.append((work / f"chunk-{i:05d}", chunk))
+            if len(window) >= size:
+                resumed += flush()
+        resumed += flush()
+    finally:
+        if bar is not None:
+            bar.close()
+    if resumed:
+        log.info("bm25 sharded build: resumed %d of %d tokenized chunks", resumed, n_chunks)
+    return n_chunks, resumed
+
+
+MAPPED_WINDOW = 4
+"""Chunks tokenized at once on a cluster (their texts are held by the driver meanwhile)."""
+
+
+def _tokenize_chunk(retriever: BM25, chunk: list[Document], stem: Path, vocab: dict[str, int]):
+    tokens = retriever.tokenize([d.full_text for d in chunk], return_ids=True)
+    lens, flat = _flat_ids(tokens.ids, len(chunk))
+    _write_chunk(stem, chunk, vocab, list(tokens.vocab.items()), lens, flat)
+
+
+def _flat_ids(ids: list[list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lens, flat)``: each document's token count (``int64``) and all token ids in order."""
+    lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
+    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
+    return lens, flat
+
+
+def tokenize_chunk_local(texts: list[str], stem: str, *, tokenizer: tuple[str, str, str]) -> None:
+    """A cluster task: tokenize one chunk's *texts* with its own vocabulary (as
+    :func:`.bm25_index.tokenize_texts` with *tokenizer*) and write ``<stem>.local.npz``
+    (``lens``, ``flat`` token ids, the chunk vocabulary's ``tokens`` as UTF-8 bytes with
+    ``offsets`` and their ``ids``, in the order bm25s made it), atomically; running it twice writes the same bytes."""
+    tokens = tokenize_texts(texts, tokenizer=tokenizer, return_ids=True, show_progress=False)
+    lens, flat = _flat_ids(tokens.ids, len(texts))
+    items = list(tokens.vocab.items())
+    encoded = [t.encode("utf-8") for t, _ in items]  # no fixed-width array: tokens vary in length
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    with atomic_write(Path(f"{stem}.local.npz"), "wb") as fh:
+        np.savez(
+            fh,
+            lens=lens,
+            flat=flat,
+            tokens=np.frombuffer(b"".join(encoded), dtype=np.uint8),
+            offsets=offsets,
+            ids=np.array([i for _, i in items], dtype=np.int64),
+        )
+
+
+def _read_local(stem: Path) -> tuple[list[tuple[str, int]], np.ndarray, np.ndarray]:
+    """What :func:`tokenize_chunk_local` wrote: ``(vocabulary items, lens, flat)``."""
+    with np.load(f"{stem}.local.npz") as data:
+        blob, offsets = data["tokens"].tobytes(), data["offsets"].tolist()
+        tokens = [blob[a:b].decode("utf-8") for a, b in zip(offsets, offsets[1:])]
+        return list(zip(tokens, data["ids"].tolist())), data["lens"], data["flat"]
+
+
+def _write_chunk(
+    stem: Path,
+    chunk: list[Document],
+    vocab: dict[str, int],
+    local_items: list[tuple[str, int]],
+    lens: np.ndarray,
+    flat: np.ndarray,
+) -> None:
+    """Re-map one chunk's local token ids to the global *vocab* (new tokens appended in the
+    chunk vocabulary's order) and write the chunk's files, its ``.done`` marker last."""
+    remap = np.zeros(len(local_items), dtype=np.int32)
+    added: list[str] = []
+    for tok, local in local_items:
+        gid = vocab.get(tok)
+        if gid is None:
+            gid = vocab[tok] = len(vocab)
+            added.append(tok)
+        remap[local] = gid
+    _save_npy(Path(f"{stem}.tokens.npy"), remap[flat] if len(flat) else np.zeros(0, np.int32))
+    _save_npy(Path(f"{stem}.lens.npy"), lens)
+    _write_ids([d.doc_id for d in chunk], Path(f"{stem}.ids.bin"), Path(f"{stem}.ids.npy"))
+    with atomic_write(Path(f"{stem}.vocab.json")) as fh:
+        json.dump(added, fh, ensure_ascii=False)
+    Path(f"{stem}.done").touch()  # last: the chunk is complete
+    Path(f"{stem}.local.npz").unlink(missing_ok=True)
+
+
+def _shard_pairs(tokens: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (token, doc) pairs of one chunk sorted by token then doc, with their counts."""
+    n = len(lens)
+    doc = np.repeat(np.arange(n, dtype=np.int64), lens)
+    key = tokens.astype(np.int64) * max(n, 1) + doc
+    uniq, counts = np.unique(key, return_counts=True)
+    return uniq // max(n, 1), uniq % max(n, 1), counts
+
+
+def _stats_stage(work: Path, n_chunks: int, n_vocab: int, total: int, show: bool):
+    df = np.zeros(n_vocab, dtype=np.int64)
+    n_docs = 0
+    length_sum = 0
+    bar = progress_bar(show, total, "bm25 statistics")
+    try:
+        for i in range(n_chunks):
+            stem = work / f"chunk-{i:05d}"
+            tokens = np.load(f"{stem}.tokens.npy", mmap_mode="r")
+            lens = np.load(f"{stem}.lens.npy")
+            tok, _doc, _ = _shard_pairs(np.asarray(tokens), lens)
+            df += np.bincount(tok, minlength=n_vocab)
+            n_docs += len(lens)
+            length_sum += int(lens.sum())
+            if bar is not None:
+                bar.update(len(lens))
+    finally:
+        if bar is not None:
+            bar.close()
+    # bm25s: np.array(lengths).mean(); an integer sum below 2**53 is exact in float64, so this
+    # is the same float64 value.
+    avg_doc_len = np.float64(length_sum) / np.float64(n_docs)
+    return df, n_docs, avg_doc_len
+
+
+def _score_stage(
+    retriever: BM25, work: Path, n_chunks, df, n_docs, avg_doc_len, show, mapper=None
+) -> int:
+    bm25s_api = private_api()
+    idf = bm25s_api.build_idf_array(
+        doc_frequencies={t: int(c) for t, c in enumerate(df)},
+        n_docs=n_docs,
+        compute_idf_fn=bm25s_api.select_idf_scorer(retriever.method),
+        dtype="float32",
+    )
+    pending = [i for i in range(n_chunks) if not (work / f"shard-{i:05d}.done").exists()]
+    resumed = n_chunks - len(pending)
+    sizes = [
+        int(np.load(work / f"chunk-{i:05d}.lens.npy", mmap_mode="r").shape[0]) for i in pending
+    ]
+    common = {
+        "idf": idf,
+        "method": retriever.method,
+        "k1": retriever.k1,
+        "b": retriever.b,
+        "delta": retriever.delta,
+        "avg_doc_len": avg_doc_len,
+    }
+    (mapper or active() or serial_map)(
+        score_shard,
+        [(str(work), i) for i in pending],
+        common=common,
+        sizes=sizes,
+        desc="bm25 score shards",
+        show_progress=show,
+    )
+    if resumed:
+        log.info("bm25 sharded build: resumed %d of %d scored shards", resumed, n_chunks)
+    return resumed
+
+
+def score_shard(
+    work: str,
+    i: int,
+    *,
+    idf: np.ndarray,
+    method: str,
+    k1: float,
+    b: float,
+    delta: float,
+    avg_doc_len: np.float64,
+) -> int:
+    """Write shard *i*'s CSC score matrix (``shard-NNNNN.{data,indices,indptr}.npy``) from chunk
+    *i*'s token ids in the partial folder *work*, then its ``.done`` marker; idempotent (every
+    file written atomically, the marker last), so a retried call gives the same files.
+
+    Args:
+        work: the partial folder; i: the shard number.
+        idf: float32 ``(vocabulary,)`` global idf (bm25s' ``_build_idf_array``).
+        method, k1, b, delta: the BM25 variant and parameters.
+        avg_doc_len: the global average document length (float64).
+
+    Returns:
+        The shard's number of documents.
+    """
+    stem = Path(work) / f"chunk-{i:05d}"
+    shard = Path(work) / f"shard-{i:05d}"
+    lens = np.load(f"{stem}.lens.npy")
+    n_vocab = len(idf)
+    tokens = np.asarray(np.load(f"{stem}.tokens.npy", mmap_mode="r"))
+    tok, doc, counts = _shard_pairs(tokens, lens)
+    # the operand types of bm25s' _build_scores_and_indices_for_matrix: tf float32,
+    # l_d an integer, l_avg a float64 scalar; idf float32; the product to float32
+    tfc = private_api().select_tfc_scorer(method)(
+        tf_array=counts.astype(np.float32),
+        l_d=lens[doc],
+        l_avg=avg_doc_len,
+        k1=k1,
+        b=b,
+        delta=delta,
+    )
+    data = (idf[tok] * tfc).astype(np.float32)
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount(tok, minlength=n_vocab), out=indptr[1:])
+    _save_npy(Path(f"{shard}.data.npy"), data)
+    _save_npy(Path(f"{shard}.indices.npy"), doc.astype(np.int32))
+    _save_npy(Path(f"{shard}.indptr.npy"), indptr)
+    Path(f"{shard}.done").touch()
+    return len(lens)
+
+
+def finish(work: Path, staging: Path, n_chunks: int, vocab: dict[str, int] | None = None) -> None:
+    """Link (or copy) the shards, the vocabulary and the concatenated doc ids from *work* into *staging*."""
+    vocab = vocab if vocab is not None else _replay_vocab(work, n_chunks)
+    with atomic_write(staging / "vocab.json") as fh:
+        json.dump(vocab, fh, ensure_ascii=False)
+    blobs: list[bytes] = []
+    offsets = [np.zeros(1, dtype=np.int64)]
+    base = 0
+    for i in range(n_chunks):
+        stem = work / f"chunk-{i:05d}"
+        off = np.load(f"{stem}.ids.npy")
+        blobs.append(Path(f"{stem}.ids.bin").read_bytes())
+        offsets.append(off[1:] + base)
+        base += int(off[-1])
+        for part in ("data", "indices", "indptr"):
+            src, dst = work / f"shard-{i:05d}.{part}.npy", staging / f"shard-{i:05d}.{part}.npy"
+            try:  # a link: the partial folder stays whole until the artifact is in place
+                os.link(src, dst)
+            except OSError:
+                shutil.copyfile(src, dst)
+    with atomic_write(staging / "doc_ids.bin", "wb") as fh:
+        for blob in blobs:
+            fh.write(blob)
+    _save_npy(staging / "doc_ids.offsets.npy", np.concatenate(offsets))
+    sizes = [int(len(o)) for o in offsets[1:]]
+    with atomic_write(staging / "shards.json") as fh:
+        json.dump({"shard_sizes": sizes}, fh)
+
+
+def _replay_vocab(work: Path, n_chunks: int) -> dict[str, int]:
+    vocab: dict[str, int] = {}
+    for i in range(n_chunks):
+        for tok in json.loads((work / f"chunk-{i:05d}.vocab.json").read_text(encoding="utf-8")):
+            vocab[tok] = len(vocab)
+    return vocab
