@@ -240,24 +240,69 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
     """
     _check_keys("plan", raw, SECTIONS, where)
     check_values(raw, where)
-    q = _table(raw, "questions", where)
-    _check_keys(
-        "questions",
-        q,
-        {
-            "source",
-            "format",
-            "tags",
-            "tags_mode",
-            "since",
-            "until",
-            "min_score",
-            "limit",
-            "on_error",
-            "top_k",
-        },
-        where,
+    questions = _questions_section(raw, base, where)
+    repos = _repos_section(raw, base, where)
+    corpus = _corpus_section(raw, where)
+    llm = _llm_section(raw, where)
+    nug = _options(
+        NuggetOptions, "nuggets", _table(raw, "nuggets", where), where, {"prompt_version": "prompt"}
     )
+    rewrite = _options(RewriteOptions, "rewrite", _table(raw, "rewrite", where), where)
+    pooling = _options(PoolOptions, "pooling", _table(raw, "pooling", where), where)
+    judge = _options(
+        JudgeOptions, "judge", _table(raw, "judge", where), where, {"prompt_version": "prompt"}
+    )
+    filt_out = _options(FilterOptions, "filter", _table(raw, "filter", where), where)
+    labels, formula = _calibration_section(raw, base, where)
+    output = _resolve(base, raw.get("output", "benchmark"))
+    name = str(raw.get("name") or output.name)
+    return Plan(
+        name,
+        output,
+        questions,
+        repos,
+        corpus,
+        llm,
+        nug,
+        rewrite,
+        pooling,
+        judge,
+        filt_out,
+        labels,
+        None,
+        raw,
+        formula,
+    )
+
+
+_QUESTION_KEYS = {
+    "source",
+    "format",
+    "tags",
+    "tags_mode",
+    "since",
+    "until",
+    "min_score",
+    "limit",
+    "on_error",
+    "top_k",
+}
+_CORPUS_KEYS = {
+    "max_tokens",
+    "tokenizer",
+    "max_file_bytes",
+    "skip_extensions",
+    "extra_skip_extensions",
+    "keep_extensions",
+    "exclude",
+    "include_hidden",
+}
+
+
+def _questions_section(raw: dict[str, Any], base: Path, where: str) -> QuestionsSpec:
+    """``[questions]``: the source file and the filter of the questions kept."""
+    q = _table(raw, "questions", where)
+    _check_keys("questions", q, _QUESTION_KEYS, where)
     if "source" not in q:
         raise InputError(f"{where}: [questions] source is required (a Posts.xml or a JSONL file)")
     filt = QuestionFilter(
@@ -268,13 +313,17 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
         q.get("min_score"),
         q.get("limit"),
     )
-    questions = QuestionsSpec(
+    return QuestionsSpec(
         _resolve(base, q["source"]),
         q.get("format", "auto"),
         filt,
         q.get("on_error", "skip"),
         int(q.get("top_k", 25)),
     )
+
+
+def _repos_section(raw: dict[str, Any], base: Path, where: str) -> tuple[RepoSource, ...]:
+    """``[[repos]]``: at least one, names distinct."""
     repo_rows = raw.get("repos", [])
     if not isinstance(repo_rows, list) or not repo_rows:
         raise InputError(
@@ -288,26 +337,22 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
     names = [r.name for r in repos]
     if len(set(names)) != len(names):
         raise InputError(f"{where}: repository names must be distinct, got {names}")
+    return tuple(repos)
+
+
+def _corpus_section(raw: dict[str, Any], where: str) -> CorpusOptions:
+    """``[corpus]``: chunking options; the skipped extensions adjusted by ``extra_`` / ``keep_``."""
     c = dict(_table(raw, "corpus", where))
-    _check_keys(
-        "corpus",
-        c,
-        {
-            "max_tokens",
-            "tokenizer",
-            "max_file_bytes",
-            "skip_extensions",
-            "extra_skip_extensions",
-            "keep_extensions",
-            "exclude",
-            "include_hidden",
-        },
-        where,
-    )
+    _check_keys("corpus", c, _CORPUS_KEYS, where)
     skip = set(c.pop("skip_extensions", CorpusOptions.skip_extensions))
     skip |= {e.lower() for e in c.pop("extra_skip_extensions", ())}
     skip -= {e.lower() for e in c.pop("keep_extensions", ())}
-    corpus = _options(CorpusOptions, "corpus", {**c, "skip_extensions": frozenset(skip)}, where)
+    return _options(CorpusOptions, "corpus", {**c, "skip_extensions": frozenset(skip)}, where)
+
+
+def _llm_section(raw: dict[str, Any], where: str) -> LLMSettings:
+    """``[llm]`` with ``[budget]`` and the model's ``[prices]``, over the environment's
+    settings."""
     llm_t = dict(_table(raw, "llm", where))
     budget = _table(raw, "budget", where)
     _check_keys("budget", budget, {"max_calls", "max_cost_usd"}, where)
@@ -321,7 +366,7 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
     elif isinstance(price, list | tuple):
         price = (float(price[0]), float(price[1]))
     try:
-        llm = LLMSettings.from_env(
+        return LLMSettings.from_env(
             **llm_t,
             max_calls=budget.get("max_calls"),
             max_cost_usd=budget.get("max_cost_usd"),
@@ -329,15 +374,10 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
         )
     except TypeError as exc:
         raise InputError(f"{where}: [llm] {exc}") from None
-    nug = _options(
-        NuggetOptions, "nuggets", _table(raw, "nuggets", where), where, {"prompt_version": "prompt"}
-    )
-    rewrite = _options(RewriteOptions, "rewrite", _table(raw, "rewrite", where), where)
-    pooling = _options(PoolOptions, "pooling", _table(raw, "pooling", where), where)
-    judge = _options(
-        JudgeOptions, "judge", _table(raw, "judge", where), where, {"prompt_version": "prompt"}
-    )
-    filt_out = _options(FilterOptions, "filter", _table(raw, "filter", where), where)
+
+
+def _calibration_section(raw: dict[str, Any], base: Path, where: str) -> tuple[Path | None, str]:
+    """``[calibration]``: the human labels file and the formula."""
     cal = _table(raw, "calibration", where)
     _check_keys("calibration", cal, {"labels", "formula"}, where)
     labels = _resolve(base, cal["labels"]) if cal.get("labels") else None
@@ -348,25 +388,7 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
             "(freshstack: the paper's equations 2-4; strict: hallucinated nuggets also left out "
             "of precision and recall)"
         )
-    output = _resolve(base, raw.get("output", "benchmark"))
-    name = str(raw.get("name") or output.name)
-    return Plan(
-        name,
-        output,
-        questions,
-        tuple(repos),
-        corpus,
-        llm,
-        nug,
-        rewrite,
-        pooling,
-        judge,
-        filt_out,
-        labels,
-        None,
-        raw,
-        formula,
-    )
+    return labels, formula
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -130,7 +130,7 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         self._rels = r
 
     @classmethod
-    def _from_codes(
+    def from_codes(
         cls,
         query_uniques: np.ndarray,
         query_codes: np.ndarray,
@@ -194,6 +194,8 @@ class Qrels(QueryGrouped, Mapping[str, dict[str, int]]):
         qrels.metadata = dict(metadata or {})
         qrels.nuggets = None
         return qrels
+
+    _from_codes = from_codes  # the older, private name
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, int]], **kwargs: Any) -> Qrels:

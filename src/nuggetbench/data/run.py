@@ -216,7 +216,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         self.metadata = dict(metadata or {})
 
     @classmethod
-    def _from_codes(
+    def from_codes(
         cls,
         query_uniques: np.ndarray,
         query_codes: np.ndarray,
@@ -271,6 +271,8 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             share_strings(run._doc_uniques, doc_strings)
         return run
 
+    _from_codes = from_codes  # the older, private name
+
     # --- constructors -------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Mapping[str, Mapping[str, float]], **kwargs: Any) -> Run:
@@ -301,7 +303,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         return cls(q, d, s, **kwargs)
 
     @classmethod
-    def _from_ranked_arrays(
+    def from_ranked_arrays(
         cls,
         qids: np.ndarray,
         starts: np.ndarray,
@@ -328,6 +330,8 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
         run.metadata = dict(metadata or {})
         run.input_sorted = input_sorted
         return run
+
+    _from_ranked_arrays = from_ranked_arrays  # the older, private name
 
     # --- mapping protocol ----------------------------------------------------------------
     def __getitem__(self, query_id: str) -> list[tuple[str, float]]:
@@ -486,7 +490,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
             qcodes = (np.cumsum(keep_q) - 1)[qcodes]
             qids = self._qids[keep_q]
         starts = np.searchsorted(qcodes, np.arange(len(qids) + 1)).astype(np.int64)
-        return Run._from_ranked_arrays(
+        return Run.from_ranked_arrays(
             qids,
             starts,
             self._docids_subset(keep),
@@ -501,7 +505,7 @@ class Run(QueryGrouped, Mapping[str, list[tuple[str, float]]]):
 
     def with_name(self, name: str | None, metadata: dict | None = None) -> Run:
         """The same entries under another name (and optionally other metadata)."""
-        return Run._from_ranked_arrays(
+        return Run.from_ranked_arrays(
             self._qids,
             self._starts,
             self._docids_cache,

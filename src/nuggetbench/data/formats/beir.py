@@ -73,7 +73,7 @@ def read_beir_qrels(
         q.append(queries.setdefault(qid, len(queries)))
         d.append(docs.setdefault(did, len(docs)))
         r.append(grade)
-    return Qrels._from_codes(
+    return Qrels.from_codes(
         np.array(list(queries), dtype=object),
         np.asarray(q, dtype=np.int64),
         np.array(list(docs), dtype=object),

@@ -227,7 +227,7 @@ def read_run_owned(
                 trailing=trailing,
                 duplicates=duplicates,
             )
-        return Run._from_codes(
+        return Run.from_codes(
             *columns[:5],
             name=name or columns[5],
             metadata={"source": str(path)},
@@ -291,7 +291,7 @@ def _read_run_arrow(
 ) -> tuple | None:
     """The pyarrow fast path of :func:`read_trec_run`: ``(query uniques (sorted), query codes, doc
     uniques, doc codes, scores, the first line's tag or the file name, ranks or None, doc
-    uniques as a pyarrow array, the score order)`` for :meth:`Run._from_codes`, or ``None``:
+    uniques as a pyarrow array, the score order)`` for :meth:`Run.from_codes`, or ``None``:
     use the regular reader.
 
     *box* holds the file's bytes; once they parse, :func:`._arrow_trec.read_columns` empties it
@@ -385,7 +385,7 @@ def _read_qrels_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None) 
         return None
     (qu, qc), (du, dc, doc_strings), (ru, rc) = cols[0], cols[2], cols[3]
     grades = _parse_grade_uniques(ru, rc, path, raw)
-    return Qrels._from_codes(
+    return Qrels.from_codes(
         qu,
         qc,
         du,

@@ -135,76 +135,18 @@ def read_columns(
     if lone_carriage_return(data):
         return None  # pyarrow ends a row there, the line reader does not
     names = [f"c{i}" for i in range(n_columns)]
-    types = {
-        "ids": pa.string(),
-        "grouped_ids": pa.string(),
-        "labels": pa.string(),
-        "float": pa.float64(),
-        "int": pa.int64(),
-    }
     try:
-        table = pcsv.read_csv(
-            pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=names, block_size=BLOCK_SIZE),
-            parse_options=pcsv.ParseOptions(
-                delimiter=delimiter,
-                quote_char=False,
-                double_quote=False,
-                escape_char=False,
-                newlines_in_values=False,
-                ignore_empty_lines=True,
-            ),
-            convert_options=pcsv.ConvertOptions(
-                column_types={names[i]: types[kind] for i, kind in wanted.items()},
-                include_columns=[names[i] for i in sorted(wanted)],
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                null_values=[],
-            ),
-        )
-        # Every line has exactly n_columns - 1 delimiters (no double, leading or trailing one):
-        # pyarrow refuses a row with another number of fields ("Expected 6 columns, got 7"),
-        # and rows are lines because a carriage return not ending a line (where pyarrow would
-        # also end a row) was refused above. No count over the whole file (0.3 s at 10M lines).
-        for i, kind in wanted.items():
-            column = table.column(names[i])
-            if column.null_count:
-                return None
-            is_text = kind in ("ids", "grouped_ids", "labels") and len(column)
-            if is_text and pc.min(pc.binary_length(column)).as_py() == 0:
-                return None  # an empty field: let the careful reader explain
+        table = _parse(pa, pcsv, data, delimiter, names, wanted)
+        if table is None:
+            return None
         if box is not None:
             box.clear()
         del data
         # the parser's blocks are free now: hand them back before the ids are factorised (the
         # run reader's peak on 1M lines: 245-249 MB before, 214-222 MB after)
         pa.default_memory_pool().release_unused()
-        out: dict[int, object] = {}
-        if background_ids and table.num_rows >= BACKGROUND_MIN and usable_cpus() >= 2:
-            for i in [i for i in sorted(wanted) if wanted[i] == "ids"]:
-                out[i] = in_background(_id_codes, [table.column(names[i])])
-                table = table.drop_columns([names[i]])
-        # numbers first, ids last, each column dropped from the table once converted: the
-        # table's memory shrinks while the ids' codes are built
-        for i in sorted(wanted, key=lambda i: wanted[i] in ("ids", "grouped_ids", "labels")):
-            if i in out:
-                continue
-            kind = wanted[i]
-            column = table.column(names[i]).combine_chunks()
-            table = table.drop_columns([names[i]])
-            if kind == "ids":
-                holder, column = [column], None
-                out[i] = _id_codes(holder)
-            elif kind in ("grouped_ids", "labels"):
-                out[i] = _grouped_codes(column) if kind == "grouped_ids" else None
-                if out[i] is None:
-                    dictionary, codes = _factorize(column, by_keys=kind != "labels")
-                    uniques = arrow.to_numpy(dictionary)
-                    out[i] = (uniques.astype(object, copy=False), codes)
-            else:
-                out[i] = arrow.to_numpy(column)
-            column = None
-        del table, column
+        holder, table = [table], None  # _convert drops each column as it goes
+        out = _convert(holder, names, wanted, background_ids=background_ids)
         # hand the parser's freed blocks back to the system: numpy's and Python's allocations
         # that follow cannot reuse memory kept by pyarrow's pool (a lower peak RSS)
         pa.default_memory_pool().release_unused()
@@ -215,3 +157,83 @@ def read_columns(
             raise  # past the point of no return: the bytes are gone
         logger.debug("pyarrow fast path declined: %s", exc)
         return None
+
+
+_TYPES = ("ids", "grouped_ids", "labels", "float", "int")
+
+
+def _parse(pa: Any, pcsv: Any, data: bytes, delimiter: str, names: list[str], wanted: dict) -> Any:
+    """The pyarrow table of the *wanted* columns of *data*, or ``None`` when a column has a
+    null or an empty text field (the careful reader explains those).
+
+    Raises:
+        pyarrow.ArrowException, ValueError, OverflowError: as ``pyarrow.csv.read_csv`` (a row
+            with another number of fields, a bad number).
+    """
+    types = dict(zip(_TYPES, (pa.string(), pa.string(), pa.string(), pa.float64(), pa.int64())))
+    _, pc = arrow.load()
+    table = pcsv.read_csv(
+        pa.py_buffer(data),
+        read_options=pcsv.ReadOptions(column_names=names, block_size=BLOCK_SIZE),
+        parse_options=pcsv.ParseOptions(
+            delimiter=delimiter,
+            quote_char=False,
+            double_quote=False,
+            escape_char=False,
+            newlines_in_values=False,
+            ignore_empty_lines=True,
+        ),
+        convert_options=pcsv.ConvertOptions(
+            column_types={names[i]: types[kind] for i, kind in wanted.items()},
+            include_columns=[names[i] for i in sorted(wanted)],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+            null_values=[],
+        ),
+    )
+    # Every line has exactly n_columns - 1 delimiters (no double, leading or trailing one):
+    # pyarrow refuses a row with another number of fields ("Expected 6 columns, got 7"), and
+    # rows are lines because a carriage return not ending a line (where pyarrow would also end a
+    # row) was refused before. No count over the whole file (0.3 s at 10M lines).
+    for i, kind in wanted.items():
+        column = table.column(names[i])
+        if column.null_count:
+            return None
+        is_text = kind in ("ids", "grouped_ids", "labels") and len(column)
+        if is_text and pc.min(pc.binary_length(column)).as_py() == 0:
+            return None  # an empty field: let the careful reader explain
+    return table
+
+
+def _convert(
+    holder: list[Any], names: list[str], wanted: dict[int, str], *, background_ids: bool
+) -> dict[int, object]:
+    """The columns of :func:`read_columns`'s value from the table in the one-item list
+    *holder* (emptied), numbers first and ids last, each column dropped from the table once
+    converted (its memory shrinks while the ids' codes are built); with *background_ids* (long
+    files, two CPUs) the ids are factorised in threads."""
+    table = holder.pop()
+    out: dict[int, object] = {}
+    if background_ids and table.num_rows >= BACKGROUND_MIN and usable_cpus() >= 2:
+        for i in [i for i in sorted(wanted) if wanted[i] == "ids"]:
+            out[i] = in_background(_id_codes, [table.column(names[i])])
+            table = table.drop_columns([names[i]])
+    for i in sorted(wanted, key=lambda i: wanted[i] in ("ids", "grouped_ids", "labels")):
+        if i in out:
+            continue
+        kind = wanted[i]
+        column = table.column(names[i]).combine_chunks()
+        table = table.drop_columns([names[i]])
+        if kind == "ids":
+            holder, column = [column], None
+            out[i] = _id_codes(holder)
+        elif kind in ("grouped_ids", "labels"):
+            out[i] = _grouped_codes(column) if kind == "grouped_ids" else None
+            if out[i] is None:
+                dictionary, codes = _factorize(column, by_keys=kind != "labels")
+                uniques = arrow.to_numpy(dictionary)
+                out[i] = (uniques.astype(object, copy=False), codes)
+        else:
+            out[i] = arrow.to_numpy(column)
+        column = None
+    return out

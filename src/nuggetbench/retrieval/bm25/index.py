@@ -135,89 +135,95 @@ class BM25Index(IndexBase):
         filtered = doc_filter or {}
         batch = [i for i, q in enumerate(qids) if token_ids[i] and q not in filtered]
         single = [i for i, q in enumerate(qids) if q in filtered]
-
-        out_q: list[np.ndarray] = []
-        out_d: list[np.ndarray] = []
-        out_s: list[np.ndarray] = []
-        if batch:
-            kk = min(k, len(self.doc_ids))
-            backend = self._backend(len(batch))
-            threads = (
-                (-1 if self.retriever.threads == 0 else self.retriever.threads)
-                if backend == "numba"
-                else 0
-            )
-            self.bm25.backend = backend
-            try:
-                indices, scores = self.bm25.retrieve(
-                    [token_ids[i] for i in batch],
-                    k=kk,
-                    sorted=False,
-                    show_progress=False,
-                    n_threads=threads,
-                )
-            finally:
-                self.bm25.backend = "numpy"
-            indices = np.asarray(indices)
-            scores = np.asarray(scores)
-            floor = np.array([self._no_match_score(token_ids[i]) for i in batch])
-            keep = scores > floor[:, None]
-            out_q.append(np.repeat(np.asarray(batch, dtype=np.int64), keep.sum(axis=1)))
-            out_d.append(indices[keep].astype(np.int64, copy=False))
-            out_s.append(scores[keep])
-        if single:
-            missing = 0
-            for i in single:
-                cand, n_missing = self._candidates(filtered[qids[i]])
-                missing += n_missing
-                if not len(cand):
-                    continue
-                if token_ids[i]:
-                    sub = np.asarray(self.bm25.get_scores(token_ids[i]))[cand]
-                else:
-                    sub = np.zeros(len(cand))
-                if len(cand) > k:
-                    top = np.argpartition(-sub, k - 1)[:k]
-                    cand, sub = cand[top], sub[top]
-                out_q.append(np.full(len(cand), i, dtype=np.int64))
-                out_d.append(np.asarray(cand, dtype=np.int64))
-                out_s.append(sub)
-            if missing:
-                log.warning(
-                    "doc_filter names %d candidate(s) absent from the corpus; they were ignored",
-                    missing,
-                )
+        parts = self._search_batch(token_ids, batch, k) + self._search_pools(
+            token_ids, single, [filtered[qids[i]] for i in single], k
+        )
         bar.close()
         empty = [qids[i] for i, t in enumerate(token_ids) if not t]
         if empty:
             log.info(
                 "%d queries have no term in the index vocabulary and retrieve nothing", len(empty)
             )
-        q = np.concatenate(out_q) if out_q else np.zeros(0, dtype=np.int64)
-        d = np.concatenate(out_d) if out_d else np.zeros(0, dtype=np.int64)
-        s = np.concatenate(out_s).astype(np.float64) if out_s else np.zeros(0)
+        q, d, s = (
+            (np.concatenate([p[j] for p in parts]) for j in range(3))
+            if parts
+            else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+        )
         # codes into the queries and documents that occur (no id is hashed or compared again)
         qu, qcodes = _compact(q, np.array(qids, dtype=object))
         du, dcodes = _compact(d, self._doc_array)
-        run = Run._from_codes(
-            qu,
-            qcodes,
-            du,
-            dcodes,
-            s,
-            name=self.name,
-            metadata={
-                "retriever": self.name,
-                "params": self.retriever.params,
-                "bm25s_version": bm25s.__version__,
-                "k": k,
-                "index_from_cache": self.from_cache,
-                "backend": self._backend(len(batch)),
-                "queries_without_known_terms": len(empty),
-                "objective": bool(objective),
-            },
+        metadata = {
+            "retriever": self.name,
+            "params": self.retriever.params,
+            "bm25s_version": bm25s.__version__,
+            "k": k,
+            "index_from_cache": self.from_cache,
+            "backend": self._backend(len(batch)),
+            "queries_without_known_terms": len(empty),
+            "objective": bool(objective),
+        }
+        scores = s.astype(np.float64)
+        return Run.from_codes(qu, qcodes, du, dcodes, scores, name=self.name, metadata=metadata)
+
+    def _search_batch(
+        self, token_ids: list[list[int]], batch: list[int], k: int
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """bm25s' top-k of the unrestricted queries *batch* (positions into *token_ids*): a list
+        of ``(query positions, doc rows, scores)``, without documents that share no query term."""
+        if not batch:
+            return []
+        kk = min(k, len(self.doc_ids))
+        backend = self._backend(len(batch))
+        threads = (
+            (-1 if self.retriever.threads == 0 else self.retriever.threads)
+            if backend == "numba"
+            else 0
         )
-        return run
+        self.bm25.backend = backend
+        try:
+            indices, scores = self.bm25.retrieve(
+                [token_ids[i] for i in batch],
+                k=kk,
+                sorted=False,
+                show_progress=False,
+                n_threads=threads,
+            )
+        finally:
+            self.bm25.backend = "numpy"
+        indices = np.asarray(indices)
+        scores = np.asarray(scores)
+        floor = np.array([self._no_match_score(token_ids[i]) for i in batch])
+        keep = scores > floor[:, None]
+        rows = np.repeat(np.asarray(batch, dtype=np.int64), keep.sum(axis=1))
+        return [(rows, indices[keep].astype(np.int64, copy=False), scores[keep])]
+
+    def _search_pools(
+        self, token_ids: list[list[int]], single: list[int], pools: list[Any], k: int
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The queries *single* restricted to their candidate *pools*: every candidate in the
+        corpus scored (a whole pool is ranked, shared terms or not), cut to *k*."""
+        out = []
+        missing = 0
+        for i, pool in zip(single, pools):
+            cand, n_missing = self._candidates(pool)
+            missing += n_missing
+            if not len(cand):
+                continue
+            if token_ids[i]:
+                sub = np.asarray(self.bm25.get_scores(token_ids[i]))[cand]
+            else:
+                sub = np.zeros(len(cand))
+            if len(cand) > k:
+                top = np.argpartition(-sub, k - 1)[:k]
+                cand, sub = cand[top], sub[top]
+            rows = np.full(len(cand), i, dtype=np.int64)
+            out.append((rows, np.asarray(cand, dtype=np.int64), sub))
+        if missing:
+            log.warning(
+                "doc_filter names %d candidate(s) absent from the corpus; they were ignored",
+                missing,
+            )
+        return out
 
     def _backend(self, n_queries: int) -> str:
         choice = self.retriever.backend

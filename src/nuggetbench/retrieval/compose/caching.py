@@ -197,7 +197,7 @@ def _read_columns(path) -> Run | None:
         ):
             raise ValueError("the columns do not fit together")
         qcodes = np.repeat(np.arange(len(qids), dtype=np.int64), counts)
-        return Run._from_codes(qids, qcodes, docs, codes, scores, source=str(path))
+        return Run.from_codes(qids, qcodes, docs, codes, scores, source=str(path))
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         log.warning("ignoring the unreadable run columns %s (%s); reading the TREC file", path, exc)
         return None

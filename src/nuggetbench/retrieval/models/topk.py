@@ -323,7 +323,7 @@ def with_empty_queries(run: Run, missing: list[str]) -> Run:
     new_starts = np.concatenate([[0], np.cumsum([lengths[q] for q in new_q.tolist()])]).astype(
         np.int64
     )
-    return Run._from_ranked_arrays(
+    return Run.from_ranked_arrays(
         new_q,
         new_starts,
         docids,
