@@ -25,6 +25,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from nuggetbench._atomic import clean_stale, staging_prefix
 from nuggetbench.errors import ChecksumError, DatasetError, DownloadError, UnsafeArchiveError
@@ -111,71 +112,22 @@ def download_file(
             deadline (the partial file is removed; the message names *dest*).
         ChecksumError: the file's MD5 differs from *md5* (the file is removed).
     """
-    import http.client
-    import urllib.error
-    import urllib.request
-
-    from tqdm.auto import tqdm
-
     dest = Path(dest)
     deadline = deadline or _seconds("NUGGETBENCH_DOWNLOAD_DEADLINE", DEADLINE_S)
     stall = stall or _seconds("NUGGETBENCH_DOWNLOAD_STALL", STALL_S)
     dest.parent.mkdir(parents=True, exist_ok=True)
     label = what or dest.name
-    by_hand = f"or put the file at {dest} by hand (download {url} yourself)"
     clean_stale(dest.parent)  # partial downloads of killed runs
     fd, tmp_name = tempfile.mkstemp(
         prefix=staging_prefix(dest.name), suffix=".part", dir=dest.parent
     )
     tmp = Path(tmp_name)
     digest = hashlib.md5()
-    received = 0
     try:
         with os.fdopen(fd, "wb") as out:
-            try:
-                request = urllib.request.Request(url, headers={"User-Agent": "nuggetbench"})
-                timeout = min(TIMEOUT_S, stall, deadline)
-                with urllib.request.urlopen(request, timeout=timeout) as response:
-                    length = response.headers.get("Content-Length")
-                    total = int(length) if length and length.isdigit() else None
-                    with tqdm(
-                        total=total,
-                        unit="B",
-                        unit_scale=True,
-                        unit_divisor=1024,
-                        desc=f"download {label}",
-                        disable=not show_progress,
-                        leave=False,
-                    ) as bar:
-                        pace = _Pace(deadline, stall, min_rate)
-                        while True:
-                            chunk = response.read1(CHUNK)
-                            if not chunk:
-                                break
-                            why = pace.check(received + len(chunk))
-                            if why is not None:
-                                raise DownloadError(
-                                    f"downloading {label} from {url}: {why}; {received + len(chunk)}"
-                                    f" bytes received{f' of {total}' if total else ''}. Try again "
-                                    "later, raise NUGGETBENCH_DOWNLOAD_DEADLINE / "
-                                    f"NUGGETBENCH_DOWNLOAD_STALL (seconds), {by_hand}"
-                                )
-                            out.write(chunk)
-                            digest.update(chunk)
-                            received += len(chunk)
-                            bar.update(len(chunk))
-            except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
-                reason = getattr(exc, "reason", None) or exc
-                raise DownloadError(
-                    f"downloading {label} from {url} failed after {received} bytes: {reason}. "
-                    "Check the network (or set NUGGETBENCH_OFFLINE=1 and fill the folder by hand), "
-                    f"then try again; {by_hand}"
-                ) from exc
-            if total is not None and received != total:
-                raise DownloadError(
-                    f"downloading {label} from {url}: the transfer was truncated ({received} of "
-                    f"{total} bytes); try again"
-                )
+            received = _transfer(
+                url, out, digest, label, dest, (deadline, stall, min_rate), show_progress
+            )
             out.flush()
             os.fsync(out.fileno())
         if md5 is not None and digest.hexdigest() != md5.lower():
@@ -191,6 +143,77 @@ def download_file(
         raise
     log.info("downloaded %s (%d bytes) to %s", url, received, dest)
     return dest
+
+
+def _transfer(
+    url: str,
+    out: Any,
+    digest: Any,
+    label: str,
+    dest: Path,
+    limits: tuple[float, float, float],
+    show_progress: bool,
+) -> int:
+    """Copy *url*'s bytes into the file *out*, updating *digest*, under *limits* (deadline and
+    stall window in seconds, minimum rate in bytes per second: :class:`_Pace`, from the
+    response on); the number of bytes received.
+
+    Raises:
+        DownloadError: the network failed, the transfer stalled, passed its deadline or ended
+            before its ``Content-Length``.
+    """
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    from tqdm.auto import tqdm
+
+    by_hand = f"or put the file at {dest} by hand (download {url} yourself)"
+    received = 0
+    total = None
+    try:
+        request = urllib.request.Request(url, headers={"User-Agent": "nuggetbench"})
+        deadline, stall, min_rate = limits
+        timeout = min(TIMEOUT_S, stall, deadline)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            length = response.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            with tqdm(
+                total=total,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                desc=f"download {label}",
+                disable=not show_progress,
+                leave=False,
+            ) as bar:
+                pace = _Pace(deadline, stall, min_rate)
+                while chunk := response.read1(CHUNK):
+                    why = pace.check(received + len(chunk))
+                    if why is not None:
+                        raise DownloadError(
+                            f"downloading {label} from {url}: {why}; {received + len(chunk)}"
+                            f" bytes received{f' of {total}' if total else ''}. Try again "
+                            "later, raise NUGGETBENCH_DOWNLOAD_DEADLINE / "
+                            f"NUGGETBENCH_DOWNLOAD_STALL (seconds), {by_hand}"
+                        )
+                    out.write(chunk)
+                    digest.update(chunk)
+                    received += len(chunk)
+                    bar.update(len(chunk))
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise DownloadError(
+            f"downloading {label} from {url} failed after {received} bytes: {reason}. "
+            "Check the network (or set NUGGETBENCH_OFFLINE=1 and fill the folder by hand), "
+            f"then try again; {by_hand}"
+        ) from exc
+    if total is not None and received != total:
+        raise DownloadError(
+            f"downloading {label} from {url}: the transfer was truncated ({received} of "
+            f"{total} bytes); try again"
+        )
+    return received
 
 
 def file_md5(path: str | Path) -> str:

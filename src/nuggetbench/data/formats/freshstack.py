@@ -87,90 +87,105 @@ def freshstack_rows_to_nuggets(
     query_line: dict[str, int] = {}
     nugget_line: dict[str, tuple[int, str]] = {}
     nuggets: list[Nugget] = []
-    cq: list[str] = []
-    cn: list[str] = []
-    cd: list[str] = []
-    cs: list[int] = []
+    columns: tuple[list, list, list, list] = ([], [], [], [])  # query, nugget, doc, support
     for lineno, row in rows:
-        if not isinstance(row, Mapping):
-            raise FormatError(path, lineno, "expected a JSON object (a FreshStack query row)")
-        raw_qid = row.get("query_id")
-        qid = "" if raw_qid is None else str(raw_qid).strip()
-        if "nuggets" not in row:
-            raise FormatError(
-                path,
-                lineno,
-                f"query {qid or '(no id)'!r} has no 'nuggets' field; a FreshStack "
-                "queries file lists each query's nuggets as 'nuggets': [{_id, text, "
-                "relevant_corpus_ids, non_relevant_corpus_ids}]",
-            )
-        items = _nugget_list(row["nuggets"], path, lineno, qid)
-        if not qid:
-            first = str(items[0].get("_id")) if items and isinstance(items[0], Mapping) else None
-            detail = f" (first nugget {first!r})" if first else ""
-            raise FormatError(
-                path,
-                lineno,
-                f"a row without 'query_id' declares {len(items)} nugget(s){detail}: "
-                "a nugget with no query; give every row its query_id",
-            )
-        if qid in query_line:
-            raise DuplicateError(
-                f"{path}, line {lineno}: query id {qid!r} occurs twice "
-                f"(first at line {query_line[qid]})"
-            )
-        if "query_text" not in row:
-            raise FormatError(path, lineno, f"query {qid!r} has no 'query_text'")
+        qid, items = _query_row(row, path, lineno, query_line)
         query_line[qid] = lineno
-        title = row.get("query_title") or ""
-        text = row.get("query_text") or ""
-        texts[qid] = f"{title} {text}"
+        texts[qid] = f"{row.get('query_title') or ''} {row.get('query_text') or ''}"
         ids: list[str] = []
         for item in items:
-            if not isinstance(item, Mapping) or item.get("_id") is None:
-                raise FormatError(path, lineno, f"query {qid!r}: a nugget has no '_id': {item!r}")
-            nid = str(item["_id"])
-            if nid in nugget_line:
-                first_line, first_q = nugget_line[nid]
-                raise DuplicateError(
-                    f"{path}, line {lineno}: nugget id {nid!r} of query {qid!r} is already "
-                    f"declared at line {first_line} (query {first_q!r}); nugget ids must be unique"
-                )
-            nugget_line[nid] = (lineno, qid)
+            nid = _nugget_item(item, qid, path, lineno, nugget_line, columns)
             ids.append(nid)
             nuggets.append(Nugget(nid, qid, str(item.get("text") or "")))
-            relevant = _id_list(
-                item.get("relevant_corpus_ids"),
-                path,
-                lineno,
-                f"relevant_corpus_ids of nugget {nid!r}",
-            )
-            non_relevant = _id_list(
-                item.get("non_relevant_corpus_ids"),
-                path,
-                lineno,
-                f"non_relevant_corpus_ids of nugget {nid!r}",
-            )
-            both = set(relevant) & set(non_relevant)
-            if both:
-                doc = sorted(both)[0]
-                raise DuplicateError(
-                    f"{path}, line {lineno}: document {doc!r} is judged twice for nugget {nid!r} "
-                    f"of query {qid!r} with different values (relevant and non-relevant); "
-                    "list it in one of relevant_corpus_ids / non_relevant_corpus_ids"
-                )
-            for docs, value in ((dict.fromkeys(relevant), 1), (dict.fromkeys(non_relevant), 0)):
-                for doc in docs:
-                    cq.append(qid)
-                    cn.append(nid)
-                    cd.append(doc)
-                    cs.append(value)
         extra = {k: v for k, v in row.items() if k not in ("query_id", "nuggets") and _is_plain(v)}
         extra["nugget_ids"] = ids
         meta[qid] = extra
     queries = Queries(texts, metadata=meta, name=name)
-    nugget_qrels = NuggetQrels(nuggets, cq, cn, cd, cs, name=name, source=str(path))
+    nugget_qrels = NuggetQrels(nuggets, *columns, name=name, source=str(path))
     return queries, nugget_qrels
+
+
+def _query_row(
+    row: Any, path: Path, lineno: int, query_line: dict[str, int]
+) -> tuple[str, list[Any]]:
+    """``(query id, nugget items)`` of one row, checked (see
+    :func:`freshstack_rows_to_nuggets` for what is refused)."""
+    if not isinstance(row, Mapping):
+        raise FormatError(path, lineno, "expected a JSON object (a FreshStack query row)")
+    raw_qid = row.get("query_id")
+    qid = "" if raw_qid is None else str(raw_qid).strip()
+    if "nuggets" not in row:
+        raise FormatError(
+            path,
+            lineno,
+            f"query {qid or '(no id)'!r} has no 'nuggets' field; a FreshStack "
+            "queries file lists each query's nuggets as 'nuggets': [{_id, text, "
+            "relevant_corpus_ids, non_relevant_corpus_ids}]",
+        )
+    items = _nugget_list(row["nuggets"], path, lineno, qid)
+    if not qid:
+        first = str(items[0].get("_id")) if items and isinstance(items[0], Mapping) else None
+        detail = f" (first nugget {first!r})" if first else ""
+        raise FormatError(
+            path,
+            lineno,
+            f"a row without 'query_id' declares {len(items)} nugget(s){detail}: "
+            "a nugget with no query; give every row its query_id",
+        )
+    if qid in query_line:
+        raise DuplicateError(
+            f"{path}, line {lineno}: query id {qid!r} occurs twice "
+            f"(first at line {query_line[qid]})"
+        )
+    if "query_text" not in row:
+        raise FormatError(path, lineno, f"query {qid!r} has no 'query_text'")
+    return qid, items
+
+
+def _nugget_item(
+    item: Any,
+    qid: str,
+    path: Path,
+    lineno: int,
+    nugget_line: dict[str, tuple[int, str]],
+    columns: tuple[list, list, list, list],
+) -> str:
+    """Check one nugget of query *qid*, append its judgments to *columns*; its id."""
+    if not isinstance(item, Mapping) or item.get("_id") is None:
+        raise FormatError(path, lineno, f"query {qid!r}: a nugget has no '_id': {item!r}")
+    nid = str(item["_id"])
+    if nid in nugget_line:
+        first_line, first_q = nugget_line[nid]
+        raise DuplicateError(
+            f"{path}, line {lineno}: nugget id {nid!r} of query {qid!r} is already "
+            f"declared at line {first_line} (query {first_q!r}); nugget ids must be unique"
+        )
+    nugget_line[nid] = (lineno, qid)
+    relevant = _id_list(
+        item.get("relevant_corpus_ids"), path, lineno, f"relevant_corpus_ids of nugget {nid!r}"
+    )
+    non_relevant = _id_list(
+        item.get("non_relevant_corpus_ids"),
+        path,
+        lineno,
+        f"non_relevant_corpus_ids of nugget {nid!r}",
+    )
+    both = set(relevant) & set(non_relevant)
+    if both:
+        doc = sorted(both)[0]
+        raise DuplicateError(
+            f"{path}, line {lineno}: document {doc!r} is judged twice for nugget {nid!r} "
+            f"of query {qid!r} with different values (relevant and non-relevant); "
+            "list it in one of relevant_corpus_ids / non_relevant_corpus_ids"
+        )
+    cq, cn, cd, cs = columns
+    for docs, value in ((dict.fromkeys(relevant), 1), (dict.fromkeys(non_relevant), 0)):
+        for doc in docs:
+            cq.append(qid)
+            cn.append(nid)
+            cd.append(doc)
+            cs.append(value)
+    return nid
 
 
 def _is_plain(value: Any) -> bool:
