@@ -213,49 +213,103 @@ def judge_spans(
     for doc in corpus.iter_documents():
         doc_ids.append(doc.doc_id)
         texts.append(doc.text)
-    passages = _Haystack(texts)
-    sources = _Haystack(source_texts) if source_texts is not None else None
-    allowed = {q: set(v) for q, v in doc_filter.items()} if doc_filter is not None else {}
-    cache: dict[str, list[int]] = {}
+    search = _SpanSearch(doc_ids, texts, source_texts, doc_filter)
     jq: list[str] = []
     jn: list[str] = []
     jd: list[str] = []
-    missing: list[MissingSpan] = []
-    n_spans = n_found = n_split = n_absent = n_unknown = n_empty = 0
     supporting: dict[str, set[int]] = {}
     for nug in nuggets:
-        spans = [s for s in nug.spans if s and s.strip()]
-        if not spans:
-            n_empty += 1
-        docs: set[int] = set()
-        for span in spans:
-            n_spans += 1
-            needle = fix(span)
-            if needle not in cache:
-                cache[needle] = passages.containing(needle)
-            hits = cache[needle]
-            if nug.query_id in allowed:
-                hits = [i for i in hits if doc_ids[i] in allowed[nug.query_id]]
-            if hits:
-                n_found += 1
-                docs.update(hits)
-                continue
-            if sources is None:
-                reason = "unknown"
-                n_unknown += 1
-            elif sources.containing(needle):
-                reason = "split"
-                n_split += 1
-            else:
-                reason = "absent"
-                n_absent += 1
-            missing.append(MissingSpan(nug.query_id, nug.nugget_id, span, reason))
+        docs = search.supporting(nug)
         supporting[nug.nugget_id] = docs
         for i in sorted(docs):
             jq.append(nug.query_id)
             jn.append(nug.nugget_id)
             jd.append(doc_ids[i])
     qrels = NuggetQrels(nuggets, jq, jn, jd, np.ones(len(jd), dtype=np.int64), name=name)
+    per_query, exact_all = _covers(nuggets, supporting)
+    n_q = len(per_query)
+    coverage = float(np.mean([s / n for n, s, _ in per_query.values()])) if n_q else 0.0
+    mrr = float(np.mean([1.0 / c if c else 0.0 for _, _, c in per_query.values()])) if n_q else 0.0
+    ceiling = ChunkingCeiling(
+        n_queries=n_q,
+        n_nuggets=len(nuggets),
+        n_nuggets_unreachable=sum(1 for n in nuggets if not supporting[n.nugget_id]),
+        n_queries_complete=sum(1 for _, s_, c in per_query.values() if c),
+        coverage=coverage,
+        mrr=mrr,
+        mrr_exact=exact_all,
+        missing=tuple(search.missing),
+        per_query=per_query,
+        **search.counts,
+    )
+    return SpanJudgments(qrels, ceiling)
+
+
+class _SpanSearch:
+    """The passages (and source texts) searched for nuggets' spans, with the counts of
+    :class:`ChunkingCeiling` (``n_spans``, ``n_spans_found``/``split``/``absent``/``unknown``,
+    ``n_nuggets_empty``) and the spans found nowhere."""
+
+    def __init__(
+        self,
+        doc_ids: list[str],
+        texts: list[str],
+        source_texts: Iterable[str] | None,
+        doc_filter: Mapping[str, Collection[str]] | None,
+    ):
+        self.doc_ids = doc_ids
+        self.passages = _Haystack(texts)
+        self.sources = _Haystack(source_texts) if source_texts is not None else None
+        self.allowed = {q: set(v) for q, v in doc_filter.items()} if doc_filter is not None else {}
+        self.cache: dict[str, list[int]] = {}
+        self.missing: list[MissingSpan] = []
+        self.counts = dict.fromkeys(
+            (
+                "n_spans",
+                "n_spans_found",
+                "n_spans_split",
+                "n_spans_absent",
+                "n_spans_unknown",
+                "n_nuggets_empty",
+            ),
+            0,
+        )
+
+    def supporting(self, nug: Nugget) -> set[int]:
+        """The rows of the passages that contain one of *nug*'s spans (after ``fix``), within
+        its query's allowed passages; a span found nowhere is recorded with its reason."""
+        spans = [s for s in nug.spans if s and s.strip()]
+        if not spans:
+            self.counts["n_nuggets_empty"] += 1
+        docs: set[int] = set()
+        for span in spans:
+            self.counts["n_spans"] += 1
+            needle = fix(span)
+            if needle not in self.cache:
+                self.cache[needle] = self.passages.containing(needle)
+            hits = self.cache[needle]
+            if nug.query_id in self.allowed:
+                hits = [i for i in hits if self.doc_ids[i] in self.allowed[nug.query_id]]
+            if hits:
+                self.counts["n_spans_found"] += 1
+                docs.update(hits)
+                continue
+            if self.sources is None:
+                reason = "unknown"
+            elif self.sources.containing(needle):
+                reason = "split"
+            else:
+                reason = "absent"
+            self.counts[f"n_spans_{reason}"] += 1
+            self.missing.append(MissingSpan(nug.query_id, nug.nugget_id, span, reason))
+        return docs
+
+
+def _covers(
+    nuggets: list[Nugget], supporting: dict[str, set[int]]
+) -> tuple[dict[str, tuple[int, int, int]], bool]:
+    """``({query: (nuggets, reached, smallest covering passages)}, every cover exact)``: the
+    fewest passages covering all of a query's nuggets (0 when one is unreachable)."""
     per_query: dict[str, tuple[int, int, int]] = {}
     exact_all = True
     for qid, group in itertools.groupby(
@@ -272,27 +326,7 @@ def judge_spans(
             cover, exact = _min_cover(list(by_doc.values()), (1 << len(group)) - 1)
             exact_all &= exact
         per_query[qid] = (len(group), sum(reached), cover)
-    n_q = len(per_query)
-    coverage = float(np.mean([s / n for n, s, _ in per_query.values()])) if n_q else 0.0
-    mrr = float(np.mean([1.0 / c if c else 0.0 for _, _, c in per_query.values()])) if n_q else 0.0
-    ceiling = ChunkingCeiling(
-        n_queries=n_q,
-        n_nuggets=len(nuggets),
-        n_spans=n_spans,
-        n_spans_found=n_found,
-        n_spans_split=n_split,
-        n_spans_absent=n_absent,
-        n_spans_unknown=n_unknown,
-        n_nuggets_empty=n_empty,
-        n_nuggets_unreachable=sum(1 for n in nuggets if not supporting[n.nugget_id]),
-        n_queries_complete=sum(1 for _, s_, c in per_query.values() if c),
-        coverage=coverage,
-        mrr=mrr,
-        mrr_exact=exact_all,
-        missing=tuple(missing),
-        per_query=per_query,
-    )
-    return SpanJudgments(qrels, ceiling)
+    return per_query, exact_all
 
 
 __all__ = ["judge_spans", "SpanJudgments", "ChunkingCeiling", "MissingSpan", "fix"]
