@@ -161,88 +161,80 @@ def read_benchmark(path: str | Path) -> tuple[Queries, list[Nugget]]:
     meta: dict[str, dict] = {}
     nuggets: list[Nugget] = []
     for pos, q in enumerate(questions, start=1):
-        where = f"question #{pos}"
-        if not isinstance(q, dict):
-            raise FormatError(path, None, f"{where}: expected an object, got {type(q).__name__}")
-        numbers = {}
-        for key in ("chapter", "question_number"):
-            value = q.get(key)
-            if isinstance(value, str) and value.strip().isdigit():
-                value = int(value)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise FormatError(
-                    path, None, f"{where}: field {key!r} must be an integer, got {value!r}"
-                )
-            numbers[key] = value
-        qid = f"{numbers['chapter']}_{numbers['question_number']}"
-        where = f"question #{pos} (id {qid})"
-        if qid in texts:
-            raise FormatError(
-                path,
-                None,
-                f"{where}: chapter {numbers['chapter']} question "
-                f"{numbers['question_number']} occurs twice",
-            )
-        text = q.get("question_text")
-        if not isinstance(text, str) or not text.strip():
-            raise FormatError(
-                path, None, f"{where}: field 'question_text' must be a non-empty string"
-            )
-        components = q.get("answer_context")
-        if not isinstance(components, list):
-            raise FormatError(
-                path, None, f"{where}: field 'answer_context' must be a list of components"
-            )
-        texts[qid] = text
+        qid, numbers, components, where = _question(q, pos, path, texts)
+        texts[qid] = q["question_text"]
         meta[qid] = {
             "chapter": numbers["chapter"],
             "question_number": numbers["question_number"],
             "gold_standard_answer": q.get("gold_standard_answer", ""),
         }
         for i, comp in enumerate(components, start=1):
-            field = f"answer_context[{i - 1}]"
-            if not isinstance(comp, dict):
-                raise FormatError(path, None, f"{where}: field {field!r} must be an object")
-            spans = comp.get("context", [])
-            if not isinstance(spans, list) or not all(isinstance(s, str) for s in spans):
-                raise FormatError(
-                    path, None, f"{where}: field '{field}.context' must be a list of strings"
-                )
-            answer = comp.get("answer_component", "")
-            if isinstance(answer, list) and all(isinstance(a, str) for a in answer):
-                answer = "\n".join(answer)  # a few components are lists of sentences
-            if not isinstance(answer, str):
-                raise FormatError(
-                    path,
-                    None,
-                    f"{where}: field '{field}.answer_component' must be a "
-                    f"string or a list of strings, got {type(answer).__name__}",
-                )
-            nuggets.append(
-                Nugget(
-                    f"{qid}.{i}",
-                    qid,
-                    answer,
-                    tuple(spans),
-                    {
-                        "chapter": numbers["chapter"],
-                        "explicit_context": _flag(
-                            comp.get("explicit_context", "true"),
-                            path,
-                            where,
-                            f"{field}.explicit_context",
-                        ),
-                        "extraneous_answer": _flag(
-                            comp.get("extraneous_answer", "false"),
-                            path,
-                            where,
-                            f"{field}.extraneous_answer",
-                        ),
-                        "scoring_type": comp.get("scoring_type", "simple"),
-                    },
-                )
-            )
+            nuggets.append(_component(comp, i, qid, numbers["chapter"], path, where))
     return Queries(texts, metadata=meta, name=DATASET_ID), nuggets
+
+
+def _question(
+    q: Any, pos: int, path: Path, seen: Mapping[str, str]
+) -> tuple[str, dict[str, int], list[Any], str]:
+    """``(query id, {chapter, question_number}, answer components, where)`` of the question at
+    position *pos*, checked (see :func:`read_benchmark`)."""
+    where = f"question #{pos}"
+    if not isinstance(q, dict):
+        raise FormatError(path, None, f"{where}: expected an object, got {type(q).__name__}")
+    numbers = {}
+    for key in ("chapter", "question_number"):
+        value = q.get(key)
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise FormatError(
+                path, None, f"{where}: field {key!r} must be an integer, got {value!r}"
+            )
+        numbers[key] = value
+    qid = f"{numbers['chapter']}_{numbers['question_number']}"
+    where = f"question #{pos} (id {qid})"
+    if qid in seen:
+        raise FormatError(
+            path,
+            None,
+            f"{where}: chapter {numbers['chapter']} question "
+            f"{numbers['question_number']} occurs twice",
+        )
+    text = q.get("question_text")
+    if not isinstance(text, str) or not text.strip():
+        raise FormatError(path, None, f"{where}: field 'question_text' must be a non-empty string")
+    components = q.get("answer_context")
+    if not isinstance(components, list):
+        raise FormatError(
+            path, None, f"{where}: field 'answer_context' must be a list of components"
+        )
+    return qid, numbers, components, where
+
+
+def _component(comp: Any, i: int, qid: str, chapter: int, path: Path, where: str) -> Nugget:
+    """The nugget ``<qid>.<i>`` of answer component *comp* (checked; see :func:`read_benchmark`)."""
+    field = f"answer_context[{i - 1}]"
+    if not isinstance(comp, dict):
+        raise FormatError(path, None, f"{where}: field {field!r} must be an object")
+    spans = comp.get("context", [])
+    if not isinstance(spans, list) or not all(isinstance(s, str) for s in spans):
+        raise FormatError(path, None, f"{where}: field '{field}.context' must be a list of strings")
+    answer = comp.get("answer_component", "")
+    if isinstance(answer, list) and all(isinstance(a, str) for a in answer):
+        answer = "\n".join(answer)  # a few components are lists of sentences
+    if not isinstance(answer, str):
+        raise FormatError(
+            path,
+            None,
+            f"{where}: field '{field}.answer_component' must be a "
+            f"string or a list of strings, got {type(answer).__name__}",
+        )
+    flags = {
+        name: _flag(comp.get(name, default), path, where, f"{field}.{name}")
+        for name, default in (("explicit_context", "true"), ("extraneous_answer", "false"))
+    }
+    metadata = {"chapter": chapter, **flags, "scoring_type": comp.get("scoring_type", "simple")}
+    return Nugget(f"{qid}.{i}", qid, answer, tuple(spans), metadata)
 
 
 # --- judging --------------------------------------------------------------------------------
