@@ -90,14 +90,7 @@ def compare(
         raise InputError(f"comparing needs at least two systems, got {len(names)}")
     base = _baseline(names, baseline)
     names = [base] + [n for n in names if n != base]
-    if not 0.0 < alpha < 1.0:
-        raise InputError(f"alpha must be between 0 and 1, got {alpha}")
-    if not 0.0 < ci < 1.0:
-        raise InputError(f"ci must be between 0 and 1 (e.g. 0.95), got {ci}")
-    test_name = _test_name(test)
-    corr = normalize_correction(
-        correction if correction is not None else ("holm" if len(names) > 2 else "none")
-    )
+    test_name, corr = _settings(test, correction, alpha, ci, len(names))
     qids = _check_same_queries(systems, base)
     aligned = {n: _align(systems[n], qids) for n in names}
     measure_list = _choose_measures(aligned, names, measures)
@@ -117,8 +110,17 @@ def compare(
         seed=seed,
         notes=[],
     )
+    _fill(report, aligned)
+    return report
+
+
+def _fill(report: ComparisonReport, aligned: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+    """Every measure's estimates, differences and tests into *report* (*aligned*: each
+    system's per-query values on the report's queries); queries NaN for every system are left
+    out of that measure, with a note."""
+    names, qids = report.systems, report.query_ids
     methods: set[str] = set()
-    for m in measure_list:
+    for m in report.measures:
         matrix = np.vstack([aligned[n][m] for n in names])  # (k, n)
         mask = _common_mask(matrix, names, m, qids)
         if not mask.all():
@@ -127,8 +129,28 @@ def compare(
             )
         methods |= _compare_measure(report, m, matrix[:, mask])
         _add_deltas(report, m, matrix[:, mask], [q for q, keep in zip(qids, mask) if keep])
-    report.test_method = "; ".join(sorted(methods)) or test_name
-    return report
+    report.test_method = "; ".join(sorted(methods)) or report.test
+
+
+def _settings(
+    test: str, correction: str | None, alpha: float, ci: float, n_systems: int
+) -> tuple[str, str]:
+    """``(test name, correction)`` checked; the correction defaults to Holm's with more than
+    two systems.
+
+    Raises:
+        InputError: *alpha* or *ci* outside (0, 1); UnknownNameError: an unknown test or
+            correction.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise InputError(f"alpha must be between 0 and 1, got {alpha}")
+    if not 0.0 < ci < 1.0:
+        raise InputError(f"ci must be between 0 and 1 (e.g. 0.95), got {ci}")
+    test_name = _test_name(test)
+    corr = normalize_correction(
+        correction if correction is not None else ("holm" if n_systems > 2 else "none")
+    )
+    return test_name, corr
 
 
 def _add_deltas(report: ComparisonReport, m: str, matrix: np.ndarray, qids: list[str]) -> None:
