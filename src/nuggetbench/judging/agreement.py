@@ -248,23 +248,30 @@ def judge_agreement(
     )
     if runs:
         measure = measure or dataset.default_measures[0]
-        human_q = _qrels_of([(j.query_id, j.doc_id, int(j.human_grade)) for j in ok], "human")
-        model_q = _qrels_of([(j.query_id, j.doc_id, int(j.grade)) for j in ok], "llm")
-        tau, hm, mm = system_order_tau(human_q, model_q, runs, measure, profile)
-        outcome.tau, outcome.measure, outcome.human_means, outcome.model_means = (
-            tau,
-            measure,
-            hm,
-            mm,
-        )
+        _add_system_order(outcome, ok, runs, measure, profile)
     if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        version = load_prompt(JUDGE_PROMPT).version
-        rows = [j.record(client.settings.model, version) for j in judgments]
-        outcome.files = {
-            "judgments": str(write_rows(out / "judgments.jsonl", rows)),
-            "summary": str(out / "agreement.json"),
-        }
-        write_json(out / "agreement.json", {"agreement": outcome.to_dict()})
+        _save(outcome, Path(out_dir), client.settings.model)
     return outcome
+
+
+def _add_system_order(
+    outcome: AgreementOutcome, ok: list[Judgment], runs: Any, measure: str, profile: Any
+) -> None:
+    """Kendall's tau of the systems' order under the human and the model's grades of the
+    same pairs, with each side's means, into *outcome*."""
+    human_q = _qrels_of([(j.query_id, j.doc_id, int(j.human_grade)) for j in ok], "human")
+    model_q = _qrels_of([(j.query_id, j.doc_id, int(j.grade)) for j in ok], "llm")
+    tau, hm, mm = system_order_tau(human_q, model_q, runs, measure, profile)
+    outcome.tau, outcome.measure, outcome.human_means, outcome.model_means = tau, measure, hm, mm
+
+
+def _save(outcome: AgreementOutcome, out: Path, model: str) -> None:
+    """``judgments.jsonl`` and ``agreement.json`` into the folder *out* (created)."""
+    out.mkdir(parents=True, exist_ok=True)
+    version = load_prompt(JUDGE_PROMPT).version
+    rows = [j.record(model, version) for j in outcome.judgments]
+    outcome.files = {
+        "judgments": str(write_rows(out / "judgments.jsonl", rows)),
+        "summary": str(out / "agreement.json"),
+    }
+    write_json(out / "agreement.json", {"agreement": outcome.to_dict()})

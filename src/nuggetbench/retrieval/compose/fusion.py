@@ -165,41 +165,7 @@ def fuse(
     """
     runs = list(runs)
     kind, depth, norm, w = _settings(len(runs), method, depth, norm, weights, k, preset)
-    q_cols, d_cols, v_cols, r_cols = [], [], [], []
-    for i, run in enumerate(runs):
-        r = run.truncate(depth) if depth is not None else run
-        qids, starts, docids, scores = r.arrays()
-        lengths = np.diff(starts)
-        if kind == "rrf":
-            rank = np.arange(len(docids)) - np.repeat(starts[:-1], lengths) + 1
-            values = w[i] / (k + rank.astype(np.float64))
-        else:
-            values = w[i] * _normalise(scores.astype(np.float64), starts, norm)
-        q_cols.append(np.repeat(qids, lengths))
-        d_cols.append(docids)
-        v_cols.append(values)
-        r_cols.append(np.full(len(docids), i))
-    import pandas as pd
-
-    frame = pd.DataFrame(
-        {
-            "q": np.concatenate(q_cols),
-            "d": np.concatenate(d_cols),
-            "v": np.concatenate(v_cols),
-            "r": np.concatenate(r_cols),
-        }
-    )
-    grouped = frame.groupby(["q", "d"], sort=False)["v"]
-    if kind in ("rrf", "sum"):
-        agg = grouped.sum()
-    elif kind == "mnz":
-        agg = grouped.sum() * grouped.count()
-    elif kind == "anz":
-        agg = grouped.sum() / grouped.count()
-    elif kind == "max":
-        agg = grouped.max()
-    else:
-        agg = grouped.min()
+    agg = _aggregate(_contributions(runs, kind, w, k, depth, norm), kind)
     params = {"method": kind, "depth": depth, "weights": w.tolist()}
     if kind == "rrf":
         params["k"] = k
@@ -226,3 +192,45 @@ def fuse(
     if missing:
         fused = with_empty_queries(fused, missing)
     return fused
+
+
+def _contributions(
+    runs: Sequence[Run], kind: str, w: np.ndarray, k: float, depth: int | None, norm: str | None
+) -> dict[str, np.ndarray]:
+    """Every entry's contribution, as columns ``q``, ``d``, ``v`` (the weighted reciprocal rank
+    for RRF, else the weighted normalised score) and ``r`` (the run's position)."""
+    q_cols, d_cols, v_cols, r_cols = [], [], [], []
+    for i, run in enumerate(runs):
+        r = run.truncate(depth) if depth is not None else run
+        qids, starts, docids, scores = r.arrays()
+        lengths = np.diff(starts)
+        if kind == "rrf":
+            rank = np.arange(len(docids)) - np.repeat(starts[:-1], lengths) + 1
+            values = w[i] / (k + rank.astype(np.float64))
+        else:
+            values = w[i] * _normalise(scores.astype(np.float64), starts, norm)
+        q_cols.append(np.repeat(qids, lengths))
+        d_cols.append(docids)
+        v_cols.append(values)
+        r_cols.append(np.full(len(docids), i))
+    return {
+        "q": np.concatenate(q_cols),
+        "d": np.concatenate(d_cols),
+        "v": np.concatenate(v_cols),
+        "r": np.concatenate(r_cols),
+    }
+
+
+def _aggregate(columns: dict[str, np.ndarray], kind: str):
+    """The fused score of each (query, doc) pair, a pandas Series indexed by ``(q, d)`` in
+    order of first appearance: CombSUM (and RRF's sum), CombMNZ, CombANZ, CombMAX, CombMIN."""
+    import pandas as pd
+
+    grouped = pd.DataFrame(columns).groupby(["q", "d"], sort=False)["v"]
+    if kind in ("rrf", "sum"):
+        return grouped.sum()
+    if kind == "mnz":
+        return grouped.sum() * grouped.count()
+    if kind == "anz":
+        return grouped.sum() / grouped.count()
+    return grouped.max() if kind == "max" else grouped.min()
