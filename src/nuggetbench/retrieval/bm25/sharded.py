@@ -286,27 +286,8 @@ class ShardedBM25Index(IndexBase):
                 "doc_filter names %d candidate(s) absent from the corpus; they were ignored",
                 missing,
             )
-        out_q: list[np.ndarray] = []
-        out_d: list[np.ndarray] = []
-        out_s: list[np.ndarray] = []
-        for i, q in enumerate(qids):
-            if not cand_pos[i]:
-                continue
-            pos = np.concatenate(cand_pos[i])
-            s = np.concatenate(cand_score[i])
-            if not len(pos):
-                continue
-            if len(pos) > k:
-                keep = self._trec_top(pos, s, k)
-                pos, s = pos[keep], s[keep]
-            docs = self.doc_ids.take(pos)
-            out_q.append(np.full(len(docs), q, dtype=object))
-            out_d.append(docs)
-            out_s.append(s)
+        q_arr, d_arr, s_arr = self._merge(qids, cand_pos, cand_score, k)
         empty = [qids[i] for i, t in enumerate(token_ids) if not t]
-        q_arr = np.concatenate(out_q) if out_q else np.zeros(0, dtype=object)
-        d_arr = np.concatenate(out_d) if out_d else np.zeros(0, dtype=object)
-        s_arr = np.concatenate(out_s).astype(np.float64) if out_s else np.zeros(0)
         return Run(
             q_arr,
             d_arr,
@@ -325,6 +306,37 @@ class ShardedBM25Index(IndexBase):
                 "objective": bool(objective),
             },
         )
+
+    def _merge(
+        self,
+        qids: list[str],
+        cand_pos: dict[int, list[np.ndarray]],
+        cand_score: dict[int, list[np.ndarray]],
+        k: int,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The shards' candidates of each query merged and cut to *k* in trec_eval's order:
+        ``(query ids, doc ids, scores)`` columns."""
+        out_q: list[np.ndarray] = []
+        out_d: list[np.ndarray] = []
+        out_s: list[np.ndarray] = []
+        for i, q in enumerate(qids):
+            if not cand_pos[i]:
+                continue
+            pos = np.concatenate(cand_pos[i])
+            s = np.concatenate(cand_score[i])
+            if not len(pos):
+                continue
+            if len(pos) > k:
+                keep = self._trec_top(pos, s, k)
+                pos, s = pos[keep], s[keep]
+            docs = self.doc_ids.take(pos)
+            out_q.append(np.full(len(docs), q, dtype=object))
+            out_d.append(docs)
+            out_s.append(s)
+        q_arr = np.concatenate(out_q) if out_q else np.zeros(0, dtype=object)
+        d_arr = np.concatenate(out_d) if out_d else np.zeros(0, dtype=object)
+        s_arr = np.concatenate(out_s).astype(np.float64) if out_s else np.zeros(0)
+        return q_arr, d_arr, s_arr
 
     def _trec_top(self, pos: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
         """Which of the candidates *pos* (scores *scores*, shape ``(m,)``, m > k) are the first
