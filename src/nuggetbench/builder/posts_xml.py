@@ -157,17 +157,36 @@ def read_posts_xml(
         }
         wanted[accepted] = qid
         order.append(qid)
+    _answers_before_questions(path, wanted, answers)
+    out = _questions(order, pending, answers, filt, report)
+    report.kept = len(out)
+    report.top_tags = cooc.most_common(top_k)
+    return out, report
+
+
+def _answers_before_questions(path: Path, wanted: dict[str, str], answers: dict[str, str]) -> None:
+    """The accepted answers listed before their question, from a second pass over the answer
+    rows only, into *answers*."""
     missing = {a for a in wanted if a not in answers}
-    if missing:  # answers that came before their question: a second pass over answer rows only
-        log.info(
-            "%s: second pass for %d accepted answers listed before their question",
-            path,
-            len(missing),
-        )
-        quiet = QuestionReport(str(path))
-        for row in _iter_rows(path, quiet, "skip"):
-            if row.get("PostTypeId") == "2" and row["Id"] in missing:
-                answers[row["Id"]] = row.get("Body", "")
+    if not missing:
+        return
+    log.info(
+        "%s: second pass for %d accepted answers listed before their question", path, len(missing)
+    )
+    quiet = QuestionReport(str(path))
+    for row in _iter_rows(path, quiet, "skip"):
+        if row.get("PostTypeId") == "2" and row["Id"] in missing:
+            answers[row["Id"]] = row.get("Body", "")
+
+
+def _questions(
+    order: list[str],
+    pending: dict[str, dict[str, Any]],
+    answers: dict[str, str],
+    filt: QuestionFilter,
+    report: QuestionReport,
+) -> list[Question]:
+    """The kept questions in file order, with their accepted answers' text, up to the limit."""
     out: list[Question] = []
     for qid in order:
         f = pending[qid]
@@ -188,9 +207,7 @@ def read_posts_xml(
                 f["answer_id"],
             )
         )
-    report.kept = len(out)
-    report.top_tags = cooc.most_common(top_k)
-    return out, report
+    return out
 
 
 __all__ = ["read_posts_xml"]
