@@ -175,6 +175,37 @@ def create_nuggets(
         max_repairs=max_repairs,
     )
     items = [(q, s) for q in plans if q not in failed for s in range(0, len(current[q]), window)]
+    labels = _importance(client, items, current, query_text, failed, window, max_repairs)
+    rows = [
+        {
+            "qid": q,
+            "query": query_text(q),
+            "nuggets": [{"text": t, "importance": i} for t, i in zip(current[q], labels.get(q, []))],
+        }
+        for q in plans
+        if q not in failed
+    ]
+    return NuggetCreation(
+        rows=rows,
+        failed=failed,
+        creation_windows=n_create,
+        importance_windows=len(items),
+        sent=client.ledger.paid()[0] - paid,
+        usage={"model": client.settings.model, **client.ledger.totals()},
+    )
+
+
+def _importance(
+    client: LLMClient,
+    items: list[tuple[str, int]],
+    current: dict[str, list[str]],
+    query_text: Any,
+    failed: dict[str, str],
+    window: int,
+    max_repairs: int,
+) -> dict[str, list[str]]:
+    """AutoNuggetizer's vital/okay labels of each query's nuggets, window by window (*items*:
+    ``(query, first nugget)``); a query whose labels stay unusable is added to *failed*."""
     requests = [
         _request(
             "importance",
@@ -184,7 +215,7 @@ def create_nuggets(
         )
         for q, s in items
     ]
-    labels: dict[str, list[str]] = {q: [] for q in plans}
+    labels: dict[str, list[str]] = {q: [] for q, _ in items}
     values: list[list[str] | None] = [None] * len(items)
     errors: list[str | None] = [None] * len(items)
     sizes = [len(current[q][s : s + window]) for q, s in items]
@@ -204,23 +235,7 @@ def create_nuggets(
             failed.setdefault(q, f"importance: {error}")
         else:
             labels[q] += value
-    rows = [
-        {
-            "qid": q,
-            "query": query_text(q),
-            "nuggets": [{"text": t, "importance": i} for t, i in zip(current[q], labels[q])],
-        }
-        for q in plans
-        if q not in failed
-    ]
-    return NuggetCreation(
-        rows=rows,
-        failed=failed,
-        creation_windows=n_create,
-        importance_windows=len(items),
-        sent=client.ledger.paid()[0] - paid,
-        usage={"model": client.settings.model, **client.ledger.totals()},
-    )
+    return labels
 
 
 def create_nuggets_file(
