@@ -86,18 +86,7 @@ def fetch_from_hub(
         )
     dataset_id = f"beir/{name}"
     target = _home.home() / "beir" / name
-    corpus_files: list[Path] = []
-    query_files: list[Path] = []
-    qrels_file: Path | None = None
-    for root in _home.search_path():
-        folder = root / "beir" / name
-        if folder.is_dir():
-            c, q, r = _hub_shaped(folder, split)
-            corpus_files, query_files, qrels_file = (
-                corpus_files or c,
-                query_files or q,
-                qrels_file or r,
-            )
+    corpus_files, query_files, qrels_file = _local_hub_files(name, split)
     corpus_repo, qrels_repo = repos(name)
     hint = (
         f"corpus.jsonl.gz and queries.jsonl.gz from {corpus_repo} and {split}.tsv from "
@@ -109,25 +98,12 @@ def fetch_from_hub(
                 f"{dataset_id}: hub files absent and download=False; fill {target} with {hint}"
             )
         hub.ensure_reachable(dataset_id, target, hint=hint)
+    fetch = {"what": dataset_id, "fill_folder": target, "hint": hint}
     if not (corpus_files and query_files):
-        snap = hub.download_files(
-            corpus_repo,
-            ["corpus*", "queries*"],
-            revision=revision,
-            what=dataset_id,
-            fill_folder=target,
-            hint=hint,
-        )
+        snap = hub.download_files(corpus_repo, ["corpus*", "queries*"], revision=revision, **fetch)
         corpus_files, query_files = _hub_shaped(snap, split)[:2]
     if qrels_file is None:
-        snap = hub.download_files(
-            qrels_repo,
-            [f"{split}.tsv"],
-            revision=qrels_revision,
-            what=dataset_id,
-            fill_folder=target,
-            hint=hint,
-        )
+        snap = hub.download_files(qrels_repo, [f"{split}.tsv"], revision=qrels_revision, **fetch)
         qrels_file = _qrels_files(snap, split)
     if not (corpus_files and query_files and qrels_file):
         raise DatasetError(f"{dataset_id}: the hub files lack the corpus, queries or {split} qrels")
@@ -154,6 +130,24 @@ def fetch_from_hub(
             indent=1,
         )
     return target
+
+
+def _local_hub_files(name: str, split: str) -> tuple[list[Path], list[Path], Path | None]:
+    """``(corpus files, query files, qrels file)`` already in the dataset folders
+    (``NUGGETBENCH_DATA`` then the home), each the first found; empty or ``None`` when absent."""
+    corpus_files: list[Path] = []
+    query_files: list[Path] = []
+    qrels_file: Path | None = None
+    for root in _home.search_path():
+        folder = root / "beir" / name
+        if folder.is_dir():
+            c, q, r = _hub_shaped(folder, split)
+            corpus_files, query_files, qrels_file = (
+                corpus_files or c,
+                query_files or q,
+                qrels_file or r,
+            )
+    return corpus_files, query_files, qrels_file
 
 
 def load(

@@ -180,7 +180,9 @@ def create_nuggets(
         {
             "qid": q,
             "query": query_text(q),
-            "nuggets": [{"text": t, "importance": i} for t, i in zip(current[q], labels.get(q, []))],
+            "nuggets": [
+                {"text": t, "importance": i} for t, i in zip(current[q], labels.get(q, []))
+            ],
         }
         for q in plans
         if q not in failed
