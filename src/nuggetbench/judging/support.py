@@ -167,6 +167,47 @@ def _batches(items: Sequence[JudgeItem], size: int) -> list[_Batch]:
     return out
 
 
+def _settle(
+    batch: Any, text: str, asked: list[tuple[str, str]] | None, result: JudgeResult
+) -> tuple[list[tuple[str, str]], str | None]:
+    """Record the verdicts of one answer on *batch* (*asked*: the pairs asked again, ``None``
+    for every pair) into *result*; ``(pairs still without a verdict, why)``."""
+    wanted = asked or [(nid, did) for nid, _ in batch.item.nuggets for did in batch.chunks]
+    n_global = {f"n{k + 1}": nid for k, (nid, _) in enumerate(batch.item.nuggets)}
+    c_global = {f"c{k + 1}": did for k, did in enumerate(batch.chunks)}
+    why = None
+    try:
+        parsed = parse_judgments(text)
+    except InvalidAnswer as exc:
+        parsed, why = [], str(exc)
+    got: dict[tuple[str, str], tuple[bool, str]] = {}
+    for n, c, supported, reasoning in parsed:
+        pair = (n_global.get(n), c_global.get(c))
+        if pair[0] is not None and pair[1] is not None and pair not in got:
+            got[pair] = (supported, reasoning)
+    store = result.verdicts[batch.item.query_id]
+    missing = []
+    for pair in wanted:
+        if pair in got:
+            store[pair] = got[pair]
+        else:
+            missing.append(pair)
+    if missing:
+        why = why or f"the answer gave no usable verdict for {len(missing)} pair(s)"
+    return missing, why
+
+
+def _canonical_order(result: JudgeResult, items: Sequence[Any]) -> None:
+    """Each query's verdicts in nugget declaration order, then pool order."""
+    for item in items:
+        store = result.verdicts[item.query_id]
+        rank = {d: k for k, d in enumerate(item.pool)}
+        nrank = {n: k for k, (n, _) in enumerate(item.nuggets)}
+        result.verdicts[item.query_id] = dict(
+            sorted(store.items(), key=lambda kv: (nrank[kv[0][0]], rank[kv[0][1]]))
+        )
+
+
 def judge_pool(
     client: LLMClient,
     items: Sequence[JudgeItem],
@@ -207,32 +248,9 @@ def judge_pool(
         answers = client.complete_many(requests, progress=progress if round_no == 0 else None)
         still: dict[int, list[tuple[str, str]]] = {}
         for i, answer in zip(order, answers):
-            batch = batches[i]
-            wanted = pending[i] or [
-                (nid, did) for nid, _ in batch.item.nuggets for did in batch.chunks
-            ]
-            n_global = {f"n{k + 1}": nid for k, (nid, _) in enumerate(batch.item.nuggets)}
-            c_global = {f"c{k + 1}": did for k, did in enumerate(batch.chunks)}
-            why = None
-            try:
-                parsed = parse_judgments(answer.text)
-            except InvalidAnswer as exc:
-                parsed, why = [], str(exc)
-            got: dict[tuple[str, str], tuple[bool, str]] = {}
-            for n, c, supported, reasoning in parsed:
-                pair = (n_global.get(n), c_global.get(c))
-                if pair[0] is not None and pair[1] is not None and pair not in got:
-                    got[pair] = (supported, reasoning)
-            store = result.verdicts[batch.item.query_id]
-            missing = []
-            for pair in wanted:
-                if pair in got:
-                    store[pair] = got[pair]
-                else:
-                    missing.append(pair)
+            missing, why = _settle(batches[i], answer.text, pending[i], result)
             if missing:
                 still[i] = missing
-                why = why or f"the answer gave no usable verdict for {len(missing)} pair(s)"
                 unsettled.setdefault(i, []).append((answer.key, why))
                 if round_no + 1 < options.max_rounds:
                     result.reasked_pairs += len(missing)
@@ -245,14 +263,7 @@ def judge_pool(
                 forget.append(key)
                 result.problems[why] += 1
     client.forget(forget)
-    # canonical order: nugget declaration order, then pool order
-    for item in items:
-        store = result.verdicts[item.query_id]
-        rank = {d: k for k, d in enumerate(item.pool)}
-        nrank = {n: k for k, (n, _) in enumerate(item.nuggets)}
-        result.verdicts[item.query_id] = dict(
-            sorted(store.items(), key=lambda kv: (nrank[kv[0][0]], rank[kv[0][1]]))
-        )
+    _canonical_order(result, items)
     return result
 
 
