@@ -277,38 +277,7 @@ def build_dataset(
     for key, value in (("query", queries), ("corpus", corpus), ("qrel", qrel)):
         if not isinstance(value, dict):
             raise FormatError(source, None, f"'{key}' must be a dict, found {type(value).__name__}")
-    q_col: list[str] = []
-    d_col: list[str] = []
-    g_col: list[int] = []
-    pools: dict[str, frozenset[str]] = {}
-    for qid, judged in qrel.items():
-        qid = str(qid)
-        if not isinstance(judged, dict):
-            raise FormatError(
-                source, None, f"qrel of query {qid!r} must be a dict {{doc_id: grade}}"
-            )
-        if qid not in queries:
-            raise FormatError(source, None, f"query {qid!r} has judgments but no text in 'query'")
-        for did, grade in judged.items():
-            did = str(did)
-            if did not in corpus:
-                raise FormatError(
-                    source, None, f"query {qid!r} pools document {did!r}, which is not in 'corpus'"
-                )
-            if (
-                isinstance(grade, bool)
-                or not isinstance(grade, (int, float))
-                or grade != int(grade)
-            ):
-                raise FormatError(
-                    source,
-                    None,
-                    f"grade of query {qid!r}, document {did!r} is {grade!r}; expected an integer",
-                )
-            q_col.append(qid)
-            d_col.append(did)
-            g_col.append(int(grade))
-        pools[qid] = frozenset(str(d) for d in judged)
+    q_col, d_col, g_col, pools = _judgments(queries, corpus, qrel, source)
     qrels = Qrels(q_col, d_col, g_col, name=dataset_id, metadata={"source": source}, source=source)
     query_texts = Queries({q: str(queries[q]) for q in pools}, name=dataset_id)
     docs = InMemoryCorpus.from_dict(
@@ -343,6 +312,46 @@ def build_dataset(
             "pool_sizes": (min(sizes, default=0), max(sizes, default=0)),
         },
     )
+
+
+def _judgments(
+    queries: dict, corpus: dict, qrel: dict, source: str
+) -> tuple[list[str], list[str], list[int], dict[str, frozenset[str]]]:
+    """The qrels columns (query, doc, grade) of BIRCO's ``qrel`` dict and each query's pool,
+    checked against its ``query`` and ``corpus`` dicts."""
+    q_col: list[str] = []
+    d_col: list[str] = []
+    g_col: list[int] = []
+    pools: dict[str, frozenset[str]] = {}
+    for qid, judged in qrel.items():
+        qid = str(qid)
+        if not isinstance(judged, dict):
+            raise FormatError(
+                source, None, f"qrel of query {qid!r} must be a dict {{doc_id: grade}}"
+            )
+        if qid not in queries:
+            raise FormatError(source, None, f"query {qid!r} has judgments but no text in 'query'")
+        for did, grade in judged.items():
+            did = str(did)
+            if did not in corpus:
+                raise FormatError(
+                    source, None, f"query {qid!r} pools document {did!r}, which is not in 'corpus'"
+                )
+            if (
+                isinstance(grade, bool)
+                or not isinstance(grade, (int, float))
+                or grade != int(grade)
+            ):
+                raise FormatError(
+                    source,
+                    None,
+                    f"grade of query {qid!r}, document {did!r} is {grade!r}; expected an integer",
+                )
+            q_col.append(qid)
+            d_col.append(did)
+            g_col.append(int(grade))
+        pools[qid] = frozenset(str(d) for d in judged)
+    return q_col, d_col, g_col, pools
 
 
 def _read_hf(repo: str, revision: str | None) -> dict:

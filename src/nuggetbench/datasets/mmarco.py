@@ -337,18 +337,7 @@ def load(
         raise DatasetError(f"max_docs must be a positive integer, got {max_docs!r}")
     qrels_file = _qrels_path(doc_lang, query_lang, split, dataset_id, revision, download)
     queries_folder = _queries_folder(query_lang, split, qrels_file, dataset_id, revision, download)
-    meta: dict = {
-        "language": CODES[doc_lang],
-        "query_language": CODES[query_lang],
-        "doc_language_name": doc_lang,
-        "query_language_name": query_lang,
-        "family": "mmarco",
-        "hub": f"{REPO}@{hub.revision_for(REPO, revision)}",
-        "split_note": "dev = MS MARCO dev/small (6,980 queries)"
-        if split == "dev"
-        else "dev-full = MS MARCO dev (all judged dev queries)",
-        "citation": CITATION,
-    }
+    meta = _metadata(doc_lang, query_lang, split, revision)
     if max_docs is None:
         corpus_path = _full_corpus(doc_lang, dataset_id, revision, show_progress, download)
     else:
@@ -384,6 +373,22 @@ def load(
         default_measures=list(DEFAULT_MEASURES),
         metadata=meta,
     )
+
+
+def _metadata(doc_lang: str, query_lang: str, split: str, revision: str | None) -> dict:
+    """The dataset's metadata: languages, hub revision, split note, citation."""
+    return {
+        "language": CODES[doc_lang],
+        "query_language": CODES[query_lang],
+        "doc_language_name": doc_lang,
+        "query_language_name": query_lang,
+        "family": "mmarco",
+        "hub": f"{REPO}@{hub.revision_for(REPO, revision)}",
+        "split_note": "dev = MS MARCO dev/small (6,980 queries)"
+        if split == "dev"
+        else "dev-full = MS MARCO dev (all judged dev queries)",
+        "citation": CITATION,
+    }
 
 
 def info(dataset_id: str) -> dict:
