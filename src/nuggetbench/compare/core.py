@@ -85,11 +85,7 @@ def compare(
     """
 
     systems = _normalise(results, query_ids)
-    names = list(systems)
-    if len(names) < 2:
-        raise InputError(f"comparing needs at least two systems, got {len(names)}")
-    base = _baseline(names, baseline)
-    names = [base] + [n for n in names if n != base]
+    base, names = _ordered(list(systems), baseline)
     test_name, corr = _settings(test, correction, alpha, ci, len(names))
     qids = _check_same_queries(systems, base)
     aligned = {n: _align(systems[n], qids) for n in names}
@@ -130,6 +126,18 @@ def _fill(report: ComparisonReport, aligned: Mapping[str, Mapping[str, np.ndarra
         methods |= _compare_measure(report, m, matrix[:, mask])
         _add_deltas(report, m, matrix[:, mask], [q for q, keep in zip(qids, mask) if keep])
     report.test_method = "; ".join(sorted(methods)) or report.test
+
+
+def _ordered(names: list[str], baseline: str | int | None) -> tuple[str, list[str]]:
+    """``(baseline, systems with the baseline first)``.
+
+    Raises:
+        InputError: fewer than two systems; UnknownNameError: an unknown baseline.
+    """
+    if len(names) < 2:
+        raise InputError(f"comparing needs at least two systems, got {len(names)}")
+    base = _baseline(names, baseline)
+    return base, [base] + [n for n in names if n != base]
 
 
 def _settings(

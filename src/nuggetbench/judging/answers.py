@@ -328,6 +328,43 @@ def _ask(
     return labels
 
 
+def _score(
+    systems: Mapping[str, Mapping[str, str]],
+    nuggets: Mapping[str, Any],
+    got: Mapping[tuple[str, str, int], list[str] | None],
+    window: int,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, dict[str, float]]]]:
+    """``(assignment rows, {system: {score: {query: value}}})`` from the windows' labels
+    (*got*): a question a system did not answer is ``not_support``, a window whose answers
+    stayed unusable ``failed``."""
+    rows: list[dict[str, Any]] = []
+    per_query: dict[str, dict[str, dict[str, float]]] = {
+        s: {m: {} for m in SCORES} for s in systems
+    }
+    for s in systems:
+        for q, ns in nuggets.items():
+            labs: list[str] = []
+            for start in range(0, len(ns.nuggets), window):
+                n = len(ns.nuggets[start : start + window])
+                if q not in systems[s]:
+                    labs += ["not_support"] * n
+                else:
+                    labs += got[(s, q, start)] or ["failed"] * n
+            for nug, lab in zip(ns.nuggets, labs):
+                rows.append(
+                    {
+                        "system": s,
+                        "qid": q,
+                        "nugget": nug.text,
+                        "importance": nug.importance,
+                        "assignment": lab,
+                    }
+                )
+            for m, v in nugget_scores(labs, [n.importance for n in ns.nuggets]).items():
+                per_query[s][m][q] = v
+    return rows, per_query
+
+
 def assign_answers(
     nuggets: Mapping[str, NuggetSet],
     systems: Mapping[str, Mapping[str, str]],
@@ -372,28 +409,7 @@ def assign_answers(
     labels = _ask(client, items, max_repairs, progress)
     got = {key: lab for key, lab in zip(where, labels)}
     failures = {s: sum(lab is None for (s2, _, _), lab in got.items() if s2 == s) for s in systems}
-    rows, per_query = [], {s: {m: {} for m in SCORES} for s in systems}
-    for s in systems:
-        for q, ns in nuggets.items():
-            labs: list[str] = []
-            for start in range(0, len(ns.nuggets), window):
-                n = len(ns.nuggets[start : start + window])
-                if q not in systems[s]:
-                    labs += ["not_support"] * n
-                else:
-                    labs += got[(s, q, start)] or ["failed"] * n
-            for nug, lab in zip(ns.nuggets, labs):
-                rows.append(
-                    {
-                        "system": s,
-                        "qid": q,
-                        "nugget": nug.text,
-                        "importance": nug.importance,
-                        "assignment": lab,
-                    }
-                )
-            for m, v in nugget_scores(labs, [n.importance for n in ns.nuggets]).items():
-                per_query[s][m][q] = v
+    rows, per_query = _score(systems, nuggets, got, window)
     results = {s: {m: sum(v.values()) / len(v) for m, v in per_query[s].items()} for s in systems}
     return AnswersOutcome(
         results=results,
