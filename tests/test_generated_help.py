@@ -9,8 +9,8 @@ from nuggetbench.cli import cli
 from nuggetbench.corpus import CHUNKERS
 from nuggetbench.datasets import family_of, list_datasets
 from nuggetbench.measures import PROFILES, all_family_names, get_family
+from nuggetbench.plugins import lookup
 from nuggetbench.retrieval.spec import FUSE_PARAMS, RETRIEVERS, WRAPPERS, retriever_params
-from nuggetbench.spec import lookup
 
 
 def test_measure_families_and_parameters_are_described():

@@ -73,3 +73,46 @@ def test_the_cli_names_no_benchmark_outside_help_text():
                 if any(n in tok.string.lower() for n in names):
                     found.append(f"{path.name}:{tok.start[0]}: {tok.string}")
     assert found == []
+
+
+def test_no_function_over_80_lines():
+    lay = _layering()
+    long = [f"{name}: {n}" for n, name in lay.function_lengths() if n > lay.MAX_FUNCTION_LINES]
+    assert long == []
+
+
+def test_no_module_over_600_lines():
+    lay = _layering()
+    long = [f"{name}: {n}" for n, name in lay.module_lengths() if n > lay.MAX_MODULE_LINES]
+    assert long == []
+
+
+def test_no_folder_over_20_modules():
+    lay = _layering()
+    big = [f"{f}: {n}" for n, f in lay.folder_sizes() if n > lay.MAX_MODULES_PER_FOLDER]
+    assert big == []
+
+
+def test_no_import_of_another_packages_private_module():
+    lay = _layering()
+    found = [f"{i.source}:{i.line} -> {i.target}" for i in lay.private_imports(lay.all_imports())]
+    assert found == []
+
+
+def test_no_package_exports_a_function_named_like_its_submodule():
+    import importlib
+    import pkgutil
+
+    import nuggetbench
+
+    clashes = []
+    for info in pkgutil.walk_packages(nuggetbench.__path__, "nuggetbench."):
+        if not info.ispkg:
+            continue
+        package = importlib.import_module(info.name)
+        subs = {m.name for m in pkgutil.iter_modules(package.__path__)}
+        for name in getattr(package, "__all__", ()):
+            value = getattr(package, name, None)
+            if name in subs and callable(value) and not hasattr(value, "__path__"):
+                clashes.append(f"{info.name}.{name}")
+    assert clashes == []

@@ -21,6 +21,7 @@ PACKAGE = "nuggetbench"
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "_version", "_atomic", "_runtime", "home"),
     ("jsonl",),
+    ("plugins",),
     ("spec",),
     ("store",),
     ("data", "text", "llm"),
@@ -205,6 +206,44 @@ def function_lengths() -> list[tuple[int, str]]:
     return sorted(out, reverse=True)
 
 
+#: The house's limits on size (``tests/test_layering.py`` holds them).
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 600
+MAX_MODULES_PER_FOLDER = 20
+
+
+def module_lengths() -> list[tuple[int, str]]:
+    """``(lines, module)`` of every module, longest first."""
+    return sorted(
+        ((len(path.read_text().splitlines()), mod) for mod, path in modules().items()),
+        reverse=True,
+    )
+
+
+def folder_sizes() -> list[tuple[int, str]]:
+    """``(modules side by side, folder)`` of every package folder, largest first."""
+    folders: dict[str, int] = {}
+    for path in modules().values():
+        key = str(path.parent.relative_to(ROOT))
+        folders[key] = folders.get(key, 0) + 1
+    return sorted(((n, f) for f, n in folders.items()), reverse=True)
+
+
+def private_imports(imports: list[Import]) -> list[Import]:
+    """Imports of a private module (a name starting with ``_``) from outside the package that
+    holds it: ``nuggetbench.data._x`` may be imported from ``nuggetbench.data`` only."""
+    out = []
+    for imp in imports:
+        parts = imp.target.split(".")
+        private = [i for i, part in enumerate(parts) if part.startswith("_") and i > 0]
+        if not private:
+            continue
+        owner = ".".join(parts[: private[0]])
+        if not (imp.source == owner or imp.source.startswith(owner + ".")):
+            out.append(imp)
+    return out
+
+
 def main(argv: list[str]) -> int:
     imps = all_imports()
     cyc = cycles(imps)
@@ -220,6 +259,8 @@ def main(argv: list[str]) -> int:
     print(f"function-local imports of our own modules: {len(local)} statements")
     for i in local:
         print(f"  {i.source}:{i.line} -> {i.target}  # {i.lazy_reason or 'NOT JUSTIFIED'}")
+    print(f"imports of another package's private module: {len(private_imports(imps))}")
+    print(f"longest module: {module_lengths()[0]}; largest folder: {folder_sizes()[0]}")
     lengths = function_lengths()
     print("longest functions:")
     for n, name in lengths[:5]:

@@ -6,6 +6,7 @@ import click
 from rich.table import Table
 
 from nuggetbench.cli._common import console
+from nuggetbench.plugins import lookup
 from nuggetbench.retrieval import spec as retrieval_spec
 from nuggetbench.retrieval.spec import (
     FUSE_PARAMS,
@@ -13,7 +14,6 @@ from nuggetbench.retrieval.spec import (
     retriever_class,
     retriever_params,
 )
-from nuggetbench.spec import lookup
 
 
 @click.command("retrievers", context_settings={"help_option_names": ["-h", "--help"]})

@@ -31,7 +31,8 @@ from typing import Any, ClassVar
 from nuggetbench.corpus.notebook import Cell, Notebook
 from nuggetbench.data import Document
 from nuggetbench.errors import SpecError
-from nuggetbench.spec import REQUIRED, Param, Registry, params_table
+from nuggetbench.plugins import Registry
+from nuggetbench.spec import REQUIRED, Param, params_table
 from nuggetbench.text.tokenizers import check_tokenizer_name, load_tokenizer
 
 #: Bump when chunk texts or ids change for the same spec (invalidates caches).

@@ -43,7 +43,8 @@ from nuggetbench.datasets._ids import (
 from nuggetbench.datasets.dataset import Dataset
 from nuggetbench.datasets.family import DatasetFamily, JudgedCorpus, Target
 from nuggetbench.errors import DatasetError, DownloadError, InputError, UnknownNameError, suggest
-from nuggetbench.spec import REQUIRED, Param, resolve
+from nuggetbench.plugins import resolve
+from nuggetbench.spec import REQUIRED, Param
 
 __all__ = [
     "REGISTRY",

@@ -37,7 +37,7 @@ import numpy as np
 
 from nuggetbench.data.ranking import TIE_BREAKS
 from nuggetbench.errors import InputError, UnknownNameError
-from nuggetbench.spec import Registry
+from nuggetbench.plugins import Registry
 
 if TYPE_CHECKING:  # pragma: no cover
     from nuggetbench.data.qrels import Qrels

@@ -14,7 +14,8 @@ import logging
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nuggetbench.measures.params import param_for
-from nuggetbench.spec import REQUIRED, Param, Registry
+from nuggetbench.plugins import Registry
+from nuggetbench.spec import REQUIRED, Param
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

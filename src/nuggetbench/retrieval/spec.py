@@ -29,16 +29,14 @@ import re
 from typing import Any
 
 from nuggetbench.errors import SpecError, UnknownNameError, suggest
+from nuggetbench.plugins import Registry, call_with, lookup
 from nuggetbench.retrieval.compose.pipeline import Fusion, Pipeline
 from nuggetbench.spec import (
     POSITIONAL,
     REQUIRED,
     Param,
-    Registry,
-    call_with,
     format_colon_spec,
     format_literal,
-    lookup,
     parse_literal,
     short_label,
     split_options,
