@@ -144,7 +144,7 @@ def _validate(data: Any, path: Path) -> dict[str, list[str]]:
                 path,
                 None,
                 f"query {short(qid)} maps to a dict ({{doc_id: score}}): that is a scored run, read it "
-                "with nuggetbench.data.read_run; a rank file maps each query to a list of doc ids",
+                "with nuggetbench.read_run (nb.load_run); a rank file maps each query to a list of doc ids",
             )
         if not isinstance(docs, (list, tuple)):
             raise FormatError(
