@@ -28,7 +28,8 @@ import numpy as np
 
 from nuggetbench._atomic import atomic_write
 from nuggetbench._version import __version__
-from nuggetbench.data import Run, read_trec_run, write_run
+from nuggetbench.data import Run, write_run
+from nuggetbench.data import read_trec_run as read_run  # the name tests spy on
 from nuggetbench.retrieval.models.topk import with_empty_queries
 from nuggetbench.retrieval.protocols import search, uses_objective
 from nuggetbench.store import Artifact, spec_file_name
@@ -99,7 +100,7 @@ class RunCache:
                 _read_columns(self.path / f"k{depth}.npz") if same and meta.get("columns") else None
             )
             if run is None:
-                run = read_trec_run(trec)
+                run = read_run(trec)
             if meta.get("queries_without_results"):
                 run = with_empty_queries(run, meta["queries_without_results"])
             metadata = dict(meta.get("metadata") or {}, cached=True, cached_depth=depth)
