@@ -98,7 +98,7 @@ def test_item1_named_fifo_does_not_hang(tmp_path):
     fifo = tmp_path / "run.fifo"
     os.mkfifo(fifo)
     code = (
-        "import sys, json\nfrom nuggetbench.data import load_run\n"
+        "import sys, json\nfrom nuggetbench.data import read_run as load_run\n"
         f"run = load_run({str(fifo)!r})\nprint(run.n_entries)\n"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
