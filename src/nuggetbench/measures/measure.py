@@ -18,6 +18,7 @@ from typing import Any
 
 from nuggetbench.errors import SpecError
 from nuggetbench.measures.registry import find_family, get_family
+from nuggetbench.measures.trec.spelling import cut_measure
 from nuggetbench.spec import (
     format_literal,
     parse_literal,
@@ -27,15 +28,6 @@ from nuggetbench.spec import (
 )
 
 __all__ = ["Measure", "parse_measure", "parse_measures", "format_value"]
-
-# trec_eval's cut-off measures, spelled ``name_k`` (its output) or ``name.k`` (its -m option).
-TREC_CUT_NAMES = {
-    "ndcg_cut": "nDCG",
-    "map_cut": "AP",
-    "P": "P",
-    "recall": "R",
-    "success": "Success",
-}
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
 
@@ -122,11 +114,11 @@ def _resolve_name(name: str, cutoff_text: str | None, where: str) -> tuple[str, 
     family = find_family(name)
     if family is not None:
         return family.name, cutoff_text
-    m = re.match(r"^(.*?)[._](\d+)$", name)
-    if m and m.group(1) in TREC_CUT_NAMES:
+    translated = cut_measure(name)  # trec_eval's spelling, translated once
+    if translated is not None:
         if cutoff_text is not None:
             raise SpecError(f"{where}: cutoff given twice ({name!r} and '@{cutoff_text}')")
-        return TREC_CUT_NAMES[m.group(1)], m.group(2)
+        return translated
     get_family(name)  # raises UnknownNameError with a suggestion
     raise AssertionError("unreachable")  # pragma: no cover
 
