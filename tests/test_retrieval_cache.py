@@ -263,9 +263,9 @@ def test_retrievers_without_identity_are_not_cached():
 
 
 def test_run_cache_keeps_empty_queries():
-    from nuggetbench.retrieval.models.topk import with_empty_queries
+    from nuggetbench.retrieval.models.topk import with_empty_queries as _with_empty_queries
 
-    run = with_empty_queries(Run(["q1", "q1"], ["a", "b"], [2.0, 1.0], name="x"), ["q0"])
+    run = _with_empty_queries(Run(["q1", "q1"], ["a", "b"], [2.0, 1.0], name="x"), ["q0"])
     cache = RunCache({"t": 1})
     cache.save(run, 2)
     back = cache.load(2)

@@ -12,7 +12,7 @@ from nuggetbench.data import Run
 from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.retrieval.compose import caching
 from nuggetbench.retrieval.compose.caching import RunCache
-from nuggetbench.retrieval.models.topk import with_empty_queries
+from nuggetbench.retrieval.models.topk import with_empty_queries as _with_empty_queries
 
 
 def _random_run(seed: int) -> Run:
@@ -26,7 +26,7 @@ def _random_run(seed: int) -> Run:
             for j in docs
         }
     run = Run.from_dict(data, name="r", metadata={"k": 30})
-    return with_empty_queries(run, ["q-empty"]) if seed % 2 else run
+    return _with_empty_queries(run, ["q-empty"]) if seed % 2 else run
 
 
 @pytest.fixture
