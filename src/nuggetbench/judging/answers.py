@@ -35,7 +35,8 @@ import ast
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from nuggetbench.data.formats.freshstack import read_freshstack_queries
 from nuggetbench.datasets.fastbook import read_benchmark
 from nuggetbench.errors import FormatError, InputError
 from nuggetbench.jsonl import iter_jsonl
+from nuggetbench.llm.asking import ask
 from nuggetbench.llm.client import ChatRequest, LLMClient
 from nuggetbench.llm.jsonout import InvalidAnswer
 from nuggetbench.llm.prompts import chat_request, load_prompt
@@ -286,46 +288,24 @@ class AnswersOutcome:
         return out
 
 
-def _repair(request: ChatRequest, answer: str, problem: str, n: int) -> ChatRequest:
-    turn = (
-        {"role": "assistant", "content": answer},
-        {
-            "role": "user",
-            "content": f"Your reply could not be used: {problem}. Reply with only a JSON list of "
-            f"exactly {n} labels (support, partial_support or not_support).",
-        },
-    )
-    return replace(request, messages=(*request.messages, *turn))
-
-
 def _ask(
     client: LLMClient, items: list[tuple], max_repairs: int, progress: Callable[[int], None] | None
 ) -> list[list[str] | None]:
     """Labels of each ``(request, n)`` item, re-asking bad replies; ``None`` after the repairs."""
-    requests = [req for req, _ in items]
-    results = client.complete_many(requests, progress=progress)
-    labels: list[list[str] | None] = [None] * len(items)
-    chains = {i: [r.key] for i, r in enumerate(results)}
-    errors: dict[int, tuple[ChatRequest, str, str]] = {}
-    for i, res in enumerate(results):
-        try:
-            labels[i] = parse_labels(res.text, items[i][1])
-        except InvalidAnswer as exc:
-            errors[i] = (requests[i], res.text, str(exc))
-    for _ in range(max_repairs):
-        if not errors:
-            break
-        order = sorted(errors)
-        repairs = [_repair(*errors[i], items[i][1]) for i in order]
-        for i, req, res in zip(order, repairs, client.complete_many(repairs)):
-            chains[i].append(res.key)
-            try:
-                labels[i] = parse_labels(res.text, items[i][1])
-                del errors[i]
-            except InvalidAnswer as exc:
-                errors[i] = (req, res.text, str(exc))
-    client.forget([k for i in errors for k in chains[i]])
-    return labels
+    asked = ask(
+        client,
+        [req for req, _ in items],
+        [partial(parse_labels, n=n) for _, n in items],
+        max_repairs=max_repairs,
+        instruction=[
+            f"Reply with only a JSON list of exactly {n} labels (support, partial_support or "
+            "not_support)."
+            for _, n in items
+        ],
+        progress=progress,
+        progress_on="sent",
+    )
+    return [a.value for a in asked]
 
 
 def _score(

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
+from nuggetbench.llm.asking import ask
 from nuggetbench.llm.client import ChatRequest, LLMClient
 from nuggetbench.llm.jsonout import InvalidAnswer
 from nuggetbench.llm.prompts import chat_request, load_prompt
@@ -150,16 +151,8 @@ class Judgment:
         return row
 
 
-def _repair(request: ChatRequest, answer: str, problem: str) -> ChatRequest:
-    turn = (
-        {"role": "assistant", "content": answer},
-        {
-            "role": "user",
-            "content": f"Your reply could not be used: {problem}. End your reply with one line "
-            "'##final score: G' where G is 0, 1, 2 or 3.",
-        },
-    )
-    return replace(request, messages=(*request.messages, *turn))
+#: The repair turn's request after an answer holding no grade.
+REPAIR_INSTRUCTION = "End your reply with one line '##final score: G' where G is 0, 1, 2 or 3."
 
 
 def judge_pairs(
@@ -191,42 +184,16 @@ def judge_pairs(
         KeyError: a document or query is unknown.
     """
     requests = [judge_request(query_text(q), cut_words(doc_text(d), max_words)) for q, d in pairs]
-    results = client.complete_many(requests, progress=progress)
-    grades: list[int | None] = [None] * len(pairs)
-    replies = [r.text for r in results]
-    attempts = [1] * len(pairs)
-    chains = {i: [r.key] for i, r in enumerate(results)}
-    errors: dict[int, tuple[ChatRequest, str]] = {}
-    for i, res in enumerate(results):
-        try:
-            grades[i] = parse_final_score(res.text)
-        except InvalidAnswer as exc:
-            errors[i] = (requests[i], str(exc))
-    for _ in range(max_repairs):
-        if not errors:
-            break
-        order = sorted(errors)
-        repairs = [_repair(errors[i][0], replies[i], errors[i][1]) for i in order]
-        for i, req, res in zip(order, repairs, client.complete_many(repairs)):
-            attempts[i] += 1
-            replies[i] = res.text
-            chains[i].append(res.key)
-            try:
-                grades[i] = parse_final_score(res.text)
-                del errors[i]
-            except InvalidAnswer as exc:
-                errors[i] = (req, str(exc))
-    client.forget([k for i in errors for k in chains[i]])
+    asked = ask(
+        client,
+        requests,
+        parse_final_score,
+        max_repairs=max_repairs,
+        instruction=REPAIR_INSTRUCTION,
+        progress=progress,
+        progress_on="sent",
+    )
     return [
-        Judgment(
-            q,
-            d,
-            grades[i],
-            human(q, d),
-            replies[i],
-            attempts[i],
-            errors[i][1] if i in errors else None,
-            results[i].cached,
-        )
-        for i, (q, d) in enumerate(pairs)
+        Judgment(q, d, a.value, human(q, d), a.reply, a.attempts, a.error, a.cached)
+        for (q, d), a in zip(pairs, asked)
     ]

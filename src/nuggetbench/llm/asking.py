@@ -13,13 +13,109 @@ next run sends its first request again rather than replaying the unusable answer
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from nuggetbench.llm.client import ChatRequest, LLMClient
 from nuggetbench.llm.jsonout import InvalidAnswer
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What :func:`ask` got for one request.
+
+    Attributes:
+        value: the validated value, ``None`` when every round was rejected.
+        error: the last rejection's message (``None`` when valid).
+        reply: the text of the last answer.
+        attempts: requests made (1 + repair turns).
+        cached: whether the first answer came from the cache.
+    """
+
+    value: Any
+    error: str | None
+    reply: str
+    attempts: int
+    cached: bool
+
+
+def ask(
+    client: LLMClient,
+    requests: Sequence[ChatRequest],
+    validate: Callable[[str], Any] | Sequence[Callable[[str], Any]],
+    *,
+    max_repairs: int,
+    instruction: str | Sequence[str],
+    progress: Callable[[int], None] | None = None,
+    progress_on: str = "settled",
+) -> list[Asked]:
+    """Answer *requests*, validating each answer, re-asking the rejected ones: the one request,
+    parsing, retry and caching loop of every LLM step (judgments, nuggets, answers, rewrites).
+
+    Round 0 sends every request (through *client*: cache, retries, concurrency, usage); an
+    answer that its validator rejects (:class:`~.jsonout.InvalidAnswer`) is followed by a repair
+    turn in the same conversation, the bad answer then ``"Your reply could not be used:
+    <problem>. <instruction>"``, up to *max_repairs* rounds. The answers of an item rejected in
+    every round are removed from the cache (:meth:`~.client.LLMClient.forget`).
+
+    Args:
+        client: the LLM client.
+        requests: one request per item.
+        validate: ``text -> value`` (one for all items, or one per item); raises
+            :class:`~.jsonout.InvalidAnswer` on a bad answer.
+        max_repairs: repair rounds after the first answer.
+        instruction: what the repair message asks for (one for all items, or one per item).
+        progress: advanced once per item: when it is settled (``progress_on="settled"``: valid,
+            or out of repairs) or when its first answer arrives (``"sent"``).
+
+    Returns:
+        One :class:`Asked` per request, in order.
+    """
+    n = len(requests)
+    checks = [validate] * n if callable(validate) else list(validate)
+    notes = [instruction] * n if isinstance(instruction, str) else list(instruction)
+    values: list[Any] = [None] * n
+    errors: list[str | None] = [None] * n
+    replies = [""] * n
+    attempts = [0] * n
+    cached = [False] * n
+    chains: dict[int, list[str]] = {i: [] for i in range(n)}
+    current = {i: req for i, req in enumerate(requests)}
+    for round_no in range(max_repairs + 1):
+        if not current:
+            break
+        order = sorted(current)
+        sent = progress if progress_on == "sent" and round_no == 0 else None
+        results = client.complete_many([current[i] for i in order], progress=sent)
+        retry: dict[int, ChatRequest] = {}
+        for i, res in zip(order, results):
+            chains[i].append(res.key)
+            replies[i] = res.text
+            attempts[i] += 1
+            cached[i] = cached[i] if round_no else res.cached
+            try:
+                values[i] = checks[i](res.text)
+                errors[i] = None
+            except InvalidAnswer as exc:
+                errors[i] = str(exc)
+                if round_no < max_repairs:
+                    retry[i] = _repair(current[i], res.text, str(exc), notes[i])
+            if progress and progress_on == "settled" and i not in retry:
+                progress(1)
+        current = retry
+    client.forget([k for i, keys in chains.items() if errors[i] is not None for k in keys])
+    return [Asked(values[i], errors[i], replies[i], attempts[i], cached[i]) for i in range(n)]
+
+
+def _repair(request: ChatRequest, answer: str, problem: str, instruction: str) -> ChatRequest:
+    """*request* continued by the rejected *answer* and a user turn naming the problem."""
+    turn = (
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": f"Your reply could not be used: {problem}. {instruction}"},
+    )
+    return replace(request, messages=(*request.messages, *turn))
 
 
 def ask_validated(
@@ -31,58 +127,17 @@ def ask_validated(
     expected: str,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[T | None], list[str | None]]:
-    """Answer *requests*, validating each answer, re-asking the invalid ones.
-
-    Args:
-        client: the LLM client.
-        requests: one request per item.
-        validate: ``text -> value``; raises :class:`~.jsonout.InvalidAnswer` on a bad answer.
-        max_repairs: repair rounds after the first answer.
-        expected: the reply form, quoted in the repair message (e.g. ``{"nuggets": [...]}``).
-        progress: advanced once per item when it is settled (valid, or out of repairs).
-
-    Returns:
-        ``(values, errors)``: per item the validated value (``None`` when every round failed) and
-        the last error message (``None`` when valid). The cached answers of the failed items are
-        removed from the client's cache.
-    """
-    values: list[T | None] = [None] * len(requests)
-    errors: list[str | None] = [None] * len(requests)
-    chains: dict[int, list[str]] = {i: [] for i in range(len(requests))}
-    current = {i: req for i, req in enumerate(requests)}
-    for round_no in range(max_repairs + 1):
-        if not current:
-            break
-        order = sorted(current)
-        results = client.complete_many([current[i] for i in order])
-        retry: dict[int, ChatRequest] = {}
-        for i, res in zip(order, results):
-            chains[i].append(res.key)
-            try:
-                values[i] = validate(res.text)
-                errors[i] = None
-                if progress:
-                    progress(1)
-            except InvalidAnswer as exc:
-                errors[i] = str(exc)
-                if round_no == max_repairs:
-                    if progress:
-                        progress(1)
-                    continue
-                req = current[i]
-                messages = (
-                    *req.messages,
-                    {"role": "assistant", "content": res.text},
-                    {
-                        "role": "user",
-                        "content": f"Your reply could not be used: {exc}. Reply again "
-                        f"with only a JSON object of the form {expected}.",
-                    },
-                )
-                retry[i] = replace(req, messages=messages)
-        current = retry
-    client.forget([k for i, keys in chains.items() if values[i] is None for k in keys])
-    return values, errors
+    """:func:`ask` for JSON answers: ``(values, errors)`` per item, the repair message asking for
+    "only a JSON object of the form *expected*"; *progress* advanced as each item settles."""
+    asked = ask(
+        client,
+        requests,
+        validate,
+        max_repairs=max_repairs,
+        instruction=f"Reply again with only a JSON object of the form {expected}.",
+        progress=progress,
+    )
+    return [a.value for a in asked], [a.error for a in asked]
 
 
-__all__ = ["ask_validated", "InvalidAnswer"]
+__all__ = ["Asked", "ask", "ask_validated", "InvalidAnswer"]
