@@ -181,7 +181,7 @@ class EvalContext:
         self.qrels = qrels
         self.run = run
         self.profile = profile
-        qq = qrels.query_offsets()[0] if hasattr(qrels, "query_offsets") else qrels.arrays()[0]
+        qq = qrels.query_offsets()[0]
         rq, rlen = _run_queries(run)
         present = rq[rlen > 0]
         qset, rset = set(qq.tolist()), set(present.tolist())
@@ -232,11 +232,8 @@ class EvalContext:
         """``(qidx, grades)`` of :meth:`judgments`, without the doc ids (which a fast reader's
         qrels build only when asked for)."""
         if "judged_grades" not in self._cache:
-            if hasattr(self.qrels, "query_offsets"):
-                qq, qstarts = self.qrels.query_offsets()
-                qgrades = self.qrels.grades()
-            else:
-                qq, qstarts, _, qgrades = self.qrels.arrays()
+            qq, qstarts = self.qrels.query_offsets()
+            qgrades = self.qrels.grades()
             has = self._qpos >= 0
             safe = np.maximum(self._qpos, 0)
             lengths = np.where(has, np.diff(qstarts)[safe] if len(qq) else 0, 0).astype(np.int64)
