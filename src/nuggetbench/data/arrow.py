@@ -93,12 +93,8 @@ def from_numpy(values: np.ndarray) -> Any:
         bits = np.packbits(values, bitorder="little")
         return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
     if values.dtype.kind in "iuf":
-        values = np.ascontiguousarray(values)
-        kind = pa.from_numpy_dtype(
-            values.dtype.newbyteorder("=") if values.dtype.byteorder == ">" else values.dtype
-        )
-        if values.dtype.byteorder == ">":
-            values = values.astype(values.dtype.newbyteorder("="))
+        values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
+        kind = pa.from_numpy_dtype(values.dtype)
         return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
     raise ValueError(f"from_numpy: no conversion for dtype {values.dtype}")
 
