@@ -163,3 +163,37 @@ def test_comment_files_in_process_threads(shared_data):
     for t in threads:
         t.join()
     assert errors == [] and len(set(values)) == 1 and len(values) == 6
+
+
+def test_a_registry_looked_up_from_threads_waits_for_its_providers(tmp_path, monkeypatch):
+    """A thread that looks a name up while another imports the providers waits for the import
+    (it used to see the provider marked loaded and report an unknown name: 'unknown measure AP'
+    in 1 of 30 processes evaluating from 4 threads)."""
+    from nuggetbench.plugins import Registry
+
+    registry = Registry("thing", providers=["slow_provider_for_test"])
+    (tmp_path / "slow_provider_for_test.py").write_text(
+        "import time, nuggetbench.plugins as p\ntime.sleep(0.3)\nREGISTRY = None\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    original = Registry.load_providers
+
+    def load_and_register(self):
+        original(self)
+        self.register("x", 42)
+
+    monkeypatch.setattr(Registry, "load_providers", load_and_register)
+    found, errors = [], []
+
+    def work():
+        try:
+            found.append(registry.lookup("x"))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and found == [42] * 4

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -19,6 +20,10 @@ from nuggetbench.errors import SpecError, UnknownNameError, suggest
 __all__ = ["Registry", "call_with", "check_choice", "lookup", "resolve", "unknown_name"]
 
 log = logging.getLogger(__name__)
+
+_PROVIDERS_LOCK = threading.RLock()
+"""Held while a registry imports its provider modules (re-entrant: a provider may look names
+up while it is imported)."""
 
 
 def resolve(path: str) -> Any:
@@ -77,16 +82,22 @@ class Registry(dict):
 
     def load_providers(self) -> None:
         """Import every provider module not imported yet (a failing one is logged and recorded
-        in :attr:`failed`, and does not hide the others)."""
-        for module in list(self.providers):
-            if module in self.loaded:
-                continue
-            self.loaded.add(module)
-            try:
-                importlib.import_module(module)
-            except Exception as exc:
-                self.failed[module] = f"{type(exc).__name__}: {exc}"
-                log.warning("%s module %s failed to import: %s", self.kind, module, exc)
+        in :attr:`failed`, and does not hide the others).
+
+        Thread-safe: a module counts as loaded only once its import has finished, and one thread
+        at a time imports (:data:`_PROVIDERS_LOCK`), so a thread that looks a name up while
+        another is still importing the providers waits for it instead of finding nothing."""
+        with _PROVIDERS_LOCK:
+            for module in list(self.providers):
+                if module in self.loaded:
+                    continue
+                try:
+                    importlib.import_module(module)
+                except Exception as exc:
+                    self.failed[module] = f"{type(exc).__name__}: {exc}"
+                    log.warning("%s module %s failed to import: %s", self.kind, module, exc)
+                finally:
+                    self.loaded.add(module)
 
     def names(self) -> list[str]:
         """Registered names, sorted (imports nothing but provider modules)."""
