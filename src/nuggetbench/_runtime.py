@@ -35,7 +35,6 @@ __all__ = [
     "usable_cpus",
     "trim_heap",
     "prefer_system_allocator",
-    "system_allocator_preferred",
 ]
 
 T = TypeVar("T")
@@ -143,11 +142,6 @@ def prefer_system_allocator() -> None:
     unless the variable names a pool already. Called by the console entry only; see the module
     doc."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-
-
-def system_allocator_preferred() -> bool:
-    """Whether pyarrow's system pool is asked for (``ARROW_DEFAULT_MEMORY_POOL=system``)."""
-    return os.environ.get("ARROW_DEFAULT_MEMORY_POOL") == "system"
 
 
 def trim_heap() -> None:

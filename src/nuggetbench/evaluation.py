@@ -60,7 +60,7 @@ class Evaluation:
         results: the :class:`~nuggetbench.measures.Results` (per-query values and means).
         measures: the measure strings scored, in order.
         profile: the profile's name.
-        findings: typed trap checks and query-set findings (:class:`~.measures.checks.Finding`),
+        findings: typed trap checks and query-set findings (:class:`~nuggetbench.data.checks.Finding`),
             to show people before the scores.
         summaries: extra tables (a profile's bootstrap) to show under the means.
         notes: lines from the dataset or its family (a chunking ceiling).

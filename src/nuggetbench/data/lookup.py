@@ -233,7 +233,7 @@ two halves factorised in two threads (10M keys: 1.6-1.8 s -> 0.85-1.15 s here)."
 
 SPLIT_IDLE_MIN = 1 << 19
 """From this many keys :func:`factorize_keys` splits them too when a CPU is idle
-(:func:`.._threads.idle_cpus`): reading 1M run lines alone, 1.08-1.12 -> 0.81-0.96 s with the
+(:func:`nuggetbench._runtime.idle_cpus`): reading 1M run lines alone, 1.08-1.12 -> 0.81-0.96 s with the
 evaluation; beside the judgments' reader (``evaluate_dataset``) the split cost time and memory."""
 
 

@@ -23,7 +23,7 @@ from nuggetbench.llm.prompts import chat_request, load_prompt, sampling
 STAGE = "nuggets"
 
 
-class Question(Protocol):
+class AnsweredQuestion(Protocol):
     """What nuggets are asked from: a question with its accepted answer (the builder's
     :class:`~nuggetbench.builder.screening.Question` is one)."""
 
@@ -74,7 +74,7 @@ class NuggetResult:
         return out
 
 
-def nugget_request(question: Question, options: NuggetOptions) -> ChatRequest:
+def nugget_request(question: AnsweredQuestion, options: NuggetOptions) -> ChatRequest:
     """The chat request asking for one question's nuggets."""
     values = {
         "question_title": question.title,
@@ -87,7 +87,7 @@ def nugget_request(question: Question, options: NuggetOptions) -> ChatRequest:
 
 def generate_nuggets(
     client: LLMClient,
-    questions: Sequence[Question],
+    questions: Sequence[AnsweredQuestion],
     options: NuggetOptions = NuggetOptions(),
     *,
     progress: Callable[[int], None] | None = None,

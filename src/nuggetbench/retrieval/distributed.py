@@ -5,12 +5,12 @@ asked for. Inside :func:`use_ray` (what ``nuggetbench run --ray`` and
 ``run_experiment(ray=...)`` do):
 
 - **BM25** (``bm25:shard_docs=N``): each shard's score matrix is built by a Ray task
-  (:func:`.bm25_sharded.score_shard`, the function the single process runs: it writes the shard's
+  (:func:`.bm25.shard_build.score_shard`, the function the single process runs: it writes the shard's
   files atomically, then its ``.done`` marker), and each query batch is searched shard by shard by
-  Ray tasks (:func:`.bm25_sharded.search_shard`); the per-shard candidates come back in shard
+  Ray tasks (:func:`.bm25.sharded.search_shard`); the per-shard candidates come back in shard
   order and are merged and cut to *k* by the single process's code, so the run is the same, byte
   for byte. Tokenizing runs on the cluster too: the driver reads the corpus in order and sends
-  chunks, a few at a time, to Ray tasks (:func:`.bm25_sharded.tokenize_chunk_local`, each chunk
+  chunks, a few at a time, to Ray tasks (:func:`.bm25.shard_build.tokenize_chunk_local`, each chunk
   with its own vocabulary, written to a local file); the driver then re-maps each chunk to the
   one global vocabulary in corpus order with the single process's code, so the token files are
   the same bytes.

@@ -7,7 +7,7 @@ A *mapper* runs one function over a list of calls and returns the results in cal
 ``fn(*call, **common)`` is computed for every ``call`` in *calls* (tuples of arguments); *common*
 holds the arguments every call shares (sent once to a cluster); *sizes* gives the documents each
 call covers, for the progress bar (documents/s, ETA) titled *desc*. The functions given to a
-mapper are module-level functions of the sharded indexes (``bm25_sharded``, ``topk``), each one
+mapper are module-level functions of the sharded indexes (``bm25.shard_build``, ``bm25.sharded``, ``models.topk``), each one
 idempotent: it writes its shard's files atomically and its ``.done`` marker last, or only returns
 values, so running a call twice (a retried task) gives the same files and the same result.
 

@@ -46,7 +46,7 @@ def _irregular(data: bytes, *, carriage_returns: bool = True) -> bool:
     """Whether *data* holds bytes the C parsers treat differently from the line reader (vertical
     tab, form feed, a carriage return not ending a line, NUL): only the careful reader reads it.
     ``carriage_returns=False`` leaves the last test to the caller
-    (:func:`._arrow_trec.read_columns` makes it itself: a CRLF file is then counted once)."""
+    (:func:`.trec_arrow.read_columns` makes it itself: a CRLF file is then counted once)."""
     return (
         b"\x0b" in data
         or b"\x0c" in data
@@ -294,7 +294,7 @@ def _read_run_arrow(
     uniques as a pyarrow array, the score order)`` for :meth:`Run.from_codes`, or ``None``:
     use the regular reader.
 
-    *box* holds the file's bytes; once they parse, :func:`._arrow_trec.read_columns` empties it
+    *box* holds the file's bytes; once they parse, :func:`.trec_arrow.read_columns` empties it
     (a ``None`` leaves it as it was). *kept*: the same bytes when the caller keeps them (a pipe
     cannot be read again to name the line of an error); empty: the file is read again."""
     data = _strip_comments(box[0])
@@ -376,7 +376,7 @@ def _read_qrels_bytes(path: Path, raw: bytes, *, name: str | None) -> Qrels:
 def _read_qrels_arrow(path: Path, raw: bytes, data: bytes, *, name: str | None) -> Qrels | None:
     """The pyarrow fast path of :func:`read_trec_qrels` (the iteration column is only counted), or
     ``None``: use the regular reader (small or irregular files, see
-    :func:`._arrow_trec.read_columns`). Columns stay factorised: each distinct grade string is
+    :func:`.trec_arrow.read_columns`). Columns stay factorised: each distinct grade string is
     parsed once and the entries are sorted by the ranks of the distinct ids."""
     if len(data) < _arrow_trec.MIN_BYTES or _irregular(data, carriage_returns=False):
         return None

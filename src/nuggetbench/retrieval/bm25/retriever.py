@@ -294,7 +294,7 @@ class BM25(Composable):
 
     @property
     def tokenizer(self) -> tuple[str, str, str]:
-        """``(analyzer, stemmer, stopwords)``: what :func:`.bm25_index.tokenize_texts` needs
+        """``(analyzer, stemmer, stopwords)``: what :func:`.index.tokenize_texts` needs
         (plain strings, so a worker process can tokenize as this retriever does)."""
         return (self.analyzer, self.stemmer, self.stopwords)
 

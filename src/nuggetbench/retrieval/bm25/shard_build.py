@@ -203,7 +203,7 @@ def _flat_ids(ids: list[list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def tokenize_chunk_local(texts: list[str], stem: str, *, tokenizer: tuple[str, str, str]) -> None:
     """A cluster task: tokenize one chunk's *texts* with its own vocabulary (as
-    :func:`.bm25_index.tokenize_texts` with *tokenizer*) and write ``<stem>.local.npz``
+    :func:`.index.tokenize_texts` with *tokenizer*) and write ``<stem>.local.npz``
     (``lens``, ``flat`` token ids, the chunk vocabulary's ``tokens`` as UTF-8 bytes with
     ``offsets`` and their ``ids``, in the order bm25s made it), atomically; running it twice writes the same bytes."""
     tokens = tokenize_texts(texts, tokenizer=tokenizer, return_ids=True, show_progress=False)
