@@ -125,6 +125,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         raise click.UsageError("--overwrite and --append exclude each other")
     outdir = outdir or old_outdir
     with_html = more.pop("with_html")
+    no_cache, no_run_cache = more.pop("no_cache"), more.pop("no_run_cache")  # pop both, always
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
         ds,
@@ -132,7 +133,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         measures=list(measures) or None,
         outdir=Path(outdir) if outdir else default_outdir(ds),
         show_progress=progress_wanted() and fmt == "table",
-        cache_runs=not (more.pop("no_cache") or more.pop("no_run_cache")),
+        cache_runs=not (no_cache or no_run_cache),
         existing="overwrite" if overwrite else "append" if append else "error",
         ray=more.pop("ray") or "",  # the option reads NUGGETBENCH_RAY_ADDRESS itself
         **more,  # k, profile, with_objective

@@ -44,7 +44,7 @@ from nuggetbench.datasets.dataset import Dataset
 from nuggetbench.datasets.family import DatasetFamily, JudgedCorpus, Target
 from nuggetbench.errors import DatasetError, DownloadError, InputError, UnknownNameError, suggest
 from nuggetbench.plugins import resolve
-from nuggetbench.spec import REQUIRED, Param
+from nuggetbench.spec import REQUIRED, Param, parse_literal
 
 __all__ = [
     "REGISTRY",
@@ -295,10 +295,15 @@ def _load_folder(folder: Path, options: dict) -> Dataset:
             f"unknown option(s) {', '.join(unknown)} for a local {family.name} folder; "
             f"valid: {', '.join(sorted(allowed))}"
         )
-    checked = {
-        k: allowed[k].coerce(v, where=f"folder {folder}", noun="option") if v is not None else v
-        for k, v in options.items()
-    }
+    checked = {}
+    for k, v in options.items():  # text values (-O remove_self_hits=false) are read first
+        text = v if isinstance(v, str) else None
+        value = parse_literal(text, none=True) if text is not None else v
+        checked[k] = (
+            None
+            if value is None
+            else allowed[k].coerce(value, where=f"folder {folder}", noun="option", text=text)
+        )
     return family.load_folder(folder, **checked)
 
 
@@ -377,6 +382,8 @@ def dataset_info(dataset_id: str) -> dict:
         UnknownNameError: not a registered id (the nearest is named).
     """
     entry = _entry(dataset_id)
+    if entry is None and _looks_like_path(dataset_id):
+        return _folder_info(Path(dataset_id).expanduser())
     if entry is None:
         raise _unknown(dataset_id)
     family = _family(entry.family, entry)
@@ -388,6 +395,23 @@ def dataset_info(dataset_id: str) -> dict:
     }
     out.update(family.info(dataset_id))
     return out
+
+
+def _folder_info(folder: Path) -> dict:
+    """Facts about a local dataset folder (issue 29, case 20: it was called an unknown id)."""
+    if not folder.is_dir():
+        raise DatasetError(
+            f"{folder} is not a folder; give a registered dataset id or a BEIR-format folder"
+        )
+    families = [_family(t) for t in LOCAL_FAMILIES]
+    family = next((f for f in families if f.claims_folder(folder)), families[-1])
+    allowed = getattr(family, "folder_options", {})
+    return {
+        "id": str(folder),
+        "loader": f"local {family.name} folder",
+        "files": sorted(p.name for p in folder.iterdir()),
+        "options": {name: p.describe() for name, p in allowed.items()},
+    }
 
 
 def fetch(dataset_id: str, *, show_progress: bool = False) -> Path | None:
