@@ -84,7 +84,9 @@ def world(tmp_path_factory):
         path = root / f"r{i}.trec"
         path.write_text(
             "".join(
-                f"{q} Q0 {d} {r + 1} {3 - r} sys{i}\n" for q in ("q1", "q2") for r, d in enumerate(order)
+                f"{q} Q0 {d} {r + 1} {3 - r} sys{i}\n"
+                for q in ("q1", "q2")
+                for r, d in enumerate(order)
             )
         )
         runs.append(path)
@@ -97,7 +99,9 @@ def world(tmp_path_factory):
     for s in ("A", "B"):
         path = root / f"{s}.jsonl"
         path.write_text(
-            "".join(json.dumps({"qid": q, "answer": f"+Fact{q} holds."}) + "\n" for q in ("q1", "q2"))
+            "".join(
+                json.dumps({"qid": q, "answer": f"+Fact{q} holds."}) + "\n" for q in ("q1", "q2")
+            )
         )
         answers.append(path)
     nb = v4.new_notebook(cells=[v4.new_markdown_cell("# Title\n\nSome words about cats.")])
@@ -105,8 +109,14 @@ def world(tmp_path_factory):
     write(nb, str(notebook))
     plan = write_plan(root / "plan", make_inputs(root / "inputs"))
     paths = dict(
-        beir=beir, qrels=qrels, runs=runs, nuggets=nuggets, answers=answers,
-        notebook=notebook, plan=plan, root=root,
+        beir=beir,
+        qrels=qrels,
+        runs=runs,
+        nuggets=nuggets,
+        answers=answers,
+        notebook=notebook,
+        plan=plan,
+        root=root,
     )
     with LLMServer(hang_seconds=5) as server:
         yield paths, server
@@ -188,8 +198,20 @@ def test_every_documented_option_runs_once(command, label, world, tmp_path, monk
     monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
     if command == "report" and not (p["root"] / "exp" / "results.json").exists():
         made = CliRunner().invoke(
-            cli, ["run", str(p["beir"]), "-r", "bm25", "-r", "bm25:k1=0.9", "-m", "AP",
-                  "-o", str(p["root"] / "exp"), "--no-progress"],
+            cli,
+            [
+                "run",
+                str(p["beir"]),
+                "-r",
+                "bm25",
+                "-r",
+                "bm25:k1=0.9",
+                "-m",
+                "AP",
+                "-o",
+                str(p["root"] / "exp"),
+                "--no-progress",
+            ],
         )
         assert made.exit_code == 0, made.output
     out = tmp_path / "out"
