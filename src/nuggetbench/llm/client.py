@@ -35,7 +35,7 @@ from typing import Any
 
 from nuggetbench.errors import BudgetError, InputError, LLMError
 from nuggetbench.llm.cache import LLMCache, UsageLedger, request_key
-from nuggetbench.llm.secrets import key_name_problem, redact_url
+from nuggetbench.llm.secrets import key_name_problem, mask_secrets, redact_url, spec_key_problem
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,9 @@ class LLMSettings:
             raise InputError("[llm] concurrency must be >= 1, max_retries >= 0 and timeout > 0")
         problem = key_name_problem(self.api_key_env)
         if problem:
+            raise InputError(problem)
+        problem = spec_key_problem(self.model, what="model name")
+        if problem:  # the model names cache rows, run files and results (issue 29, case 10)
             raise InputError(problem)
         if self.no_api_key and (self.base_url is None or self.provider == "azure"):
             raise InputError(
@@ -257,6 +260,11 @@ class LLMClient:
     def _where(self) -> str:
         return self.settings.endpoint()
 
+    def _masked(self, text: str) -> str:
+        """*text* (from the endpoint) with every key this process knows masked (issue 29,
+        case 9: a server echoing the Authorization header printed the key)."""
+        return mask_secrets(text, [self.settings.api_key()])
+
     def _send(self, body: dict) -> tuple[str, int, int, dict | None]:
         if self._transport is not None:
             out = tuple(self._transport(body))
@@ -270,7 +278,7 @@ class LLMClient:
         except openai.APITimeoutError as exc:
             raise _Retryable(f"no answer within {self.settings.timeout:g} s (timeout)") from exc
         except openai.APIConnectionError as exc:
-            raise _Retryable(f"connection failed ({exc})") from exc
+            raise _Retryable(self._masked(f"connection failed ({exc})")) from exc
         except openai.InternalServerError as exc:
             raise _Retryable(f"server error {exc.status_code}") from exc
         except openai.AuthenticationError as exc:
@@ -286,9 +294,11 @@ class LLMClient:
         except openai.APIStatusError as exc:
             if exc.status_code >= 500:
                 raise _Retryable(f"server error {exc.status_code}") from exc
-            raise LLMError(
-                f"{self._where()} rejected the request ({exc.status_code}: {exc.message})"
-            ) from exc
+            raise LLMError(  # the server's message may echo the request's headers
+                self._masked(
+                    f"{self._where()} rejected the request ({exc.status_code}: {exc.message})"
+                )
+            ) from None
         except (openai.APIResponseValidationError, ValueError) as exc:
             raise _Retryable(f"the answer is not a chat completion ({type(exc).__name__})") from exc
         if isinstance(response, str) or not getattr(response, "choices", None):
