@@ -173,6 +173,8 @@ def _value(command: str, label: str, param: click.Parameter, p: dict, out: Path)
     if given is None:
         if isinstance(param.type, click.Choice):
             given = param.type.choices[-1]
+        elif isinstance(param.type, click.FloatRange):
+            given = str((param.type.min or 0) + 30)
         elif isinstance(param.type, (click.IntRange, click.types.IntParamType)):
             low = getattr(param.type, "min", None)
             given = str(max(1, low or 0) + 1)

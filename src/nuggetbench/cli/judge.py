@@ -9,12 +9,21 @@ from nuggetbench.cli._globals import count_bar
 from nuggetbench.judging import agreement_run_files, judge_run_files, judging_client
 
 #: The options of :func:`~nuggetbench.judging.judging_client`.
-CLIENT_KEYS = ("model", "base_url", "api_key_env", "no_api_key", "concurrency", "price")
+CLIENT_KEYS = (
+    "model",
+    "base_url",
+    "api_key_env",
+    "no_api_key",
+    "concurrency",
+    "price",
+    "timeout",
+    "max_retries",
+)
 
 
 def llm_options(command):
     """``--model``, ``--base-url``, ``--api-key-env``, ``--no-api-key``, ``--concurrency``,
-    ``--price``, ``--max-repairs``."""
+    ``--timeout``, ``--max-retries``, ``--price``, ``--max-repairs``."""
     for opt in reversed(
         [
             click.option(
@@ -49,6 +58,22 @@ def llm_options(command):
                 default=4,
                 show_default=True,
                 help="Requests in flight at once.",
+            ),
+            click.option(
+                "--timeout",
+                type=click.FloatRange(min=0.1),
+                default=120.0,
+                show_default=True,
+                metavar="SECONDS",
+                help="Seconds one request may take, from connecting to the last byte of the answer.",
+            ),
+            click.option(
+                "--max-retries",
+                type=click.IntRange(min=0),
+                default=6,
+                show_default=True,
+                help="Retries of a request that timed out or failed (backoff 1 s, doubling, at most "
+                "60 s); after that the command stops sending requests.",
             ),
             click.option(
                 "--price",

@@ -69,7 +69,16 @@ log = logging.getLogger(__name__)
 __all__ = ["LLMListwise", "LLMPointwise", "truncate_tokens"]
 
 #: Options that say where and how fast to call, not what is asked: left out of names and keys.
-_TRANSPORT = ("base_url", "api_key_env", "no_api_key", "concurrency", "price_in", "price_out")
+_TRANSPORT = (
+    "base_url",
+    "api_key_env",
+    "no_api_key",
+    "concurrency",
+    "price_in",
+    "price_out",
+    "timeout",
+    "max_retries",
+)
 
 
 def truncate_tokens(text: str, tokenizer: Any, budget: int) -> str:
@@ -106,7 +115,7 @@ class _LLMReranker(Composable):
         shown = [
             f"{k}={v if isinstance(v, str) else format_literal(v)}"
             for k, v in self.options.changed().items()
-            if k not in ("base_url", "api_key_env")
+            if k not in ("base_url", "api_key_env", "timeout", "max_retries")
         ]
         self.name = f"{self.KIND}({','.join(shown)})"
 
@@ -145,6 +154,8 @@ class _LLMReranker(Composable):
             api_key_env=o.api_key_env,
             no_api_key=o.no_api_key,
             concurrency=o.concurrency,
+            timeout=o.timeout,
+            max_retries=o.max_retries,
             price=price,
         )
         return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite")
