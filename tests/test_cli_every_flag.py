@@ -14,11 +14,11 @@ from pathlib import Path
 
 import click
 import pytest
-from build_fixtures import make_inputs, write_plan
 from click.testing import CliRunner
-from llm_server import LLMServer
 from nbformat import v4, write
 
+from build_fixtures import make_inputs, write_plan
+from llm_server import LLMServer
 from nuggetbench.cli import cli
 from nuggetbench.errors import NuggetbenchError
 

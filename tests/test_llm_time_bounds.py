@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from click.testing import CliRunner
-from llm_server import LLMServer
 
+from llm_server import LLMServer
 from nuggetbench.cli import cli
 from nuggetbench.errors import LLMError
 from nuggetbench.llm.client import ChatRequest, LLMClient, LLMSettings
