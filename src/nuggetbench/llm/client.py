@@ -540,15 +540,19 @@ class LLMClient:
 
 
 def _first_token_logprobs(response: Any) -> dict | None:
-    """``{"top_logprobs": [[token, logprob], ...]}`` of the first answer token of a chat
-    completion requested with ``logprobs``, or ``None`` when the endpoint returned none."""
+    """``{"top_logprobs": [[token, logprob], ...], "token": chosen}`` of the first answer token
+    of a chat completion requested with ``logprobs``, or ``None`` when the endpoint returned
+    none."""
     try:
         first = response.choices[0].logprobs.content[0]
     except (AttributeError, IndexError, TypeError):
         return None
     alternatives = getattr(first, "top_logprobs", None) or [first]
     pairs = [[str(a.token), float(a.logprob)] for a in alternatives if a is not None]
-    return {"top_logprobs": pairs} if pairs else None
+    chosen = getattr(first, "token", None)
+    if not pairs:
+        return None
+    return {"top_logprobs": pairs, **({"token": str(chosen)} if chosen is not None else {})}
 
 
 def _retry_after(exc: Any) -> float | None:

@@ -352,8 +352,11 @@ class LLMPointwise(_LLMReranker):
         Raises:
             InvalidAnswer: no log-probabilities of a grade and no grade in the text.
         """
-        if result.extra and result.extra.get("top_logprobs"):
-            value = expected_grade(result.extra["top_logprobs"], self.scale)
+        top = (result.extra or {}).get("top_logprobs")
+        if top:
+            # the token the model chose; in answers cached without it, the likeliest alternative
+            chosen = result.extra.get("token") or max(top, key=lambda pair: pair[1])[0]
+            value = expected_grade(top, self.scale, chosen=chosen)
             if value is not None:
                 return value, True
         return float(parse_grade(result.text, self.scale)), False
