@@ -67,3 +67,72 @@ def test_log_probabilities_count_only_when_the_chosen_token_is_a_grade():
     good = [["2", -0.36], ["1", -1.5], ["3", -2.0]]
     value, from_logprobs = reranker.grade(ChatResult("2", 1, 1, False, "k", {"top_logprobs": good}))
     assert from_logprobs and 1.5 < value < 2.5
+
+
+# --- failures are reported and never remembered (cases 2 and 3), against a loopback server ---
+def _tiny(tmp_path):
+    import json
+
+    folder = tmp_path / "tiny"
+    (folder / "qrels").mkdir(parents=True)
+    docs = {
+        "d1": "turbine blades spin clockwise",
+        "d2": "widgets frobnicate levels",
+        "d3": "pancakes tunnel barriers",
+        "d4": "turbine widgets install",
+    }
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in docs.items())
+    )
+    queries = {"q1": "turbine blades", "q2": "widgets frobnicate"}
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in queries.items())
+    )
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t2\nq2\td2\t2\nq2\td4\t1\n"
+    )
+    return folder
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "bm25 >> llm_listwise(model=m,k=4,window=3,step=1)",
+        "bm25 >> llm_pointwise(model=m,k=4,logprobs=false)",
+    ],
+)
+def test_unusable_answers_are_reported_and_asked_again_once_the_server_is_fixed(
+    spec, tmp_path, monkeypatch
+):
+    import json
+
+    from click.testing import CliRunner
+    from llm_server import LLMServer
+
+    from nuggetbench.cli import cli
+
+    folder = _tiny(tmp_path)
+    with LLMServer(hang_seconds=5) as srv:
+        monkeypatch.setenv("NUGGETBENCH_LLM_BASE_URL", srv.base_url)
+        srv.malformed, srv.malformed_repairs = 1.0, True  # prose or broken answers, re-asks too
+        args = ["run", str(folder), "-r", spec, "-m", "nDCG@10", "--no-progress"]
+        bad = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a"), "--strict"])
+        assert bad.exit_code != 0 and "--strict" in str(bad.exception)
+        assert "LLM answers stayed unusable" in " ".join(bad.output.split())  # the warning
+        saved = json.loads((tmp_path / "a" / "results.json").read_text())
+        (system,) = saved["systems"].values()
+        assert system["run_metadata"]["llm"]["failed"] > 0  # the system is marked
+        # the server is fixed: the run is not replayed from either cache, the requests go out
+        srv.malformed = 0.0
+        sent = len(srv.log)
+        good = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "b"), "--strict"])
+        assert good.exit_code == 0, good.output
+        assert len(srv.log) > sent
+        fixed = json.loads((tmp_path / "b" / "results.json").read_text())
+        (system,) = fixed["systems"].values()
+        assert system["run_metadata"]["llm"]["failed"] == 0
+        assert "cached" not in system["run_metadata"]
+        # and now a usable run is cached: a third run sends nothing
+        sent = len(srv.log)
+        again = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "c")])
+        assert again.exit_code == 0 and len(srv.log) == sent

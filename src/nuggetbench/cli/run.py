@@ -22,6 +22,7 @@ from nuggetbench.cli._globals import hidden_alias, progress_wanted
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
+from nuggetbench.retrieval.compose.caching import failed_answers
 from nuggetbench.spec import short_label
 
 
@@ -103,6 +104,12 @@ from nuggetbench.spec import short_label
     "[env NUGGETBENCH_RAY_ADDRESS]; same runs, byte for byte.",
 )
 @click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail (exit 2) when an LLM retriever got answers that stayed unusable after their "
+    "re-asks; the scores and files are still written.",
+)
+@click.option(
     "--html",
     "with_html",
     is_flag=True,
@@ -125,6 +132,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         raise click.UsageError("--overwrite and --append exclude each other")
     outdir = outdir or old_outdir
     with_html = more.pop("with_html")
+    strict = more.pop("strict")
     no_cache, no_run_cache = more.pop("no_cache"), more.pop("no_run_cache")  # pop both, always
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
@@ -139,10 +147,27 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         **more,  # k, profile, with_objective
     )
     _render(exp, fmt)
+    _finish(exp, ds, strict=strict, with_html=with_html)
+
+
+def _finish(exp: Experiment, ds, *, strict: bool, with_html: bool) -> None:
+    """After the scores: the dataset's notes, what could not be saved (exit 2), unusable LLM
+    answers under ``--strict`` (exit 2), then where the files are and the HTML report."""
     for note in ds.notes:
         info(note)
     if exp.unsaved:  # the scores are printed; what could not be saved is an error (exit 2)
         raise OutputError(exp.unsaved_message())
+    failed = {
+        n: k
+        for n, s in exp.systems.items()
+        if (k := failed_answers(s.run.metadata if s.run is not None else s.run_metadata))
+    }
+    if strict and failed:
+        raise InputError(
+            "--strict: unusable LLM answers in "
+            + ", ".join(f"{n} ({k})" for n, k in failed.items())
+            + f"; the results in {exp.outdir} mark them (run_metadata.llm.failed)"
+        )
     info(f"runs and results saved in {exp.outdir}")
     if with_html:
         from nuggetbench import report  # lazy: jinja2 and the report's modules, only with --html

@@ -332,6 +332,9 @@ class LLMListwiseOptions(_LLMRerankOptions):
 
     window: int = option(20, "passages per window (RankGPT's w)", minimum=1)
     step: int = option(10, "how far the window moves up each time (rank_llm's stride)", minimum=1)
+    max_repairs: int = option(
+        1, "re-asks of an answer that is not a full permutation of the window", minimum=0
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
