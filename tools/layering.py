@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("jsonl",),
     ("plugins",),
     ("spec",),
-    ("store",),
+    ("store", "outfolder"),
     ("data", "text", "llm"),
     ("measures", "corpus"),
     ("compare",),

@@ -31,6 +31,7 @@ from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import InputError, UnknownNameError, suggest
 from nuggetbench.measures import Results, get_profile, plain_measures, score
 from nuggetbench.measures.results import query_findings
+from nuggetbench.outfolder import guarded, incomplete_note, named_files
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
 from nuggetbench.retrieval.compose.caching import UNUSABLE, failed_answers
 from nuggetbench.retrieval.distributed import ray_address, use_ray
@@ -131,7 +132,7 @@ class Experiment:
                 k=int(data["k"]),
                 outdir=file.parent,
                 provenance=dict(data.get("provenance") or {}),
-                notes=list(data.get("notes") or []),
+                notes=[*(data.get("notes") or []), *filter(None, [incomplete_note(data, file)])],
                 baseline=data.get("baseline"),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -340,9 +341,8 @@ def run_experiment(
             the same retriever, corpus, queries, filter and objective were searched before at the
             same or a greater depth (so several specs sharing a first stage reuse it).
         existing: what to do when *outdir* already holds an experiment: ``"error"`` (default:
-            refuse, before any work), ``"overwrite"`` (remove its ``results.json`` and run files
-            first) or ``"append"`` (add these systems to it; dataset, measures, profile and depth
-            must match, and a system already there is an error).
+            refuse, before any work), ``"overwrite"`` (what its ``results.json`` names is
+            replaced on success only) or ``"append"`` (same dataset, measures, profile, depth).
         baseline: the system the comparison measures the others against: a spec (or ``name=``
             label) given, or its 1-based position; default the first.
 
@@ -351,7 +351,8 @@ def run_experiment(
 
     Raises:
         InputError: no retriever, a duplicate spec, a bad measure/spec string, or an *outdir*
-            holding an experiment that *existing* does not allow (all before any work).
+            holding an experiment that *existing* does not allow (all before any work);
+            OutputError: another process is writing into *outdir* (it is named).
     """
     if isinstance(dataset, str):
         dataset = load_dataset(dataset)
@@ -364,26 +365,26 @@ def run_experiment(
     public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
     labels = system_labels(public)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
-    if exp.outdir is not None:
-        _reuse(exp, existing, labels)
-    exp.provenance["systems"] = {
-        **exp.provenance.get("systems", {}),
-        **dict(zip(labels, public)),
-    }
-    exp.baseline = _baseline_name(
-        baseline,
-        [*exp.systems, *labels],
-        aliases={**dict(zip(retrievers, labels)), **dict(zip(public, labels))},
-    )
     exp.provenance["with_objective"] = with_objective
     objective = dataset.objective if with_objective else None
     if with_objective and not objective:
         exp.notes.append(f"{dataset.id} declares no task objective; --with-objective had no effect")
-    with use_ray(ray_address(ray)):
-        _run_all(exp, dataset, labels, parsed, objective, show_progress)
-    exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    if exp.outdir:
-        _saving(exp, exp.outdir / "results.json", save_experiment, exp)
+    with guarded(exp.outdir) as guard:  # one writer; --overwrite swaps only on success
+        guard.set_aside(_reuse(exp, existing, labels) if exp.outdir is not None else None)
+        exp.provenance["systems"] = {
+            **exp.provenance.get("systems", {}),
+            **dict(zip(labels, public)),
+        }
+        exp.baseline = _baseline_name(
+            baseline,
+            [*exp.systems, *labels],
+            aliases={**dict(zip(retrievers, labels)), **dict(zip(public, labels))},
+        )
+        with use_ray(ray_address(ray)):
+            _run_all(exp, dataset, labels, parsed, objective, show_progress)
+        exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        if exp.outdir:
+            _saving(exp, exp.outdir / "results.json", save_experiment, exp)
     return exp
 
 
@@ -502,8 +503,8 @@ def _baseline_name(
 EXISTING = ("error", "overwrite", "append")
 
 
-def _reuse(exp: Experiment, existing: str, specs: list[str]) -> None:
-    """Apply the *existing* policy to an output folder that already holds an experiment."""
+def _reuse(exp: Experiment, existing: str, specs: list[str]) -> list[Path] | None:
+    """Apply *existing* to a folder holding an experiment (overwrite: the files to set aside)."""
     if existing not in EXISTING:
         raise InputError(f"existing must be one of {', '.join(EXISTING)}, got {existing!r}")
     results = exp.outdir / "results.json"
@@ -516,10 +517,8 @@ def _reuse(exp: Experiment, existing: str, specs: list[str]) -> None:
             f"{', results.json' if results.exists() else ''}); add --append to add these systems "
             "to it, --overwrite to replace it, or choose another -o folder"
         )
-    if existing == "overwrite":
-        for path in [results, *runs, exp.outdir / "report.html"]:  # the report would be stale
-            path.unlink(missing_ok=True)
-        return
+    if existing == "overwrite":  # set aside only what the old results name (and the report)
+        return named_files(exp.outdir)
     old = Experiment.load(exp.outdir)
     mine = (exp.dataset_id, exp.measures, exp.profile, exp.k)
     theirs = (old.dataset_id, old.measures, old.profile, old.k)

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from nuggetbench import report
-from nuggetbench.cli._common import dataset_option, info, parse_options
+from nuggetbench.cli._common import dataset_option, info, parse_options, warn
+from nuggetbench.outfolder import folder_note
 
 
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,6 +57,9 @@ def report_command(outdir, output, plots, baseline, top, snippet_chars, dataset_
     Example:
       nuggetbench report ~/.cache/nuggetbench/outputs/beir_scifact/20260101-120000 --plots figs
     """
+    note = folder_note(outdir)  # an interrupted run: its results are incomplete
+    if note:
+        warn(note)
     path = report.html(
         Path(outdir),
         Path(output) if output else None,
