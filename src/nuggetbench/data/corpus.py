@@ -148,7 +148,16 @@ def _parse_corpus_line(path: Path, lineno: int, raw: bytes) -> Document:
     obj, did = _load_line(path, lineno, raw)
     text = obj.get("text")
     if text is None:
-        text = obj.get("contents", "")
+        text = obj.get("contents")
+    if text is None:  # issue 29, case 11: only the title was indexed, silently
+        keys = ", ".join(repr(k) for k in list(obj)[:8])
+        raise FormatError(
+            path,
+            lineno,
+            f"document {did!r} has no 'text' (its keys: {keys}); BEIR corpus lines need "
+            "'_id', 'title' and 'text' (an empty text is written \"text\": \"\"): rename the "
+            "field that holds the text to 'text'",
+        )
     if not isinstance(text, str):
         raise FormatError(path, lineno, f"'text' of document {did!r} is not a string")
     title = obj.get("title") or ""
