@@ -93,3 +93,34 @@ def test_an_interrupted_run_says_so_in_report(tiny, tmp_path):
     result = CliRunner().invoke(cli, ["report", str(out), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     assert "did not finish" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda d, s: s["means"].__setitem__("AP", "high"), "AP: expected a number, got 'high'"),
+        (lambda d, s: s["per_query"]["AP"].__setitem__(0, "x"), "expected a number, got 'x'"),
+        (lambda d, s: d.pop("measures"), "'measures' must be a list"),
+        (lambda d, s: s["means"].__setitem__("AP", 0.99), "means.AP = 0.99 but its per-query"),
+        (lambda d, s: s["per_query"]["AP"].__setitem__(0, 7.5), "but its per-query values"),
+        (lambda d, s: s["per_query"]["AP"].pop(), "needs one value per query"),
+    ],
+)
+def test_report_checks_an_edited_results_file(tiny, tmp_path, edit, expected):
+    out = tmp_path / "out"
+    assert _run(tiny, out, "-r", "bm25").exit_code == 0
+    saved = json.loads((out / "results.json").read_text())
+    edit(saved, saved["systems"]["bm25"])
+    (out / "results.json").write_text(json.dumps(saved))
+    result = CliRunner().invoke(cli, ["report", str(out), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code != 0
+    message = str(result.exception)
+    assert expected in message and "results.json" in message and "\n" not in message
+
+
+def test_report_refuses_deeply_nested_json(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("[" * 100000 + "]" * 100000)
+    result = CliRunner().invoke(cli, ["report", str(out), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code != 0 and "nested too deeply" in str(result.exception)

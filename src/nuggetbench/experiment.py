@@ -117,7 +117,7 @@ class Experiment:
             raise InputError(
                 f"{file}: no results.json here; give the folder of `nuggetbench run -o`"
             ) from exc
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
             raise InputError(f"{file}: not JSON ({exc})") from exc
         if not isinstance(data, dict) or not isinstance(data.get("systems"), dict):
             raise InputError(

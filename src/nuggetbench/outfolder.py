@@ -85,7 +85,7 @@ def named_files(folder: Path) -> list[Path]:
     try:
         saved = json.loads(results.read_text(encoding="utf-8"))
         systems = saved.get("systems") or {}
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return []
     out = [results, folder / "report.html"]
     root = folder.resolve()
@@ -157,7 +157,7 @@ def folder_note(folder: str | Path) -> str | None:
     file = path / "results.json" if path.is_dir() else path
     try:
         saved = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return incomplete_note(saved, file) if isinstance(saved, dict) else None
 
