@@ -60,3 +60,17 @@ def test_datasets_info_describes_a_local_folder(tmp_path):
     assert "remove_self_hits" in facts["options"]
     missing = CliRunner().invoke(cli, ["datasets", "info", str(tmp_path / "nope")])
     assert missing.exit_code != 0 and "not a folder" in str(missing.exception)
+
+
+def test_an_output_path_under_a_file_names_the_real_cause(tmp_path, capsys):
+    import pytest
+
+    from nuggetbench.cli import main
+
+    folder = _folder(tmp_path, [{"_id": "d1", "text": "cats"}])
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(folder), "-r", "bm25", "-o", str(tmp_path / "afile" / "sub")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert info.value.code == 2
+    assert "a file, not a folder" in err and "Free some space" not in err and "Traceback" not in err

@@ -6,6 +6,7 @@ command runs (or its own ``--help`` is asked for).
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
@@ -133,6 +134,18 @@ def cli(ctx: click.Context, verbose: int, no_progress: bool) -> None:
     configure_logging(obj["verbose"])
 
 
+#: What to do about an OSError, by errno (issue 29, case 20: every one said "free some space").
+_OS_ADVICE = {
+    errno.ENOSPC: "Free some space or choose another folder (-o, NUGGETBENCH_HOME), then try again",
+    errno.EISDIR: "It is a folder where a file was expected: give the file's path",
+    errno.ENOTDIR: "A part of the path is a file, not a folder: give a folder path",
+    errno.EACCES: "Permission denied: choose a folder you can write (-o, NUGGETBENCH_HOME)",
+    errno.EPERM: "Permission denied: choose a folder you can write (-o, NUGGETBENCH_HOME)",
+    errno.EROFS: "The file system is read-only: choose another folder (-o, NUGGETBENCH_HOME)",
+    errno.ENOENT: "No such file or folder: check the path",
+}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command line (*argv*, default ``sys.argv[1:]``) with click; the console script
     and ``python -m nuggetbench`` come through :func:`nuggetbench._entry.main`, which answers a
@@ -155,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(
             f"error: {where}{reason}"
             + (f" [errno {exc.errno}]" if exc.errno else "")
-            + ". Free some space or choose another folder (-o, NUGGETBENCH_HOME), then try again",
+            + f". {_OS_ADVICE.get(exc.errno, _OS_ADVICE[errno.ENOSPC])}",
             err=True,
         )
         sys.exit(2)
