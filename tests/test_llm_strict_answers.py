@@ -3,8 +3,13 @@ asked for is re-asked, then a failure; never a guess, never a cached final answe
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from click.testing import CliRunner
+
+from llm_server import LLMServer
+from nuggetbench.cli import cli
 from nuggetbench.judging import parse_final_score
 from nuggetbench.llm.client import ChatResult
 from nuggetbench.llm.jsonout import InvalidAnswer
@@ -71,8 +76,6 @@ def test_log_probabilities_count_only_when_the_chosen_token_is_a_grade():
 
 # --- failures are reported and never remembered (cases 2 and 3), against a loopback server ---
 def _tiny(tmp_path):
-    import json
-
     folder = tmp_path / "tiny"
     (folder / "qrels").mkdir(parents=True)
     docs = {
@@ -104,13 +107,6 @@ def _tiny(tmp_path):
 def test_unusable_answers_are_reported_and_asked_again_once_the_server_is_fixed(
     spec, tmp_path, monkeypatch
 ):
-    import json
-
-    from click.testing import CliRunner
-    from llm_server import LLMServer
-
-    from nuggetbench.cli import cli
-
     folder = _tiny(tmp_path)
     with LLMServer(hang_seconds=5) as srv:
         monkeypatch.setenv("NUGGETBENCH_LLM_BASE_URL", srv.base_url)
