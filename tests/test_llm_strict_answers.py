@@ -132,3 +132,19 @@ def test_unusable_answers_are_reported_and_asked_again_once_the_server_is_fixed(
         sent = len(srv.log)
         again = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "c")])
         assert again.exit_code == 0 and len(srv.log) == sent
+
+
+def test_judge_strict_fails_on_unusable_answers(tmp_path, monkeypatch):
+    folder = _tiny(tmp_path)
+    run = tmp_path / "r.trec"
+    run.write_text("q1 Q0 d3 1 2 t\nq1 Q0 d4 2 1 t\n")  # two unjudged documents: two holes
+    with LLMServer(hang_seconds=5) as srv:
+        monkeypatch.setenv("NUGGETBENCH_LLM_BASE_URL", srv.base_url)
+        srv.malformed, srv.malformed_repairs = 1.0, True
+        args = ["judge", str(folder), str(run), "--model", "m", "--no-api-key", "--depth", "2"]
+        lenient = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a"), "--format", "json"])
+        assert lenient.exit_code == 0, lenient.output
+        assert json.loads(lenient.stdout)["judge"]["failures"] == 2
+        strict = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "b"), "--strict"])
+        assert strict.exit_code != 0 and "--strict: 2 answers" in str(strict.exception)
+        assert (tmp_path / "b" / "qrels.txt").exists()  # still written

@@ -6,8 +6,11 @@ import click
 
 from nuggetbench.cli._common import console, dataset_option, echo_json, info, parse_options
 from nuggetbench.cli._globals import count_bar
+from nuggetbench.errors import LLMError
 from nuggetbench.judging import agreement_run_files, judge_run_files, judging_client
 
+#: ``ctx.meta`` key of ``--strict``.
+STRICT = "nuggetbench.strict"
 #: The options of :func:`~nuggetbench.judging.judging_client`.
 CLIENT_KEYS = (
     "model",
@@ -146,6 +149,14 @@ def llm_options(command):
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    expose_value=False,
+    callback=lambda ctx, _param, value: ctx.meta.__setitem__(STRICT, value),
+    help="Exit 2 when answers stayed unusable after their re-asks (they are still written, "
+    "as failures).",
+)
 def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
     """Judge the holes of RUNS on DATASET with an LLM (UMBRELA's 0-3 scale), or with
     --agreement re-judge judged pairs and compare with the human qrels.
@@ -188,10 +199,19 @@ def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
         client.close()
 
 
+def _fail_if_strict(failures: int) -> None:
+    """Under ``--strict``, unusable answers are an error (exit 2) once the results are shown."""
+    if failures and click.get_current_context().meta.get(STRICT):
+        raise LLMError(
+            f"--strict: {failures} answers stayed unusable after their re-asks (recorded as "
+            "failures, left out of the qrels); run again to ask them again"
+        )
+
+
 def _render_holes(res, fmt: str) -> None:
     if fmt == "json":
         echo_json({"judge": res.to_dict()})
-        return
+        return _fail_if_strict(res.failures)
     from rich.table import Table
 
     info(
@@ -205,12 +225,13 @@ def _render_holes(res, fmt: str) -> None:
         table.add_row(name, f"{res.judged_before[name]:.4f}", f"{res.judged_after[name]:.4f}")
     console().print(table)
     info(f"wrote {res.files['qrels']}, {res.files['judgments']}")
+    _fail_if_strict(res.failures)
 
 
 def _render_agreement(res, fmt: str) -> None:
     if fmt == "json":
         echo_json({"agreement": res.to_dict()})
-        return
+        return _fail_if_strict(res.failures)
     from rich.table import Table
 
     out = console()
@@ -230,3 +251,4 @@ def _render_agreement(res, fmt: str) -> None:
     out.print(table)
     if res.measure is not None:
         out.print(f"Kendall's tau of the system orders by {res.measure}: {res.tau:.4f}")
+    _fail_if_strict(res.failures)
