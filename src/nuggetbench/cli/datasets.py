@@ -7,6 +7,7 @@ import json
 import click
 
 from nuggetbench.cli._common import console, dataset_option, echo_json, parse_options
+from nuggetbench.cli._globals import progress_wanted
 from nuggetbench.datasets import (
     dataset_info,
     dataset_patterns,
@@ -197,5 +198,5 @@ def fetch_command(dataset):
     """
 
     for did in dataset:
-        path = ensure_local(did)
+        path = ensure_local(did, show_progress=progress_wanted())
         click.echo(f"{did}: {path}")
