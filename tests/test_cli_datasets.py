@@ -86,8 +86,11 @@ def test_info_reads_as_words(local_scifact):
     assert out.exit_code == 0, out.output
     text = out.stdout
     assert ":FAMILY" not in text and "nuggetbench.datasets" not in text and "=None" not in text
-    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in text.splitlines()
-            if line.count("│") == 3 and line.split("│")[1].strip()}
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in text.splitlines()
+        if line.count("│") == 3 and line.split("│")[1].strip()
+    }
     assert rows["family"] == "beir"
     assert rows["split"].startswith("test (the default")
     size = sum(p.stat().st_size for p in local_scifact.rglob("*") if p.is_file())

@@ -51,7 +51,16 @@ from nuggetbench.cli._globals import progress_wanted
     help="With --check: the plan in words, or as JSON.",
 )
 def build_command(
-    plan, stage, no_progress, top_tags, accept_failures, check_only, model, base_url, no_api_key, fmt
+    plan,
+    stage,
+    no_progress,
+    top_tags,
+    accept_failures,
+    check_only,
+    model,
+    base_url,
+    no_api_key,
+    fmt,
 ):
     """Build a benchmark from Q&A and repositories, as PLAN.toml describes.
 
@@ -117,7 +126,10 @@ def render_check(d: dict, out) -> None:
         rec = row["recorded"]
         on_disk = "-" if rec is None else ", ".join(f"{k} {v}" for k, v in rec.items()) or "done"
         table.add_row(
-            row["stage"], would[row["action"]], "yes" if row["calls_model"] else "no", escape(on_disk)
+            row["stage"],
+            would[row["action"]],
+            "yes" if row["calls_model"] else "no",
+            escape(on_disk),
         )
     out.print(table)
     answers = cache["answers"]

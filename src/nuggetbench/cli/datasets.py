@@ -121,9 +121,12 @@ def _size(n: int) -> str:
 
 #: Facts folded into the rows of :func:`readable_facts` (or of no use to a reader).
 _FOLDED = frozenset(
-    "id loader description family name forum options files folder local_file install_folder "
-    "default_split splits counts url md5 default_measures default_profile remove_self_hits "
-    "self_hit_policy loadable citation fingerprint".split()
+    {
+        *("id", "loader", "description", "family", "name", "forum", "options", "files"),
+        *("folder", "local_file", "install_folder", "default_split", "splits", "counts"),
+        *("url", "md5", "default_measures", "default_profile", "remove_self_hits"),
+        *("self_hit_policy", "loadable", "citation", "fingerprint"),
+    }
 )
 
 
@@ -135,7 +138,9 @@ def readable_facts(f: dict) -> list[tuple[str, str]]:
     others = [s for s in f.get("splits") or () if s != split]
     if split or others:
         also = f"; also {', '.join(others)}" if others else ""
-        rows.append(("split", f"{split or 'the loader chooses'} (the default{also}; -O split=NAME)"))
+        rows.append(
+            ("split", f"{split or 'the loader chooses'} (the default{also}; -O split=NAME)")
+        )
     rows.append(("files", _files_text(f)))
     if f.get("counts"):
         rows.append(("counts", _text(f["counts"])))
@@ -161,7 +166,9 @@ def readable_facts(f: dict) -> list[tuple[str, str]]:
         if key not in _FOLDED and value is not None:
             rows.append((key.replace("_", " "), _text(value)))
     if f.get("options"):
-        rows.append(("options (-O)", "\n".join(_option_text(k, v) for k, v in f["options"].items())))
+        rows.append(
+            ("options (-O)", "\n".join(_option_text(k, v) for k, v in f["options"].items()))
+        )
     if f.get("citation"):
         rows.append(("citation", f["citation"]))
     return rows
