@@ -50,18 +50,7 @@ from nuggetbench.cli._globals import progress_wanted
     show_default=True,
     help="With --check: the plan in words, or as JSON.",
 )
-def build_command(
-    plan,
-    stage,
-    no_progress,
-    top_tags,
-    accept_failures,
-    check_only,
-    model,
-    base_url,
-    no_api_key,
-    fmt,
-):
+def build_command(plan, stage, no_progress, top_tags, accept_failures, check_only, fmt, **endpoint):
     """Build a benchmark from Q&A and repositories, as PLAN.toml describes.
 
     A commented plan to start from: examples/stackexchange-plan.toml in the nuggetbench
@@ -82,7 +71,7 @@ def build_command(
       nuggetbench build plan.toml --model M --base-url http://127.0.0.1:8000/v1 --no-api-key
     """
 
-    loaded = load_plan(plan, llm={"model": model, "base_url": base_url, "no_api_key": no_api_key})
+    loaded = load_plan(plan, llm=endpoint)  # --model, --base-url, --no-api-key over [llm]
     if check_only:
         described = {"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)}
         if fmt == "json":
