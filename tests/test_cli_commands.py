@@ -118,7 +118,7 @@ def test_bad_measure_and_bad_file_exit_cleanly(tmp_path, capsys):
 def test_datasets_and_measures_commands():
     r = CliRunner().invoke(cli, ["datasets", "list", "--format", "json"])
     assert r.exit_code == 0
-    ids = json.loads(r.stdout)
+    ids = json.loads(r.stdout)["datasets"]
     assert "beir/scifact" in ids and "beir/cqadupstack/android" in ids
     info = CliRunner().invoke(cli, ["datasets", "info", "beir/arguana"])
     assert info.exit_code == 0 and "self" in info.stdout.lower()

@@ -75,6 +75,45 @@ dataset_option = click.option(
 )
 
 
+def endpoint_options(*, plan: bool = False):
+    """``--model``, ``--base-url`` and ``--no-api-key``: which model, where, and that the server
+    needs no key. One meaning for ``judge``, ``nuggets``, ``answers`` and ``build``; with
+    *plan* (``build``) the help says that they override the plan's ``[llm]`` values.
+
+    Precedence: the flag, then (``build``) the plan's ``[llm]``, then ``NUGGETBENCH_LLM_MODEL`` /
+    ``NUGGETBENCH_LLM_BASE_URL`` (else ``OPENAI_BASE_URL``, else the OpenAI API)."""
+    over = "the plan's [llm] {key}, else " if plan else ""
+    options = [
+        click.option(
+            "--model",
+            default=None,
+            metavar="NAME",
+            help=f"LLM model (default: {over.format(key='model')}NUGGETBENCH_LLM_MODEL).",
+        ),
+        click.option(
+            "--base-url",
+            default=None,
+            metavar="URL",
+            help="OpenAI-compatible endpoint ending in /v1 (default: "
+            f"{over.format(key='base_url')}NUGGETBENCH_LLM_BASE_URL, else OPENAI_BASE_URL, else "
+            "the OpenAI API).",
+        ),
+        click.option(
+            "--no-api-key",
+            is_flag=True,
+            help="The server needs no key (a local one): send none, even if one is set"
+            + (" (as [llm] no_api_key = true)." if plan else "."),
+        ),
+    ]
+
+    def decorate(command):
+        for opt in reversed(options):
+            command = opt(command)
+        return command
+
+    return decorate
+
+
 def stats_options(command):
     """``--test``, ``--correction``, ``--resamples`` and ``--seed``: the paired-comparison options
     of ``compare`` and ``answers`` (passed on to :func:`nuggetbench.compare.compare`)."""

@@ -370,8 +370,16 @@ def judge_corpus(dataset_id: str, corpus: Any) -> JudgedCorpus:
 
 
 def dataset_info(dataset_id: str) -> dict:
-    """Facts about a dataset without loading it (family, description, options, and the
-    family's ``info``).
+    """Facts about a dataset without loading it: its family's name, description, loader
+    options, where its files are and their size, and the family's own ``info``.
+
+    Returns:
+        A dict with at least ``id``, ``family`` (the family's name, ``beir``), ``loader`` (the
+        registry's import string, for plugin authors), ``description``, ``options``
+        (``{name: {"default": value or None, "description": text}}``; ``None``: the dataset's
+        own default, which the description names; ``"required"`` when one must be given) and
+        ``files`` (``{"path", "files", "bytes"}`` when on disk, else ``None``), plus the
+        family's facts (``counts``, ``default_split``, ``url``...).
 
     Raises:
         UnknownNameError: not a registered id (the nearest is named).
@@ -382,12 +390,31 @@ def dataset_info(dataset_id: str) -> dict:
     family = _family(entry.family, entry)
     out: dict[str, Any] = {
         "id": dataset_id,
+        "family": family.name or entry.pattern.split("/", 1)[0],
         "loader": entry.family,
         "description": entry.description,
-        "options": {name: p.describe() for name, p in family.options.items()},
+        "options": {name: _option_fact(p) for name, p in family.options.items()},
     }
     out.update(family.info(dataset_id))
+    out["files"] = _files_fact(local_folder(dataset_id))
     return out
+
+
+def _option_fact(param: Param) -> dict[str, Any]:
+    default = param.default
+    if param.required:
+        default = "required"
+    elif default is not None and not isinstance(default, (bool, int, float, str)):
+        default = str(default)
+    return {"default": default, "description": param.description}
+
+
+def _files_fact(path: Path | None) -> dict[str, Any] | None:
+    """``{"path", "files", "bytes"}`` of a dataset's folder (every file under it) or file."""
+    if path is None or not path.exists():
+        return None
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    return {"path": str(path), "files": len(files), "bytes": sum(p.stat().st_size for p in files)}
 
 
 def fetch(dataset_id: str, *, show_progress: bool = False) -> Path | None:
