@@ -23,7 +23,7 @@ from nuggetbench.data.formats.qrels_jg import read_qrels_jg
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
-from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs, plain_measures
+from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
 from nuggetbench.measures.results import query_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
@@ -394,7 +394,7 @@ def compare_run_files(
     return compare_runs(
         target.qrels,
         loaded,
-        plain_measures(measures or target.default_measures),
+        measure_keys(list(measures or target.default_measures)),
         profile=profile or target.default_profile,
         doc_filter=target.doc_filter,
         baseline=baseline,

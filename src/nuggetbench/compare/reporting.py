@@ -134,10 +134,10 @@ class ComparisonReport:
             return None
 
     def delta_records(self) -> list[dict[str, Any]]:
-        """The per-query differences to the baseline as flat records ``system, measure, query,
-        delta`` (long format, for ``pandas.DataFrame(...)``)."""
+        """The per-query differences to the baseline as flat records ``system, query_id,
+        measure, delta`` (long format, named as :meth:`nuggetbench.Results.to_pandas`)."""
         return [
-            {"system": system, "measure": m, "query": q, "delta": d}
+            {"system": system, "query_id": q, "measure": m, "delta": d}
             for system, per in self.deltas.items()
             for m, values in per.items()
             for q, d in values.items()
