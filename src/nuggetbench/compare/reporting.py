@@ -13,16 +13,21 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nuggetbench.errors import UnknownNameError, suggest
 from nuggetbench.spec import short_label
 
-__all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS"]
+__all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS", "CELLS", "parse_cells"]
 
 FORMATS = ("table", "json", "jsonl", "csv", "tsv", "markdown", "latex")
 MARK = "\u2020"  # dagger
+#: What a Markdown or LaTeX cell may hold, in the order it is written: the mean (in bold when it
+#: is the best of its column), its interval, the significance dagger, the difference to the
+#: baseline, the corrected p-value and wins/ties/losses. Every part by default.
+CELLS = ("mean", "ci", "dagger", "diff", "p", "wtl")
 #: Per-query differences this close to zero count as ties (floating-point noise, not a win).
 TIE_TOLERANCE = 1e-9
 
@@ -254,58 +259,83 @@ class ComparisonReport:
         )
         return 2 if big else 4
 
-    def _cell(self, system: str, measure: str, digits: int | None, *, latex: bool = False) -> str:
-        digits = self._digits(measure, digits)
+    def _cell(
+        self, system: str, measure: str, digits: int | None, cells=CELLS, *, latex: bool = False
+    ) -> str:
+        """One Markdown or LaTeX cell holding the *cells* parts (see :data:`CELLS`)."""
+        k = self._digits(measure, digits)
         e = self.estimate(system, measure)
         d = self._diff_or_none(system, measure)
-        mark = ""
-        if d is not None and d.significant:
-            mark = r"$^{\dagger}$" if latex else MARK
-        text = f"{_f(e.mean, digits)}{mark} [{_f(e.ci_low, digits)}, {_f(e.ci_high, digits)}]"
+        text = _f(e.mean, k)
+        if self._is_best(system, measure, k):
+            text = rf"\textbf{{{text}}}" if latex else f"**{text}**"
+        if "dagger" in cells and d is not None and d.significant:
+            text += r"$^{\dagger}$" if latex else MARK
+        extra = [f"[{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]"] if "ci" in cells else []
         if d is not None:
-            text += f" {_signed(d.diff, digits)} (p{_eq(d.p_adjusted)}, W/T/L {d.wtl})"
-        return text
+            extra += [_signed(d.diff, k)] if "diff" in cells else []
+            inner = [f"$p{_eq(d.p_adjusted)}$" if latex else f"p{_eq(d.p_adjusted)}"]
+            inner = (inner if "p" in cells else []) + (
+                [f"W/T/L {d.wtl}"] if "wtl" in cells else []
+            )
+            extra += [f"({', '.join(inner)})"] if inner else []
+        if not extra:
+            return text
+        joined = " ".join(extra)
+        return f"{text} {{\\scriptsize {joined}}}" if latex else f"{text} {joined}"
 
-    def to_markdown(self, digits: int | None = None) -> str:
+    def _is_best(self, system: str, measure: str, digits: int) -> bool:
+        """*system*'s mean is the highest of *measure*'s column as printed (ties: all bold;
+        a single system: none)."""
+        if len(self.systems) < 2:
+            return False
+        shown = {s: self.estimate(s, measure).mean for s in self.systems}
+        finite = [round(v, digits) for v in shown.values() if math.isfinite(v)]
+        mine = shown[system]
+        return bool(finite) and math.isfinite(mine) and round(mine, digits) == max(finite)
+
+    def _paper_legend(self, cells) -> str:
+        parts = {"ci": "[interval]", "diff": "difference", "p": "p", "wtl": "W/T/L"}
+        shown = ", ".join(parts[c] for c in cells if c in parts)
+        text = self.legend() + "; bold: the best mean of each measure"
+        return text + (f"; cells: mean {shown}" if shown else "")
+
+    def to_markdown(self, digits: int | None = None, cells=CELLS) -> str:
         """A Markdown table (systems x measures) followed by the legend.
 
-        *digits*: decimals (default: 4, or 2 for measures scaled to percent)."""
+        *digits*: decimals (default: 4, or 2 for measures scaled to percent). *cells*: the parts
+        each cell holds (:data:`CELLS`; :func:`parse_cells` reads ``"mean,dagger"``); the best
+        mean of each column is in bold."""
+        cells = parse_cells(cells)
         header = "| system | " + " | ".join(self.measures) + " |"
         lines = [header, "|---|" + "---:|" * len(self.measures)]
         for s in self.systems:
             label = f"{s} (baseline)" if s == self.baseline else s
-            cells = [self._cell(s, m, digits) for m in self.measures]
-            lines.append("| " + " | ".join([_md_escape(label), *cells]) + " |")
-        return "\n".join(lines) + "\n\n" + self.legend() + "\n"
+            row = [self._cell(s, m, digits, cells) for m in self.measures]
+            lines.append("| " + " | ".join([_md_escape(label), *row]) + " |")
+        return "\n".join(lines) + "\n\n" + self._paper_legend(cells) + "\n"
 
-    def to_latex(self, digits: int | None = None) -> str:
-        """A LaTeX ``tabular`` (booktabs rules) with a dagger on significant differences."""
+    def to_latex(self, digits: int | None = None, cells=CELLS) -> str:
+        """A LaTeX ``tabular`` with booktabs rules (``\\usepackage{booktabs}``), the best mean of
+        each column in bold and a dagger on significant differences; *cells* as
+        :meth:`to_markdown` (``("mean", "dagger")`` fits a paper's column)."""
+        cells = parse_cells(cells)
         cols = "l" + "r" * len(self.measures)
         lines = [
+            r"% needs \usepackage{booktabs}",
             r"\begin{tabular}{" + cols + "}",
             r"\toprule",
             "System & " + " & ".join(_tex(m) for m in self.measures) + r" \\",
             r"\midrule",
         ]
         for s in self.systems:
-            cells = []
-            for m in self.measures:
-                e = self.estimate(s, m)
-                d = self._diff_or_none(s, m)
-                k = self._digits(m, digits)
-                mark = r"$^{\dagger}$" if d is not None and d.significant else ""
-                cell = (
-                    f"{_f(e.mean, k)}{mark} {{\\scriptsize [{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]"
-                )
-                if d is not None:
-                    cell += f" {_signed(d.diff, k)} ($p{_eq(d.p_adjusted)}$, W/T/L {d.wtl})"
-                cells.append(cell + "}")
+            row = [self._cell(s, m, digits, cells, latex=True) for m in self.measures]
             label = f"{s} (baseline)" if s == self.baseline else s
-            lines.append(_tex(label) + " & " + " & ".join(cells) + r" \\")
+            lines.append(_tex(label) + " & " + " & ".join(row) + r" \\")
         lines += [
             r"\bottomrule",
             r"\end{tabular}",
-            "% " + _tex(self.legend()).replace(MARK, "dagger:"),
+            "% " + _tex(self._paper_legend(cells)).replace(MARK, "dagger:"),
         ]
         return "\n".join(lines) + "\n"
 
@@ -405,14 +435,14 @@ class ComparisonReport:
         parts.append(Text(self.legend(short=True)))
         return Group(*parts)
 
-    def render(self, fmt: str = "table", digits: int | None = None) -> str:
+    def render(self, fmt: str = "table", digits: int | None = None, cells=CELLS) -> str:
         """Render as ``table`` (plain text of the rich table), ``json``, ``jsonl``, ``csv``, ``tsv``,
         ``markdown`` or ``latex``; every format carries the means, intervals, differences and
-        (corrected) p-values."""
+        (corrected) p-values (``markdown`` and ``latex``: the *cells* parts chosen)."""
         if fmt == "markdown":
-            return self.to_markdown(digits)
+            return self.to_markdown(digits, cells)
         if fmt == "latex":
-            return self.to_latex(digits)
+            return self.to_latex(digits, cells)
         if fmt == "csv":
             return self.to_csv()
         if fmt == "tsv":
@@ -434,6 +464,25 @@ class ComparisonReport:
 
     def __str__(self) -> str:
         return self.render("table")
+
+
+def parse_cells(cells: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The parts of a table cell: ``"mean,ci,dagger"`` or a sequence of :data:`CELLS` names
+    (``None``: all), in :data:`CELLS` order; ``mean`` is always kept.
+
+    Raises:
+        UnknownNameError: a part that is not one of :data:`CELLS` (the nearest is suggested).
+    """
+    if cells is None:
+        return CELLS
+    items = [c.strip().lower() for c in (cells.split(",") if isinstance(cells, str) else cells)]
+    for item in items:
+        if item not in CELLS:
+            raise UnknownNameError(
+                f"unknown cell part {item!r} in {','.join(items)!r}; choose from "
+                f"{', '.join(CELLS)}.{suggest(item, CELLS)}"
+            )
+    return tuple(c for c in CELLS if c in items or c == "mean")
 
 
 def _f(value: float, digits: int) -> str:
