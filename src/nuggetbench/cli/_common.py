@@ -157,12 +157,14 @@ def render_summaries(summaries, measures: Sequence[str]) -> None:
         render_means_table(s.title, s.rows, measures, digits=s.digits)
 
 
-def fmt_value(value: float, digits: int = 4) -> str:
+def fmt_value(value: float, digits: int | None = 4) -> str:
+    """*value* as text: ``nan``, an integer without decimals, else *digits* decimals
+    (``None``: full precision, as the machine formats keep it)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "nan"
     if float(value).is_integer() and abs(value) >= 1:
         return str(int(value))
-    return f"{value:.{digits}f}"
+    return repr(float(value)) if digits is None else f"{value:.{digits}f}"
 
 
 def render_means_table(

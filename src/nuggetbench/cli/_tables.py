@@ -74,19 +74,21 @@ def layout(grid: Grid, width: int, *, turn_head: str = "measure") -> list[Grid]:
     return parts
 
 
-def abbreviate(labels: Sequence[str], width: int) -> tuple[dict[str, str], list[str]]:
+def abbreviate(
+    labels: Sequence[str], width: int
+) -> tuple[dict[str, str], list[tuple[str, str]]]:
     """``{label: shown}`` with labels longer than :data:`LABEL_WIDTH` (or a third of *width*)
-    shortened, and the legend lines ``shown = label`` for those that were."""
+    shortened, and the legend ``(shown, label)`` of those that were."""
     limit = max(12, min(LABEL_WIDTH, width // 3))
     shown: dict[str, str] = {}
-    legend: list[str] = []
+    legend: list[tuple[str, str]] = []
     for label in labels:
         short = short_label(label, limit) if len(label) > limit else label
         while short in shown.values() and short != label:  # two long labels, one abbreviation
             short = short[:-2] + "\u2026" + str(len(shown))
         shown[label] = short
         if short != label:
-            legend.append(f"{short} = {label}")
+            legend.append((short, label))
     return shown, legend
 
 
@@ -109,8 +111,12 @@ def print_grid(console, title: str, grid: Grid, *, turn_head: str = "measure") -
         for name, cells in part.rows.items():
             table.add_row(name, *cells)
         console.print(table)
-    for line in legend:
-        console.print(line, markup=False, highlight=False, overflow="fold")
+    for short, full in legend:
+        lines = [f"{short} = {full}"]
+        if len(lines[0]) > console.width:  # the full name on a line of its own
+            lines = [f"{short} =", f"  {full}"]
+        for line in lines:
+            console.print(line, markup=False, highlight=False, overflow="fold")
 
 
 def grid_of(

@@ -28,7 +28,6 @@ from nuggetbench.cli._globals import hidden_alias, progress_wanted
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
-from nuggetbench.spec import short_label
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -193,4 +192,4 @@ def _render(exp: Experiment, fmt: str, cells=None) -> None:
         out = console()
         out.print(report.to_rich(width=out.width))
     else:
-        render_means_table(title, {short_label(k): v for k, v in means.items()}, exp.measures)
+        render_means_table(title, means, exp.measures)  # long names: abbreviated, with a legend
