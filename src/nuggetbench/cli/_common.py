@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from nuggetbench.cli._formats import measure_digits
+from nuggetbench.cli._tables import Grid, print_grid
 from nuggetbench.errors import NuggetbenchError
 from nuggetbench.measures import get_profile, measure_keys
 
@@ -181,8 +182,6 @@ def render_means_table(
 
     Nothing is hidden: a table wider than the console is turned (measures as rows) or split
     into several tables (:func:`nuggetbench.cli._tables.layout`); labels are never split."""
-    from nuggetbench.cli._tables import Grid, print_grid
-
     extra_names: list[str] = []
     for cols in (extra_columns or {}).values():
         extra_names += [c for c in cols if c not in extra_names]

@@ -139,7 +139,7 @@ def _clean(value: Any) -> Any:
 
 def _checked_cells(ctx: click.Context, param: click.Parameter, value):
     """``--cells`` read as the command line is read (an unknown part fails before any work)."""
-    from nuggetbench.compare import parse_cells
+    from nuggetbench.compare import parse_cells  # lazy: scipy's statistics, only with --cells
 
     try:
         return parse_cells(value)
