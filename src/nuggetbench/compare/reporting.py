@@ -354,7 +354,7 @@ class ComparisonReport:
         }
         if width is None or width >= self._wide_width(cells, names):
             return self._wide(cells, names)
-        return self._stacked(cells, names, digits)
+        return self._stacked(cells, names, digits, width)
 
     def _lines(self, s: str, m: str, digits: int | None) -> list[tuple[str, str]]:
         """``(text, style)`` lines of one cell: mean (with the mark), interval, difference and
@@ -407,20 +407,33 @@ class ComparisonReport:
             table.add_row(names[s], *row)
         return table
 
-    def _stacked(self, cells: dict, names: dict, digits: int | None):
-        """One table per measure (rows: systems; columns: mean [CI], difference, p, W/T/L)."""
+    def _stacked(self, cells: dict, names: dict, digits: int | None, width: int = 80):
+        """One table per measure (rows: systems; columns: mean [CI], difference, p, W/T/L).
+
+        A label is never split inside: its column is as wide as its longest word (the words
+        wrap), or, when even that does not fit *width*, the systems are numbered ``S1``,
+        ``S2``... with a legend naming each."""
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
 
         parts: list = [Text(f"Comparison with {short_label(self.baseline)}")]
         wtl = max((len(d.wtl) for d in self.differences), default=5)  # same widths in every table
+        head = f"mean [{self.ci:.0%} CI]"
+        mean_w = max([len(head)] + [len(f"{c[0][0]} {c[1][0]}") for c in cells.values()])
+        labels = {s: names[s].replace("\n", " ") for s in self.systems}
+        word = max([len("system")] + [len(w) for label in labels.values() for w in label.split()])
+        legend = []
+        if word + mean_w + 7 + 6 + max(wtl, 5) + 16 > width:
+            legend = [f"S{i + 1} = {label}" for i, label in enumerate(labels.values())]
+            labels = {s: f"S{i + 1}" for i, s in enumerate(self.systems)}
+            word = len("system")
         for m in self.measures:
             table = Table(title=m, title_justify="left")
-            table.add_column("system", overflow="fold")
-            table.add_column(f"mean [{self.ci:.0%} CI]", justify="right", no_wrap=True)
-            for head, least in (("diff", 7), ("p", 6), ("W/T/L", wtl)):
-                table.add_column(head, justify="right", no_wrap=True, min_width=least)
+            table.add_column("system", overflow="fold", min_width=min(word, width // 2))
+            table.add_column(head, justify="right", no_wrap=True)
+            for col, least in (("diff", 7), ("p", 6), ("W/T/L", wtl)):
+                table.add_column(col, justify="right", no_wrap=True, min_width=least)
             for s in self.systems:
                 lines = cells[(s, m)]
                 mean = Text(lines[0][0], style=lines[0][1] or None)
@@ -430,8 +443,9 @@ class ComparisonReport:
                 rest = (
                     [_signed(d.diff, k), _p(d.p_adjusted), d.wtl] if d is not None else ["", "", ""]
                 )
-                table.add_row(names[s].replace("\n", " "), mean, *rest)
+                table.add_row(labels[s], mean, *rest)
             parts.append(table)
+        parts += [Text(line) for line in legend]
         parts.append(Text(self.legend(short=True)))
         return Group(*parts)
 
