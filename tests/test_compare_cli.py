@@ -130,5 +130,6 @@ def test_compare_birco_rank_files_with_pool_warning(tmp_path, monkeypatch):
     good_line = next(line for line in res.stdout.splitlines() if line.startswith("| good"))
     assert (
         "| **100.00**"  # perfect nDCG@10 under the birco profile (x100), the best: bold
-        in good_line and "[100.00, 100.00]" in good_line
+        in good_line
+        and "[100.00, 100.00]" in good_line
     )

@@ -51,7 +51,9 @@ def _fits(text: str, width: int) -> None:
 def test_official_measures_all_shown(files, width):
     qrels, one, _, _ = files
     js = json.loads(
-        _invoke(width, ["evaluate", str(qrels), str(one), "-m", "official", "--format", "json"]).stdout
+        _invoke(
+            width, ["evaluate", str(qrels), str(one), "-m", "official", "--format", "json"]
+        ).stdout
     )
     text = _invoke(width, ["evaluate", str(qrels), str(one), "-m", "official"]).stdout
     _fits(text, width)
@@ -168,8 +170,9 @@ def test_evaluate_and_compare_use_the_same_names(files):
         text = _invoke(200, [*cmp_args, "--format", fmt]).stdout.replace("\\_", "_")
         assert all(m in text for m in ev) and "P@5" not in text and "nDCG@10" not in text
     official = json.loads(
-        _invoke(200, ["evaluate", str(qrels), str(one), "-m", "official", "--format", "json"])
-        .stdout
+        _invoke(
+            200, ["evaluate", str(qrels), str(one), "-m", "official", "--format", "json"]
+        ).stdout
     )
     back = _invoke(200, ["evaluate", str(qrels), str(one), "-m", "iprec_at_recall_0.10"]).stdout
     assert f"{official['iprec_at_recall_0.10']:.4f}" in back  # a printed name reads back
@@ -237,7 +240,9 @@ def test_cells_option_on_compare(files):
 # --- machine formats keep full precision -----------------------------------------------------------
 def test_tsv_full_precision(files):
     qrels, one, _, _ = files
-    js = json.loads(_invoke(80, ["evaluate", str(qrels), str(one), "-m", "AP", "--format", "json"]).stdout)
+    js = json.loads(
+        _invoke(80, ["evaluate", str(qrels), str(one), "-m", "AP", "--format", "json"]).stdout
+    )
     tsv = _invoke(80, ["evaluate", str(qrels), str(one), "-m", "AP", "--format", "tsv"]).stdout
     assert float(tsv.split("\t")[2]) == js["AP"]
 

@@ -74,9 +74,7 @@ def layout(grid: Grid, width: int, *, turn_head: str = "measure") -> list[Grid]:
     return parts
 
 
-def abbreviate(
-    labels: Sequence[str], width: int
-) -> tuple[dict[str, str], list[tuple[str, str]]]:
+def abbreviate(labels: Sequence[str], width: int) -> tuple[dict[str, str], list[tuple[str, str]]]:
     """``{label: shown}`` with labels longer than :data:`LABEL_WIDTH` (or a third of *width*)
     shortened, and the legend ``(shown, label)`` of those that were."""
     limit = max(12, min(LABEL_WIDTH, width // 3))

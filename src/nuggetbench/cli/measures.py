@@ -37,7 +37,9 @@ def measures_command(name):
             lines += entry_lines(f"  {pname}", prof.description, [], width)
     if not lines:
         known = [*all_family_names(), *PROFILES]
-        raise click.UsageError(f"no measure family or profile matches {name!r}.{suggest(name, known)}")
+        raise click.UsageError(
+            f"no measure family or profile matches {name!r}.{suggest(name, known)}"
+        )
     click.echo("\n".join(lines).rstrip("\n"))
 
 

@@ -275,9 +275,7 @@ class ComparisonReport:
         if d is not None:
             extra += [_signed(d.diff, k)] if "diff" in cells else []
             inner = [f"$p{_eq(d.p_adjusted)}$" if latex else f"p{_eq(d.p_adjusted)}"]
-            inner = (inner if "p" in cells else []) + (
-                [f"W/T/L {d.wtl}"] if "wtl" in cells else []
-            )
+            inner = (inner if "p" in cells else []) + ([f"W/T/L {d.wtl}"] if "wtl" in cells else [])
             extra += [f"({', '.join(inner)})"] if inner else []
         if not extra:
             return text
