@@ -23,7 +23,7 @@ from nuggetbench.data.formats.qrels_jg import read_qrels_jg
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
-from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs, plain_measures
+from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
 from nuggetbench.measures.results import query_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
@@ -192,7 +192,7 @@ def _summarise(
     queries = query_findings(results, prof)
     if queries:  # the warnings give the counts: do not print them twice
         findings = [f for f in findings if f.kind != "query_overlap"]
-    findings += queries
+    findings = [*_overlap_as_evaluated(findings, results, target.qrels, run), *queries]
     if target.family is not None:
         summaries = target.family.summaries(results, target.query_order)
     else:
@@ -203,6 +203,37 @@ def _summarise(
     return Evaluation(
         results, shown, prof.name, findings, summaries, list(target.notes), target, run
     )
+
+
+def _overlap_as_evaluated(
+    findings: list[Finding], results: Results, qrels: Any, run: Run
+) -> list[Finding]:
+    """*findings* with the query-overlap line counted as the header counts: when the profile
+    evaluates queries the judgments do not hold (fastbook: a query whose nuggets no passage of
+    the corpus supports scores 0), they are named as evaluated, not as ignored."""
+    evaluated = {str(q) for q in results.query_ids}
+    judged = {str(q) for q in qrels.query_ids}
+    unjudged = evaluated - judged
+    if not unjudged:
+        return findings
+    ran = {str(q) for q in run.query_ids}
+    text = (
+        f"{len(evaluated)} queries evaluated (profile {results.profile!r}): "
+        f"{len(evaluated & judged)} have judgments, {len(unjudged)} have none and score 0; "
+        f"{len(ran - evaluated)} run queries are not evaluated, "
+        f"{len((evaluated & judged) - ran)} judged queries are missing from the run"
+    )
+    data = {
+        "evaluated": len(evaluated),
+        "judged": len(evaluated & judged),
+        "unjudged_scored_0": len(unjudged),
+        "run_only": len(ran - evaluated),
+        "missing": len((evaluated & judged) - ran),
+    }
+    return [
+        Finding(f.severity, f.kind, text, data) if f.kind == "query_overlap" else f
+        for f in findings
+    ]
 
 
 def _evaluate_groups(
@@ -363,7 +394,7 @@ def compare_run_files(
     return compare_runs(
         target.qrels,
         loaded,
-        plain_measures(measures or target.default_measures),
+        measure_keys(list(measures or target.default_measures)),
         profile=profile or target.default_profile,
         doc_filter=target.doc_filter,
         baseline=baseline,

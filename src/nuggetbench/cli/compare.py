@@ -12,7 +12,7 @@ from nuggetbench.cli._common import (
     stats_options,
     warn,
 )
-from nuggetbench.cli._formats import format_option
+from nuggetbench.cli._formats import cells_option, format_option
 from nuggetbench.evaluation import compare_run_files
 from nuggetbench.report import compare_to_folder
 
@@ -44,6 +44,7 @@ from nuggetbench.report import compare_to_folder
     help="Confidence level of the bootstrap intervals.",
 )
 @format_option()
+@cells_option
 @click.option(
     "-o",
     "--outdir",
@@ -64,6 +65,7 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
       nuggetbench compare qrels.txt bm25.trec dense.trec splade.trec -m nDCG@10 -m AP
       nuggetbench compare DATASET run1.pickle run2.pickle --test randomization --format markdown
     """
+    cells = stats.pop("cells")  # markdown/latex cell parts (a formatting option)
     options = parse_options(dataset_options, split=split)
     measures = list(measures) or None
     if outdir:
@@ -76,4 +78,4 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
         out = console()
         out.print(report.to_rich(width=out.width))
     else:
-        click.echo(report.render(fmt), nl=False)
+        click.echo(report.render(fmt, cells=cells), nl=False)

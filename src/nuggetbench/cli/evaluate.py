@@ -143,9 +143,9 @@ def _machine(ev: Evaluation, fmt: str, per_query: bool) -> None:
         if per_query:
             for m in measures:
                 for qid, value in results.values(m).items():
-                    click.echo(f"{m}\t{qid}\t{fmt_value(value)}")
+                    click.echo(f"{m}\t{qid}\t{fmt_value(value, None)}")
         for m in measures:
-            click.echo(f"{m}\tall\t{fmt_value(results.means[m])}")
+            click.echo(f"{m}\tall\t{fmt_value(results.means[m], None)}")
     else:
         rows = _rows(results, measures, per_query)
         records = [

@@ -213,15 +213,27 @@ class Results:
             fh.write("\n")
         return path
 
-    def to_pandas(self):
-        """A DataFrame: one row per query (index ``query_id``), one column per measure."""
+    def to_pandas(self, *, wide: bool = False):
+        """A long DataFrame with columns ``query_id, measure, value``: one row per (query,
+        measure), queries in :attr:`query_ids` order within each measure (the shape and names of
+        :meth:`nuggetbench.Experiment.to_pandas`, less ``system``). *wide*: the older shape, one
+        row per query (index ``query_id``) and one column per measure."""
         import pandas as pd
 
-        frame = pd.DataFrame(
-            {m: self.per_query[m] for m in self.measures},
-            index=pd.Index(self.query_ids, name="query_id"),
+        if wide:
+            return pd.DataFrame(
+                {m: self.per_query[m] for m in self.measures},
+                index=pd.Index(self.query_ids, name="query_id"),
+            )
+        n = len(self.query_ids)
+        return pd.DataFrame(
+            {
+                "query_id": list(self.query_ids) * len(self.measures),
+                "measure": [m for m in self.measures for _ in range(n)],
+                "value": [float(v) for m in self.measures for v in self.per_query[m]],
+            },
+            columns=["query_id", "measure", "value"],
         )
-        return frame
 
 
 def read_results(path: str | Path, *, system: str | None = None) -> Results:

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
-from nuggetbench.errors import SpecError
+from nuggetbench.errors import NuggetbenchError, SpecError
 from nuggetbench.measures.context import UNJUDGED, EvalContext
 from nuggetbench.measures.measure import Measure, check_measure, parse_measure
 
@@ -37,6 +38,7 @@ __all__ = [
     "GROUPS",
     "TrecEntry",
     "is_trec_spec",
+    "parse_key",
     "trec_selection",
     "relstrings",
     "format_trec_eval",
@@ -230,9 +232,33 @@ def trec_selection(items: Iterable[str | Measure]) -> list[TrecEntry]:
             chosen[name] = params
         else:
             key = item.strip() if isinstance(item, str) else str(item)
-            ours.append(TrecEntry(key, parse_measure(item)))
+            ours.append(TrecEntry(key, parse_key(item)))
     out = [e for name in _ORDER if name in chosen for e in _entries(name, chosen[name])]
     return out + ours
+
+
+def parse_key(item: str | Measure) -> Measure:
+    """:func:`parse_measure`, which also reads the names trec_eval prints for its groups
+    (``iprec_at_recall_0.00``, ``Rprec_mult_0.20``, ``relative_P_5``, ``11pt_avg``): the keys
+    ``evaluate``, ``run`` and ``compare`` show for ``-m official`` or ``-m all_trec`` can be
+    given back as measures.
+
+    Raises:
+        SpecError, UnknownNameError: as :func:`parse_measure` when it is neither.
+    """
+    try:
+        return parse_measure(item)
+    except NuggetbenchError:
+        found = _printed_names().get(item.strip()) if isinstance(item, str) else None
+        if found is None:
+            raise
+        return found
+
+
+@cache
+def _printed_names() -> dict[str, Measure]:
+    """``{name trec_eval prints: Measure}`` for every measure of ``all_trec``."""
+    return {e.key: e.measure for e in trec_selection(["all_trec"]) if e.measure is not None}
 
 
 def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
