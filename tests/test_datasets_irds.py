@@ -220,21 +220,50 @@ def test_a_failed_download_names_what_to_download(tmp_path, monkeypatch):
     assert "http://127.0.0.1:9/docs.tsv" in str(err.value)
 
 
-def test_cli_run_evaluate_info_and_list_in_process(tmp_path):
+def test_cli_commands_take_irds_ids_in_process(tmp_path):
+    """run, evaluate, compare, report, datasets info/list: the registered dataset is seen by the
+    in-process CLI (a CLI subprocess would not see it; catalogue ids need no registration)."""
     did = _register_tiny(tmp_path)
     runner = CliRunner(env={"COLUMNS": "200"})
     out = tmp_path / "out"
-    res = runner.invoke(cli, ["run", did, "-r", "bm25", "-o", str(out), "--format", "json"])
+    specs = ["bm25", "bm25:k1=0.5,b=0.3"]
+    res = runner.invoke(cli, ["run", did, "-r", specs[0], "-r", specs[1], "-o", str(out)])
     assert res.exit_code == 0, res.output
-    ran = json.loads(res.stdout)
-    run_file = next((out / "runs").glob("*.trec"))
-    res = runner.invoke(cli, ["evaluate", did, str(run_file), "-m", "nDCG@10", "--format", "json"])
+    runs = sorted((out / "runs").glob("*.trec"))
+    assert len(runs) == 2
+    res = runner.invoke(cli, ["evaluate", did, str(runs[0]), "-m", "nDCG@10", "--format", "json"])
     assert res.exit_code == 0, res.output
-    assert "nDCG@10" in res.stdout and json.dumps(ran)  # both commands took the irds: id
+    scored = json.loads(res.stdout)
+    direct = run_experiment(load_dataset(did), ["bm25"], measures=["nDCG@10"], cache_runs=False)
+    mean = direct.systems["bm25"].results.mean("nDCG@10")
+    assert f"{mean:.4f}" in json.dumps(scored) or pytest.approx(mean) in _numbers(scored)
+    res = runner.invoke(cli, ["compare", did, *map(str, runs), "-m", "nDCG@10"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(cli, ["report", str(out), "-o", str(tmp_path / "report.html")])
+    assert res.exit_code == 0, res.output
+    assert did in (tmp_path / "report.html").read_text(encoding="utf-8")
     res = runner.invoke(cli, ["datasets", "info", did, "--format", "json"])
     assert json.loads(res.stdout)["family"] == "irds"
     listing = runner.invoke(cli, ["datasets", "list"]).output
-    assert "irds:" in listing and "ir-datasets.com" in listing
+    assert "irds:<id>" in listing and "https://ir-datasets.com/" in listing
+
+
+def _numbers(value) -> list[float]:
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _numbers(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _numbers(v)]
+    return [float(value)] if isinstance(value, (int, float)) else []
+
+
+def test_evaluate_dataset_takes_an_irds_id(tmp_path):
+    from nuggetbench.evaluation import evaluate_dataset
+
+    did = _register_tiny(tmp_path)
+    exp = run_experiment(did, ["bm25"], measures=["nDCG@10"], outdir=tmp_path / "o")
+    run_file = next((tmp_path / "o" / "runs").glob("*.trec"))
+    res = evaluate_dataset(did, run_file, measures=["nDCG@10"])
+    assert res.results.mean("nDCG@10") == pytest.approx(exp.systems["bm25"].results.mean("nDCG@10"))
 
 
 def test_ir_datasets_is_imported_only_for_irds_ids():
