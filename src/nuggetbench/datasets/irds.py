@@ -40,7 +40,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,7 @@ class SourceFile:
         md5: the MD5 ir_datasets checks, or ``None``.
         path: where ir_datasets keeps it (under ``IR_DATASETS_HOME``), or ``None`` (streamed).
         present: whether *path* exists.
+        kept_at: for a streamed file, where ir_datasets keeps what it makes of it (unpacked).
     """
 
     part: str
@@ -140,16 +141,20 @@ class SourceFile:
     md5: str | None
     path: str | None
     present: bool
+    kept_at: str | None = None
 
     def describe(self) -> str:
         where = f" -> {self.path}" if self.path else " (streamed by ir_datasets)"
+        if not self.path and self.kept_at:
+            where = f" (read by ir_datasets, which keeps it unpacked at {self.kept_at})"
         md5 = f" (MD5 {self.md5})" if self.md5 else ""
         source = ", ".join(self.urls) or "no download: provide it by hand"
         return f"{self.part}: {source}{md5}{where}"
 
 
-def _nodes(obj: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
-    """ir_datasets' download objects (and their caches) reachable from a handler."""
+def _nodes(obj: Any, seen: set[int], depth: int = 0, cache: Any = None) -> Iterator[tuple]:
+    """``(node, cache)``: ir_datasets' download objects (and its present caches) reachable from a
+    handler, each with the missing cache it is read into (or ``None``)."""
     if depth > 12 or id(obj) in seen or isinstance(obj, (str, bytes, int, float, Path, type)):
         return
     seen.add(id(obj))
@@ -159,8 +164,10 @@ def _nodes(obj: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
     if isinstance(obj, (Download, LocalDownload)) or (
         isinstance(obj, Cache) and Path(obj.path(force=False)).exists()
     ):
-        yield obj
+        yield obj, cache
         return
+    if isinstance(obj, Cache):
+        cache = obj
     if isinstance(obj, dict):
         children: Iterable[Any] = obj.values()
     elif isinstance(obj, (list, tuple, set)):
@@ -168,10 +175,10 @@ def _nodes(obj: Any, seen: set[int], depth: int = 0) -> Iterator[Any]:
     else:
         children = getattr(obj, "__dict__", {}).values()
     for child in children:
-        yield from _nodes(child, seen, depth + 1)
+        yield from _nodes(child, seen, depth + 1, cache)
 
 
-def _source(part: str, node: Any) -> SourceFile:
+def _source(part: str, node: Any, cache: Any = None) -> SourceFile:
     from ir_datasets.util import Cache  # lazy: ir_datasets is optional
     from ir_datasets.util.download import LocalDownload
 
@@ -180,26 +187,26 @@ def _source(part: str, node: Any) -> SourceFile:
         return SourceFile(part, (), None, str(path), path.exists())
     urls = tuple(m.url for m in node.mirrors if hasattr(m, "url"))
     local = [Path(m.path(force=False)) for m in node.mirrors if isinstance(m, LocalDownload)]
-    cache = getattr(node, "_cache_path", None)  # where ir_datasets keeps the download
-    path = Path(cache) if cache else (local[0] if local else None)
+    kept_path = getattr(node, "_cache_path", None)  # where ir_datasets keeps the download
+    path = Path(kept_path) if kept_path else (local[0] if local else None)
     present = path is not None and path.exists()
-    return SourceFile(part, urls, node.expected_md5, str(path) if path else None, present)
+    kept = str(cache.path(force=False)) if cache is not None else None
+    return SourceFile(part, urls, node.expected_md5, str(path) if path else None, present, kept)
 
 
 def source_files(ds: Any, parts: Iterable[str] = ("docs", "queries", "qrels")) -> list[SourceFile]:
     """The files ir_datasets reads for *parts* of *ds* (a file shared by parts is listed once)."""
-    out: list[SourceFile] = []
-    seen_keys: set[tuple] = set()
+    found: dict[tuple, SourceFile] = {}
     for part in parts:
         if not ds.has(part):
             continue
-        for node in _nodes(getattr(ds, f"{part}_handler")(), set()):
-            src = _source(part, node)
+        for node, cache in _nodes(getattr(ds, f"{part}_handler")(), set()):
+            src = _source(part, node, cache)
             key = (src.md5, src.path, src.urls)
-            if key not in seen_keys:
-                seen_keys.add(key)
-                out.append(src)
-    return out
+            if key in found and part not in found[key].part.split("/"):
+                found[key] = replace(found[key], part=f"{found[key].part}/{part}")
+            found.setdefault(key, src)
+    return list(found.values())
 
 
 def _instructions(ds: Any) -> str:
@@ -258,7 +265,7 @@ def _check_present(dataset_id: str, ds: Any, parts: list[str], download: bool) -
         return
     if any(not s.present for s in source_files(ds, parts)):
         why = "download=False" if not download else "NUGGETBENCH_OFFLINE=1"
-        raise missing_error(dataset_id, ds, parts, f"downloads are off ({why})")
+        raise missing_error(dataset_id, ds, parts, f"downloads are off: {why}")
 
 
 # --- the fingerprint --------------------------------------------------------------------------------
@@ -530,11 +537,13 @@ def fetch(dataset_id: str, *, show_progress: bool = False) -> Path:
 
     for part in parts:
         with _translated(dataset_id, ds, part):
-            for node in _nodes(getattr(ds, f"{part}_handler")(), set()):
-                if not _source(part, node).present and getattr(node, "_cache_path", None):
-                    node.path()  # ir_datasets downloads it to its cache path, MD5-checked
-                elif isinstance(node, LocalDownload):
-                    node.path()  # FileNotFoundError: provided by hand
+            for node, cache in _nodes(getattr(ds, f"{part}_handler")(), set()):
+                if _source(part, node, cache).present:
+                    continue
+                if getattr(node, "_cache_path", None) or isinstance(node, LocalDownload):
+                    node.path()  # downloaded to its path, MD5-checked (by hand: FileNotFoundError)
+                elif cache is not None:
+                    cache.path()  # ir_datasets streams the download, MD5-checked, into its cache
     return Path(_ir_datasets().util.home_path()) / irds_name(dataset_id).split("/")[0]
 
 
