@@ -307,3 +307,65 @@ def test_scifact_through_irds_equals_the_beir_folder(shared_data, tmp_path):
     assert a.mean("nDCG@10") == pytest.approx(b.mean("nDCG@10"), abs=1e-12)
     assert 0.5 < a.mean("nDCG@10") < 0.8
     print(f"SciFact BM25 nDCG@10: irds {a.mean('nDCG@10'):.4f}, beir {b.mean('nDCG@10'):.4f}")
+
+
+@pytest.fixture()
+def loopback(tmp_path):
+    """A local HTTP server over ``tmp_path / "www"``; yields ``(folder, base_url)``."""
+    import functools
+    import http.server
+    import threading
+
+    www = tmp_path / "www"
+    www.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(www))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield www, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _register_served(tmp_path: Path, url: str, md5: str) -> tuple[str, Path]:
+    from ir_datasets.formats import TrecQrels, TsvDocs, TsvQueries
+    from ir_datasets.util import LocalDownload
+    from ir_datasets.util.download import Download, RequestsDownload
+
+    paths = _write_irds_files(tmp_path / "irds", DOCS, QUERIES, QRELS, titles=False)
+    name = _unique("served")
+    target = tmp_path / "ir_datasets_home" / name / "docs.tsv"
+    dl = Download([RequestsDownload(url)], expected_md5=md5, cache_path=target)
+    ir_datasets.registry.register(
+        name,
+        ir_datasets.Dataset(
+            TsvDocs(dl),
+            TsvQueries(LocalDownload(paths["q"])),
+            TrecQrels(LocalDownload(paths["r"]), {}),
+        ),
+    )
+    return f"irds:{name}", target
+
+
+def test_fetch_downloads_through_ir_datasets_with_its_md5(tmp_path, loopback, monkeypatch):
+    import hashlib
+
+    from nuggetbench.datasets import ensure_local
+    from nuggetbench.errors import ChecksumError
+
+    monkeypatch.delenv("NUGGETBENCH_OFFLINE")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("IR_DATASETS_DL_TRIES", "1")
+    www, base = loopback
+    body = "".join(f"{d}\t{t} {x}\n" for d, (t, x) in DOCS.items()).encode()
+    (www / "docs.tsv").write_bytes(body)
+    did, target = _register_served(tmp_path, f"{base}/docs.tsv", hashlib.md5(body).hexdigest())
+    assert dataset_info(did)["on_disk"] is False
+    ensure_local(did)  # what `nuggetbench datasets fetch` calls
+    assert target.read_bytes() == body and dataset_info(did)["on_disk"] is True
+    assert [d.doc_id for d in load_dataset(did).corpus.iter_documents()] == list(DOCS)
+    bad, bad_target = _register_served(tmp_path, f"{base}/docs.tsv", "f" * 32)
+    with pytest.raises(ChecksumError) as err:
+        ensure_local(bad)
+    assert str(bad_target) in str(err.value) and not bad_target.exists()

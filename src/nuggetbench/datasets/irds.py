@@ -49,6 +49,7 @@ from nuggetbench.data import Corpus, Document, Qrels, Queries
 from nuggetbench.datasets.dataset import Dataset
 from nuggetbench.datasets.family import DatasetFamily
 from nuggetbench.errors import (
+    ChecksumError,
     DatasetError,
     DownloadError,
     NuggetbenchError,
@@ -221,7 +222,8 @@ def missing_error(
     dataset_id: str, ds: Any, parts: Iterable[str], cause: object = None
 ) -> DownloadError:
     """A :class:`DownloadError` naming *dataset_id*, each missing file of *parts* (URLs, MD5 and
-    the path ir_datasets expects it at) and ir_datasets' instructions."""
+    the path ir_datasets expects it at) and ir_datasets' instructions; a :class:`ChecksumError`
+    when *cause* is (or holds) ir_datasets' MD5 mismatch."""
     name = irds_name(dataset_id)
     missing = [s for s in source_files(ds, parts) if not s.present]
     home = _ir_datasets().util.home_path()
@@ -242,7 +244,11 @@ def missing_error(
     if hint:
         lines.append(f"ir_datasets says: {hint}")
     lines.append(f"About the dataset: {catalogue_url(name)}")
-    return DownloadError("\n".join(lines))
+    # ir_datasets raises its own error, or RuntimeError(text, [(mirror, error), ...])
+    nested = getattr(cause, "args", ())[1:2]
+    causes = [cause, *(e for group in nested if isinstance(group, list) for _, e in group)]
+    mismatch = any(type(c).__name__ == "HashVerificationError" for c in causes)
+    return (ChecksumError if mismatch else DownloadError)("\n".join(lines))
 
 
 @contextlib.contextmanager
