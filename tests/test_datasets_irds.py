@@ -369,3 +369,50 @@ def test_fetch_downloads_through_ir_datasets_with_its_md5(tmp_path, loopback, mo
     with pytest.raises(ChecksumError) as err:
         ensure_local(bad)
     assert str(bad_target) in str(err.value) and not bad_target.exists()
+
+
+class Topic(NamedTuple):
+    query_id: str
+    title: str
+    description: str
+
+    def default_text(self):
+        return self.title
+
+
+def test_topics_use_their_title_or_the_named_field(tmp_path):
+    from ir_datasets.formats import TrecQrels, TsvDocs, TsvQueries
+    from ir_datasets.util import LocalDownload
+
+    paths = _write_irds_files(tmp_path / "irds", DOCS, {}, QRELS, titles=False)
+    topics = tmp_path / "irds" / "topics.tsv"
+    topics.write_text("q1\tcat mat\tWhere did the cat sit?\nq2\tdogs\tWhat do dogs do at night?\n")
+    name = _unique("topics")
+    ir_datasets.registry.register(
+        name,
+        ir_datasets.Dataset(
+            TsvDocs(LocalDownload(paths["docs"])),
+            TsvQueries(LocalDownload(topics), query_cls=Topic),
+            TrecQrels(LocalDownload(paths["r"]), {}),
+        ),
+    )
+    assert dict(load_dataset(f"irds:{name}").queries) == {"q1": "cat mat", "q2": "dogs"}
+    described = load_dataset(f"irds:{name}", query_field="description").queries
+    assert described["q2"] == "What do dogs do at night?"
+    with pytest.raises(UnknownNameError, match="description"):
+        load_dataset(f"irds:{name}", query_field="desc")
+    res = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            f"irds:{name}",
+            "-r",
+            "bm25",
+            "-O",
+            "query_field=description",
+            "-o",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "q3" not in load_dataset(f"irds:{name}").queries  # judged but without a topic

@@ -25,7 +25,11 @@ def datasets_group():
 )
 @click.option("--local", is_flag=True, help="Only the datasets already on disk.")
 def list_command(fmt, local):
-    """List dataset ids and where each is on disk (NUGGETBENCH_DATA or the home), if it is."""
+    """List dataset ids and where each is on disk (NUGGETBENCH_DATA or the home), if it is.
+
+    The lines under the table are families that take any id of a pattern, such as
+    irds:<id> for every dataset of ir_datasets' catalogue (https://ir-datasets.com/).
+    """
     from rich.table import Table
 
     ids = list_datasets()
