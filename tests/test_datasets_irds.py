@@ -199,8 +199,9 @@ def _register_remote(tmp_path: Path) -> tuple[str, Path]:
 
 def test_offline_names_what_to_download_and_where(tmp_path):
     did, target = _register_remote(tmp_path)  # NUGGETBENCH_OFFLINE=1 (conftest)
+    ds = load_dataset(did)  # judgments and queries are on disk; documents are read later
     with pytest.raises(DownloadError) as err:
-        load_dataset(did)
+        run_experiment(ds, ["bm25"], cache_runs=False)
     text = str(err.value)
     assert did in text and "NUGGETBENCH_OFFLINE=1" in text
     assert "http://127.0.0.1:9/docs.tsv" in text and "0" * 32 in text and str(target) in text
@@ -416,3 +417,18 @@ def test_topics_use_their_title_or_the_named_field(tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert "q3" not in load_dataset(f"irds:{name}").queries  # judged but without a topic
+
+
+def test_scoring_a_run_needs_no_documents(tmp_path):
+    from nuggetbench.evaluation import evaluate_dataset
+
+    did, target = _register_remote(tmp_path)  # offline, documents not downloaded
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\nq2 Q0 d2 1 1.0 r\nq3 Q0 d9 1 1.0 r\n")
+    ev = evaluate_dataset(did, run, measures=["nDCG@10"])
+    by_file = evaluate_dataset(tmp_path / "irds" / "qrels", run, measures=["nDCG@10"])
+    assert ev.results.values("nDCG@10") == by_file.results.values("nDCG@10")
+    assert 0 < ev.results.values("nDCG@10")["q1"] < 1 and ev.results.values("nDCG@10")["q3"] == 0
+    assert not target.exists()
+    with pytest.raises(DownloadError, match="download=False"):
+        next(iter(load_dataset(did, download=False).corpus))
