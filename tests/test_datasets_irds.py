@@ -8,23 +8,26 @@ sees the datasets registered by the test process.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 from click.testing import CliRunner
 
-ir_datasets = pytest.importorskip("ir_datasets")
+from nuggetbench import load_dataset, run_experiment
+from nuggetbench.cli import cli
+from nuggetbench.datasets import dataset_info, is_dataset_id
+from nuggetbench.datasets.irds import IrdsCorpus, to_document
+from nuggetbench.errors import DownloadError, UnknownNameError
 
-from nuggetbench import load_dataset, run_experiment  # noqa: E402
-from nuggetbench.cli import cli  # noqa: E402
-from nuggetbench.datasets import dataset_info, is_dataset_id  # noqa: E402
-from nuggetbench.datasets.irds import IrdsCorpus, to_document  # noqa: E402
-from nuggetbench.errors import DownloadError, UnknownNameError  # noqa: E402
+if importlib.util.find_spec("ir_datasets") is None:
+    pytest.skip("ir_datasets is not installed (the irds extra)", allow_module_level=True)
+ir_datasets: Any = None  # imported by _irds_home, once its home is a temporary folder
 
 DOCS = {
     "d1": ("Cats", "the cat sat on the mat"),
@@ -101,7 +104,11 @@ def _register_tiny(tmp_path: Path, *, titles: bool = True) -> str:
 
 @pytest.fixture(autouse=True)
 def _irds_home(tmp_path, monkeypatch):
+    """ir_datasets fixes its folders (and writes version files there) when first imported and
+    loaded: its home is a temporary folder before that, never the user's ~/.ir_datasets."""
+    global ir_datasets
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "ir_datasets_home"))
+    import ir_datasets
 
 
 def test_a_registered_dataset_loads_streamed_with_titles_and_judged_queries(tmp_path):
@@ -432,3 +439,21 @@ def test_scoring_a_run_needs_no_documents(tmp_path):
     assert not target.exists()
     with pytest.raises(DownloadError, match="download=False"):
         next(iter(load_dataset(did, download=False).corpus))
+
+
+def test_catalogue_ids_are_described_offline_from_ir_datasets_declarations(tmp_path):
+    did = "irds:msmarco-passage/trec-dl-2019/judged"
+    facts = dataset_info(did)  # ir_datasets' packaged metadata: no download
+    assert facts["counts"]["docs"] == 8841823 and facts["counts"]["queries"] == 43
+    assert facts["default_measures"] == ["nDCG@10", "RR(rel=2)", "AP(rel=2)"]
+    assert facts["on_disk"] is False and facts["catalogue"].endswith("#" + did[5:])
+    with pytest.raises(DownloadError) as err:  # NUGGETBENCH_OFFLINE=1: refused before any try
+        load_dataset(did)
+    text = str(err.value)
+    assert did in text and "https://trec.nist.gov/data/deep/2019qrels-pass.txt" in text
+    # where ir_datasets expects it (its home as it was when ir_datasets was imported)
+    assert (
+        "2f4be390198da108f6845c822e5ada14" in text and "/msmarco-passage/trec-dl-2019/qrels" in text
+    )
+    assert dataset_info("irds:beir/arguana")["remove_self_hits"] is True
+    assert dataset_info("irds:beir/scifact/test")["remove_self_hits"] is False

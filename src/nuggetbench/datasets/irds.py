@@ -317,6 +317,7 @@ def info(dataset_id: str) -> dict[str, Any]:
         "query_fields": list(ds.queries_cls()._fields) if ds.has("queries") else None,
         "default_measures": _measures(ds),
         "default_profile": "trec_eval -c",
+        "remove_self_hits": name.startswith(SELF_HIT_DATASETS),
         "source_files": [s.describe() for s in files],
         "on_disk": all(s.present for s in files),
         "catalogue": catalogue_url(name),

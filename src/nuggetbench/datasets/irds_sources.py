@@ -207,7 +207,6 @@ def missing_error(
     when *cause* is (or holds) ir_datasets' MD5 mismatch."""
     name = irds_name(dataset_id)
     missing = [s for s in source_files(ds, parts) if not s.present]
-    home = ir_datasets_module().util.home_path()
     lines = [f"{dataset_id}: ir_datasets could not provide its {'/'.join(parts)}"]
     if isinstance(cause, BaseException):
         lines[0] += f" ({type(cause).__name__}: {str(cause)[:300]})"
@@ -217,9 +216,9 @@ def missing_error(
         lines.append("Download these files (ir_datasets checks the MD5) and put each at its path:")
         lines += [f"  {s.describe()}" for s in missing]
     lines.append(
-        f"ir_datasets keeps its files under IR_DATASETS_HOME ({home}); on a machine with internet, "
-        f"`nuggetbench datasets fetch {dataset_id}` downloads them into its IR_DATASETS_HOME, "
-        f"whose {name.split('/')[0]}/ folder can then be copied here"
+        "ir_datasets keeps its files under IR_DATASETS_HOME (default ~/.ir_datasets); on a machine "
+        f"with internet, `nuggetbench datasets fetch {dataset_id}` downloads them there, and its "
+        f"{name.split('/')[0]}/ folder can then be copied to the same place here"
     )
     hint = _instructions(ds)
     if hint:
