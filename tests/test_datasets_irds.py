@@ -279,7 +279,7 @@ def test_ir_datasets_is_imported_only_for_irds_ids():
         "import sys; import nuggetbench; from click.testing import CliRunner; "
         "from nuggetbench.cli import cli; r = CliRunner().invoke(cli, ['datasets', 'list']); "
         "assert r.exit_code == 0 and 'irds:' in r.output, r.output; "
-        "CliRunner().invoke(cli, ['run', '--help']); "
+        "CliRunner().invoke(cli, ['run', '--help']); CliRunner().invoke(cli, ['--help']); "
         "assert 'ir_datasets' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

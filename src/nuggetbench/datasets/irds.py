@@ -36,7 +36,6 @@ its own, in the same process.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -59,8 +58,6 @@ from nuggetbench.datasets.irds_sources import (
 from nuggetbench.errors import DatasetError, NuggetbenchError, UnknownNameError, suggest
 from nuggetbench.measures import parse_measure
 from nuggetbench.spec import Param, params_table
-
-log = logging.getLogger(__name__)
 
 DEFAULT_MEASURES = ("nDCG@10", "R@100", "RR@10", "AP")
 SELF_HIT_DATASETS = ("beir/arguana", "beir/quora")
