@@ -194,9 +194,9 @@ def source_files(ds: Any, parts: Iterable[str] = ("docs", "queries", "qrels")) -
 def _instructions(ds: Any) -> str:
     """ir_datasets' own words on getting the data (``data_access``), as plain text, shortened."""
     doc = ds.documentation() if hasattr(ds, "documentation") else {}
-    text = (doc or {}).get("docs_instructions") or (doc or {}).get("data_access") or ""
+    text = (doc or {}).get("data_access") or (doc or {}).get("docs_instructions") or ""
     text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
-    return text if len(text) <= 400 else text[:397] + "..."
+    return text if len(text) <= 600 else text[:597] + "..."
 
 
 def missing_error(
@@ -206,6 +206,7 @@ def missing_error(
     the path ir_datasets expects it at) and ir_datasets' instructions; a :class:`ChecksumError`
     when *cause* is (or holds) ir_datasets' MD5 mismatch."""
     name = irds_name(dataset_id)
+    parts = list(parts)
     missing = [s for s in source_files(ds, parts) if not s.present]
     lines = [f"{dataset_id}: ir_datasets could not provide its {'/'.join(parts)}"]
     if isinstance(cause, BaseException):
@@ -220,7 +221,7 @@ def missing_error(
         f"with internet, `nuggetbench datasets fetch {dataset_id}` downloads them there, and its "
         f"{name.split('/')[0]}/ folder can then be copied to the same place here"
     )
-    hint = _instructions(ds)
+    hint = _instructions(ds) if "docs" in parts else ""  # its words are about the documents
     if hint:
         lines.append(f"ir_datasets says: {hint}")
     lines.append(f"About the dataset: {catalogue_url(name)}")
