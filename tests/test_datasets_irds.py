@@ -457,3 +457,8 @@ def test_catalogue_ids_are_described_offline_from_ir_datasets_declarations(tmp_p
     )
     assert dataset_info("irds:beir/arguana")["remove_self_hits"] is True
     assert dataset_info("irds:beir/scifact/test")["remove_self_hits"] is False
+
+
+def test_an_unknown_plain_id_points_at_the_irds_prefix():
+    with pytest.raises(UnknownNameError, match=r"irds:<id>"):
+        load_dataset("msmarco-passage/trec-dl-2019/judged")

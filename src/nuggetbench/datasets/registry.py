@@ -242,7 +242,8 @@ def _unknown(dataset_id: str) -> UnknownNameError:
     return UnknownNameError(
         f"unknown dataset {dataset_id!r}.{suggest(dataset_id, list_datasets())} "
         "Run `nuggetbench datasets list` (or nuggetbench.list_datasets()) for the list; "
-        "a local BEIR-format folder can be given by its path"
+        "a local BEIR-format folder can be given by its path, and any ir_datasets id as "
+        "irds:<id> (https://ir-datasets.com/)"
     )
 
 
