@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -282,7 +283,9 @@ def test_ir_datasets_is_imported_only_for_irds_ids():
         "CliRunner().invoke(cli, ['run', '--help']); CliRunner().invoke(cli, ['--help']); "
         "assert 'ir_datasets' not in sys.modules"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env=env)
 
 
 def test_scifact_through_irds_equals_the_beir_folder(shared_data, tmp_path):
