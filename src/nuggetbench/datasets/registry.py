@@ -108,6 +108,7 @@ REGISTRY: list[Entry] = [
     Entry("miracl/*", "nuggetbench.datasets.miracl:FAMILY", ids=family_ids("miracl", MIRACL_LANGUAGES), description="MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia passages from the Hugging Face hub"),
     Entry("mmarco/*", "nuggetbench.datasets.mmarco:FAMILY", ids=family_ids("mmarco", MMARCO_LANGUAGES), description="mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"),
     Entry("mmarco/*/*", "nuggetbench.datasets.mmarco:FAMILY", description="mMARCO cross-lingual: mmarco/<doc_lang>/<query_lang>, e.g. mmarco/english/german"),
+    Entry("irds:*", "nuggetbench.datasets.irds:FAMILY", description="ir_datasets (MacAvaney et al., 2021): irds:<id> for any id of its catalogue, https://ir-datasets.com/ (e.g. irds:msmarco-passage/trec-dl-2019/judged); needs the irds extra"),
 ]
 # fmt: on
 
@@ -241,7 +242,8 @@ def _unknown(dataset_id: str) -> UnknownNameError:
     return UnknownNameError(
         f"unknown dataset {dataset_id!r}.{suggest(dataset_id, list_datasets())} "
         "Run `nuggetbench datasets list` (or nuggetbench.list_datasets()) for the list; "
-        "a local BEIR-format folder can be given by its path"
+        "a local BEIR-format folder can be given by its path, and any ir_datasets id as "
+        "irds:<id> (https://ir-datasets.com/)"
     )
 
 
