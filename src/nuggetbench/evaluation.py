@@ -329,6 +329,8 @@ def compare_run_files(
     *,
     baseline: str | int | None = None,
     options: Mapping[str, Any] | None = None,
+    trailing: str = "error",
+    duplicates: str | None = None,
     **compare_options: Any,
 ) -> ComparisonReport:
     """Compare run files on a dataset or judgments file, as ``nuggetbench compare`` does.
@@ -340,6 +342,8 @@ def compare_run_files(
         measures, profile: as :func:`evaluate_dataset`.
         baseline: a run's name, or its 1-based position (as text or int); default the first.
         options: dataset loader options.
+        trailing, duplicates: how run files are read, as :func:`evaluate_dataset` (a TREC
+            file's rank column is kept for the ``ndeval`` profile).
         **compare_options: passed to :func:`nuggetbench.compare.compare` (``test``,
             ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``).
 
@@ -355,7 +359,9 @@ def compare_run_files(
         name = Path(path).stem
         if name in loaded:
             name = str(path)
-        loaded[name] = read_run(path, name=name)
+        loaded[name] = read_run(
+            path, name=name, keep_rank=True, trailing=trailing, duplicates=duplicates
+        )
     if isinstance(baseline, str) and baseline.isdigit() and baseline not in loaded:
         baseline = int(baseline)
     if isinstance(baseline, int):

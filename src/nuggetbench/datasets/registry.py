@@ -275,7 +275,8 @@ def load_dataset(id_or_path: str | Path, **options: Any) -> Dataset:
     entry = _entry(id_or_path)
     if entry is not None:
         family = _family(entry.family, entry)
-        return family.load(id_or_path, **family.check_options(id_or_path, options))
+        checked = family.check_options(id_or_path, options)
+        return _with_options(family.load(id_or_path, **checked), checked)
     if _looks_like_path(id_or_path):
         return _load_folder(Path(id_or_path).expanduser(), options)
     raise _unknown(id_or_path)
@@ -299,7 +300,13 @@ def _load_folder(folder: Path, options: dict) -> Dataset:
         k: allowed[k].coerce(v, where=f"folder {folder}", noun="option") if v is not None else v
         for k, v in options.items()
     }
-    return family.load_folder(folder, **checked)
+    return _with_options(family.load_folder(folder, **checked), checked)
+
+
+def _with_options(dataset: Dataset, options: dict) -> Dataset:
+    """*dataset* recording the loader *options* it was loaded with (``None`` values left out)."""
+    dataset.options = {k: v for k, v in options.items() if v is not None}
+    return dataset
 
 
 def _file_target(path: Path) -> Target:
