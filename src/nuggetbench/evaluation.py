@@ -8,6 +8,7 @@ under the means, a judgments file in a family's own format) comes from the datas
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -356,6 +357,7 @@ def compare_run_files(
     target = load_target(dataset, **dict(options or {}))
     loaded: dict[str, Run] = {}
     for path in runs:
+        _check_recorded_dataset(target, Path(path))
         name = Path(path).stem
         if name in loaded:
             name = str(path)
@@ -374,4 +376,32 @@ def compare_run_files(
         doc_filter=target.doc_filter,
         baseline=baseline,
         **compare_options,
+    )
+
+
+def _check_recorded_dataset(target: Target, path: Path) -> None:
+    """A run file inside an output folder of ``nuggetbench run`` (``OUT/runs/x.trec`` beside
+    ``OUT/results.json``) was made on the dataset that folder records; scoring it on the same
+    dataset loaded otherwise (another chunker: other passages) would score every query 0.
+
+    Raises:
+        InputError: the folder records the same dataset with another fingerprint.
+    """
+    ds, results = target.dataset, path.parent.parent / "results.json"
+    if ds is None or path.parent.name != "runs" or not results.is_file():
+        return
+    try:
+        prov = json.loads(results.read_text(encoding="utf-8")).get("provenance") or {}
+    except (OSError, ValueError, AttributeError):
+        return  # not an experiment's results: nothing to check against
+    recorded = prov.get("dataset_fingerprint")
+    if prov.get("dataset") != ds.id or not recorded or recorded == ds.fingerprint():
+        return
+    opts = prov.get("dataset_options")
+    made = f"with options {opts or 'the defaults'}" if opts is not None else "with other options"
+    raise InputError(
+        f"{path} was made on {ds.id} {made} (fingerprint {recorded}, {results}); here {ds.id} is "
+        f"loaded with {ds.options or 'the defaults'} (fingerprint {ds.fingerprint()}), other "
+        f"data. Compare the output folders instead (nuggetbench compare {path.parent.parent} "
+        "OTHER_OUT: each is scored with its own options), or give the same -O options"
     )
