@@ -5,16 +5,17 @@ folder's recorded options (issue 30, items 2, 3, 4, 11). Synthetic data: always 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from report_fixtures import beir_folder, fastbook_root
 
 from nuggetbench.cli.compare import compare_command
 from nuggetbench.datasets import load_dataset
 from nuggetbench.evaluation import evaluate_dataset
 from nuggetbench.experiment import run_experiment
 from nuggetbench.report import compare_folders, load_inputs
+from report_fixtures import beir_folder, fastbook_root
 
 
 @pytest.fixture
@@ -136,8 +137,8 @@ def test_compare_ignore_trailing(tmp_path):
 
 def test_compare_duplicates_first(tmp_path):
     qrels, a, b = _qrels_and_runs(tmp_path)
-    text = open(a).read()
-    open(a, "w").write(text + text.splitlines()[0] + "\n")  # one (query, doc) pair twice
+    text = Path(a).read_text()
+    Path(a).write_text(text + text.splitlines()[0] + "\n")  # one (query, doc) pair twice
     args = [qrels, a, b, "--ignore-trailing", "--resamples", "50"]
     res = CliRunner().invoke(compare_command, args)
     assert res.exit_code != 0 and "duplicate" in str(res.exception).lower()
