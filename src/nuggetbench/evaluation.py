@@ -26,7 +26,7 @@ from nuggetbench.errors import InputError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
 from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs, plain_measures
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
-from nuggetbench.measures.results import query_findings
+from nuggetbench.measures.results import scoring_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
     format_trec_eval,
@@ -190,10 +190,7 @@ def _summarise(
     findings: list[Finding],
 ) -> Evaluation:
     """The :class:`Evaluation`: query-set findings, the family's or profile's summaries."""
-    queries = query_findings(results, prof)
-    if queries:  # the warnings give the counts: do not print them twice
-        findings = [f for f in findings if f.kind != "query_overlap"]
-    findings += queries
+    findings = scoring_findings(findings, results, prof)
     if target.family is not None:
         summaries = target.family.summaries(results, target.query_order)
     else:

@@ -238,6 +238,12 @@ def family_of(dataset_id: str) -> DatasetFamily:
 
 
 def _unknown(dataset_id: str) -> UnknownNameError:
+    if Path(dataset_id).suffix:  # nope.qrels, run.trec: a file name, not an id
+        return UnknownNameError(
+            f"{dataset_id} does not exist: no such file or folder (and no registered dataset "
+            f"has that id).{suggest(dataset_id, list_datasets())} Check the path, or give a "
+            "registered dataset id (`nuggetbench datasets list`)"
+        )
     return UnknownNameError(
         f"unknown dataset {dataset_id!r}.{suggest(dataset_id, list_datasets())} "
         "Run `nuggetbench datasets list` (or nuggetbench.list_datasets()) for the list; "
@@ -283,9 +289,15 @@ def load_dataset(id_or_path: str | Path, **options: Any) -> Dataset:
 
 
 def _load_folder(folder: Path, options: dict) -> Dataset:
+    if not folder.exists():
+        raise DatasetError(
+            f"{folder} does not exist: no such file or folder; check the path, or give a "
+            "registered dataset id (`nuggetbench datasets list`)"
+        )
     if not folder.is_dir():
         raise DatasetError(
-            f"{folder} is not a folder; give a registered dataset id or a BEIR-format folder"
+            f"{folder} is a file, not a dataset folder; give a judgments file where judgments "
+            "are read (evaluate, compare), else a registered dataset id or a BEIR-format folder"
         )
     families = [_family(t) for t in LOCAL_FAMILIES]
     family = next((f for f in families if f.claims_folder(folder)), families[-1])
