@@ -70,10 +70,10 @@ def test_nb_evaluate_warns_what_the_cli_prints(files, caplog):
     cli = evaluate_dataset(str(files / "qrels.txt"), files / "odd.trec", ["AP"])
     printed = [f.message for f in cli.findings if f.is_warning]
     assert len(printed) >= 2  # missing queries, unsorted, ids never judged...
-    with caplog.at_level(logging.WARNING, logger="nuggetbench.data.checks"):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            nb.evaluate(str(files / "qrels.txt"), str(files / "odd.trec"), "AP")
+    checks_log = caplog.at_level(logging.WARNING, logger="nuggetbench.data.checks")
+    with checks_log, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nb.evaluate(str(files / "qrels.txt"), str(files / "odd.trec"), "AP")
     warned = [str(w.message) for w in caught if issubclass(w.category, EvaluationWarning)]
     assert warned == printed
     assert not [r for r in caplog.records if r.name == "nuggetbench.data.checks"]
