@@ -169,3 +169,11 @@ def test_compare_keeps_the_rank_column_for_ndeval(tmp_path):
     for name, path in zip("xy", runs):
         ev = evaluate_dataset(str(qrels), path, ["alpha_nDCG@20"], "ndeval -c")
         assert means[name] == pytest.approx(ev.results.means["alpha_nDCG@20"])
+
+
+def test_evaluate_refuses_a_run_file_of_another_chunking(chunkings):
+    run = chunkings / "B" / "runs" / "bm25.trec"
+    with pytest.raises(Exception, match="-O chunker=paragraphs"):
+        evaluate_dataset("fastbook", run)
+    ev = evaluate_dataset("fastbook", run, options={"chunker": "paragraphs"})
+    assert ev.results.means == pytest.approx(_means(chunkings / "B"))

@@ -123,7 +123,9 @@ def evaluate_dataset(
 
     Raises:
         UnknownNameError, SpecError: an unknown dataset, measure or profile (before any reading).
-        InputError: *corpus* given for a dataset whose judgments do not depend on a corpus.
+        InputError: *corpus* given for a dataset whose judgments do not depend on a corpus; a
+            run file of an output folder (``OUT/runs/``) made on this dataset with other data
+            (another chunker), which would score 0.
         FormatError, DatasetError: from the readers and loaders.
     """
     if measures:  # fail before any reading (trec_eval's names included)
@@ -132,7 +134,10 @@ def evaluate_dataset(
         get_profile(profile)  # an unknown profile fails before any reading too
     if judgment_groups:
         return _evaluate_groups(dataset, run, measures, profile, trailing)
+    path = Path(run) if isinstance(run, (str, Path)) else None
     target, run = _load(dataset, run, corpus, options, trailing=trailing, duplicates=duplicates)
+    if path is not None:
+        _check_recorded_dataset(target, path)
     measures = measures or measure_keys(list(target.default_measures))
     prof = get_profile(profile or target.default_profile)
     results, groups, findings = _check_and_score(target, run, measures, prof)
@@ -382,7 +387,8 @@ def _check_recorded_dataset(target: Target, path: Path) -> None:
     dataset loaded otherwise (another chunker: other passages) would score every query 0.
 
     Raises:
-        InputError: the folder records the same dataset with another fingerprint.
+        InputError: the folder records the same dataset loaded with other options (or none
+            recorded) and another fingerprint.
     """
     ds, results = target.dataset, path.parent.parent / "results.json"
     if ds is None or path.parent.name != "runs" or not results.is_file():
@@ -395,10 +401,16 @@ def _check_recorded_dataset(target: Target, path: Path) -> None:
     if prov.get("dataset") != ds.id or not recorded or recorded == ds.fingerprint():
         return
     opts = prov.get("dataset_options")
-    made = f"with options {opts or 'the defaults'}" if opts is not None else "with other options"
+    if opts == ds.options:  # the same options: the files changed since, not the loading
+        return
+    made = f"with {_as_flags(opts)}" if opts is not None else "with other options"
     raise InputError(
         f"{path} was made on {ds.id} {made} (fingerprint {recorded}, {results}); here {ds.id} is "
-        f"loaded with {ds.options or 'the defaults'} (fingerprint {ds.fingerprint()}), other "
-        f"data. Compare the output folders instead (nuggetbench compare {path.parent.parent} "
-        "OTHER_OUT: each is scored with its own options), or give the same -O options"
+        f"loaded with {_as_flags(ds.options)} (fingerprint {ds.fingerprint()}): other data, "
+        f"whose ids need not match the run's. Load it {made}, or compare output folders: "
+        f"nuggetbench compare {path.parent.parent} OTHER_OUT (each scored with its own options)"
     )
+
+
+def _as_flags(options: Mapping[str, Any] | None) -> str:
+    return " ".join(f"-O {k}={v}" for k, v in (options or {}).items()) or "no -O options"
