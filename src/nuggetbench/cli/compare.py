@@ -104,13 +104,18 @@ def _folders_only(runs, options: dict, outdir, reading: dict) -> None:
             f"{files[0]} is not an output folder (no results.json): the first argument is one, so "
             "give only output folders of `nuggetbench run` (or a dataset, then run files)"
         )
-    given = [name for name, v in (("-O/--split", options), ("-o", outdir)) if v]
+    if outdir:
+        raise InputError(
+            "-o: a comparison of output folders is not saved (each folder keeps its own "
+            "results.json; `nuggetbench report FOLDER` reports one)"
+        )
+    given = ["-O/--split"] * bool(options)
     given += ["--ignore-trailing/--duplicates"] * (
         reading != {"trailing": "error", "duplicates": None}
     )
     if given:
         raise InputError(
-            f"{', '.join(given)} do not apply to output folders: each folder is scored with the "
+            f"{' and '.join(given)}: not for output folders: each folder is scored with the "
             "dataset options it records, from the runs it wrote"
         )
 

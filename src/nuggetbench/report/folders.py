@@ -59,7 +59,7 @@ def compare_folders(
     """
     if len(folders) < 2:
         raise InputError(f"comparing output folders needs at least two, got {len(folders)}")
-    inputs = {label: load_inputs(path) for label, path in _labels(folders).items()}
+    inputs = {label: _inputs(path) for label, path in _labels(folders).items()}
     _check_same_data(inputs)
     first = next(iter(inputs.values())).results
     measures = plain_measures(list(measures or first["measures"]))
@@ -84,6 +84,17 @@ def compare_folders(
     )
     report.notes[:0] = notes
     return report
+
+
+def _inputs(folder: Path) -> ReportInputs:
+    """One folder's results, runs and target (its recorded options), its name on any error."""
+    try:
+        return load_inputs(folder)
+    except InputError as exc:
+        raise InputError(
+            f"{folder}: {exc}. Each folder is scored with the options its results.json records; "
+            "a folder made before they were recorded must be made again (`nuggetbench run`)"
+        ) from exc
 
 
 def _labels(folders: Sequence[str | Path]) -> dict[str, Path]:

@@ -148,6 +148,17 @@ def _recorded_options(results: dict, dataset: Dataset | str | None) -> dict[str,
     return dict(prov.get("dataset_options") or {})
 
 
+def _flags(options: Mapping[str, Any]) -> str:
+    return " ".join(f"-O {k}={v}" for k, v in options.items()) or "the default options"
+
+
+def _made(prov: Mapping[str, Any]) -> str:
+    """The options the results were made with, as words."""
+    if "dataset_options" not in prov:
+        return "options not recorded: made before nuggetbench recorded them"
+    return f"made with {_flags(prov['dataset_options'] or {})}"
+
+
 def _target(
     results: dict, dataset: Dataset | str | None, options: Mapping[str, Any] | None
 ) -> Target:
@@ -166,10 +177,10 @@ def _target(
     recorded = prov.get("dataset_fingerprint")
     if ds is not None and recorded and recorded != ds.fingerprint():
         raise InputError(
-            f"dataset {ds.id!r} (options {ds.options or 'the defaults'}) has fingerprint "
-            f"{ds.fingerprint()} but the results were scored on {recorded} (recorded options: "
-            f"{_recorded_options(results, None) or 'none'}); load it with the same options as "
-            "the run (-O KEY=VALUE, e.g. the chunker) or point NUGGETBENCH_DATA at the same files"
+            f"dataset {ds.id!r} loaded with {_flags(ds.options)} has fingerprint "
+            f"{ds.fingerprint()} but the results were scored on {recorded} ({_made(prov)}); "
+            "load it with the same options as the run (-O KEY=VALUE, e.g. the chunker) or point "
+            "NUGGETBENCH_DATA at the same files"
         )
     for name, entry in results["systems"].items():
         scored = (entry.get("provenance") or {}).get("qrels_fingerprint")
