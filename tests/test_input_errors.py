@@ -83,3 +83,12 @@ def test_nb_evaluate_is_quiet_on_clean_input(files):
     with warnings.catch_warnings():
         warnings.simplefilter("error", EvaluationWarning)
         nb.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0, "d2": 0.5}}, "AP")
+
+
+def test_nb_evaluate_checks_false_neither_checks_nor_warns():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EvaluationWarning)
+        res = nb.evaluate(
+            {"q1": {"d1": 1}, "q2": {"d2": 1}}, {"q1": {"d1": 1.0}}, "AP", checks=False
+        )
+    assert res.means["AP"] == pytest.approx(0.5)

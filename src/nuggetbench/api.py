@@ -71,6 +71,7 @@ def evaluate(
     measures: Any = None,
     *,
     profile: str | Profile | None = None,
+    checks: bool = True,
 ) -> Results:
     """Score *run* against *qrels* on *measures*; anything a Python user holds is accepted.
 
@@ -89,6 +90,9 @@ def evaluate(
             plain qrels).
         profile: a profile name or value; default: the dataset's (``"trec_eval -c"`` for plain
             qrels). See :mod:`nuggetbench.measures.profiles`.
+        checks: run the trap checks and warn their findings and the query-set ones (as
+            ``nuggetbench evaluate`` prints them); ``False`` skips both (the checks take about
+            as long as the scores on a large run: ``benchmarks/nb_evaluate_checks.py``).
 
     Returns:
         :class:`Results` (per-query values, means, provenance), exactly as
@@ -109,10 +113,12 @@ def evaluate(
     texts = _measure_texts(measures) if measures is not None else list(target.default_measures)
     run_value = read_run(run, keep_rank=True) if isinstance(run, (str, Path)) else as_run(run)
     prof = get_profile(profile or target.default_profile or "trec_eval -c")
+    if not checks:
+        return _evaluate(target.qrels, run_value, texts, profile=prof)
     with unlogged():  # each finding is warned once, below
-        checks = check_findings(target.qrels, run_value, target.corpus, metadata=target.metadata)
+        found = check_findings(target.qrels, run_value, target.corpus, metadata=target.metadata)
     results = _evaluate(target.qrels, run_value, texts, profile=prof)
-    for finding in scoring_findings(checks, results, prof):
+    for finding in scoring_findings(found, results, prof):
         if finding.is_warning:
             warnings.warn(finding.message, EvaluationWarning, stacklevel=2)
     return results
