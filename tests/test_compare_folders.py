@@ -177,3 +177,11 @@ def test_evaluate_refuses_a_run_file_of_another_chunking(chunkings):
         evaluate_dataset("fastbook", run)
     ev = evaluate_dataset("fastbook", run, options={"chunker": "paragraphs"})
     assert ev.results.means == pytest.approx(_means(chunkings / "B"))
+
+
+def test_append_of_another_chunking_points_at_compare(chunkings):
+    ds = load_dataset("fastbook", chunker="paragraphs")
+    with pytest.raises(Exception, match=r"chunker.*nuggetbench compare"):
+        run_experiment(
+            ds, ["bm25:k1=0.9"], outdir=chunkings / "A", existing="append", cache_runs=False
+        )
