@@ -8,6 +8,7 @@ under the means, a judgments file in a family's own format) comes from the datas
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from nuggetbench.errors import InputError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
 from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
-from nuggetbench.measures.results import query_findings
+from nuggetbench.measures.results import scoring_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
     format_trec_eval,
@@ -122,7 +123,9 @@ def evaluate_dataset(
 
     Raises:
         UnknownNameError, SpecError: an unknown dataset, measure or profile (before any reading).
-        InputError: *corpus* given for a dataset whose judgments do not depend on a corpus.
+        InputError: *corpus* given for a dataset whose judgments do not depend on a corpus; a
+            run file of an output folder (``OUT/runs/``) made on this dataset with other data
+            (another chunker), which would score 0.
         FormatError, DatasetError: from the readers and loaders.
     """
     if measures:  # fail before any reading (trec_eval's names included)
@@ -131,7 +134,10 @@ def evaluate_dataset(
         get_profile(profile)  # an unknown profile fails before any reading too
     if judgment_groups:
         return _evaluate_groups(dataset, run, measures, profile, trailing)
+    path = Path(run) if isinstance(run, (str, Path)) else None
     target, run = _load(dataset, run, corpus, options, trailing=trailing, duplicates=duplicates)
+    if path is not None:
+        _check_recorded_dataset(target, path)
     measures = measures or measure_keys(list(target.default_measures))
     prof = get_profile(profile or target.default_profile)
     results, groups, findings = _check_and_score(target, run, measures, prof)
@@ -189,10 +195,8 @@ def _summarise(
     findings: list[Finding],
 ) -> Evaluation:
     """The :class:`Evaluation`: query-set findings, the family's or profile's summaries."""
-    queries = query_findings(results, prof)
-    if queries:  # the warnings give the counts: do not print them twice
-        findings = [f for f in findings if f.kind != "query_overlap"]
-    findings = [*_overlap_as_evaluated(findings, results, target.qrels, run), *queries]
+    findings = _overlap_as_evaluated(findings, results, target.qrels, run)
+    findings = scoring_findings(findings, results, prof)
     if target.family is not None:
         summaries = target.family.summaries(results, target.query_order)
     else:
@@ -360,6 +364,8 @@ def compare_run_files(
     *,
     baseline: str | int | None = None,
     options: Mapping[str, Any] | None = None,
+    trailing: str = "error",
+    duplicates: str | None = None,
     **compare_options: Any,
 ) -> ComparisonReport:
     """Compare run files on a dataset or judgments file, as ``nuggetbench compare`` does.
@@ -371,6 +377,8 @@ def compare_run_files(
         measures, profile: as :func:`evaluate_dataset`.
         baseline: a run's name, or its 1-based position (as text or int); default the first.
         options: dataset loader options.
+        trailing, duplicates: how run files are read, as :func:`evaluate_dataset` (a TREC
+            file's rank column is kept for the ``ndeval`` profile).
         **compare_options: passed to :func:`nuggetbench.compare.compare` (``test``,
             ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``).
 
@@ -383,10 +391,13 @@ def compare_run_files(
     target = load_target(dataset, **dict(options or {}))
     loaded: dict[str, Run] = {}
     for path in runs:
+        _check_recorded_dataset(target, Path(path))
         name = Path(path).stem
         if name in loaded:
             name = str(path)
-        loaded[name] = read_run(path, name=name)
+        loaded[name] = read_run(
+            path, name=name, keep_rank=True, trailing=trailing, duplicates=duplicates
+        )
     if isinstance(baseline, str) and baseline.isdigit() and baseline not in loaded:
         baseline = int(baseline)
     if isinstance(baseline, int):
@@ -400,3 +411,38 @@ def compare_run_files(
         baseline=baseline,
         **compare_options,
     )
+
+
+def _check_recorded_dataset(target: Target, path: Path) -> None:
+    """A run file inside an output folder of ``nuggetbench run`` (``OUT/runs/x.trec`` beside
+    ``OUT/results.json``) was made on the dataset that folder records; scoring it on the same
+    dataset loaded otherwise (another chunker: other passages) would score every query 0.
+
+    Raises:
+        InputError: the folder records the same dataset loaded with other options (or none
+            recorded) and another fingerprint.
+    """
+    ds, results = target.dataset, path.parent.parent / "results.json"
+    if ds is None or path.parent.name != "runs" or not results.is_file():
+        return
+    try:
+        prov = json.loads(results.read_text(encoding="utf-8")).get("provenance") or {}
+    except (OSError, ValueError, AttributeError):
+        return  # not an experiment's results: nothing to check against
+    recorded = prov.get("dataset_fingerprint")
+    if prov.get("dataset") != ds.id or not recorded or recorded == ds.fingerprint():
+        return
+    opts = prov.get("dataset_options")
+    if opts == ds.options:  # the same options: the files changed since, not the loading
+        return
+    made = f"with {_as_flags(opts)}" if opts is not None else "with other options"
+    raise InputError(
+        f"{path} was made on {ds.id} {made} (fingerprint {recorded}, {results}); here {ds.id} is "
+        f"loaded with {_as_flags(ds.options)} (fingerprint {ds.fingerprint()}): other data, "
+        f"whose ids need not match the run's. Load it {made}, or compare output folders: "
+        f"nuggetbench compare {path.parent.parent} OTHER_OUT (each scored with its own options)"
+    )
+
+
+def _as_flags(options: Mapping[str, Any] | None) -> str:
+    return " ".join(f"-O {k}={v}" for k, v in (options or {}).items()) or "no -O options"

@@ -440,6 +440,7 @@ def _new_experiment(
         "dataset": dataset.id,
         "dataset_fingerprint": dataset.fingerprint(),
         "split": dataset.split,
+        "dataset_options": _jsonable(dataset.options),
         "nuggetbench_version": __version__,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "k": k,
@@ -524,9 +525,11 @@ def _reuse(exp: Experiment, existing: str, specs: list[str]) -> None:
         )
     fingerprint = old.provenance.get("dataset_fingerprint")
     if fingerprint and fingerprint != exp.provenance.get("dataset_fingerprint"):
+        mine, theirs = (p.get("dataset_options") or {} for p in (exp.provenance, old.provenance))
         raise InputError(
             f"--append: the dataset in {exp.outdir} had another content (fingerprint "
-            f"{fingerprint}); append only runs on the same data"
+            f"{fingerprint}, options {theirs}; now {mine}); append only runs on the same data, "
+            f"or write to another -o folder and compare both: nuggetbench compare {exp.outdir} OUT"
         )
     twice = [spec for spec in specs if spec in old.systems]
     if twice:

@@ -149,6 +149,32 @@ def stats_options(command):
     return command
 
 
+def run_file_options(command):
+    """``--ignore-trailing`` and ``--duplicates``: how run files are read (``evaluate`` and
+    ``compare``; passed on to :func:`nuggetbench.data.read_run` as ``trailing`` and
+    ``duplicates``)."""
+    command = click.option(
+        "--duplicates",
+        type=click.Choice(["first", "error"]),
+        default=None,
+        help="A run listing a (query, doc) pair twice: 'first' keeps the first occurrence (with "
+        "a warning), 'error' refuses the file. Default: 'first' for rank files, 'error' for TREC "
+        "and JSON runs (as trec_eval).",
+    )(command)
+    return click.option(
+        "--ignore-trailing",
+        is_flag=True,
+        help="Ignore fields after the 6th column of run lines, as trec_eval does (default: an "
+        "error).",
+    )(command)
+
+
+def run_reading(opts: dict) -> dict[str, str | None]:
+    """Pop ``--ignore-trailing`` and ``--duplicates`` from *opts*: ``read_run``'s keywords."""
+    trailing = "ignore" if opts.pop("ignore_trailing") else "error"
+    return {"trailing": trailing, "duplicates": opts.pop("duplicates")}
+
+
 def dataset_options(command):
     """``--profile``, ``--split`` and ``-O KEY=VALUE``: the options every command that scores
     against a dataset takes (the dataset family declares and types the ``-O`` options)."""

@@ -16,6 +16,8 @@ from nuggetbench.cli._common import (
     render_findings,
     render_means_table,
     render_summaries,
+    run_file_options,
+    run_reading,
 )
 from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
 from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
@@ -58,19 +60,7 @@ from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_optio
     help="Span-judged datasets (fastbook): the BEIR corpus.jsonl the run's passages come from; "
     "its passages are judged against the dataset's evidence spans.",
 )
-@click.option(
-    "--ignore-trailing",
-    is_flag=True,
-    help="Ignore fields after the 6th column of run lines, as trec_eval does (default: an error).",
-)
-@click.option(
-    "--duplicates",
-    type=click.Choice(["first", "error"]),
-    default=None,
-    help="A run listing a (query, doc) pair twice: 'first' keeps the first occurrence (with a "
-    "warning), 'error' refuses the file. Default: 'first' for rank files, 'error' for TREC and "
-    "JSON runs (as trec_eval).",
-)
+@run_file_options
 def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
     """Score RUN (TREC run file, .gz, JSON {query: {doc: score}}, or a rank file) against QRELS.
 
@@ -95,8 +85,7 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
         profile,
         corpus=opts["corpus_path"],
         options=parse_options(opts["dataset_options"], split=opts["split"]),
-        trailing="ignore" if opts["ignore_trailing"] else "error",
-        duplicates=opts["duplicates"],
+        **run_reading(opts),
         judgment_groups=opts["qrels_format"] == "qrels_jg",
     )
     _render(ev, fmt, opts["per_query"], ev.run.name or run, measures)

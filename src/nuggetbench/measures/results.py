@@ -17,7 +17,7 @@ from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, s
 from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.profiles import Profile
 
-__all__ = ["Results", "read_results", "LazyProvenance", "query_findings"]
+__all__ = ["Results", "read_results", "LazyProvenance", "query_findings", "scoring_findings"]
 
 
 class LazyProvenance(MutableMapping):
@@ -320,3 +320,20 @@ def query_findings(results: Results, profile: Profile) -> list[Finding]:
             )
         )
     return out
+
+
+def scoring_findings(checks: list[Finding], results: Results, profile: Profile) -> list[Finding]:
+    """The findings to show with scores (``nuggetbench evaluate`` prints them, ``nb.evaluate``
+    warns them): the trap checks' (*checks*, from
+    :func:`nuggetbench.data.checks.check_findings`), then :func:`query_findings`. The checks'
+    query-overlap line is left out when the query-set warnings already give the counts.
+
+    Args:
+        checks: the trap checks' findings on the run and judgments *results* came from.
+        results: the scores.
+        profile: the :class:`~nuggetbench.measures.Profile` they were computed under.
+    """
+    queries = query_findings(results, profile)
+    if queries:
+        checks = [f for f in checks if f.kind != "query_overlap"]
+    return [*checks, *queries]
