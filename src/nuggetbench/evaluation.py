@@ -25,6 +25,7 @@ from nuggetbench.errors import InputError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
 from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs, plain_measures
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
+from nuggetbench.measures.profiles import trec_eval_version
 from nuggetbench.measures.results import query_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
@@ -263,18 +264,21 @@ def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool =
         ev: from :func:`evaluate_dataset` (its target and run are used for ``relstring``).
         measures: the measure items as given (``["all_trec", "relstring.20"]``), which name the
             text measures ``runid`` and ``relstring`` too.
-        per_query: trec_eval ``-q``: per-query lines for the run's queries first.
+        per_query: trec_eval ``-q``: per-query lines first, for every evaluated query (under
+            ``-c`` a judged query missing from the run too, as trec_eval 10.0; the
+            ``trec_eval-9.0.8`` profiles print only the run's queries, as 9.0.8).
 
     Returns:
         The text (see :func:`~nuggetbench.measures.trec.names.format_trec_eval`).
     """
     results = ev.results
-    entries = trec_selection(measures)
+    version = trec_eval_version(ev.profile)
+    entries = trec_selection(measures, version=version)
     wanted = [e for e in entries if e.text == "relstring"]
     rel = None
     if wanted and per_query and ev.target is not None and ev.run is not None:
         rel = relstrings(EvalContext(ev.target.qrels, ev.run, ev.profile), wanted[0].length)
-    missing = set(results.missing_queries)
+    missing = set(results.missing_queries) if version == "9.0.8" else set()
     printed = [q for q in results.query_ids if q not in missing] if per_query else None
     # alone, 'P.5' was keyed as given (our P@5): find each entry's key by its measure
     given = {m: k for k, m in measure_pairs(list(measures))}

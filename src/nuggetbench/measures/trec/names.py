@@ -112,6 +112,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
     ),
 }  # fmt: skip
+#: Measures trec_eval 10.0 added to ``all_trec`` (9.0.8's ``all_trec`` lacks them).
+_NEW_IN_10 = ("rbp", "rbp_resid", "unj")
 _COUNTS = ("NumQ", "NumRet", "NumRel", "NumRelRet", "NumNonrelJudgedRet")
 _SUMMARY_ONLY = ("NumQ", "GMAP", "GMBpref")
 
@@ -208,8 +210,11 @@ def _entries(name: str, params: str | None) -> list[TrecEntry]:
     return [TrecEntry(f"{name}{suffix}", check_measure(Measure(family, None, mparams), where))]
 
 
-def trec_selection(items: Iterable[str | Measure]) -> list[TrecEntry]:
+def trec_selection(items: Iterable[str | Measure], *, version: str = "10.0") -> list[TrecEntry]:
     """The entries trec_eval prints for the ``-m`` *items*, in trec_eval's order.
+
+    *version* ``"9.0.8"``: ``all_trec`` without the measures 10.0 added to it (``rbp``,
+    ``rbp_resid``, ``unj``); naming them still selects them.
 
     Every item spelled with a trec_eval name (``P.5``, ``map``, ``all_trec``) is read as
     trec_eval reads it; the specs are merged as trec_eval merges repeated ``-m`` options (a later
@@ -224,7 +229,8 @@ def trec_selection(items: Iterable[str | Measure]) -> list[TrecEntry]:
     for item in items:
         if isinstance(item, str) and item.strip() in GROUPS:
             for name in GROUPS[item.strip()]:
-                chosen.setdefault(name, None)
+                if not (version == "9.0.8" and item.strip() == "all_trec" and name in _NEW_IN_10):
+                    chosen.setdefault(name, None)
         elif isinstance(item, str) and _base(item)[0] in _ORDER:
             name, params = _base(item)
             chosen[name] = params
