@@ -34,6 +34,7 @@ from nuggetbench.measures.trec.names import (
     relstrings,
     trec_selection,
 )
+from nuggetbench.measures.trec.zscores import standardise
 
 __all__ = [
     "Evaluation",
@@ -257,7 +258,13 @@ def trec_eval_options(
     return get_profile(" ".join(words))
 
 
-def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool = False) -> str:
+def trec_eval_text(
+    ev: Evaluation,
+    measures: Sequence[str],
+    *,
+    per_query: bool = False,
+    zscores: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
+) -> str:
     """trec_eval's own text output for *ev* (``nuggetbench evaluate --format trec_eval``).
 
     Args:
@@ -267,6 +274,9 @@ def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool =
         per_query: trec_eval ``-q``: per-query lines first, for every evaluated query (under
             ``-c`` a judged query missing from the run too, as trec_eval 10.0; the
             ``trec_eval-9.0.8`` profiles print only the run's queries, as 9.0.8).
+        zscores: trec_eval ``-Z``: ``{query: {name: (mean, stddev)}}``
+            (:func:`~nuggetbench.data.formats.zscores.read_zscores`); every value is printed
+            as its z-score, names prefixed ``Z`` (:mod:`nuggetbench.measures.trec.zscores`).
 
     Returns:
         The text (see :func:`~nuggetbench.measures.trec.names.format_trec_eval`).
@@ -287,14 +297,20 @@ def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool =
         for e in entries
         if e.measure is not None
     }
+    values = {k: results.per_query[v] for k, v in source.items()}
+    means = {k: results.means[v] for k, v in source.items()}
+    if zscores is not None:
+        families = {e.key: e.measure.family for e in entries if e.measure is not None}
+        values, means = standardise(families, values, results.query_ids, zscores)
     return format_trec_eval(
         entries,
-        {k: results.per_query[v] for k, v in source.items()},
-        {k: results.means[v] for k, v in source.items()},
+        values,
+        means,
         results.query_ids,
         printed_queries=printed,
         runid=(ev.run.name if ev.run is not None else None) or "",
         relstring=rel,
+        zscores=zscores is not None,
     )
 
 

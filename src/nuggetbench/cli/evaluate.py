@@ -18,6 +18,7 @@ from nuggetbench.cli._common import (
     render_summaries,
 )
 from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
+from nuggetbench.data.formats.zscores import read_zscores
 from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
 
 
@@ -49,6 +50,14 @@ from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_optio
     default="qrels",
     help="trec_eval -R: qrels_jg reads QRELS' second column as judgment groups and averages "
     "each query over them (map_avgjg...).",
+)
+@click.option(
+    "-Z",
+    "zscores_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="trec_eval -Z (with --format trec_eval): print each value as a z-score against the "
+    "file's 'query measure mean stddev' lines, names prefixed Z.",
 )
 @click.option(
     "--corpus",
@@ -86,6 +95,9 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
     """
     logging.getLogger("nuggetbench.data.checks").setLevel(logging.ERROR)  # rendered below
     measures = [*measures, *positional_measures] or (["official"] if fmt == "trec_eval" else [])
+    if opts["zscores_file"] is not None and fmt != "trec_eval":
+        raise click.UsageError("-Z (z-scores) applies to --format trec_eval only")
+    zscores = read_zscores(opts["zscores_file"]) if opts["zscores_file"] else None
     flags = {k: opts.pop(k) for k in ("complete", "max_docs", "rel_level", "judged_only")}
     profile = trec_eval_options(opts["profile"], trec_format=fmt == "trec_eval", **flags)
     ev = evaluate_dataset(
@@ -99,16 +111,18 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
         duplicates=opts["duplicates"],
         judgment_groups=opts["qrels_format"] == "qrels_jg",
     )
-    _render(ev, fmt, opts["per_query"], ev.run.name or run, measures)
+    _render(ev, fmt, opts["per_query"], ev.run.name or run, measures, zscores)
 
 
-def _render(ev: Evaluation, fmt: str, per_query: bool, label: str, asked: list[str]) -> None:
+def _render(
+    ev: Evaluation, fmt: str, per_query: bool, label: str, asked: list[str], zscores=None
+) -> None:
     """Print the notes and findings (stderr), then the scores in *fmt* (stdout)."""
     for note in ev.notes:
         info(note)
     render_findings(ev.findings)
     if fmt == "trec_eval":
-        click.echo(trec_eval_text(ev, asked, per_query=per_query), nl=False)
+        click.echo(trec_eval_text(ev, asked, per_query=per_query, zscores=zscores), nl=False)
         return
     results, measures = ev.results, ev.measures
     if fmt in ("json", "jsonl", "csv", "tsv"):

@@ -259,8 +259,8 @@ def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
     return {qid: "".join(chars[view.starts[i] : view.starts[i + 1]]) for i, qid in enumerate(ids)}
 
 
-def _value(entry: TrecEntry, value: float) -> str:
-    if entry.measure is not None and entry.measure.family in _COUNTS:
+def _value(entry: TrecEntry, value: float, z: bool = False) -> str:
+    if not z and entry.measure is not None and entry.measure.family in _COUNTS:
         return str(int(round(value)))
     return f"{value:.4f}"
 
@@ -274,6 +274,7 @@ def format_trec_eval(
     printed_queries: Sequence[str] | None = None,
     runid: str = "",
     relstring: Mapping[str, str] | None = None,
+    zscores: bool = False,
 ) -> str:
     """trec_eval's text output, line for line (meas_print_single.c, meas_print_final.c).
 
@@ -283,6 +284,8 @@ def format_trec_eval(
         query_ids: the evaluated queries; *printed_queries*: those given per-query lines
             (trec_eval ``-q``: the run's queries; ``None``: no per-query lines).
         runid: the run's tag; *relstring*: ``{query: text}`` when ``relstring`` is selected.
+        zscores: the values are z-scores (trec_eval ``-Z``): each measure's name gets a ``Z``
+            prefix and every value 4 decimals (``runid`` and ``relstring`` are unchanged).
 
     Returns:
         The text, each line ``'%-22s\\t%s\\t%s'`` (name, query or ``all``, value), ending in a
@@ -290,16 +293,17 @@ def format_trec_eval(
     """
     lines = []
     index = {q: i for i, q in enumerate(query_ids)}
+    z = "Z" if zscores else ""
     for qid in printed_queries or ():
         i = index[qid]
         for e in entries:
             if e.text == "relstring":
                 lines.append(f"{e.key:<22}\t{qid}\t'{(relstring or {}).get(qid, '')}'")
             elif e.measure is not None and e.measure.family not in _SUMMARY_ONLY:
-                lines.append(f"{e.key:<22}\t{qid}\t{_value(e, per_query[e.key][i])}")
+                lines.append(f"{z}{e.key:<22}\t{qid}\t{_value(e, per_query[e.key][i], zscores)}")
     for e in entries:
         if e.text == "runid":
             lines.append(f"{e.key:<22}\tall\t{runid}")
         elif e.text is None:
-            lines.append(f"{e.key:<22}\tall\t{_value(e, means[e.key])}")
+            lines.append(f"{z}{e.key:<22}\tall\t{_value(e, means[e.key], zscores)}")
     return "".join(line + "\n" for line in lines)
