@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nuggetbench._runtime import alongside, usable_cpus
 from nuggetbench.compare import ComparisonReport, Summary, profile_summaries
 from nuggetbench.compare.runs import compare_runs
 from nuggetbench.data import Corpus, JsonlCorpus, Run, read_run
 from nuggetbench.data.checks import Finding, check_findings
+from nuggetbench.data.formats.prefs import read_prefs, read_qrels_prefs
 from nuggetbench.data.formats.qrels_jg import read_qrels_jg
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError
@@ -31,9 +34,11 @@ from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
     format_trec_eval,
     is_trec_spec,
+    prefs_requested,
     relstrings,
     trec_selection,
 )
+from nuggetbench.measures.trec.prefs import PREFS_MEASURES, evaluate_prefs_values, prefs_mean
 from nuggetbench.measures.trec.zscores import standardise
 
 __all__ = [
@@ -45,6 +50,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: trec_eval's ``-R`` formats of preference judgments and their readers.
+PREFS_READERS = {"prefs": read_prefs, "qrels_prefs": read_qrels_prefs}
 
 MEASURES_BESIDE_CHECKS_MIN = 1 << 19
 """From this many run entries (and two usable CPUs) ``evaluate_dataset`` computes the measures
@@ -91,6 +99,7 @@ def evaluate_dataset(
     trailing: str = "error",
     duplicates: str | None = None,
     judgment_groups: bool = False,
+    preferences: str | None = None,
 ) -> Evaluation:
     """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
 
@@ -115,6 +124,9 @@ def evaluate_dataset(
             :func:`nuggetbench.data.read_run`.
         judgment_groups: *dataset* is a ``qrels_jg`` file (trec_eval ``-R qrels_jg``): every
             measure is averaged per query over the judgment groups (``map_avgjg``...).
+        preferences: ``"prefs"`` or ``"qrels_prefs"`` (trec_eval ``-R``): *dataset* is a file of
+            preference judgments (:mod:`nuggetbench.data.formats.prefs`), scored by trec_eval's
+            preference measures (``all_prefs``: :mod:`nuggetbench.measures.trec.prefs`).
 
     Returns:
         An :class:`Evaluation`. A dataset whose metadata declares ``mean_of_groups`` (a
@@ -124,13 +136,21 @@ def evaluate_dataset(
 
     Raises:
         UnknownNameError, SpecError: an unknown dataset, measure or profile (before any reading).
-        InputError: *corpus* given for a dataset whose judgments do not depend on a corpus.
+        InputError: *corpus* given for a dataset whose judgments do not depend on a corpus;
+            preference measures without *preferences*, or other measures with it.
         FormatError, DatasetError: from the readers and loaders.
     """
     if measures:  # fail before any reading (trec_eval's names included)
         measures = measure_keys(list(measures))
     if profile is not None:
         get_profile(profile)  # an unknown profile fails before any reading too
+    if preferences is not None:
+        return _evaluate_prefs(dataset, run, measures, profile, trailing, preferences)
+    if measures and prefs_requested(measures):
+        raise InputError(
+            "trec_eval's preference measures (all_prefs, prefs_*) are computed from preference "
+            "judgments: give them with -R prefs or -R qrels_prefs"
+        )
     if judgment_groups:
         return _evaluate_groups(dataset, run, measures, profile, trailing)
     target, run = _load(dataset, run, corpus, options, trailing=trailing, duplicates=duplicates)
@@ -222,6 +242,51 @@ def _evaluate_groups(
     return Evaluation(results, list(results.measures), prof.name, run=run)
 
 
+def _evaluate_prefs(
+    path: Any, run: Run | str | Path, measures: Any, profile: Any, trailing: str, kind: str
+) -> Evaluation:
+    """``evaluate_dataset`` for preference judgments (trec_eval ``-R prefs`` / ``qrels_prefs``)."""
+    if kind not in PREFS_READERS:
+        raise InputError(f"preference judgments are 'prefs' or 'qrels_prefs', got {kind!r}")
+    if not isinstance(path, (str, Path)) or is_dataset_id(str(path)):
+        raise InputError(f"preference judgments are read from a {kind} file, got {path!r}")
+    measures = list(measures or ["all_prefs"])
+    entries = trec_selection([m for m in measures if is_trec_spec(m)])
+    wrong = [m for m in measures if not is_trec_spec(m)]
+    wrong += [e.key for e in entries if e.text not in ("prefs", "runid") and e.key != "num_q"]
+    if wrong:
+        raise InputError(
+            f"with -R {kind} only trec_eval's preference measures (all_prefs, prefs_simp...), "
+            f"runid and num_q can be computed, not {', '.join(wrong)}"
+        )
+    judgments = PREFS_READERS[kind](path)
+    prof = get_profile(profile or "trec_eval")
+    if not isinstance(run, Run):
+        run = read_run(run, trailing=trailing)
+    in_run = set(run.query_ids)
+    missing = [q for q in judgments if q not in in_run]
+    queries = (
+        list(judgments) if prof.average_over == "qrels" else [q for q in judgments if q in in_run]
+    )
+    if not queries:
+        raise InputError("no query has both preference judgments and results in the run")
+    per_query = evaluate_prefs_values(judgments, run, queries, prof.options.get("max_docs"))
+    per_query["num_q"] = np.ones(len(queries))
+    means = {m: prefs_mean(m, v) for m, v in per_query.items()}
+    means["num_q"] = float(len(queries))
+    results = Results(
+        query_ids=queries,
+        measures=["num_q", *PREFS_MEASURES],
+        per_query={m: per_query[m] for m in ["num_q", *PREFS_MEASURES]},
+        means=means,
+        profile=prof.name,
+        run_only_queries=sorted(in_run - set(judgments)),
+        missing_queries=missing,
+        provenance={"judgments": str(path), "format": kind},
+    )
+    return Evaluation(results, [e.key for e in entries if e.text != "runid"], prof.name, run=run)
+
+
 def trec_eval_options(
     profile: str | Profile | None,
     *,
@@ -297,6 +362,7 @@ def trec_eval_text(
         for e in entries
         if e.measure is not None
     }
+    source.update({e.key: e.key for e in entries if e.text == "prefs"})
     values = {k: results.per_query[v] for k, v in source.items()}
     means = {k: results.means[v] for k, v in source.items()}
     if zscores is not None:

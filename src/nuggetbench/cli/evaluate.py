@@ -46,10 +46,11 @@ from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_optio
 @click.option(
     "-R",
     "qrels_format",
-    type=click.Choice(["qrels", "qrels_jg"]),
+    type=click.Choice(["qrels", "qrels_jg", "prefs", "qrels_prefs"]),
     default="qrels",
     help="trec_eval -R: qrels_jg reads QRELS' second column as judgment groups and averages "
-    "each query over them (map_avgjg...).",
+    "each query over them (map_avgjg...); prefs (query group subgroup doc level) and "
+    "qrels_prefs (a qrels file) are preference judgments for -m all_prefs.",
 )
 @click.option(
     "-Z",
@@ -110,6 +111,7 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
         trailing="ignore" if opts["ignore_trailing"] else "error",
         duplicates=opts["duplicates"],
         judgment_groups=opts["qrels_format"] == "qrels_jg",
+        preferences=opts["qrels_format"] if "prefs" in opts["qrels_format"] else None,
     )
     _render(ev, fmt, opts["per_query"], ev.run.name or run, measures, zscores)
 

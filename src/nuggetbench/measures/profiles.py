@@ -268,6 +268,8 @@ def trec_eval_profile(
     depth = int(max_docs) if max_docs is not None else None
     flags = name.partition(" ")[2]
     options: dict[str, Any] = {"measure_defaults": defaults} if defaults else {}
+    if depth:
+        options["max_docs"] = depth  # for readers of the run that rank it themselves (prefs)
     return Profile(
         name=name,
         description=f"trec_eval {version} with " + (flags or "no options"),

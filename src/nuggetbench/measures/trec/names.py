@@ -32,12 +32,14 @@ import numpy as np
 from nuggetbench.errors import SpecError
 from nuggetbench.measures.context import UNJUDGED, EvalContext
 from nuggetbench.measures.measure import Measure, check_measure, parse_measure
+from nuggetbench.measures.trec.prefs import PREFS_COUNTS, PREFS_MEASURES
 
 __all__ = [
     "GROUPS",
     "TrecEntry",
     "is_trec_spec",
     "trec_selection",
+    "prefs_requested",
     "relstrings",
     "format_trec_eval",
 ]
@@ -85,6 +87,7 @@ _ORDER: dict[str, str | None] = {
     "rbp": "TrecRBP",
     "rbp_resid": "TrecRBPResid",
     "unj": "Unj",
+    **dict.fromkeys(PREFS_MEASURES),  # preference measures (measures.trec.prefs): no family
 }
 _CUT_DEFAULTS = {
     "P": _CUTS,
@@ -105,7 +108,8 @@ _GAIN_MEASURES = ("ndcg", "ndcg_rel", "Rndcg", "G")
 #: trec_eval's measure groups (``-m official`` is its default).
 GROUPS: dict[str, tuple[str, ...]] = {
     "official": tuple(list(_ORDER)[: list(_ORDER).index("P") + 1]),
-    "all_trec": tuple(n for n in _ORDER if not n.endswith("_avgjg")),
+    "all_trec": tuple(n for n in _ORDER if not n.endswith("_avgjg") and n not in PREFS_MEASURES),
+    "all_prefs": ("runid", "num_q", *PREFS_MEASURES),
     "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
     "set": (
         "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility",
@@ -124,8 +128,9 @@ class TrecEntry:
 
     Attributes:
         key: trec_eval's output name (``P_5``, ``utility_2,-1,0,0``, ``relstring_20``).
-        measure: our :class:`Measure`, ``None`` for a text measure.
-        text: ``"runid"``, ``"relstring"`` or ``None``.
+        measure: our :class:`Measure`, ``None`` for a text or preference measure.
+        text: ``"runid"``, ``"relstring"``, ``"prefs"`` (a preference measure, computed from
+            preference judgments: :mod:`nuggetbench.measures.trec.prefs`) or ``None``.
         length: the number of documents ``relstring`` shows.
     """
 
@@ -187,6 +192,10 @@ def _entries(name: str, params: str | None) -> list[TrecEntry]:
         ]
     if name == "runid":
         return [TrecEntry("runid", text="runid")]
+    if name in PREFS_MEASURES:
+        if params:
+            raise SpecError(f"{where}: {name} takes no parameters")
+        return [TrecEntry(name, text="prefs")]
     if name == "relstring":
         length = int(_numbers(params, where)[0]) if params else 10
         return [TrecEntry(f"relstring{suffix}", text="relstring", length=length)]
@@ -241,6 +250,12 @@ def trec_selection(items: Iterable[str | Measure], *, version: str = "10.0") -> 
     return out + ours
 
 
+def prefs_requested(items: Iterable[str | Measure]) -> bool:
+    """True when trec_eval's preference measures (``all_prefs``, ``prefs_simp``...) are among
+    the ``-m`` *items* (they need preference judgments: ``-R prefs`` / ``-R qrels_prefs``)."""
+    return any(e.text == "prefs" for e in trec_selection([i for i in items if is_trec_spec(i)]))
+
+
 def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
     """trec_eval's ``relstring``: the grades of each query's first *length* documents as text.
 
@@ -260,6 +275,8 @@ def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
 
 
 def _value(entry: TrecEntry, value: float, z: bool = False) -> str:
+    if not z and entry.text == "prefs" and entry.key in PREFS_COUNTS:
+        return str(int(round(value)))
     if not z and entry.measure is not None and entry.measure.family in _COUNTS:
         return str(int(round(value)))
     return f"{value:.4f}"
@@ -299,11 +316,13 @@ def format_trec_eval(
         for e in entries:
             if e.text == "relstring":
                 lines.append(f"{e.key:<22}\t{qid}\t'{(relstring or {}).get(qid, '')}'")
-            elif e.measure is not None and e.measure.family not in _SUMMARY_ONLY:
+            elif e.text == "prefs" or (
+                e.measure is not None and e.measure.family not in _SUMMARY_ONLY
+            ):
                 lines.append(f"{z}{e.key:<22}\t{qid}\t{_value(e, per_query[e.key][i], zscores)}")
     for e in entries:
         if e.text == "runid":
             lines.append(f"{e.key:<22}\tall\t{runid}")
-        elif e.text is None:
+        elif e.text in (None, "prefs"):
             lines.append(f"{z}{e.key:<22}\tall\t{_value(e, means[e.key], zscores)}")
     return "".join(line + "\n" for line in lines)
