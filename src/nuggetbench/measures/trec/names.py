@@ -149,15 +149,19 @@ def is_trec_spec(item: object) -> bool:
     """True when *item* is a trec_eval group or a trec_eval spelling our own grammar does not read.
 
     ``P.5`` and ``ndcg_cut.10`` keep their meaning as our measures (``P@5``, ``nDCG@10``);
-    ``P.5,7,3``, ``iprec_at_recall``, ``utility.2,-1,0,0``, ``all_trec`` are trec_eval's.
+    ``P.5,7,3``, ``iprec_at_recall``, ``Rprec_mult`` (their default lists),
+    ``utility.2,-1,0,0``, ``all_trec`` are trec_eval's.
     """
     if not isinstance(item, str):
         return False
     text = item.strip()
     if text in GROUPS:
         return True
-    if _base(text)[0] not in _ORDER:
+    name, params = _base(text)
+    if name not in _ORDER:
         return False
+    if name in _LIST_DEFAULTS and params is None:  # trec_eval's default list (11 recall points)
+        return True
     try:
         parse_measure(text)
     except SpecError:
