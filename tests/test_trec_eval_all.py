@@ -202,7 +202,7 @@ def test_every_pytrec_eval_measure_at_1e9(
     )
     theirs = evaluator.evaluate(run)
     profile = trec_eval_options(None, rel_level=rel, judged_only=judged_only)
-    # pytrec_eval embeds trec_eval 9.0.7's interpolation (k = floor(r R + 0.9)): legacy=true
+    # pytrec_eval embeds trec_eval 9.0.x's interpolation (k = floor(r R + 0.9)): legacy=true
     legacy = [f"IPrec(recall={r / 10},legacy=true)" for r in range(11)]
     legacy += ["IPrecAvg(legacy=true)"]
     results = evaluate(

@@ -1,7 +1,7 @@
 """trec_eval's measure names (``-m all_trec``, ``-m P.5,7,3``) and its text output.
 
 trec_eval names a measure, or a list of them, as ``name[.params]`` (``m_*.c`` and
-``measures.c`` of usnistgov/trec_eval 9.0.8):
+``measures.c`` of usnistgov/trec_eval 10.0):
 
 * groups: ``official`` (trec_eval's default), ``all_trec``, ``set``;
 * cut-off lists ``P``, ``recall``, ``ndcg_cut``, ``map_cut``, ``relative_P``, ``success``, ``unj``

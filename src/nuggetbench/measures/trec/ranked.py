@@ -9,8 +9,8 @@ family        trec_eval             value per query
 ============  ====================  ==========================================================
 IPrec         iprec_at_recall_r     interpolated precision at recall r: the highest precision at
                                     or after the k-th relevant document, k = round(r R)
-                                    (``lround``, trec_eval 9.0.8; ``legacy=true``:
-                                    floor(r R + 0.9), trec_eval <= 9.0.7 and pytrec_eval);
+                                    (``lround``, trec_eval 10.0; ``legacy=true``:
+                                    floor(r R + 0.9), trec_eval <= 9.0.8 and pytrec_eval);
                                     0 when fewer than k relevant are retrieved; NaN (0/0)
                                     when judged_only leaves nothing (m_iprec_at_recall.c)
 IPrecAvg      11pt_avg              mean of IPrec over the recall points (m_11pt_avg.c)
@@ -58,7 +58,7 @@ LEGACY = Param(
     "legacy",
     bool,
     False,
-    "k = floor(r R + 0.9) as trec_eval <= 9.0.7 and pytrec_eval, not 9.0.8's round(r R)",
+    "k = floor(r R + 0.9) as trec_eval <= 9.0.8 and pytrec_eval, not 10.0's round(r R)",
 )
 MULT = Param("mult", float, 1.0, "multiple m of R: precision at floor(m R + 0.9)", minimum=0)
 
@@ -119,13 +119,13 @@ def iprec_values(
 ) -> np.ndarray:
     """Interpolated precision at each recall point, float64 (Q, len(points)) (m_iprec_at_recall.c).
 
-    *legacy*: the k-th relevant document is k = floor(r R + 0.9) (trec_eval up to 9.0.7, and
-    pytrec_eval) instead of trec_eval 9.0.8's round(r R).
+    *legacy*: the k-th relevant document is k = floor(r R + 0.9) (trec_eval up to 9.0.8, and
+    pytrec_eval) instead of trec_eval 10.0's round(r R).
     """
     smax, first, rel_ret, nrel, empty = _iprec_state(ctx, rel, judged_only)
     out = np.zeros((len(ctx.query_ids), len(points)), dtype=np.float64)
     for j, r in enumerate(points):
-        # trec_eval 9.0.8: lround(r R); up to 9.0.7 (and pytrec_eval): (long)(r R + 0.9)
+        # trec_eval 10.0: lround(r R); up to 9.0.8 (and pytrec_eval): (long)(r R + 0.9)
         k = np.floor(r * nrel + (0.9 if legacy else 0.5)).astype(np.int64)
         ok = (rel_ret > 0) & (k <= rel_ret)
         idx = first[:-1] + np.maximum(k, 1) - 1
