@@ -109,7 +109,7 @@ def test_zscores_standardise_as_convert_zscores() -> None:
     """z = (v - mean) / stddev; missing line or stddev 0 with v != mean: -1000000; stddev 0
     with v == mean: 0; sums for counts; num_q stays the query count; gm_ on the log value."""
     table = {"a": {"map": (0.5, 0.25), "num_ret": (10.0, 0.0)}, "b": {"map": (0.0, 0.0)}}
-    families = {"map": "AP", "num_ret": "NumRet", "num_q": "NumQ", "gm_map": "GMAP"}
+    families = {"map": "mean", "num_ret": "sum", "num_q": "count", "gm_map": "gmean"}
     values = {
         "map": np.array([0.75, 0.0]),
         "num_ret": np.array([10.0, 3.0]),

@@ -145,6 +145,25 @@ def test_cli_prefs_measures_need_preference_judgments(tmp_path: Path) -> None:
     assert (
         result.stdout == "prefs_simp            \t1\t0.0000\nprefs_simp            \tall\t0.0000\n"
     )
+    # -Z standardises them too (counts printed with 4 decimals, as trec_eval -Z)
+    zscores = tmp_path / "z"
+    zscores.write_text("1 prefs_simp 0.5 0.25\n1 prefs_num_prefs_poss 0 2\n")
+    asked = [
+        "-m",
+        "prefs_simp",
+        "-m",
+        "prefs_num_prefs_poss",
+        "-R",
+        "qrels_prefs",
+        "-Z",
+        str(zscores),
+    ]
+    result = CliRunner().invoke(cli, [*base, *asked])
+    assert result.exit_code == 0, result.output
+    assert (
+        result.stdout
+        == "Zprefs_num_prefs_poss  \tall\t0.5000\nZprefs_simp            \tall\t-2.0000\n"
+    )
     # -c: query 2, judged but not in the run, is scored on an empty ranking (0 of 0 possible)
     result = CliRunner().invoke(cli, [*base, "-m", "all_prefs", "-c", "-R", "qrels_prefs"])
     assert result.exit_code == 0, result.output

@@ -29,16 +29,23 @@ from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups,
 from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs, plain_measures
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
 from nuggetbench.measures.profiles import trec_eval_version
+from nuggetbench.measures.registry import get_family
 from nuggetbench.measures.results import query_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
+    TrecEntry,
     format_trec_eval,
     is_trec_spec,
     prefs_requested,
     relstrings,
     trec_selection,
 )
-from nuggetbench.measures.trec.prefs import PREFS_MEASURES, evaluate_prefs_values, prefs_mean
+from nuggetbench.measures.trec.prefs import (
+    PREFS_COUNTS,
+    PREFS_MEASURES,
+    evaluate_prefs_values,
+    prefs_mean,
+)
 from nuggetbench.measures.trec.zscores import standardise
 
 __all__ = [
@@ -366,8 +373,7 @@ def trec_eval_text(
     values = {k: results.per_query[v] for k, v in source.items()}
     means = {k: results.means[v] for k, v in source.items()}
     if zscores is not None:
-        families = {e.key: e.measure.family for e in entries if e.measure is not None}
-        values, means = standardise(families, values, results.query_ids, zscores)
+        values, means = standardise(_aggregates(entries), values, results.query_ids, zscores)
     return format_trec_eval(
         entries,
         values,
@@ -378,6 +384,18 @@ def trec_eval_text(
         relstring=rel,
         zscores=zscores is not None,
     )
+
+
+def _aggregates(entries: Sequence[TrecEntry]) -> dict[str, str]:
+    """``{name: how its mean is taken}`` of trec_eval's numeric entries (for ``-Z``)."""
+    out = {}
+    for e in entries:
+        if e.text == "prefs":
+            out[e.key] = "sum" if e.key in PREFS_COUNTS else "mean"
+        elif e.measure is not None:
+            family = e.measure.family
+            out[e.key] = "count" if family == "NumQ" else get_family(family).aggregate
+    return out
 
 
 def _group_table(groups: Mapping[str, Results], combined: Results) -> Summary:

@@ -42,7 +42,15 @@ import numpy as np
 
 from nuggetbench.errors import InputError
 
-__all__ = ["PREFS_MEASURES", "PREFS_COUNTS", "QueryPrefs", "query_prefs", "prefs_values"]
+__all__ = [
+    "PREFS_MEASURES",
+    "PREFS_COUNTS",
+    "QueryPrefs",
+    "query_prefs",
+    "prefs_values",
+    "prefs_mean",
+    "evaluate_prefs_values",
+]
 
 #: trec_eval's preference measures in its order (``all_prefs`` is runid, num_q and these).
 PREFS_MEASURES = (
@@ -329,12 +337,10 @@ def _class_pairs(
     pairs = [(ecs[i], ecs[j]) for i in range(len(ecs)) for j in range(i + 1, len(ecs) - 1)]
     pairs += [(ec, keep) for ec in ecs]
     for high, low in pairs:
-        for a in cut(high):
-            for b in cut(low):
-                if a < b and (limit is not None or a < njr):
-                    ful += 1
-                else:
-                    other += 1
+        a, b = np.asarray(cut(high))[:, None], np.asarray(cut(low))[None, :]
+        won = (a < b) & ((a < njr) if limit is None else True)
+        ful += int(won.sum())
+        other += won.size - int(won.sum())
     return ful, other
 
 

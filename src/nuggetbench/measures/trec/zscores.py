@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from nuggetbench.measures.registry import MIN_GEO_MEAN, get_family
+from nuggetbench.measures.registry import MIN_GEO_MEAN
 
 __all__ = ["MISSING_ZSCORE", "standardise"]
 
@@ -25,7 +25,7 @@ MISSING_ZSCORE = -1000000.0
 
 
 def standardise(
-    families: Mapping[str, str],
+    aggregates: Mapping[str, str],
     per_query: Mapping[str, np.ndarray],
     query_ids: Sequence[str],
     zscores: Mapping[str, Mapping[str, tuple[float, float]]],
@@ -33,22 +33,22 @@ def standardise(
     """The z values and their means.
 
     Args:
-        families: ``{trec_eval name: our family name}`` of the measures to standardise
-            (``{"map": "AP", "P_5": "P"}``).
+        aggregates: ``{trec_eval name: how its mean is taken}`` for the measures to
+            standardise: ``"mean"``, ``"sum"``, ``"gmean"`` (a family's ``aggregate``) or
+            ``"count"`` (``num_q``: the number of queries, not standardised).
         per_query: ``{trec_eval name: float64 (Q,)}`` raw values aligned with *query_ids*.
         query_ids: the evaluated queries (Q).
         zscores: ``{query: {trec_eval name: (mean, stddev)}}``.
 
     Returns:
-        ``({name: float64 (Q,) z values}, {name: mean})``; the means aggregate as the family
-        does (``sum``, ``mean``, ``gmean``), ``num_q`` (family ``NumQ``) is Q.
+        ``({name: float64 (Q,) z values}, {name: mean})``; a ``"count"`` measure keeps its
+        values and its mean is Q.
     """
     out: dict[str, np.ndarray] = {}
     means: dict[str, float] = {}
-    for name, family in families.items():
-        how = get_family(family).aggregate
+    for name, how in aggregates.items():
         raw = np.asarray(per_query[name], dtype=np.float64)
-        if family == "NumQ":
+        if how == "count":
             out[name], means[name] = raw, float(len(query_ids))
             continue
         if how == "gmean":  # trec_eval keeps log(max(v, 1e-5)) per query and exp(mean) at the end
