@@ -8,7 +8,10 @@ the ``trec_eval-9.0.8`` profile, the ``-Z`` z-score file, and the errors around 
 
 from __future__ import annotations
 
+import os
+import random
 import shlex
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -147,3 +150,95 @@ def test_zscores_need_the_trec_eval_format(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert result.stdout == "Zmap                   \tall\t1.0000\n"
+
+
+# --- corners found against trec_eval 10.0 built from source (usnistgov/trec_eval f4253652) -----
+def _text(tmp_path: Path, qrels: str, run: str, *args: str) -> str:
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run").write_text(run)
+    base = ["evaluate", str(tmp_path / "qrels"), str(tmp_path / "run"), "--format", "trec_eval"]
+    result = CliRunner().invoke(cli, [*base, *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_set_map_divides_once_as_trec_eval(tmp_path: Path) -> None:
+    """3 relevant of 16 retrieved, 10 relevant: 9 / 160 = 0.05625 prints 0.0563 (the product
+    (3/16)(3/10) is a hair below and would print 0.0562)."""
+    qrels = "".join(f"1 0 r{i} 1\n" for i in range(10))
+    run = "".join(f"1 Q0 {'r' if i < 3 else 'n'}{i} 0 {20 - i} t\n" for i in range(16))
+    assert _text(tmp_path, qrels, run, "-m", "set_map") == "set_map               \tall\t0.0563\n"
+
+
+def test_num_rel_all_line_under_c_counts_every_positive_judgment(tmp_path: Path) -> None:
+    """-c: the all line of num_rel counts the judgments with grade > 0 of every judged query,
+    whatever -l says (m_num_rel.c); the per-query lines follow -l."""
+    out = _text(
+        tmp_path,
+        "1 0 a 1\n1 0 b 2\n2 0 c 1\n",
+        "1 Q0 a 0 2 t\n",
+        "-m",
+        "num_rel",
+        "-q",
+        "-c",
+        "-l",
+        "2",
+    )
+    assert (
+        out
+        == "num_rel               \t1\t1\nnum_rel               \t2\t0\nnum_rel               \tall\t3\n"
+    )
+
+
+def test_judged_only_empty_rankings_print_trec_eval_nan(tmp_path: Path) -> None:
+    """-J empties query 1's ranking (only an unjudged document): interpolated precision at
+    recall 0 is 0/0, printed '  -nan' as C's printf does. Under -c, trec_eval 10.0 ranks one
+    unjudged document for the missing query 2, so it is 0/0 there too (9.0.8: no line, 0 in the
+    mean)."""
+    qrels, run = "1 0 a 1\n2 0 b 1\n", "1 Q0 u 0 2 t\n"
+    out = _text(tmp_path, qrels, run, "-m", "iprec_at_recall.0", "-q", "-c", "-J")
+    nan = "iprec_at_recall_0.00  \t{}\t  -nan\n"
+    assert out == nan.format(1) + nan.format(2) + nan.format("all")
+    old = _text(
+        tmp_path,
+        qrels,
+        run,
+        "-m",
+        "iprec_at_recall.0",
+        "-q",
+        "-c",
+        "-J",
+        "--profile",
+        "trec_eval-9.0.8",
+    )
+    assert old == nan.format(1) + nan.format("all")  # NaN + 0 over 2 queries: still NaN
+
+
+TREC_EVAL = os.environ.get("NUGGETBENCH_TREC_EVAL")
+
+
+@pytest.mark.skipif(not TREC_EVAL, reason="set NUGGETBENCH_TREC_EVAL to a trec_eval 10.0 binary")
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("flags", ["-c", "-c -M5", "-c -l2", "-c -J", "-J -l3 -M9"])
+def test_random_all_trec_prints_what_trec_eval_prints(
+    tmp_path: Path, seed: int, flags: str
+) -> None:
+    """``-q -m all_trec`` with trec_eval's flags on 30 random graded queries (ties, unjudged
+    documents, with -c judged queries missing from the run): the whole text is trec_eval's."""
+    rng = random.Random(seed)
+    qrels, run = [], []
+    for i in range(30):
+        pool = [f"D{j}" for j in range(rng.randint(1, 30))]
+        qrels += [
+            f"{i:03d} 0 {d} {rng.choice([0, 0, 1, 1, 2, 3])}\n" for d in pool if rng.random() < 0.7
+        ]
+        if "-c" not in flags or rng.random() < 0.85:  # without -c, 10.0 stops on a missing query
+            docs = rng.sample(pool + [f"U{j}" for j in range(10)], rng.randint(1, len(pool) + 5))
+            run += [f"{i:03d} Q0 {d} 0 {rng.randint(0, 8) / 2} r{seed}\n" for d in docs]
+    (tmp_path / "qrels").write_text("".join(qrels))
+    (tmp_path / "run").write_text("".join(run))
+    args = ["-q", *flags.split(), "-m", "all_trec", str(tmp_path / "qrels"), str(tmp_path / "run")]
+    theirs = subprocess.run([TREC_EVAL, *args], capture_output=True, text=True, check=True)
+    ours = CliRunner().invoke(cli, ["evaluate", *args, "--format", "trec_eval"])
+    assert ours.exit_code == 0, ours.output
+    assert ours.stdout == theirs.stdout

@@ -16,7 +16,9 @@ implement none of them), so they are checked three ways besides trec_eval 10.0's
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -312,3 +314,37 @@ def test_one_subgroup_as_classes_or_as_a_matrix_agree(seed: int) -> None:
         assert {m: a[m] for m in PREFS_MEASURES if m not in RNONREL} == pytest.approx(
             {m: b[m] for m in PREFS_MEASURES if m not in RNONREL}, abs=1e-12
         )
+
+
+# --- randomised: trec_eval 10.0 itself, when a built binary is given ----------------------------
+TREC_EVAL = os.environ.get("NUGGETBENCH_TREC_EVAL")
+
+
+@pytest.mark.skipif(not TREC_EVAL, reason="set NUGGETBENCH_TREC_EVAL to a trec_eval 10.0 binary")
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("flags", [[], ["-c"], ["-M", "3"]], ids=["plain", "c", "M3"])
+def test_random_prefs_print_what_trec_eval_prints(tmp_path: Path, seed: int, flags) -> None:
+    """The whole text of ``trec_eval -q -m all_prefs -R prefs`` (and of ``-R qrels_prefs`` on
+    the first group of each query written as qrels), on 40 random queries per seed. (Without
+    -c, trec_eval 10.0 stops with "result qid ... not found" when a judged query is missing from
+    the run; here it skips it, as 9.0.8 did, so only the -c case leaves one out.)"""
+    rng = random.Random(1000 + seed)
+    cases = {f"q{i:02d}": _random_query(rng) for i in range(40)}
+    prefs, qrels, run = tmp_path / "prefs.txt", tmp_path / "qrels.txt", tmp_path / "run.txt"
+    rows = [(q, *line) for q, (lines, _) in cases.items() for line in lines]
+    prefs.write_text("".join(f"{q} {g} {s} {d} {level}\n" for q, g, s, d, level in rows))
+    first = {(q, d): level for q, g, s, d, level in rows if g == "u0" and s == "s0"}
+    qrels.write_text("".join(f"{q} 0 {d} {int(level)}\n" for (q, d), level in first.items()))
+    lines = [
+        f"{q} Q0 {d} 0 {score} run\n"
+        for q, (_, ranking) in cases.items()
+        for d, score in (ranking or {"unjudged": 1.0}).items()
+        if q != "q00" or "-c" not in flags  # -c: a judged query missing from the run
+    ]
+    run.write_text("".join(lines))
+    for kind, judgments in (("prefs", prefs), ("qrels_prefs", qrels)):
+        args = ["-q", *flags, "-m", "all_prefs", "-R", kind, str(judgments), str(run)]
+        theirs = subprocess.run([TREC_EVAL, *args], capture_output=True, text=True, check=True)
+        ours = CliRunner().invoke(cli, ["evaluate", *args, "--format", "trec_eval"])
+        assert ours.exit_code == 0, ours.output
+        assert ours.stdout == theirs.stdout

@@ -372,6 +372,14 @@ def trec_eval_text(
     source.update({e.key: e.key for e in entries if e.text == "prefs"})
     values = {k: results.per_query[v] for k, v in source.items()}
     means = {k: results.means[v] for k, v in source.items()}
+    if (
+        "num_rel" in means
+        and ev.target is not None
+        and get_profile(ev.profile).average_over == "qrels"
+    ):
+        # -c: trec_eval's all line counts every judgment with grade > 0 of every judged query,
+        # whatever -l, -J or -M say (m_num_rel.c, te_calc_avg_num_rel)
+        means["num_rel"] = float((ev.target.qrels.arrays()[3] > 0).sum())
     if zscores is not None:
         values, means = standardise(_aggregates(entries), values, results.query_ids, zscores)
     return format_trec_eval(

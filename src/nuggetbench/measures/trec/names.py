@@ -279,6 +279,8 @@ def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
 
 
 def _value(entry: TrecEntry, value: float, z: bool = False) -> str:
+    if value != value:  # NaN: trec_eval's 0/0, which C's printf("%6.4f") shows as "  -nan"
+        return "  -nan"
     if not z and entry.text == "prefs" and entry.key in PREFS_COUNTS:
         return str(int(round(value)))
     if not z and entry.measure is not None and entry.measure.family in _COUNTS:

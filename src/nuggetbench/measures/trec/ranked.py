@@ -39,6 +39,7 @@ from nuggetbench.measures.context import UNJUDGED, EvalContext, Ranked
 from nuggetbench.measures.gains import cumsum_by_query, position_in_query, sum_by_query
 from nuggetbench.measures.measure import Measure
 from nuggetbench.measures.params import JUDGED_ONLY, REL
+from nuggetbench.measures.profiles import trec_eval_version
 from nuggetbench.measures.registry import MeasureFamily, get_family, register
 from nuggetbench.spec import Param, params_table
 
@@ -109,7 +110,12 @@ def _iprec_state(ctx: EvalContext, rel: int, judged_only: bool):
         smax = _group_suffix_max(nth / (view.rank[view.relevant] + 1.0), q)
         first = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(q, minlength=n), out=first[1:])
-        empty = (view.num_ret == 0) & (ctx.num_ret() > 0)
+        # 0/0 where judged_only empties a ranking; trec_eval 10.0 ranks one unjudged document
+        # for a judged query missing from the run (-c), so judged_only empties that one too
+        scored = ctx.num_ret() > 0
+        if judged_only and trec_eval_version(ctx.profile) != "9.0.8":
+            scored = np.ones_like(scored)
+        empty = (view.num_ret == 0) & scored
         ctx._cache[key] = (smax, first, np.diff(first), ctx.num_rel(rel), empty)
     return ctx._cache[key]
 
