@@ -242,3 +242,19 @@ def test_random_all_trec_prints_what_trec_eval_prints(
     ours = CliRunner().invoke(cli, ["evaluate", *args, "--format", "trec_eval"])
     assert ours.exit_code == 0, ours.output
     assert ours.stdout == theirs.stdout
+
+
+def test_trec_eval_text_of_an_unregistered_profile(tmp_path: Path) -> None:
+    """A caller's own Profile (never registered) still prints: 10.0's conventions apply."""
+    from nuggetbench.evaluation import evaluate_dataset, trec_eval_text
+    from nuggetbench.measures import Profile
+
+    (tmp_path / "q").write_text("1 0 a 1\n2 0 b 1\n")
+    (tmp_path / "r").write_text("1 Q0 a 0 1 t\n")
+    prof = Profile(name="my complete", average_over="qrels")
+    ev = evaluate_dataset(tmp_path / "q", tmp_path / "r", ["num_rel", "relstring"], prof)
+    text = trec_eval_text(ev, ["num_rel", "relstring"], per_query=True)
+    assert text.splitlines()[2:4] == [
+        "num_rel               \t2\t1",
+        "relstring             \t2\t''",
+    ]

@@ -24,7 +24,7 @@ from nuggetbench.data.checks import Finding, check_findings
 from nuggetbench.data.formats.prefs import read_prefs, read_qrels_prefs
 from nuggetbench.data.formats.qrels_jg import read_qrels_jg
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
-from nuggetbench.errors import InputError
+from nuggetbench.errors import InputError, UnknownNameError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
 from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs, plain_measures
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
@@ -354,12 +354,14 @@ def trec_eval_text(
         The text (see :func:`~nuggetbench.measures.trec.names.format_trec_eval`).
     """
     results = ev.results
-    version = trec_eval_version(ev.profile)
+    prof = _known_profile(ev.profile)
+    version = trec_eval_version(prof)
     entries = trec_selection(measures, version=version)
     wanted = [e for e in entries if e.text == "relstring"]
     rel = None
     if wanted and per_query and ev.target is not None and ev.run is not None:
-        rel = relstrings(EvalContext(ev.target.qrels, ev.run, ev.profile), wanted[0].length)
+        ctx = EvalContext(ev.target.qrels, ev.run, prof or "trec_eval")
+        rel = relstrings(ctx, wanted[0].length)
     missing = set(results.missing_queries) if version == "9.0.8" else set()
     printed = [q for q in results.query_ids if q not in missing] if per_query else None
     # alone, 'P.5' was keyed as given (our P@5): find each entry's key by its measure
@@ -375,7 +377,8 @@ def trec_eval_text(
     if (
         "num_rel" in means
         and ev.target is not None
-        and get_profile(ev.profile).average_over == "qrels"
+        and prof is not None
+        and prof.average_over == "qrels"
     ):
         # -c: trec_eval's all line counts every judgment with grade > 0 of every judged query,
         # whatever -l, -J or -M say (m_num_rel.c, te_calc_avg_num_rel)
@@ -392,6 +395,15 @@ def trec_eval_text(
         relstring=rel,
         zscores=zscores is not None,
     )
+
+
+def _known_profile(name: str) -> Profile | None:
+    """The profile named *name*, or None for a :class:`Profile` built by the caller and never
+    registered (its name finds nothing)."""
+    try:
+        return get_profile(name)
+    except UnknownNameError:
+        return None
 
 
 def _aggregates(entries: Sequence[TrecEntry]) -> dict[str, str]:
