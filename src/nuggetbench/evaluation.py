@@ -15,25 +15,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nuggetbench._runtime import alongside, usable_cpus
 from nuggetbench.compare import ComparisonReport, Summary, profile_summaries
 from nuggetbench.compare.runs import compare_runs
 from nuggetbench.data import Corpus, JsonlCorpus, Run, read_run
 from nuggetbench.data.checks import Finding, check_findings
+from nuggetbench.data.formats.prefs import read_prefs, read_qrels_prefs
 from nuggetbench.data.formats.qrels_jg import read_qrels_jg
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
-from nuggetbench.errors import InputError
+from nuggetbench.errors import InputError, UnknownNameError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
 from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
+from nuggetbench.measures.profiles import trec_eval_version
+from nuggetbench.measures.registry import get_family
 from nuggetbench.measures.results import scoring_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
+    TrecEntry,
     format_trec_eval,
     is_trec_spec,
+    prefs_requested,
     relstrings,
     trec_selection,
 )
+from nuggetbench.measures.trec.prefs import (
+    PREFS_COUNTS,
+    PREFS_MEASURES,
+    evaluate_prefs_values,
+    prefs_mean,
+)
+from nuggetbench.measures.trec.zscores import standardise
 
 __all__ = [
     "Evaluation",
@@ -44,6 +58,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: trec_eval's ``-R`` formats of preference judgments and their readers.
+PREFS_READERS = {"prefs": read_prefs, "qrels_prefs": read_qrels_prefs}
 
 MEASURES_BESIDE_CHECKS_MIN = 1 << 19
 """From this many run entries (and two usable CPUs) ``evaluate_dataset`` computes the measures
@@ -90,6 +107,7 @@ def evaluate_dataset(
     trailing: str = "error",
     duplicates: str | None = None,
     judgment_groups: bool = False,
+    preferences: str | None = None,
 ) -> Evaluation:
     """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
 
@@ -114,6 +132,9 @@ def evaluate_dataset(
             :func:`nuggetbench.data.read_run`.
         judgment_groups: *dataset* is a ``qrels_jg`` file (trec_eval ``-R qrels_jg``): every
             measure is averaged per query over the judgment groups (``map_avgjg``...).
+        preferences: ``"prefs"`` or ``"qrels_prefs"`` (trec_eval ``-R``): *dataset* is a file of
+            preference judgments (:mod:`nuggetbench.data.formats.prefs`), scored by trec_eval's
+            preference measures (``all_prefs``: :mod:`nuggetbench.measures.trec.prefs`).
 
     Returns:
         An :class:`Evaluation`. A dataset whose metadata declares ``mean_of_groups`` (a
@@ -125,13 +146,21 @@ def evaluate_dataset(
         UnknownNameError, SpecError: an unknown dataset, measure or profile (before any reading).
         InputError: *corpus* given for a dataset whose judgments do not depend on a corpus; a
             run file of an output folder (``OUT/runs/``) made on this dataset with other data
-            (another chunker), which would score 0.
+            (another chunker), which would score 0;
+            preference measures without *preferences*, or other measures with it.
         FormatError, DatasetError: from the readers and loaders.
     """
     if measures:  # fail before any reading (trec_eval's names included)
         measures = measure_keys(list(measures))
     if profile is not None:
         get_profile(profile)  # an unknown profile fails before any reading too
+    if preferences is not None:
+        return _evaluate_prefs(dataset, run, measures, profile, trailing, preferences)
+    if measures and prefs_requested(measures):
+        raise InputError(
+            "trec_eval's preference measures (all_prefs, prefs_*) are computed from preference "
+            "judgments: give them with -R prefs or -R qrels_prefs"
+        )
     if judgment_groups:
         return _evaluate_groups(dataset, run, measures, profile, trailing)
     path = Path(run) if isinstance(run, (str, Path)) else None
@@ -255,6 +284,51 @@ def _evaluate_groups(
     return Evaluation(results, list(results.measures), prof.name, run=run)
 
 
+def _evaluate_prefs(
+    path: Any, run: Run | str | Path, measures: Any, profile: Any, trailing: str, kind: str
+) -> Evaluation:
+    """``evaluate_dataset`` for preference judgments (trec_eval ``-R prefs`` / ``qrels_prefs``)."""
+    if kind not in PREFS_READERS:
+        raise InputError(f"preference judgments are 'prefs' or 'qrels_prefs', got {kind!r}")
+    if not isinstance(path, (str, Path)) or is_dataset_id(str(path)):
+        raise InputError(f"preference judgments are read from a {kind} file, got {path!r}")
+    measures = list(measures or ["all_prefs"])
+    entries = trec_selection([m for m in measures if is_trec_spec(m)])
+    wrong = [m for m in measures if not is_trec_spec(m)]
+    wrong += [e.key for e in entries if e.text not in ("prefs", "runid") and e.key != "num_q"]
+    if wrong:
+        raise InputError(
+            f"with -R {kind} only trec_eval's preference measures (all_prefs, prefs_simp...), "
+            f"runid and num_q can be computed, not {', '.join(wrong)}"
+        )
+    judgments = PREFS_READERS[kind](path)
+    prof = get_profile(profile or "trec_eval")
+    if not isinstance(run, Run):
+        run = read_run(run, trailing=trailing)
+    in_run = set(run.query_ids)
+    missing = [q for q in judgments if q not in in_run]
+    queries = (
+        list(judgments) if prof.average_over == "qrels" else [q for q in judgments if q in in_run]
+    )
+    if not queries:
+        raise InputError("no query has both preference judgments and results in the run")
+    per_query = evaluate_prefs_values(judgments, run, queries, prof.options.get("max_docs"))
+    per_query["num_q"] = np.ones(len(queries))
+    means = {m: prefs_mean(m, v) for m, v in per_query.items()}
+    means["num_q"] = float(len(queries))
+    results = Results(
+        query_ids=queries,
+        measures=["num_q", *PREFS_MEASURES],
+        per_query={m: per_query[m] for m in ["num_q", *PREFS_MEASURES]},
+        means=means,
+        profile=prof.name,
+        run_only_queries=sorted(in_run - set(judgments)),
+        missing_queries=missing,
+        provenance={"judgments": str(path), "format": kind},
+    )
+    return Evaluation(results, [e.key for e in entries if e.text != "runid"], prof.name, run=run)
+
+
 def trec_eval_options(
     profile: str | Profile | None,
     *,
@@ -291,25 +365,39 @@ def trec_eval_options(
     return get_profile(" ".join(words))
 
 
-def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool = False) -> str:
+def trec_eval_text(
+    ev: Evaluation,
+    measures: Sequence[str],
+    *,
+    per_query: bool = False,
+    zscores: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
+) -> str:
     """trec_eval's own text output for *ev* (``nuggetbench evaluate --format trec_eval``).
 
     Args:
         ev: from :func:`evaluate_dataset` (its target and run are used for ``relstring``).
         measures: the measure items as given (``["all_trec", "relstring.20"]``), which name the
             text measures ``runid`` and ``relstring`` too.
-        per_query: trec_eval ``-q``: per-query lines for the run's queries first.
+        per_query: trec_eval ``-q``: per-query lines first, for every evaluated query (under
+            ``-c`` a judged query missing from the run too, as trec_eval 10.0; the
+            ``trec_eval-9.0.8`` profiles print only the run's queries, as 9.0.8).
+        zscores: trec_eval ``-Z``: ``{query: {name: (mean, stddev)}}``
+            (:func:`~nuggetbench.data.formats.zscores.read_zscores`); every value is printed
+            as its z-score, names prefixed ``Z`` (:mod:`nuggetbench.measures.trec.zscores`).
 
     Returns:
         The text (see :func:`~nuggetbench.measures.trec.names.format_trec_eval`).
     """
     results = ev.results
-    entries = trec_selection(measures)
+    prof = _known_profile(ev.profile)
+    version = trec_eval_version(prof)
+    entries = trec_selection(measures, version=version)
     wanted = [e for e in entries if e.text == "relstring"]
     rel = None
     if wanted and per_query and ev.target is not None and ev.run is not None:
-        rel = relstrings(EvalContext(ev.target.qrels, ev.run, ev.profile), wanted[0].length)
-    missing = set(results.missing_queries)
+        ctx = EvalContext(ev.target.qrels, ev.run, prof or "trec_eval")
+        rel = relstrings(ctx, wanted[0].length)
+    missing = set(results.missing_queries) if version == "9.0.8" else set()
     printed = [q for q in results.query_ids if q not in missing] if per_query else None
     # alone, 'P.5' was keyed as given (our P@5): find each entry's key by its measure
     given = {m: k for k, m in measure_pairs(list(measures))}
@@ -318,15 +406,51 @@ def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool =
         for e in entries
         if e.measure is not None
     }
+    source.update({e.key: e.key for e in entries if e.text == "prefs"})
+    values = {k: results.per_query[v] for k, v in source.items()}
+    means = {k: results.means[v] for k, v in source.items()}
+    if (
+        "num_rel" in means
+        and ev.target is not None
+        and prof is not None
+        and prof.average_over == "qrels"
+    ):
+        # -c: trec_eval's all line counts every judgment with grade > 0 of every judged query,
+        # whatever -l, -J or -M say (m_num_rel.c, te_calc_avg_num_rel)
+        means["num_rel"] = float((ev.target.qrels.arrays()[3] > 0).sum())
+    if zscores is not None:
+        values, means = standardise(_aggregates(entries), values, results.query_ids, zscores)
     return format_trec_eval(
         entries,
-        {k: results.per_query[v] for k, v in source.items()},
-        {k: results.means[v] for k, v in source.items()},
+        values,
+        means,
         results.query_ids,
         printed_queries=printed,
         runid=(ev.run.name if ev.run is not None else None) or "",
         relstring=rel,
+        zscores=zscores is not None,
     )
+
+
+def _known_profile(name: str) -> Profile | None:
+    """The profile named *name*, or None for a :class:`Profile` built by the caller and never
+    registered (its name finds nothing)."""
+    try:
+        return get_profile(name)
+    except UnknownNameError:
+        return None
+
+
+def _aggregates(entries: Sequence[TrecEntry]) -> dict[str, str]:
+    """``{name: how its mean is taken}`` of trec_eval's numeric entries (for ``-Z``)."""
+    out = {}
+    for e in entries:
+        if e.text == "prefs":
+            out[e.key] = "sum" if e.key in PREFS_COUNTS else "mean"
+        elif e.measure is not None:
+            family = e.measure.family
+            out[e.key] = "count" if family == "NumQ" else get_family(family).aggregate
+    return out
 
 
 def _group_table(groups: Mapping[str, Results], combined: Results) -> Summary:
