@@ -120,6 +120,9 @@ def test_credentials_from_the_environment_are_masked_in_manifest_files_and_conso
     assert PASSWORD not in out + err and KEY not in out + err
     code, out, err = run_cli(capsys, "build", str(plan), "--check")
     assert code == 0 and PASSWORD not in out + err and KEY not in out + err
+    assert f"endpoint: http://***@{host}" in " ".join(out.split())  # the plan in words
+    code, out, err = run_cli(capsys, "build", str(plan), "--check", "--format", "json")
+    assert code == 0 and PASSWORD not in out + err and KEY not in out + err
     assert json.loads(out)["llm"]["base_url"] == f"http://***@{host}"
 
 
@@ -156,7 +159,7 @@ def test_a_missing_key_stops_the_build_before_any_stage(server, inputs, tmp_path
 
 def test_a_local_server_without_a_key_is_stated_in_the_plan(server, inputs, tmp_path, capsys):
     plan = write_plan(tmp_path / "p", inputs, llm="no_api_key = true")
-    code, out, err = run_cli(capsys, "build", str(plan), "--check")
+    code, out, err = run_cli(capsys, "build", str(plan), "--check", "--format", "json")
     assert code == 0, err
     report = json.loads(out)
     assert report["ready"] is True and report["api_key"].startswith("not needed")

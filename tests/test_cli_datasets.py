@@ -36,7 +36,34 @@ def test_list_shows_local_folders_and_no_pattern_rows(local_scifact):
     assert "-" in nf and "data" not in nf
     assert "mmarco/*/*" not in list_datasets()
     local = CliRunner().invoke(cli, ["datasets", "list", "--local", "--format", "json"])
-    assert json.loads(local.stdout) == {"beir/scifact": str(local_scifact)}
+    assert json.loads(local.stdout) == {
+        "datasets": {"beir/scifact": str(local_scifact)},
+        "patterns": {},  # no mMARCO on disk: the cross-lingual ids do not apply
+    }
+
+
+def test_list_json_carries_every_fact_of_the_table(local_scifact):
+    """Issue 30, item 20: the folders (null: not on disk) and the id patterns, as the table."""
+    table = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["datasets", "list"]).stdout
+    js = json.loads(CliRunner().invoke(cli, ["datasets", "list", "--format", "json"]).stdout)
+    assert list(js["datasets"]) == list_datasets()
+    assert js["datasets"]["beir/scifact"] == str(local_scifact)
+    assert js["datasets"]["beir/nfcorpus"] is None
+    assert "mmarco/*/*" in js["patterns"] and "also (mmarco/*/*)" in table
+    for did, folder in js["datasets"].items():  # every row of the table, and its folder
+        row = next(r for r in table.splitlines() if f" {did} " in r)
+        assert (folder or " - ") in row
+
+
+def test_local_list_has_the_mmarco_footnote_only_with_mmarco_on_disk(local_scifact, tmp_path):
+    local = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["datasets", "list", "--local"])
+    assert local.exit_code == 0 and "beir/scifact" in local.stdout
+    assert "mMARCO" not in local.stdout and "also (" not in local.stdout
+    from test_mmarco_local import write_raw
+
+    write_raw(tmp_path / "data", "german")  # a local mMARCO language: cross-lingual ids apply
+    local = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["datasets", "list", "--local"])
+    assert "mmarco/german" in local.stdout and "also (mmarco/*/*)" in local.stdout
 
 
 def test_info_is_a_table_with_counts_when_local(local_scifact):
@@ -50,6 +77,44 @@ def test_info_is_a_table_with_counts_when_local(local_scifact):
     assert js["counts"] == {"documents": 7, "queries": 1, "judgments (test)": 2}
     ds = load_dataset("beir/scifact")  # the counts agree with the loaded dataset
     assert (len(ds.corpus), len(ds.queries), ds.qrels.n_judgments) == (7, 1, 2)
+
+
+def test_info_reads_as_words(local_scifact):
+    """Issue 30, item 20: the family's name, the split, the files and their size; no import
+    string, no ``split=None``; the fingerprint on request, equal to the loaded dataset's."""
+    out = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["datasets", "info", "beir/scifact"])
+    assert out.exit_code == 0, out.output
+    text = out.stdout
+    assert ":FAMILY" not in text and "nuggetbench.datasets" not in text and "=None" not in text
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in text.splitlines()
+        if line.count("│") == 3 and line.split("│")[1].strip()
+    }
+    assert rows["family"] == "beir"
+    assert rows["split"].startswith("test (the default")
+    size = sum(p.stat().st_size for p in local_scifact.rglob("*") if p.is_file())
+    assert rows["files"] == f"{local_scifact} (3 files, {size} bytes)"
+    assert rows["fingerprint"].startswith("not computed")
+    fp = CliRunner(env={"COLUMNS": "200"}).invoke(
+        cli, ["datasets", "info", "beir/scifact", "--fingerprint"]
+    )
+    assert f"{load_dataset('beir/scifact').fingerprint()} (split test)" in fp.stdout
+    js = json.loads(
+        CliRunner().invoke(cli, ["datasets", "info", "beir/scifact", "--format", "json"]).stdout
+    )
+    assert js["family"] == "beir" and js["files"] == {
+        "path": str(local_scifact),
+        "files": 3,
+        "bytes": size,
+    }
+    assert js["options"]["split"]["default"] is None and js["options"]["download"]["default"]
+
+
+def test_info_of_a_dataset_not_on_disk_says_where_it_goes():
+    out = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["datasets", "info", "beir/nfcorpus"])
+    assert "not on disk; downloaded on first use into" in out.stdout
+    assert "not computed" in out.stdout
 
 
 def test_unknown_dataset_points_to_datasets_list():

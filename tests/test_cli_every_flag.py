@@ -79,6 +79,7 @@ def world(tmp_path_factory):
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t2\n")
     qrels = root / "qrels.txt"
     qrels.write_text("q1 0 d1 1\nq2 0 d3 2\nq1 0 d2 0\n")
+    (root / "zscores.txt").write_text("q1 AP 0.5 0.2\nq2 AP 0.4 0.1\n")
     runs = []
     for i, order in enumerate((["d1", "d2", "d3"], ["d2", "d3", "d1"])):
         path = root / f"r{i}.trec"
@@ -166,10 +167,15 @@ def _value(command: str, label: str, param: click.Parameter, p: dict, out: Path)
         "--seed": "3",
         "-l": "1",
         "--alpha": "0.1",
+        "--cells": "mean,dagger",
+        "-R": "qrels_jg",  # its second column read as judgment groups (all 0 here)
+        "-Z": str(p["root"] / "zscores.txt"),
         "--ci": "0.9",
     }.get(label)
     if param.is_flag or param.count:
         return [label]
+    if label == "-Z":  # z-scores are a trec_eval text option
+        return [label, given, "--format", "trec_eval"]
     if given is None:
         if isinstance(param.type, click.Choice):
             given = param.type.choices[-1]

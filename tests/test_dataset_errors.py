@@ -56,7 +56,8 @@ def test_datasets_info_describes_a_local_folder(tmp_path):
     result = CliRunner().invoke(cli, ["datasets", "info", str(folder), "--format", "json"])
     assert result.exit_code == 0, result.output
     facts = json.loads(result.stdout)
-    assert facts["loader"] == "local beir folder" and "corpus.jsonl" in facts["files"]
+    assert facts["loader"] == "local beir folder" and facts["family"] == "beir"
+    assert facts["files"]["files"] == 3 and facts["files"]["path"] == str(folder)
     assert "remove_self_hits" in facts["options"]
     missing = CliRunner().invoke(cli, ["datasets", "info", str(tmp_path / "nope")])
     assert missing.exit_code != 0 and "not a folder" in str(missing.exception)

@@ -29,7 +29,7 @@ def test_example_plan_passes_the_check(shared_data, tmp_path):
     text = text.replace('output = "../out/coffee-demo"', f'output = "{tmp_path / "out"}"')
     plan = tmp_path / "plan.toml"
     plan.write_text(text)
-    out = CliRunner().invoke(cli, ["build", str(plan), "--check"])
+    out = CliRunner().invoke(cli, ["build", str(plan), "--check", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["ready"] is True
     missing = tmp_path / "missing.toml"

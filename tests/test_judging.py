@@ -496,12 +496,39 @@ def test_judge_shows_one_progress_bar_counting_the_pairs(beir, server, tmp_path)
     folder, truth, human = beir
     _write_run(tmp_path / "a.trec", 1)
     args = ["judge", str(folder), str(tmp_path / "a.trec"), "--depth", "5", "--model", "m"]
-    shown = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "o1"), "--format", "json"])
+    terminal = CliRunner(env={"TTY_COMPATIBLE": "1"})  # stderr taken for a terminal (rich's test)
+    shown = terminal.invoke(cli, [*args, "-o", str(tmp_path / "o1"), "--format", "json"])
     assert shown.exit_code == 0, shown.output
     holes = json.loads(shown.stdout)["judge"]["holes"]
     assert holes > 0 and f"judging: {holes} pairs" in shown.stderr
-    hidden = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "o2"), "--no-progress"])
+    hidden = terminal.invoke(cli, [*args, "-o", str(tmp_path / "o2"), "--no-progress"])
     assert hidden.exit_code == 0 and "judging" not in hidden.stderr
+    # issue 30, item 20: piped (CliRunner's stderr is no terminal), no bar and no \r redraws
+    piped = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "o3")])
+    assert piped.exit_code == 0, piped.output
+    assert "judging" not in piped.stderr and "\r" not in piped.stderr
+    assert f"holes found in the top 5: {holes}" in piped.stderr  # the final summary line stays
+
+
+def test_judge_out_names_each_file_it_writes(beir, server, tmp_path):
+    """Issue 30, item 19: ``judge -o`` names every file, the summary included."""
+    folder, truth, human = beir
+    _write_run(tmp_path / "a.trec", 1)
+    out = tmp_path / "o"
+    args = ["judge", str(folder), str(tmp_path / "a.trec"), "--depth", "5", "--model", "m"]
+    result = CliRunner(env={"COLUMNS": "300"}).invoke(cli, [*args, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    written = sorted(p.name for p in out.iterdir())
+    assert written == ["judge.json", "judgments.jsonl", "qrels.txt"]
+    named = [line for line in result.stderr.splitlines() if line.startswith("wrote ")]
+    assert sorted(line.split()[1] for line in named) == sorted(str(out / n) for n in written)
+    assert any("judge.json (the summary)" in line for line in named)
+    agreement = CliRunner(env={"COLUMNS": "300"}).invoke(
+        cli, ["judge", str(folder), "--agreement", "--model", "m", "-o", str(tmp_path / "ag")]
+    )
+    assert agreement.exit_code == 0, agreement.output
+    named = {line.split()[1] for line in agreement.stderr.splitlines() if line.startswith("wrote ")}
+    assert named == {str(p) for p in (tmp_path / "ag").iterdir()} and len(named) == 2
 
 
 def test_no_api_key_is_a_stated_choice(monkeypatch):

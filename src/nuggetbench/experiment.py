@@ -142,9 +142,9 @@ class Experiment:
         return exp
 
     def to_pandas(self):
-        """A long DataFrame with columns ``system, query, measure, value``: every per-query
-        value of every system (the means are ``df.groupby(["system", "measure"]).value.mean()``
-        for mean-aggregated measures)."""
+        """A long DataFrame with columns ``system, query_id, measure, value``: every per-query
+        value of every system, the shape of :meth:`nuggetbench.Results.to_pandas` (the means
+        are ``df.groupby(["system", "measure"]).value.mean()`` for mean-aggregated measures)."""
         import pandas as pd
 
         frames = []
@@ -154,14 +154,14 @@ class Experiment:
                     pd.DataFrame(
                         {
                             "system": name,
-                            "query": s.results.query_ids,
+                            "query_id": s.results.query_ids,
                             "measure": m,
                             "value": s.results.per_query[m],
                         }
                     )
                 )
         if not frames:
-            return pd.DataFrame(columns=["system", "query", "measure", "value"])
+            return pd.DataFrame(columns=["system", "query_id", "measure", "value"])
         return pd.concat(frames, ignore_index=True)
 
     unsaved: dict[str, str] = field(default_factory=dict)
@@ -202,9 +202,8 @@ class Experiment:
         return len(next(iter(self.systems.values())).results.query_ids) if self.systems else 0
 
     def findings(self) -> list[Finding]:
-        """Warnings to show people: the experiment's notes (an objective a retriever cannot
-        take...), systems with unusable LLM answers, and the run queries that have no
-        judgments (ignored)."""
+        """Warnings to show people: the experiment's notes, systems with unusable LLM answers
+        (issue 29) and the run queries that have no judgments (ignored)."""
         out = [Finding("warning", "experiment_note", note) for note in self.notes]
         out += [
             Finding("warning", "llm_failures", f"{n}: {k} {UNUSABLE}")
@@ -448,6 +447,7 @@ def _new_experiment(
         "dataset": dataset.id,
         "dataset_fingerprint": dataset.fingerprint(),
         "split": dataset.split,
+        "dataset_options": _jsonable(dataset.options),
         "nuggetbench_version": __version__,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "k": k,
@@ -530,9 +530,11 @@ def _reuse(exp: Experiment, existing: str, specs: list[str]) -> list[Path] | Non
         )
     fingerprint = old.provenance.get("dataset_fingerprint")
     if fingerprint and fingerprint != exp.provenance.get("dataset_fingerprint"):
+        mine, theirs = (p.get("dataset_options") or {} for p in (exp.provenance, old.provenance))
         raise InputError(
             f"--append: the dataset in {exp.outdir} had another content (fingerprint "
-            f"{fingerprint}); append only runs on the same data"
+            f"{fingerprint}, options {theirs}; now {mine}); append only runs on the same data, "
+            f"or write to another -o folder and compare both: nuggetbench compare {exp.outdir} OUT"
         )
     twice = [spec for spec in specs if spec in old.systems]
     if twice:

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from nuggetbench.builder.plan import Plan
+from nuggetbench.builder.store import StageStore
 from nuggetbench.errors import InputError, NuggetbenchError
 from nuggetbench.llm.prompts import load_prompt
 from nuggetbench.llm.secrets import redact_url
 
-__all__ = ["plan_problems", "check_plan", "describe_plan", "LLM_STAGES"]
+__all__ = ["plan_problems", "check_plan", "describe_plan", "cached_answers", "LLM_STAGES"]
 
 #: The stages that call the model.
 LLM_STAGES = ("nuggets", "pool", "judge")
@@ -104,9 +107,36 @@ def check_plan(plan: Plan, stages: set[str] | frozenset[str], *, need_key: bool 
         )
 
 
-def describe_plan(plan: Plan) -> dict[str, Any]:
+def describe_plan(plan: Plan, actions: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What ``build --check`` prints: the plan's sources, endpoint (credentials masked) and
-    output, and whether the key is set (never its value)."""
+    output, whether the key is set (never its value), and what a run would do with each stage
+    and what is already on disk. Reads only; creates nothing.
+
+    Args:
+        plan: the parsed plan.
+        actions: ``{stage: "run" | "read" | "skip"}`` in stage order (``read``: an input of the
+            ``--stage`` asked for, which must have been recorded); ``None``: no stage rows.
+
+    Returns:
+        ``name``, ``output``, ``questions``, ``repos``, ``llm``, ``api_key``, then ``stages``
+        (``[{"stage", "action", "calls_model", "recorded"}]``; ``recorded``: the stage's summary
+        from an earlier run, else ``None``), ``counts`` (questions limit and tags,
+        repositories, retrievers, techniques) and ``llm_cache`` (``{"path", "answers"}``:
+        ``answers`` is ``{stage: n}``, empty while the file does not exist).
+    """
+    store = StageStore(plan.workdir)
+    rows = []
+    for stage, action in (actions or {}).items():
+        meta = store.meta(stage)
+        rows.append(
+            {
+                "stage": stage,
+                "action": action,
+                "calls_model": stage in LLM_STAGES,
+                "recorded": meta.get("summary", {}) if meta else None,
+            }
+        )
+    qf = plan.questions.filter
     return {
         "name": plan.name,
         "output": str(plan.output),
@@ -116,4 +146,32 @@ def describe_plan(plan: Plan) -> dict[str, Any]:
         "api_key": "not needed (no_api_key = true)"
         if plan.llm.no_api_key
         else ("set" if plan.llm.api_key() else "missing"),
+        "stages": rows,
+        "counts": {
+            "question_limit": qf.limit,
+            "tags": list(qf.tags),
+            "repositories": len(plan.repos),
+            "retrievers": list(plan.pooling.retrievers),
+            "techniques": list(plan.pooling.techniques),
+        },
+        "llm_cache": {
+            "path": str(plan.workdir / "llm_cache.sqlite"),
+            "answers": cached_answers(plan.workdir / "llm_cache.sqlite"),
+        },
     }
+
+
+def cached_answers(path: Path) -> dict[str, int]:
+    """``{stage: answers}`` in the build's LLM cache, read-only (nothing is created); ``{}``
+    when the file does not exist. An unreadable file reads as ``{"unreadable": 0}``."""
+    if not path.is_file():
+        return {}
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = db.execute("SELECT stage, COUNT(*) FROM responses GROUP BY stage").fetchall()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return {"unreadable": 0}
+    return {str(stage): int(n) for stage, n in sorted(rows)}

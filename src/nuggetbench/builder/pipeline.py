@@ -256,10 +256,14 @@ def check_build(plan: Plan, *, stage: str | None = None) -> dict[str, Any]:
         raise UnknownNameError(
             f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
         )
-    check_plan(
-        plan, set(STAGES) if stage is None else _closure(stage), need_key=_calls_model(stage)
-    )
-    return describe_plan(plan)
+    wanted = set(STAGES) if stage is None else _closure(stage)
+    check_plan(plan, wanted, need_key=_calls_model(stage))
+    actions = {
+        s: "run" if stage in (None, s) else "read" if s in wanted else "skip" for s in STAGES
+    }
+    if plan.calibration_labels is None and actions["calibrate"] == "run":
+        actions["calibrate"] = "skip"  # it runs only against human labels
+    return describe_plan(plan, actions)
 
 
 def run_build(

@@ -231,8 +231,20 @@ def _resolve(base: Path, value: str) -> Path:
     return p if p.is_absolute() else (base / p)
 
 
-def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Plan:
+def parse_plan(
+    raw: dict[str, Any],
+    *,
+    base: Path,
+    where: str = "<plan>",
+    llm: dict[str, Any] | None = None,
+) -> Plan:
     """Build a :class:`Plan` from parsed TOML; relative paths are resolved against *base*.
+
+    *llm* overrides ``[llm]`` keys (``model``, ``base_url``, ``no_api_key``: the command line's
+    ``--model``/``--base-url``/``--no-api-key``); a ``None`` or ``False`` value leaves the plan's.
+    Precedence: *llm*, then the plan's ``[llm]``, then ``NUGGETBENCH_LLM_MODEL`` /
+    ``NUGGETBENCH_LLM_BASE_URL`` (else ``OPENAI_BASE_URL``). ``[prices]`` is looked up for the
+    model that wins. ``raw`` stays the file's TOML.
 
     Raises:
         InputError: unknown sections or keys (the nearest is suggested), a credential in the plan,
@@ -243,7 +255,7 @@ def parse_plan(raw: dict[str, Any], *, base: Path, where: str = "<plan>") -> Pla
     questions = _questions_section(raw, base, where)
     repos = _repos_section(raw, base, where)
     corpus = _corpus_section(raw, where)
-    llm = _llm_section(raw, where)
+    llm = _llm_section(raw, where, llm or {})
     nug = _options(
         NuggetOptions, "nuggets", _table(raw, "nuggets", where), where, {"prompt_version": "prompt"}
     )
@@ -350,10 +362,11 @@ def _corpus_section(raw: dict[str, Any], where: str) -> CorpusOptions:
     return _options(CorpusOptions, "corpus", {**c, "skip_extensions": frozenset(skip)}, where)
 
 
-def _llm_section(raw: dict[str, Any], where: str) -> LLMSettings:
-    """``[llm]`` with ``[budget]`` and the model's ``[prices]``, over the environment's
-    settings."""
+def _llm_section(raw: dict[str, Any], where: str, overrides: dict[str, Any]) -> LLMSettings:
+    """``[llm]`` (under the command line's *overrides*) with ``[budget]`` and the model's
+    ``[prices]``, over the environment's settings."""
     llm_t = dict(_table(raw, "llm", where))
+    llm_t.update({k: v for k, v in overrides.items() if v is not None and v is not False})
     budget = _table(raw, "budget", where)
     _check_keys("budget", budget, {"max_calls", "max_cost_usd"}, where)
     prices = _table(raw, "prices", where)
@@ -391,8 +404,8 @@ def _calibration_section(raw: dict[str, Any], base: Path, where: str) -> tuple[P
     return labels, formula
 
 
-def load_plan(path: str | Path) -> Plan:
-    """Read and parse a plan file.
+def load_plan(path: str | Path, *, llm: dict[str, Any] | None = None) -> Plan:
+    """Read and parse a plan file; *llm* overrides its ``[llm]`` keys (see :func:`parse_plan`).
 
     Raises:
         InputError: the file does not exist; see :func:`parse_plan`.
@@ -402,7 +415,7 @@ def load_plan(path: str | Path) -> Plan:
     if not path.is_file():
         raise InputError(f"plan file {path} does not exist")
     raw = _toml_loads(path.read_text(encoding="utf-8"), str(path))
-    plan = parse_plan(raw, base=path.resolve().parent, where=str(path))
+    plan = parse_plan(raw, base=path.resolve().parent, where=str(path), llm=llm)
     return Plan(**{**{f.name: getattr(plan, f.name) for f in fields(Plan)}, "path": path.resolve()})
 
 

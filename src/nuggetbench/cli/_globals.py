@@ -59,15 +59,23 @@ def global_params() -> list[click.Option]:
 
 
 def progress_wanted() -> bool:
-    """Whether progress bars are on (no ``--no-progress`` anywhere on the command line)."""
+    """Whether progress bars are on: no ``--no-progress`` anywhere on the command line, and
+    stderr is a terminal (rich's test: ``TTY_COMPATIBLE``/``FORCE_COLOR`` are honoured). Piped
+    or redirected, a bar's ``\\r`` redraws would fill a log with lines, so every command asks
+    here, once, and prints only its final summary there."""
     ctx = click.get_current_context(silent=True)
-    return not (ctx and (ctx.find_root().obj or {}).get("no_progress"))
+    if ctx and (ctx.find_root().obj or {}).get("no_progress"):
+        return False
+    from rich.console import Console  # lazy: keeps `nuggetbench --help` light
+
+    return Console(stderr=True).is_terminal
 
 
 @contextlib.contextmanager
 def count_bar(desc: str, unit: str) -> Iterator[Callable[[int], None]]:
     """A progress bar on stderr counting settled items (rate and elapsed time; no total is
-    known in advance); hidden by ``--no-progress``. Yields its ``update(n)``."""
+    known in advance); hidden by ``--no-progress`` and when stderr is not a terminal
+    (:func:`progress_wanted`). Yields its ``update(n)``."""
     from tqdm.auto import tqdm  # lazy: keeps `nuggetbench --help` light
 
     with tqdm(desc=desc, unit=unit, disable=not progress_wanted(), file=sys.stderr) as bar:

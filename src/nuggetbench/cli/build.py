@@ -8,7 +8,7 @@ from rich.table import Table
 
 from nuggetbench.builder.pipeline import STAGES, check_build, run_build
 from nuggetbench.builder.plan import load_plan
-from nuggetbench.cli._common import console, echo_json
+from nuggetbench.cli._common import console, echo_json, endpoint_options
 from nuggetbench.cli._globals import progress_wanted
 
 
@@ -38,29 +38,46 @@ from nuggetbench.cli._globals import progress_wanted
     "--check",
     "check_only",
     is_flag=True,
-    help="Check the whole plan (files, prompts, output folder, the API key's presence) and run "
-    "nothing.",
+    help="Check the whole plan (files, prompts, output folder, the API key's presence), print "
+    "what would run, and run nothing.",
 )
-def build_command(plan, stage, no_progress, top_tags, accept_failures, check_only):
+@endpoint_options(plan=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="With --check: the plan in words, or as JSON.",
+)
+def build_command(plan, stage, no_progress, top_tags, accept_failures, check_only, fmt, **endpoint):
     """Build a benchmark from Q&A and repositories, as PLAN.toml describes.
+
+    A commented plan to start from: examples/stackexchange-plan.toml in the nuggetbench
+    repository (every section, against a local OpenAI-compatible server).
 
     Stages: questions, corpus, nuggets, pool, judge, export, calibrate. Every LLM answer is cached
     in <output>/_build/llm_cache.sqlite as it arrives: run the same command again to resume an
-    interrupted build without paying twice. The endpoint comes from the plan's [llm] section or
-    NUGGETBENCH_LLM_BASE_URL / NUGGETBENCH_LLM_MODEL; the key from OPENAI_API_KEY (or the
-    variable named by [llm] api_key_env).
+    interrupted build without paying twice. The endpoint: --model / --base-url / --no-api-key,
+    else the plan's [llm] model / base_url / no_api_key, else NUGGETBENCH_LLM_MODEL /
+    NUGGETBENCH_LLM_BASE_URL (the first given wins); the key from OPENAI_API_KEY (or the variable
+    named by [llm] api_key_env).
 
     \b
     Examples:
+      nuggetbench build examples/stackexchange-plan.toml --check   # what would run; runs nothing
       nuggetbench build plan.toml
       nuggetbench build plan.toml --stage questions     # read the questions, show the tag table
-      nuggetbench build plan.toml --stage judge
-      nuggetbench build plan.toml --check               # check everything, run nothing
+      nuggetbench build plan.toml --model M --base-url http://127.0.0.1:8000/v1 --no-api-key
     """
 
-    loaded = load_plan(plan)
+    loaded = load_plan(plan, llm=endpoint)  # --model, --base-url, --no-api-key over [llm]
     if check_only:
-        echo_json({"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)})
+        described = {"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)}
+        if fmt == "json":
+            echo_json(described)
+        else:
+            render_check(described, console())
         return
     report = run_build(
         loaded,
@@ -69,6 +86,52 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
         accept_failures=accept_failures,
     )
     _render(report, top_tags, console(stderr=True))
+
+
+def render_check(d: dict, out) -> None:
+    """``build --check`` in words on *out* (a rich console): the plan, the endpoint, the key,
+    what each stage would do and what is on disk already."""
+    llm, counts, cache = d["llm"], d["counts"], d["llm_cache"]
+    limit = counts["question_limit"]
+    lines = [
+        f"plan {d['plan']}: ready (nothing was run)",
+        f"name: {d['name']}; output: {d['output']}",
+        f"questions: {d['questions']}"
+        + (f" (tags {', '.join(counts['tags'])})" if counts["tags"] else "")
+        + (f", at most {limit}" if limit else ""),
+        f"repositories ({counts['repositories']}): {', '.join(map(str, d['repos'])) or '-'}",
+        f"pooling: retrievers {', '.join(counts['retrievers'])}; "
+        f"techniques {', '.join(counts['techniques'])}",
+        f"endpoint: {llm['base_url'] or 'the OpenAI API'} ({llm['provider']}), model "
+        f"{llm['model']}; API key: {d['api_key']}",
+    ]
+    for line in lines:
+        out.print(line, markup=False, highlight=False)
+    table = Table(title="stages", title_justify="left")
+    for col in ("stage", "would", "calls the model", "on disk"):
+        table.add_column(col)
+    would = {"run": "run", "read": "be read", "skip": "not run"}
+    for row in d["stages"]:
+        rec = row["recorded"]
+        on_disk = "-" if rec is None else ", ".join(f"{k} {v}" for k, v in rec.items()) or "done"
+        table.add_row(
+            row["stage"],
+            would[row["action"]],
+            "yes" if row["calls_model"] else "no",
+            escape(on_disk),
+        )
+    out.print(table)
+    answers = cache["answers"]
+    out.print(
+        f"LLM cache: {cache['path']}: "
+        + (
+            ", ".join(f"{n} {stage} answers" for stage, n in answers.items()) + " cached"
+            if answers
+            else "none yet (every request would be paid)"
+        ),
+        markup=False,
+        highlight=False,
+    )
 
 
 def _render(report, top_tags: int, out) -> None:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from nuggetbench.cli._common import console, dataset_option, echo_json, info, parse_options
+from nuggetbench.cli._common import (
+    console,
+    dataset_option,
+    echo_json,
+    endpoint_options,
+    info,
+    parse_options,
+)
 from nuggetbench.cli._globals import count_bar
 from nuggetbench.errors import LLMError
 from nuggetbench.judging import agreement_run_files, judge_run_files, judging_client
@@ -25,23 +32,11 @@ CLIENT_KEYS = (
 
 
 def llm_options(command):
-    """``--model``, ``--base-url``, ``--api-key-env``, ``--no-api-key``, ``--concurrency``,
-    ``--timeout``, ``--max-retries``, ``--price``, ``--max-repairs``."""
+    """``--model``, ``--base-url``, ``--no-api-key`` (:func:`~._common.endpoint_options`, shared
+    with ``build``), ``--api-key-env``, ``--concurrency``, ``--timeout``, ``--max-retries``,
+    ``--price``, ``--max-repairs``."""
     for opt in reversed(
         [
-            click.option(
-                "--model",
-                default=None,
-                metavar="NAME",
-                help="LLM model (default: NUGGETBENCH_LLM_MODEL).",
-            ),
-            click.option(
-                "--base-url",
-                default=None,
-                metavar="URL",
-                help="OpenAI-compatible endpoint ending in /v1 (default: NUGGETBENCH_LLM_BASE_URL, "
-                "else OPENAI_BASE_URL, else the OpenAI API).",
-            ),
             click.option(
                 "--api-key-env",
                 default="OPENAI_API_KEY",
@@ -49,11 +44,6 @@ def llm_options(command):
                 metavar="VAR",
                 help="Environment variable holding the key (NUGGETBENCH_LLM_API_KEY is tried first); "
                 "the key is never written anywhere.",
-            ),
-            click.option(
-                "--no-api-key",
-                is_flag=True,
-                help="The server needs no key (a local one): send none, even if one is set.",
             ),
             click.option(
                 "--concurrency",
@@ -95,7 +85,7 @@ def llm_options(command):
         ]
     ):
         command = opt(command)
-    return command
+    return endpoint_options()(command)
 
 
 @click.command("judge", context_settings={"help_option_names": ["-h", "--help"]})
@@ -114,7 +104,9 @@ def llm_options(command):
     "out_dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Output folder: qrels.txt, judgments.jsonl and a summary (required unless --agreement).",
+    help="Output folder (required unless --agreement): qrels.txt (the dataset's qrels with the "
+    "model's grades added), judgments.jsonl (every judgment) and judge.json (the summary); with "
+    "--agreement, judgments.jsonl and agreement.json. Each file written is named on stderr.",
 )
 @click.option(
     "--agreement",
@@ -224,8 +216,22 @@ def _render_holes(res, fmt: str) -> None:
     for name in res.judged_before:
         table.add_row(name, f"{res.judged_before[name]:.4f}", f"{res.judged_after[name]:.4f}")
     console().print(table)
-    info(f"wrote {res.files['qrels']}, {res.files['judgments']}")
+    _wrote(res.files)
     _fail_if_strict(res.failures)
+
+
+#: What each file of ``judge -o`` holds, for the lines naming them.
+_FILE_ROLES = {
+    "qrels": "the qrels with the model's grades added",
+    "judgments": "every judgment",
+    "summary": "the summary",
+}
+
+
+def _wrote(files: dict) -> None:
+    """One stderr line per file written (``wrote PATH (what it holds)``)."""
+    for key, path in (files or {}).items():
+        info(f"wrote {path} ({_FILE_ROLES.get(key, key)})")
 
 
 def _render_agreement(res, fmt: str) -> None:
@@ -251,4 +257,5 @@ def _render_agreement(res, fmt: str) -> None:
     out.print(table)
     if res.measure is not None:
         out.print(f"Kendall's tau of the system orders by {res.measure}: {res.tau:.4f}")
+    _wrote(res.files)
     _fail_if_strict(res.failures)

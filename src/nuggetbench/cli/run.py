@@ -18,14 +18,19 @@ from nuggetbench.cli._common import (
     render_means_table,
     warn,
 )
-from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
+from nuggetbench.cli._formats import (
+    cells_option,
+    format_option,
+    measure_digits,
+    records_text,
+    wide_text,
+)
 from nuggetbench.cli._globals import hidden_alias, progress_wanted
 from nuggetbench.data.checks import check_corpus_coverage
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
 from nuggetbench.retrieval.compose.caching import failed_answers
-from nuggetbench.spec import short_label
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -60,6 +65,7 @@ from nuggetbench.spec import short_label
 )
 @hidden_alias("--outdir", "old_outdir", type=click.Path(file_okay=False), default=None)
 @format_option()
+@cells_option
 @click.option(
     "--chunker",
     default=None,
@@ -134,7 +140,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         raise click.UsageError("--overwrite and --append exclude each other")
     outdir = outdir or old_outdir
     with_html = more.pop("with_html")
-    strict = more.pop("strict")
+    cells, strict = more.pop("cells"), more.pop("strict")
     no_cache, no_run_cache = more.pop("no_cache"), more.pop("no_run_cache")  # pop both, always
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
@@ -148,7 +154,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         ray=more.pop("ray") or "",  # the option reads NUGGETBENCH_RAY_ADDRESS itself
         **more,  # k, profile, with_objective
     )
-    _render(exp, fmt)
+    _render(exp, fmt, cells)
     _finish(exp, ds, strict=strict, with_html=with_html)
 
 
@@ -180,7 +186,7 @@ def _finish(exp: Experiment, ds, *, strict: bool, with_html: bool) -> None:
         info(f"report written to {report.html(exp, exp.outdir / 'report.html', dataset=ds)}")
 
 
-def _render(exp: Experiment, fmt: str) -> None:
+def _render(exp: Experiment, fmt: str, cells=None) -> None:
     """The experiment's warnings (stderr), then its scores in *fmt* (stdout)."""
     render_findings(exp.findings())
     means = exp.means()
@@ -198,7 +204,7 @@ def _render(exp: Experiment, fmt: str) -> None:
         return
     title = f"{exp.dataset_id} ({exp.n_queries} queries, profile {exp.profile!r})"
     if report is not None and fmt != "table":
-        click.echo(report.render(fmt), nl=False)
+        click.echo(report.render(fmt, cells=cells), nl=False)
     elif fmt in ("jsonl", "csv", "tsv"):
         records = [
             {"system": n, "measure": m, "mean": v[m]}
@@ -216,4 +222,4 @@ def _render(exp: Experiment, fmt: str) -> None:
         out = console()
         out.print(report.to_rich(width=out.width))
     else:
-        render_means_table(title, {short_label(k): v for k, v in means.items()}, exp.measures)
+        render_means_table(title, means, exp.measures)  # long names: abbreviated, with a legend

@@ -287,6 +287,18 @@ def _subset_corpus(
     return path, {**info, "full_size": info.get("full_size") or FULL_SIZE}
 
 
+def find(dataset_id: str) -> Path | None:
+    """The folder of the document language of ``mmarco/<doc_lang>[/<query_lang>]`` on disk
+    (``corpus.jsonl``, or the hub's ``<lang>_collection.tsv``), or ``None``: it would be
+    downloaded. For listings; :func:`load` also needs the queries and qrels."""
+    doc_lang, _ = _parse(dataset_id)
+    found = _home.find_dataset_dir(f"mmarco/{doc_lang}", marker="corpus.jsonl")
+    if found:
+        return found
+    raw = _first(_folders(doc_lang), f"{doc_lang}_collection.tsv")
+    return next((f for f in _folders(doc_lang) if raw is not None and f in raw.parents), None)
+
+
 def fetch(dataset_id: str, *, show_progress: bool = False) -> Path:
     """Make sure ``mmarco/<doc_lang>[/<query_lang>]`` (dev split, full corpus) is on disk.
 

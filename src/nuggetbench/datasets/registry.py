@@ -108,6 +108,7 @@ REGISTRY: list[Entry] = [
     Entry("miracl/*", "nuggetbench.datasets.miracl:FAMILY", ids=family_ids("miracl", MIRACL_LANGUAGES), description="MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia passages from the Hugging Face hub"),
     Entry("mmarco/*", "nuggetbench.datasets.mmarco:FAMILY", ids=family_ids("mmarco", MMARCO_LANGUAGES), description="mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"),
     Entry("mmarco/*/*", "nuggetbench.datasets.mmarco:FAMILY", description="mMARCO cross-lingual: mmarco/<doc_lang>/<query_lang>, e.g. mmarco/english/german"),
+    Entry("irds:*", "nuggetbench.datasets.irds:FAMILY", description="ir_datasets (MacAvaney et al., 2021): irds:<id> for any id of its catalogue, https://ir-datasets.com/ (e.g. irds:msmarco-passage/trec-dl-2019/judged); needs the irds extra"),
 ]
 # fmt: on
 
@@ -238,10 +239,17 @@ def family_of(dataset_id: str) -> DatasetFamily:
 
 
 def _unknown(dataset_id: str) -> UnknownNameError:
+    if Path(dataset_id).suffix:  # nope.qrels, run.trec: a file name, not an id
+        return UnknownNameError(
+            f"{dataset_id} does not exist: no such file or folder (and no registered dataset "
+            f"has that id).{suggest(dataset_id, list_datasets())} Check the path, or give a "
+            "registered dataset id (`nuggetbench datasets list`)"
+        )
     return UnknownNameError(
         f"unknown dataset {dataset_id!r}.{suggest(dataset_id, list_datasets())} "
         "Run `nuggetbench datasets list` (or nuggetbench.list_datasets()) for the list; "
-        "a local BEIR-format folder can be given by its path"
+        "a local BEIR-format folder can be given by its path, and any ir_datasets id as "
+        "irds:<id> (https://ir-datasets.com/)"
     )
 
 
@@ -275,16 +283,23 @@ def load_dataset(id_or_path: str | Path, **options: Any) -> Dataset:
     entry = _entry(id_or_path)
     if entry is not None:
         family = _family(entry.family, entry)
-        return family.load(id_or_path, **family.check_options(id_or_path, options))
+        checked = family.check_options(id_or_path, options)
+        return _with_options(family.load(id_or_path, **checked), checked)
     if _looks_like_path(id_or_path):
         return _load_folder(Path(id_or_path).expanduser(), options)
     raise _unknown(id_or_path)
 
 
 def _load_folder(folder: Path, options: dict) -> Dataset:
+    if not folder.exists():
+        raise DatasetError(
+            f"{folder} does not exist: no such file or folder; check the path, or give a "
+            "registered dataset id (`nuggetbench datasets list`)"
+        )
     if not folder.is_dir():
         raise DatasetError(
-            f"{folder} is not a folder; give a registered dataset id or a BEIR-format folder"
+            f"{folder} is a file, not a dataset folder; give a judgments file where judgments "
+            "are read (evaluate, compare), else a registered dataset id or a BEIR-format folder"
         )
     families = [_family(t) for t in LOCAL_FAMILIES]
     family = next((f for f in families if f.claims_folder(folder)), families[-1])
@@ -304,7 +319,13 @@ def _load_folder(folder: Path, options: dict) -> Dataset:
             if value is None
             else allowed[k].coerce(value, where=f"folder {folder}", noun="option", text=text)
         )
-    return family.load_folder(folder, **checked)
+    return _with_options(family.load_folder(folder, **checked), checked)
+
+
+def _with_options(dataset: Dataset, options: dict) -> Dataset:
+    """*dataset* recording the loader *options* it was loaded with (``None`` values left out)."""
+    dataset.options = {k: v for k, v in options.items() if v is not None}
+    return dataset
 
 
 def _file_target(path: Path) -> Target:
@@ -375,8 +396,16 @@ def judge_corpus(dataset_id: str, corpus: Any) -> JudgedCorpus:
 
 
 def dataset_info(dataset_id: str) -> dict:
-    """Facts about a dataset without loading it (family, description, options, and the
-    family's ``info``).
+    """Facts about a dataset without loading it: its family's name, description, loader
+    options, where its files are and their size, and the family's own ``info``.
+
+    Returns:
+        A dict with at least ``id``, ``family`` (the family's name, ``beir``), ``loader`` (the
+        registry's import string, for plugin authors), ``description``, ``options``
+        (``{name: {"default": value or None, "description": text}}``; ``None``: the dataset's
+        own default, which the description names; ``"required"`` when one must be given) and
+        ``files`` (``{"path", "files", "bytes"}`` when on disk, else ``None``), plus the
+        family's facts (``counts``, ``default_split``, ``url``...).
 
     Raises:
         UnknownNameError: not a registered id (the nearest is named).
@@ -389,11 +418,13 @@ def dataset_info(dataset_id: str) -> dict:
     family = _family(entry.family, entry)
     out: dict[str, Any] = {
         "id": dataset_id,
+        "family": family.name or entry.pattern.split("/", 1)[0],
         "loader": entry.family,
         "description": entry.description,
-        "options": {name: p.describe() for name, p in family.options.items()},
+        "options": {name: _option_fact(p) for name, p in family.options.items()},
     }
     out.update(family.info(dataset_id))
+    out["files"] = _files_fact(local_folder(dataset_id))
     return out
 
 
@@ -408,10 +439,29 @@ def _folder_info(folder: Path) -> dict:
     allowed = getattr(family, "folder_options", {})
     return {
         "id": str(folder),
+        "family": family.name,
         "loader": f"local {family.name} folder",
-        "files": sorted(p.name for p in folder.iterdir()),
-        "options": {name: p.describe() for name, p in allowed.items()},
+        "description": f"a local folder in {family.name} layout",
+        "options": {name: _option_fact(p) for name, p in allowed.items()},
+        "files": _files_fact(folder),
     }
+
+
+def _option_fact(param: Param) -> dict[str, Any]:
+    default = param.default
+    if param.required:
+        default = "required"
+    elif default is not None and not isinstance(default, (bool, int, float, str)):
+        default = str(default)
+    return {"default": default, "description": param.description}
+
+
+def _files_fact(path: Path | None) -> dict[str, Any] | None:
+    """``{"path", "files", "bytes"}`` of a dataset's folder (every file under it) or file."""
+    if path is None or not path.exists():
+        return None
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    return {"path": str(path), "files": len(files), "bytes": sum(p.stat().st_size for p in files)}
 
 
 def fetch(dataset_id: str, *, show_progress: bool = False) -> Path | None:

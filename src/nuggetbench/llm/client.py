@@ -95,7 +95,9 @@ class LLMSettings:
 
     def __post_init__(self) -> None:
         if not self.model:
-            raise InputError(f"no LLM model given: set [llm] model in the plan or {ENV_MODEL}")
+            raise InputError(
+                f"no LLM model given: set [llm] model in the plan, give --model, or set {ENV_MODEL}"
+            )
         if self.provider not in ("openai", "azure"):
             raise InputError(f"[llm] provider must be 'openai' or 'azure', got {self.provider!r}")
         if self.concurrency < 1 or self.max_retries < 0 or self.timeout <= 0:
