@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("jsonl",),
     ("plugins",),
     ("spec",),
-    ("store",),
+    ("store", "_outfolder"),
     ("data", "text", "llm"),
     ("measures", "corpus"),
     ("compare",),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from nuggetbench._outfolder import folder_notes
 from nuggetbench.cli._common import (
     console,
     dataset_options,
@@ -66,6 +67,8 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
     """
     options = parse_options(dataset_options, split=split)
     measures = list(measures) or None
+    for note in folder_notes(list(runs)):  # runs of an interrupted `nuggetbench run`
+        warn(note)
     if outdir:
         report = compare_to_folder(qrels, runs, outdir, measures, profile, options=options, **stats)
     else:
