@@ -48,7 +48,7 @@ def _run(folder, out, *args):
     return CliRunner().invoke(cli, ["run", str(folder), "-m", "RR", "-o", str(out), *args])
 
 
-def _fail_second_system(monkeypatch, exc=RuntimeError("the second system failed")):
+def _fail_second_system(monkeypatch, exc: BaseException | None = None):
     """Make the second system of a run fail after the first was saved."""
     real = experiment._run_one
     calls = []
@@ -56,16 +56,14 @@ def _fail_second_system(monkeypatch, exc=RuntimeError("the second system failed"
     def run_one(exp, *args, **kwargs):
         calls.append(1)
         if len(calls) == 2:
-            raise exc
+            raise exc or RuntimeError("the second system failed")
         return real(exp, *args, **kwargs)
 
     monkeypatch.setattr(experiment, "_run_one", run_one)
 
 
 def _contents(out: Path) -> dict[str, bytes | None]:
-    return {
-        str(p.relative_to(out)): None if p.is_dir() else p.read_bytes() for p in out.rglob("*")
-    }
+    return {str(p.relative_to(out)): None if p.is_dir() else p.read_bytes() for p in out.rglob("*")}
 
 
 def test_a_second_writer_is_refused_naming_the_holder(folder, tmp_path):
@@ -116,9 +114,9 @@ def test_the_lock_is_held_for_the_whole_run_and_released_on_failure(folder, tmp_
     monkeypatch.setattr(experiment, "_run_one", run_one)
     assert _run(folder, out, "-r", "bm25", "-r", "bm25:k1=0.5").exit_code == 0
     assert [h["pid"] for h in seen] == [os.getpid()] * 2
-    with folder_lock(out):  # this process holds it: a run in the same process is refused too
-        with pytest.raises(InputError, match=f"pid {os.getpid()}"):
-            experiment.run_experiment(str(folder), ["bm25:b=0.1"], outdir=out, existing="append")
+    # this process holds it: a run in the same process is refused too
+    with folder_lock(out), pytest.raises(InputError, match=f"pid {os.getpid()}"):
+        experiment.run_experiment(str(folder), ["bm25:b=0.1"], outdir=out, existing="append")
     _fail_second_system(monkeypatch)
     failed = _run(folder, out, "-r", "bm25:b=0.2", "-r", "bm25:b=0.3", "--append")
     assert failed.exit_code != 0
