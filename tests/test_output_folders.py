@@ -226,3 +226,79 @@ def test_a_killed_run_leaves_no_staging_behind(folder, tmp_path):
     again = _run(folder, out, "-r", "bm25:k1=0.5", "--append")
     assert again.exit_code == 0, again.output
     assert not any(p.name.startswith(".overwrite.") for p in out.iterdir())
+
+
+# Item 7 (cases 17, 18): results.json is input too.
+
+
+@pytest.fixture()
+def saved(folder, tmp_path) -> Path:
+    out = tmp_path / "saved"
+    done = _run(folder, out, "-r", "bm25", "-r", "bm25:k1=0.5", "-m", "nDCG@10")
+    assert done.exit_code == 0, done.output
+    return out
+
+
+def _edit(out: Path, change) -> None:
+    data = json.loads((out / "results.json").read_text())
+    change(data)
+    (out / "results.json").write_text(json.dumps(data))
+
+
+def _report_error(out: Path) -> str:
+    result = CliRunner().invoke(cli, ["report", str(out)])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, InputError), repr(result.exception)
+    message = str(result.exception)
+    assert "\n" not in message and str(out / "results.json") in message
+    with pytest.raises(InputError) as loaded:
+        Experiment.load(out)
+    assert str(loaded.value) == message
+    return message
+
+
+def _set_value(data, value):
+    data["systems"]["bm25"]["per_query"]["RR"][0] = value
+
+
+def test_report_refuses_a_string_where_a_number_belongs(saved):
+    _edit(saved, lambda d: _set_value(d, "0.5"))
+    message = _report_error(saved)
+    assert "systems['bm25'].per_query['RR'][0]: str \"0.5\" where a number belongs" in message
+
+
+def test_report_refuses_missing_measures_and_wrong_types(saved):
+    _edit(saved, lambda d: d.pop("measures"))
+    assert "'measures': missing" in _report_error(saved)
+    _edit(saved, lambda d: d.update(measures=["RR", "nDCG@10"], k="deep"))
+    assert "'k': str \"deep\" where an integer depth belongs" in _report_error(saved)
+    _edit(saved, lambda d: d.update(k=10) or d["systems"].update(bm25=[1, 2]))
+    assert "systems['bm25']: list [...] where an object belongs" in _report_error(saved)
+
+
+def test_report_refuses_deep_nesting_without_a_traceback(saved):
+    (saved / "results.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert "nested too deeply" in _report_error(saved)
+    (saved / "results.json").write_text('{"systems": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert "nested too deeply" in _report_error(saved)
+
+
+def test_report_checks_means_against_per_query_values(saved):
+    """Case 18: an edited mean, or an edited per-query value, no longer agree."""
+    data = json.loads((saved / "results.json").read_text())
+    values = data["systems"]["bm25"]["per_query"]["RR"]
+    mean = data["systems"]["bm25"]["means"]["RR"]
+    assert mean == pytest.approx(sum(values) / len(values))
+    _edit(saved, lambda d: d["systems"]["bm25"]["means"].update(RR=0.99))
+    message = _report_error(saved)
+    assert "systems['bm25'].means['RR']: 0.99, but its 3 per-query values average" in message
+    _edit(saved, lambda d: d["systems"]["bm25"]["means"].update(RR=mean) or _set_value(d, 7.5))
+    assert "systems['bm25'].means['RR']" in _report_error(saved)
+    # within rounding is fine: a mean written with 4 decimals
+    _edit(
+        saved,
+        lambda d: (
+            _set_value(d, values[0]) or d["systems"]["bm25"]["means"].update(RR=round(mean, 4))
+        ),
+    )
+    assert list(Experiment.load(saved).systems) == ["bm25", "bm25:k1=0.5"]
