@@ -36,7 +36,7 @@ from nuggetbench._outfolder import (
 from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport, compare
 from nuggetbench.data import Run, read_trec_run, write_run
-from nuggetbench.data.checks import Finding
+from nuggetbench.data.checks import Finding, check_corpus_coverage
 from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import InputError, UnknownNameError, suggest
 from nuggetbench.measures import Results, get_profile, plain_measures, score
@@ -115,8 +115,7 @@ class Experiment:
                 file is gone or *runs* is false).
 
         Raises:
-            InputError: no ``results.json``, or one that is not an experiment's (the file and
-                field named: :func:`nuggetbench._outfolder.read_results_file`).
+            InputError: no ``results.json``, or an invalid one (file and field named).
         """
         data, file = read_results_file(path)  # validated: one-line errors naming the field
         try:
@@ -400,7 +399,8 @@ def _plan(exp, dataset, retrievers, labels, public, baseline, with_objective) ->
 
 
 def _run_all(exp, dataset, labels, parsed, objective, show_progress) -> None:
-    """Retrieve with each system in turn, saving ``results.json`` after each."""
+    """Retrieve with each system in turn, saving ``results.json`` after each; then note the
+    judged documents missing from the corpus (as ``evaluate`` warns)."""
     for label, (spec, retriever) in zip(labels, parsed):
         if objective and not uses_objective(retriever):
             exp.notes.append(f"{label} does not take instructions; the task objective was not used")
@@ -410,6 +410,9 @@ def _run_all(exp, dataset, labels, parsed, objective, show_progress) -> None:
         exp.systems[label] = outcome
         if exp.outdir:
             _saving(exp, exp.outdir / "results.json", save_experiment, exp)
+    for finding in check_corpus_coverage(dataset.qrels, dataset.corpus, metadata=dataset.metadata):
+        if finding.message not in exp.notes:
+            exp.notes.append(finding.message)
 
 
 def _saving(exp: Experiment, path: Path, write: Any, *args: Any, **kwargs: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
@@ -126,6 +127,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
     outdir = outdir or old_outdir
     with_html = more.pop("with_html")
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
+    logging.getLogger("nuggetbench.data.checks").setLevel(logging.ERROR)  # rendered as notes
     exp = run_experiment(
         ds,
         list(retrievers),
