@@ -40,6 +40,7 @@ __all__ = [
     "overwrite_plan",
     "owned_files",
     "read_results_file",
+    "staged",
     "staging_folder",
     "swap_in",
 ]
@@ -233,6 +234,28 @@ def swap_in(staging: Path, folder: Path, old: list[Path]) -> dict[str, Path]:
             path.unlink(missing_ok=True)
     shutil.rmtree(staging, ignore_errors=True)
     return moved
+
+
+@contextlib.contextmanager
+def staged(exp: Any, old: list[Path] | None) -> Iterator[None]:
+    """Run the ``with`` block with *exp* (an :class:`~nuggetbench.experiment.Experiment`)
+    writing into a staging folder inside its ``outdir`` when *old* (the files of the
+    experiment it replaces) is given; on success the runs are swapped in (:func:`swap_in`) and
+    the systems' ``run_path`` point at them; on failure the staging folder is removed and the
+    old experiment stays as it was. ``exp.outdir`` is the real folder again afterwards."""
+    if old is None:
+        yield
+        return
+    final = exp.outdir
+    exp.outdir = staging_folder(final)
+    try:
+        yield
+        moved = swap_in(exp.outdir, final, old)
+        for system in exp.systems.values():
+            system.run_path = moved.get(str(system.run_path), system.run_path)
+    finally:
+        shutil.rmtree(exp.outdir, ignore_errors=True)
+        exp.outdir = final
 
 
 def incomplete_note(data: dict, file: str | Path) -> str | None:

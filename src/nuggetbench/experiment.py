@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,8 +29,7 @@ from nuggetbench._outfolder import (
     folder_lock,
     overwrite_plan,
     read_results_file,
-    staging_folder,
-    swap_in,
+    staged,
 )
 from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport, compare
@@ -357,26 +355,13 @@ def run_experiment(
     public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
     labels = system_labels(public)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
-    final = exp.outdir
-    with folder_lock(final) if final is not None else contextlib.nullcontext():
-        old = _reuse(exp, existing, labels) if final is not None else None
-        if old is not None:  # --overwrite: build beside the old experiment, swap on success
-            exp.outdir = staging_folder(final)
-        try:
-            _plan(exp, dataset, retrievers, labels, public, baseline, with_objective)
-            objective = dataset.objective if with_objective else None
-            with use_ray(ray_address(ray)):
-                _run_all(exp, dataset, labels, parsed, objective, show_progress)
+    with folder_lock(exp.outdir) if exp.outdir is not None else contextlib.nullcontext():
+        old = _reuse(exp, existing, labels) if exp.outdir is not None else None
+        _plan(exp, dataset, retrievers, labels, public, baseline, with_objective)
+        objective = dataset.objective if with_objective else None
+        with staged(exp, old), use_ray(ray_address(ray)):  # --overwrite: swapped on success
+            _run_all(exp, dataset, labels, parsed, objective, show_progress)
             exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            if old is not None:
-                moved = swap_in(exp.outdir, final, old)
-                for system in exp.systems.values():
-                    system.run_path = moved.get(str(system.run_path), system.run_path)
-                exp.outdir = final
-        finally:
-            if exp.outdir != final:  # failed: the old experiment stays as it was
-                shutil.rmtree(exp.outdir, ignore_errors=True)
-                exp.outdir = final
         if exp.outdir:
             _saving(exp, exp.outdir / "results.json", save_experiment, exp)
     return exp
