@@ -29,6 +29,7 @@ from typing import Any
 
 from nuggetbench._atomic import clean_stale, staging_prefix
 from nuggetbench.errors import InputError
+from nuggetbench.measures import get_family, get_profile, parse_measure
 
 __all__ = [
     "LOCK_NAME",
@@ -411,23 +412,47 @@ def _check_system(name: str, entry: Any, measures: list[str]) -> None:
         mean = means[m]
         if mean is not None:
             _need(mean, (int, float), f"{where}.means[{m!r}]", "a number")
-            _check_mean(f"{where}.means[{m!r}]", float(mean), values, entry)
+            _check_mean(f"{where}.means[{m!r}]", float(mean), values, entry, m)
 
 
-def _check_mean(where: str, mean: float, values: list, entry: dict) -> None:
-    """*mean* must be the values' mean, sum, geometric mean or mean over the judged queries
-    (the aggregates measures use), within rounding (4 decimals)."""
+def _aggregate(measure: str, profile: str) -> str | None:
+    """How *measure*'s mean is made under *profile*: ``mean``, ``sum``, ``gmean`` or
+    ``sum_over_judged``; ``None`` when the measure or profile is not known here."""
+    try:
+        family = get_family(parse_measure(measure).family)
+        prof = get_profile(profile)
+    except Exception:  # noqa: BLE001 - a name of a plug-in not loaded, or trec_eval's output names
+        return None
+    if family.aggregate == "mean" and family.name in prof.options.get("sum_over_judged", ()):
+        return "sum_over_judged"
+    return family.aggregate
+
+
+def _check_mean(where: str, mean: float, values: list, entry: dict, measure: str) -> None:
+    """*mean* must be the values' aggregate (mean, sum, geometric mean, or sum over the judged
+    queries, whose count is not recorded and at least the values'), within rounding (5e-5)."""
     if any(v is None for v in values) or not values or math.isnan(mean):
         return
     nums = [float(v) for v in values]
-    n_missing = len(entry.get("missing_queries") or [])
     total = math.fsum(nums)
-    candidates = [total / len(nums), total, total / (len(nums) + n_missing)]
-    if all(v >= 0 for v in nums):  # trec_eval's gm_*: exp(mean(log(max(v, 1e-5))))
-        candidates.append(math.exp(math.fsum(math.log(max(v, 1e-5)) for v in nums) / len(nums)))
+    average = total / len(nums)
+    gmean = math.exp(math.fsum(math.log(max(v, 1e-5)) for v in nums) / len(nums))
+    how = _aggregate(measure, str(entry.get("profile", "")))
+    judged = [len(nums) + len(entry.get("missing_queries") or [])]
+    if how in (None, "sum_over_judged") and mean > 0:
+        judged += [
+            max(len(nums), math.floor(total / mean)),
+            max(len(nums), math.ceil(total / mean)),
+        ]
+    candidates = {
+        "mean": [average],
+        "sum": [total],
+        "gmean": [gmean] if min(nums) >= 0 else [],
+        "sum_over_judged": [total / n for n in judged],
+    }.get(how) or [average, total, gmean, *(total / n for n in judged)]
     if any(abs(mean - c) <= 5e-5 + 1e-9 * abs(c) for c in candidates):
         return
     raise _Bad(
-        f"{where}: {mean:g}, but its {len(nums)} per-query values average {candidates[0]:.4f}; "
+        f"{where}: {mean:g}, but its {len(nums)} per-query values average {average:.4f}; "
         "the file was edited or damaged: run the experiment again"
     )
