@@ -93,7 +93,7 @@ def test_evaluate_per_query_tsv_and_profiles(tmp_path):
     assert r.exit_code == 0, r.output
     lines = [line.split("\t") for line in r.stdout.strip().splitlines()]
     assert ["P@1", "1", "1"] in [[a, b, c] for a, b, c in lines]
-    assert ["P@1", "all", "0.5000"] in lines  # trec_eval -c: query 2 missing from the run scores 0
+    assert ["P@1", "all", "0.5"] in lines  # -c: query 2 missing scores 0; tsv: full precision
     r2 = CliRunner().invoke(
         cli, ["evaluate", str(qrels), str(run), "P@1", "--profile", "trec_eval", "--format", "json"]
     )

@@ -129,5 +129,7 @@ def test_compare_birco_rank_files_with_pool_warning(tmp_path, monkeypatch):
     assert "RRmax@10" in res.stdout and "good" in res.stdout and "\u2020" in res.stdout
     good_line = next(line for line in res.stdout.splitlines() if line.startswith("| good"))
     assert (
-        "| 100.00 [100.00, 100.00]" in good_line
-    )  # perfect nDCG@10 under the birco profile (x100)
+        "| **100.00**"  # perfect nDCG@10 under the birco profile (x100), the best: bold
+        in good_line
+        and "[100.00, 100.00]" in good_line
+    )

@@ -39,7 +39,7 @@ def test_wins_ties_losses_and_deltas_match_the_per_query_values(seed):
     assert len(records) == 2 * len(qids) and set(records[0]) == {
         "system",
         "measure",
-        "query",
+        "query_id",
         "delta",
     }
     row = next(r for r in rep.rows() if r["system"] == "a")

@@ -111,7 +111,7 @@ def test_datasets_info_describes_a_local_folder(tmp_path):
     with pytest.raises(DatasetError, match="does not exist"):
         dataset_info(str(tmp_path / "nowhere"))
     (tmp_path / "afile").write_text("x")
-    with pytest.raises(DatasetError, match="is a file, not a folder"):
+    with pytest.raises(DatasetError, match="is a file, not a dataset folder"):
         load_dataset(str(tmp_path / "afile"))
 
 

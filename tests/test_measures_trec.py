@@ -170,9 +170,14 @@ def test_results_api_and_json_round_trip(data, tmp_path):
     back = read_results(path)
     assert back.query_ids == res.query_ids and back.measures == res.measures
     assert back.means == res.means and np.array_equal(back.per_query["AP"], res.per_query["AP"])
-    frame = res.to_pandas()
-    assert list(frame.columns) == res.measures and list(frame.index) == res.query_ids
-    assert frame.loc["q1", "NumRet"] == 6
+    frame = res.to_pandas()  # long: one vocabulary with Experiment.to_pandas (issue 30)
+    assert list(frame.columns) == ["query_id", "measure", "value"]
+    assert len(frame) == len(res.measures) * len(res.query_ids)
+    row = frame[(frame.query_id == "q1") & (frame.measure == "NumRet")]
+    assert row.value.tolist() == [6]
+    wide = res.to_pandas(wide=True)
+    assert list(wide.columns) == res.measures and list(wide.index) == res.query_ids
+    assert wide.loc["q1", "NumRet"] == 6
     assert not res.per_query["AP"].flags.writeable
 
 

@@ -216,7 +216,7 @@ def test_experiment_load_to_pandas_repr_and_read_results(tmp_path):
         and len(text) < 300
     )
     df = back.to_pandas()
-    assert list(df.columns) == ["system", "query", "measure", "value"]
+    assert list(df.columns) == ["system", "query_id", "measure", "value"]
     assert len(df) == 2 * 2 * 3
     means = df.groupby(["system", "measure"]).value.mean()
     assert means[("bm25", "nDCG@10")] == pytest.approx(exp.systems["bm25"].results.mean("nDCG@10"))

@@ -78,6 +78,10 @@ def test_trec_eval_output_line_for_line(shared_data: Path, name: str) -> None:
         str(folder / qrels), str(folder / run), measures, profile, trailing="ignore"
     )
     ours = trec_eval_text(ev, measures, per_query=per_query).splitlines()
+    # this folder's outputs predate trec_eval 10.0's per-query lines for a judged query missing
+    # from the run under -c (out.test.aqc of ../shared/data/trec_eval10 has them)
+    missing = set(ev.results.missing_queries)
+    ours = [line for line in ours if line.split("\t")[1] not in missing]
     theirs = (folder / name).read_text().splitlines()
     matched = sum(a == b for a, b in zip(ours, theirs))
     print(f"{name}: {matched} of {len(theirs)} lines matched ({len(ours)} written)")
@@ -136,16 +140,14 @@ def test_judgment_groups_average_each_query_over_its_groups(tmp_path: Path) -> N
 
 
 def test_cli_writes_trec_eval_text(shared_data: Path) -> None:
-    folder = shared_data / "trec_eval"
+    folder = shared_data / "trec_eval10"  # 10.0: lines for the judged query missing from the run
     if not folder.is_dir():
-        pytest.skip("../shared/data/trec_eval is absent")
+        pytest.skip("../shared/data/trec_eval10 is absent")
     args = ["evaluate", str(folder / "qrels.test"), str(folder / "results.trunc")]
     args += ["-m", "all_trec", "-q", "-c", "-M", "100", "--ignore-trailing"]
     result = CliRunner().invoke(cli, [*args, "--format", "trec_eval"])
     assert result.exit_code == 0, result.output
-    expected = (folder / "out.test.aqcM").read_text()
-    assert result.stdout.endswith(expected)
-    assert result.stdout.splitlines()[-len(expected.splitlines())] == expected.splitlines()[0]
+    assert result.stdout == (folder / "out.test.aqcM").read_text()
 
 
 # --- randomised agreement with pytrec_eval ----------------------------------------------------
@@ -200,7 +202,7 @@ def test_every_pytrec_eval_measure_at_1e9(
     )
     theirs = evaluator.evaluate(run)
     profile = trec_eval_options(None, rel_level=rel, judged_only=judged_only)
-    # pytrec_eval embeds trec_eval 9.0.7's interpolation (k = floor(r R + 0.9)): legacy=true
+    # pytrec_eval embeds trec_eval 9.0.x's interpolation (k = floor(r R + 0.9)): legacy=true
     legacy = [f"IPrec(recall={r / 10},legacy=true)" for r in range(11)]
     legacy += ["IPrecAvg(legacy=true)"]
     results = evaluate(

@@ -194,9 +194,11 @@ def check_append(folder: Path, exp: Any, old: Any, specs: list[str]) -> None:
         )
     fingerprint = old.provenance.get("dataset_fingerprint")
     if fingerprint and fingerprint != exp.provenance.get("dataset_fingerprint"):
+        mine, theirs = (p.get("dataset_options") or {} for p in (exp.provenance, old.provenance))
         raise InputError(
             f"--append: the dataset in {folder} had another content (fingerprint "
-            f"{fingerprint}); append only runs on the same data"
+            f"{fingerprint}, options {theirs}; now {mine}); append only runs on the same data, "
+            f"or write to another -o folder and compare both: nuggetbench compare {folder} OUT"
         )
     twice = [spec for spec in specs if spec in old.systems]
     if twice:

@@ -12,16 +12,19 @@ strings. ``nb.read_qrels`` / ``nb.read_run`` are the format-detecting readers (t
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from nuggetbench.data import Qrels, read_run
+from nuggetbench.data.checks import check_findings, unlogged
 from nuggetbench.data.convert import as_qrels, as_run
 from nuggetbench.datasets import Dataset, Target, is_dataset_id, load_target
-from nuggetbench.errors import InputError
-from nuggetbench.measures import Measure, Profile, Results
+from nuggetbench.errors import EvaluationWarning, InputError
+from nuggetbench.measures import Measure, Profile, Results, get_profile
 from nuggetbench.measures import score as _evaluate
+from nuggetbench.measures.results import scoring_findings
 
 __all__ = ["evaluate", "read_qrels", "read_run", "load_qrels", "load_run"]
 
@@ -68,6 +71,7 @@ def evaluate(
     measures: Any = None,
     *,
     profile: str | Profile | None = None,
+    checks: bool = True,
 ) -> Results:
     """Score *run* against *qrels* on *measures*; anything a Python user holds is accepted.
 
@@ -78,17 +82,27 @@ def evaluate(
             :class:`Dataset`; or a dataset id (``"beir/scifact"``, loaded with defaults).
         run: a :class:`Run`; ``{query_id: {doc_id: score}}``; ``{query_id: [doc_id, ...]}`` best
             first; a DataFrame with query, doc and ``score`` columns; ir_measures ``ScoredDoc``
-            records; or a run file path (:func:`read_run`).
+            records; or a run file path (:func:`read_run`; a TREC file's rank column is kept
+            for the ``ndeval`` profile, as ``nuggetbench evaluate`` does).
         measures: measure strings (``"nDCG@10"``), :class:`Measure` values or ir_measures measure
             objects (``ir_measures.nDCG@10``), one or a list, or one string of several
             (``"nDCG@10 AP"``); default: the dataset's measures (``nDCG@10 R@100 RR@10 AP`` for
             plain qrels).
         profile: a profile name or value; default: the dataset's (``"trec_eval -c"`` for plain
             qrels). See :mod:`nuggetbench.measures.profiles`.
+        checks: run the trap checks and warn their findings and the query-set ones (as
+            ``nuggetbench evaluate`` prints them); ``False`` skips both (the checks take about
+            as long as the scores on a large run: ``benchmarks/nb_evaluate_checks.py``).
 
     Returns:
         :class:`Results` (per-query values, means, provenance), exactly as
         :func:`nuggetbench.measures.compute` computes them.
+
+    Warns:
+        EvaluationWarning: each warning ``nuggetbench evaluate`` prints (one source:
+            :func:`nuggetbench.measures.results.scoring_findings`): judged queries missing from
+            the run (scored 0 or left out, as the profile says), run queries without judgments,
+            and the trap checks' (ids that never match, a run outside the corpus, unsorted...).
 
     Raises:
         InputError: a value of an unsupported type or shape (the message lists the shapes taken).
@@ -97,13 +111,17 @@ def evaluate(
     """
     target = _target(qrels)
     texts = _measure_texts(measures) if measures is not None else list(target.default_measures)
-    run_value = read_run(run) if isinstance(run, (str, Path)) else as_run(run)
-    return _evaluate(
-        target.qrels,
-        run_value,
-        texts,
-        profile=profile or target.default_profile or "trec_eval -c",
-    )
+    run_value = read_run(run, keep_rank=True) if isinstance(run, (str, Path)) else as_run(run)
+    prof = get_profile(profile or target.default_profile or "trec_eval -c")
+    if not checks:
+        return _evaluate(target.qrels, run_value, texts, profile=prof)
+    with unlogged():  # each finding is warned once, below
+        found = check_findings(target.qrels, run_value, target.corpus, metadata=target.metadata)
+    results = _evaluate(target.qrels, run_value, texts, profile=prof)
+    for finding in scoring_findings(found, results, prof):
+        if finding.is_warning:
+            warnings.warn(finding.message, EvaluationWarning, stacklevel=2)
+    return results
 
 
 def _target(qrels: Any) -> Target:

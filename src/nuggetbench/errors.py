@@ -107,6 +107,12 @@ class OutputError(NuggetbenchError):
     message names what could not be saved and where."""
 
 
+class EvaluationWarning(UserWarning):
+    """A finding about the judgments and run that may make scores misleading (judged queries
+    missing from the run, ids that never match...): ``nb.evaluate`` issues one per warning
+    finding with :func:`warnings.warn`, as ``nuggetbench evaluate`` prints them."""
+
+
 def suggest(name: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
     """Return `` Did you mean 'X'?`` for the closest of *choices* to *name*, or ``""``."""
     import difflib

@@ -8,31 +8,46 @@ under the means, a judgments file in a family's own format) comes from the datas
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nuggetbench._runtime import alongside, usable_cpus
 from nuggetbench.compare import ComparisonReport, Summary, profile_summaries
 from nuggetbench.compare.runs import compare_runs
 from nuggetbench.data import Corpus, JsonlCorpus, Run, read_run
 from nuggetbench.data.checks import Finding, check_findings
+from nuggetbench.data.formats.prefs import read_prefs, read_qrels_prefs
 from nuggetbench.data.formats.qrels_jg import read_qrels_jg
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
-from nuggetbench.errors import InputError
+from nuggetbench.errors import InputError, UnknownNameError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
-from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs, plain_measures
+from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
-from nuggetbench.measures.results import query_findings
+from nuggetbench.measures.profiles import trec_eval_version
+from nuggetbench.measures.registry import get_family
+from nuggetbench.measures.results import scoring_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
+    TrecEntry,
     format_trec_eval,
     is_trec_spec,
+    prefs_requested,
     relstrings,
     trec_selection,
 )
+from nuggetbench.measures.trec.prefs import (
+    PREFS_COUNTS,
+    PREFS_MEASURES,
+    evaluate_prefs_values,
+    prefs_mean,
+)
+from nuggetbench.measures.trec.zscores import standardise
 
 __all__ = [
     "Evaluation",
@@ -43,6 +58,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: trec_eval's ``-R`` formats of preference judgments and their readers.
+PREFS_READERS = {"prefs": read_prefs, "qrels_prefs": read_qrels_prefs}
 
 MEASURES_BESIDE_CHECKS_MIN = 1 << 19
 """From this many run entries (and two usable CPUs) ``evaluate_dataset`` computes the measures
@@ -89,6 +107,7 @@ def evaluate_dataset(
     trailing: str = "error",
     duplicates: str | None = None,
     judgment_groups: bool = False,
+    preferences: str | None = None,
 ) -> Evaluation:
     """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
 
@@ -113,6 +132,9 @@ def evaluate_dataset(
             :func:`nuggetbench.data.read_run`.
         judgment_groups: *dataset* is a ``qrels_jg`` file (trec_eval ``-R qrels_jg``): every
             measure is averaged per query over the judgment groups (``map_avgjg``...).
+        preferences: ``"prefs"`` or ``"qrels_prefs"`` (trec_eval ``-R``): *dataset* is a file of
+            preference judgments (:mod:`nuggetbench.data.formats.prefs`), scored by trec_eval's
+            preference measures (``all_prefs``: :mod:`nuggetbench.measures.trec.prefs`).
 
     Returns:
         An :class:`Evaluation`. A dataset whose metadata declares ``mean_of_groups`` (a
@@ -122,16 +144,29 @@ def evaluate_dataset(
 
     Raises:
         UnknownNameError, SpecError: an unknown dataset, measure or profile (before any reading).
-        InputError: *corpus* given for a dataset whose judgments do not depend on a corpus.
+        InputError: *corpus* given for a dataset whose judgments do not depend on a corpus; a
+            run file of an output folder (``OUT/runs/``) made on this dataset with other data
+            (another chunker), which would score 0;
+            preference measures without *preferences*, or other measures with it.
         FormatError, DatasetError: from the readers and loaders.
     """
     if measures:  # fail before any reading (trec_eval's names included)
         measures = measure_keys(list(measures))
     if profile is not None:
         get_profile(profile)  # an unknown profile fails before any reading too
+    if preferences is not None:
+        return _evaluate_prefs(dataset, run, measures, profile, trailing, preferences)
+    if measures and prefs_requested(measures):
+        raise InputError(
+            "trec_eval's preference measures (all_prefs, prefs_*) are computed from preference "
+            "judgments: give them with -R prefs or -R qrels_prefs"
+        )
     if judgment_groups:
         return _evaluate_groups(dataset, run, measures, profile, trailing)
+    path = Path(run) if isinstance(run, (str, Path)) else None
     target, run = _load(dataset, run, corpus, options, trailing=trailing, duplicates=duplicates)
+    if path is not None:
+        _check_recorded_dataset(target, path)
     measures = measures or measure_keys(list(target.default_measures))
     prof = get_profile(profile or target.default_profile)
     results, groups, findings = _check_and_score(target, run, measures, prof)
@@ -189,10 +224,8 @@ def _summarise(
     findings: list[Finding],
 ) -> Evaluation:
     """The :class:`Evaluation`: query-set findings, the family's or profile's summaries."""
-    queries = query_findings(results, prof)
-    if queries:  # the warnings give the counts: do not print them twice
-        findings = [f for f in findings if f.kind != "query_overlap"]
-    findings += queries
+    findings = _overlap_as_evaluated(findings, results, target.qrels, run)
+    findings = scoring_findings(findings, results, prof)
     if target.family is not None:
         summaries = target.family.summaries(results, target.query_order)
     else:
@@ -203,6 +236,37 @@ def _summarise(
     return Evaluation(
         results, shown, prof.name, findings, summaries, list(target.notes), target, run
     )
+
+
+def _overlap_as_evaluated(
+    findings: list[Finding], results: Results, qrels: Any, run: Run
+) -> list[Finding]:
+    """*findings* with the query-overlap line counted as the header counts: when the profile
+    evaluates queries the judgments do not hold (fastbook: a query whose nuggets no passage of
+    the corpus supports scores 0), they are named as evaluated, not as ignored."""
+    evaluated = {str(q) for q in results.query_ids}
+    judged = {str(q) for q in qrels.query_ids}
+    unjudged = evaluated - judged
+    if not unjudged:
+        return findings
+    ran = {str(q) for q in run.query_ids}
+    text = (
+        f"{len(evaluated)} queries evaluated (profile {results.profile!r}): "
+        f"{len(evaluated & judged)} have judgments, {len(unjudged)} have none and score 0; "
+        f"{len(ran - evaluated)} run queries are not evaluated, "
+        f"{len((evaluated & judged) - ran)} judged queries are missing from the run"
+    )
+    data = {
+        "evaluated": len(evaluated),
+        "judged": len(evaluated & judged),
+        "unjudged_scored_0": len(unjudged),
+        "run_only": len(ran - evaluated),
+        "missing": len((evaluated & judged) - ran),
+    }
+    return [
+        Finding(f.severity, f.kind, text, data) if f.kind == "query_overlap" else f
+        for f in findings
+    ]
 
 
 def _evaluate_groups(
@@ -218,6 +282,51 @@ def _evaluate_groups(
         run = read_run(run, trailing=trailing)
     results = evaluate_judgment_groups(groups, run, measures, profile=prof)
     return Evaluation(results, list(results.measures), prof.name, run=run)
+
+
+def _evaluate_prefs(
+    path: Any, run: Run | str | Path, measures: Any, profile: Any, trailing: str, kind: str
+) -> Evaluation:
+    """``evaluate_dataset`` for preference judgments (trec_eval ``-R prefs`` / ``qrels_prefs``)."""
+    if kind not in PREFS_READERS:
+        raise InputError(f"preference judgments are 'prefs' or 'qrels_prefs', got {kind!r}")
+    if not isinstance(path, (str, Path)) or is_dataset_id(str(path)):
+        raise InputError(f"preference judgments are read from a {kind} file, got {path!r}")
+    measures = list(measures or ["all_prefs"])
+    entries = trec_selection([m for m in measures if is_trec_spec(m)])
+    wrong = [m for m in measures if not is_trec_spec(m)]
+    wrong += [e.key for e in entries if e.text not in ("prefs", "runid") and e.key != "num_q"]
+    if wrong:
+        raise InputError(
+            f"with -R {kind} only trec_eval's preference measures (all_prefs, prefs_simp...), "
+            f"runid and num_q can be computed, not {', '.join(wrong)}"
+        )
+    judgments = PREFS_READERS[kind](path)
+    prof = get_profile(profile or "trec_eval")
+    if not isinstance(run, Run):
+        run = read_run(run, trailing=trailing)
+    in_run = set(run.query_ids)
+    missing = [q for q in judgments if q not in in_run]
+    queries = (
+        list(judgments) if prof.average_over == "qrels" else [q for q in judgments if q in in_run]
+    )
+    if not queries:
+        raise InputError("no query has both preference judgments and results in the run")
+    per_query = evaluate_prefs_values(judgments, run, queries, prof.options.get("max_docs"))
+    per_query["num_q"] = np.ones(len(queries))
+    means = {m: prefs_mean(m, v) for m, v in per_query.items()}
+    means["num_q"] = float(len(queries))
+    results = Results(
+        query_ids=queries,
+        measures=["num_q", *PREFS_MEASURES],
+        per_query={m: per_query[m] for m in ["num_q", *PREFS_MEASURES]},
+        means=means,
+        profile=prof.name,
+        run_only_queries=sorted(in_run - set(judgments)),
+        missing_queries=missing,
+        provenance={"judgments": str(path), "format": kind},
+    )
+    return Evaluation(results, [e.key for e in entries if e.text != "runid"], prof.name, run=run)
 
 
 def trec_eval_options(
@@ -256,25 +365,39 @@ def trec_eval_options(
     return get_profile(" ".join(words))
 
 
-def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool = False) -> str:
+def trec_eval_text(
+    ev: Evaluation,
+    measures: Sequence[str],
+    *,
+    per_query: bool = False,
+    zscores: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
+) -> str:
     """trec_eval's own text output for *ev* (``nuggetbench evaluate --format trec_eval``).
 
     Args:
         ev: from :func:`evaluate_dataset` (its target and run are used for ``relstring``).
         measures: the measure items as given (``["all_trec", "relstring.20"]``), which name the
             text measures ``runid`` and ``relstring`` too.
-        per_query: trec_eval ``-q``: per-query lines for the run's queries first.
+        per_query: trec_eval ``-q``: per-query lines first, for every evaluated query (under
+            ``-c`` a judged query missing from the run too, as trec_eval 10.0; the
+            ``trec_eval-9.0.8`` profiles print only the run's queries, as 9.0.8).
+        zscores: trec_eval ``-Z``: ``{query: {name: (mean, stddev)}}``
+            (:func:`~nuggetbench.data.formats.zscores.read_zscores`); every value is printed
+            as its z-score, names prefixed ``Z`` (:mod:`nuggetbench.measures.trec.zscores`).
 
     Returns:
         The text (see :func:`~nuggetbench.measures.trec.names.format_trec_eval`).
     """
     results = ev.results
-    entries = trec_selection(measures)
+    prof = _known_profile(ev.profile)
+    version = trec_eval_version(prof)
+    entries = trec_selection(measures, version=version)
     wanted = [e for e in entries if e.text == "relstring"]
     rel = None
     if wanted and per_query and ev.target is not None and ev.run is not None:
-        rel = relstrings(EvalContext(ev.target.qrels, ev.run, ev.profile), wanted[0].length)
-    missing = set(results.missing_queries)
+        ctx = EvalContext(ev.target.qrels, ev.run, prof or "trec_eval")
+        rel = relstrings(ctx, wanted[0].length)
+    missing = set(results.missing_queries) if version == "9.0.8" else set()
     printed = [q for q in results.query_ids if q not in missing] if per_query else None
     # alone, 'P.5' was keyed as given (our P@5): find each entry's key by its measure
     given = {m: k for k, m in measure_pairs(list(measures))}
@@ -283,15 +406,51 @@ def trec_eval_text(ev: Evaluation, measures: Sequence[str], *, per_query: bool =
         for e in entries
         if e.measure is not None
     }
+    source.update({e.key: e.key for e in entries if e.text == "prefs"})
+    values = {k: results.per_query[v] for k, v in source.items()}
+    means = {k: results.means[v] for k, v in source.items()}
+    if (
+        "num_rel" in means
+        and ev.target is not None
+        and prof is not None
+        and prof.average_over == "qrels"
+    ):
+        # -c: trec_eval's all line counts every judgment with grade > 0 of every judged query,
+        # whatever -l, -J or -M say (m_num_rel.c, te_calc_avg_num_rel)
+        means["num_rel"] = float((ev.target.qrels.arrays()[3] > 0).sum())
+    if zscores is not None:
+        values, means = standardise(_aggregates(entries), values, results.query_ids, zscores)
     return format_trec_eval(
         entries,
-        {k: results.per_query[v] for k, v in source.items()},
-        {k: results.means[v] for k, v in source.items()},
+        values,
+        means,
         results.query_ids,
         printed_queries=printed,
         runid=(ev.run.name if ev.run is not None else None) or "",
         relstring=rel,
+        zscores=zscores is not None,
     )
+
+
+def _known_profile(name: str) -> Profile | None:
+    """The profile named *name*, or None for a :class:`Profile` built by the caller and never
+    registered (its name finds nothing)."""
+    try:
+        return get_profile(name)
+    except UnknownNameError:
+        return None
+
+
+def _aggregates(entries: Sequence[TrecEntry]) -> dict[str, str]:
+    """``{name: how its mean is taken}`` of trec_eval's numeric entries (for ``-Z``)."""
+    out = {}
+    for e in entries:
+        if e.text == "prefs":
+            out[e.key] = "sum" if e.key in PREFS_COUNTS else "mean"
+        elif e.measure is not None:
+            family = e.measure.family
+            out[e.key] = "count" if family == "NumQ" else get_family(family).aggregate
+    return out
 
 
 def _group_table(groups: Mapping[str, Results], combined: Results) -> Summary:
@@ -329,6 +488,8 @@ def compare_run_files(
     *,
     baseline: str | int | None = None,
     options: Mapping[str, Any] | None = None,
+    trailing: str = "error",
+    duplicates: str | None = None,
     **compare_options: Any,
 ) -> ComparisonReport:
     """Compare run files on a dataset or judgments file, as ``nuggetbench compare`` does.
@@ -340,6 +501,8 @@ def compare_run_files(
         measures, profile: as :func:`evaluate_dataset`.
         baseline: a run's name, or its 1-based position (as text or int); default the first.
         options: dataset loader options.
+        trailing, duplicates: how run files are read, as :func:`evaluate_dataset` (a TREC
+            file's rank column is kept for the ``ndeval`` profile).
         **compare_options: passed to :func:`nuggetbench.compare.compare` (``test``,
             ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``).
 
@@ -352,10 +515,13 @@ def compare_run_files(
     target = load_target(dataset, **dict(options or {}))
     loaded: dict[str, Run] = {}
     for path in runs:
+        _check_recorded_dataset(target, Path(path))
         name = Path(path).stem
         if name in loaded:
             name = str(path)
-        loaded[name] = read_run(path, name=name)
+        loaded[name] = read_run(
+            path, name=name, keep_rank=True, trailing=trailing, duplicates=duplicates
+        )
     if isinstance(baseline, str) and baseline.isdigit() and baseline not in loaded:
         baseline = int(baseline)
     if isinstance(baseline, int):
@@ -363,9 +529,44 @@ def compare_run_files(
     return compare_runs(
         target.qrels,
         loaded,
-        plain_measures(measures or target.default_measures),
+        measure_keys(list(measures or target.default_measures)),
         profile=profile or target.default_profile,
         doc_filter=target.doc_filter,
         baseline=baseline,
         **compare_options,
     )
+
+
+def _check_recorded_dataset(target: Target, path: Path) -> None:
+    """A run file inside an output folder of ``nuggetbench run`` (``OUT/runs/x.trec`` beside
+    ``OUT/results.json``) was made on the dataset that folder records; scoring it on the same
+    dataset loaded otherwise (another chunker: other passages) would score every query 0.
+
+    Raises:
+        InputError: the folder records the same dataset loaded with other options (or none
+            recorded) and another fingerprint.
+    """
+    ds, results = target.dataset, path.parent.parent / "results.json"
+    if ds is None or path.parent.name != "runs" or not results.is_file():
+        return
+    try:
+        prov = json.loads(results.read_text(encoding="utf-8")).get("provenance") or {}
+    except (OSError, ValueError, AttributeError):
+        return  # not an experiment's results: nothing to check against
+    recorded = prov.get("dataset_fingerprint")
+    if prov.get("dataset") != ds.id or not recorded or recorded == ds.fingerprint():
+        return
+    opts = prov.get("dataset_options")
+    if opts == ds.options:  # the same options: the files changed since, not the loading
+        return
+    made = f"with {_as_flags(opts)}" if opts is not None else "with other options"
+    raise InputError(
+        f"{path} was made on {ds.id} {made} (fingerprint {recorded}, {results}); here {ds.id} is "
+        f"loaded with {_as_flags(ds.options)} (fingerprint {ds.fingerprint()}): other data, "
+        f"whose ids need not match the run's. Load it {made}, or compare output folders: "
+        f"nuggetbench compare {path.parent.parent} OTHER_OUT (each scored with its own options)"
+    )
+
+
+def _as_flags(options: Mapping[str, Any] | None) -> str:
+    return " ".join(f"-O {k}={v}" for k, v in (options or {}).items()) or "no -O options"

@@ -134,9 +134,9 @@ class Experiment:
         return exp
 
     def to_pandas(self):
-        """A long DataFrame with columns ``system, query, measure, value``: every per-query
-        value of every system (the means are ``df.groupby(["system", "measure"]).value.mean()``
-        for mean-aggregated measures)."""
+        """A long DataFrame with columns ``system, query_id, measure, value``: every per-query
+        value of every system, the shape of :meth:`nuggetbench.Results.to_pandas` (the means
+        are ``df.groupby(["system", "measure"]).value.mean()`` for mean-aggregated measures)."""
         import pandas as pd
 
         frames = []
@@ -146,14 +146,14 @@ class Experiment:
                     pd.DataFrame(
                         {
                             "system": name,
-                            "query": s.results.query_ids,
+                            "query_id": s.results.query_ids,
                             "measure": m,
                             "value": s.results.per_query[m],
                         }
                     )
                 )
         if not frames:
-            return pd.DataFrame(columns=["system", "query", "measure", "value"])
+            return pd.DataFrame(columns=["system", "query_id", "measure", "value"])
         return pd.concat(frames, ignore_index=True)
 
     unsaved: dict[str, str] = field(default_factory=dict)
@@ -447,6 +447,7 @@ def _new_experiment(
         "dataset": dataset.id,
         "dataset_fingerprint": dataset.fingerprint(),
         "split": dataset.split,
+        "dataset_options": _jsonable(dataset.options),
         "nuggetbench_version": __version__,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "k": k,

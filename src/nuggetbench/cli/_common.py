@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from nuggetbench.cli._formats import measure_digits
+from nuggetbench.cli._tables import Grid, print_grid
 from nuggetbench.errors import NuggetbenchError
 from nuggetbench.measures import get_profile, measure_keys
 
@@ -148,6 +149,32 @@ def stats_options(command):
     return command
 
 
+def run_file_options(command):
+    """``--ignore-trailing`` and ``--duplicates``: how run files are read (``evaluate`` and
+    ``compare``; passed on to :func:`nuggetbench.data.read_run` as ``trailing`` and
+    ``duplicates``)."""
+    command = click.option(
+        "--duplicates",
+        type=click.Choice(["first", "error"]),
+        default=None,
+        help="A run listing a (query, doc) pair twice: 'first' keeps the first occurrence (with "
+        "a warning), 'error' refuses the file. Default: 'first' for rank files, 'error' for TREC "
+        "and JSON runs (as trec_eval).",
+    )(command)
+    return click.option(
+        "--ignore-trailing",
+        is_flag=True,
+        help="Ignore fields after the 6th column of run lines, as trec_eval does (default: an "
+        "error).",
+    )(command)
+
+
+def run_reading(opts: dict) -> dict[str, str | None]:
+    """Pop ``--ignore-trailing`` and ``--duplicates`` from *opts*: ``read_run``'s keywords."""
+    trailing = "ignore" if opts.pop("ignore_trailing") else "error"
+    return {"trailing": trailing, "duplicates": opts.pop("duplicates")}
+
+
 def dataset_options(command):
     """``--profile``, ``--split`` and ``-O KEY=VALUE``: the options every command that scores
     against a dataset takes (the dataset family declares and types the ``-O`` options)."""
@@ -196,12 +223,14 @@ def render_summaries(summaries, measures: Sequence[str]) -> None:
         render_means_table(s.title, s.rows, measures, digits=s.digits)
 
 
-def fmt_value(value: float, digits: int = 4) -> str:
+def fmt_value(value: float, digits: int | None = 4) -> str:
+    """*value* as text: ``nan``, an integer without decimals, else *digits* decimals
+    (``None``: full precision, as the machine formats keep it)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "nan"
     if float(value).is_integer() and abs(value) >= 1:
         return str(int(value))
-    return f"{value:.{digits}f}"
+    return repr(float(value)) if digits is None else f"{value:.{digits}f}"
 
 
 def render_means_table(
@@ -214,30 +243,20 @@ def render_means_table(
     first: str = "system",
 ) -> None:
     """Print a rich table: one row per system (or query: *first* heads the column), one column
-    per measure, each column with fixed decimals (*digits*, else per measure: 0 for counts, 4)."""
-    from rich.table import Table
+    per measure, each column with fixed decimals (*digits*, else per measure: 0 for counts, 4).
 
-    table = Table()  # the title on its own line: a narrow table would wrap it
-    table.add_column(first, overflow="fold")
-    for m in measures:
-        table.add_column(m, justify="right", no_wrap=True)
+    Nothing is hidden: a table wider than the console is turned (measures as rows) or split
+    into several tables (:func:`nuggetbench.cli._tables.layout`); labels are never split."""
     extra_names: list[str] = []
-    if extra_columns:
-        for cols in extra_columns.values():
-            for c in cols:
-                if c not in extra_names:
-                    extra_names.append(c)
-        for c in extra_names:
-            table.add_column(c, justify="right")
+    for cols in (extra_columns or {}).values():
+        extra_names += [c for c in cols if c not in extra_names]
     places = {m: digits if digits is not None else measure_digits(m) for m in measures}
-    for name, means in rows.items():
-        cells = [_fixed(means.get(m, float("nan")), places[m]) for m in measures]
-        if extra_columns:
-            cells += [extra_columns.get(name, {}).get(c, "") for c in extra_names]
-        table.add_row(name, *cells)
-    out = console()
-    out.print(title, markup=False, highlight=False)
-    out.print(table)
+    cells = {
+        name: [_fixed(means.get(m, float("nan")), places[m]) for m in measures]
+        + [(extra_columns or {}).get(name, {}).get(c, "") for c in extra_names]
+        for name, means in rows.items()
+    }
+    print_grid(console(), title, Grid(first, [*measures, *extra_names], cells))
 
 
 def _fixed(value: float, digits: int) -> str:

@@ -135,3 +135,25 @@ def _clean(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     return value
+
+
+def _checked_cells(ctx: click.Context, param: click.Parameter, value):
+    """``--cells`` read as the command line is read (an unknown part fails before any work)."""
+    from nuggetbench.compare import parse_cells  # lazy: scipy's statistics, only with --cells
+
+    try:
+        return parse_cells(value)
+    except NuggetbenchError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+#: ``--cells``: what a markdown or latex comparison cell holds.
+cells_option = click.option(
+    "--cells",
+    default=None,
+    metavar="PARTS",
+    callback=_checked_cells,
+    help="markdown/latex: what each cell holds, comma-separated from mean, ci, dagger, diff, p, "
+    "wtl (default: all; 'mean,dagger' fits a paper's column). The best mean of each measure "
+    "is in bold.",
+)

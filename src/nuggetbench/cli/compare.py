@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from nuggetbench._outfolder import folder_notes
@@ -10,24 +12,28 @@ from nuggetbench.cli._common import (
     dataset_options,
     measure_option,
     parse_options,
+    run_file_options,
+    run_reading,
     stats_options,
     warn,
 )
-from nuggetbench.cli._formats import format_option
+from nuggetbench.cli._formats import cells_option, format_option
+from nuggetbench.errors import InputError
 from nuggetbench.evaluation import compare_run_files
-from nuggetbench.report import compare_to_folder
+from nuggetbench.report import compare_folders, compare_to_folder, is_output_folder
 
 
 @click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})
 @dataset_options
 @click.argument("qrels")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
 @measure_option
 @click.option(
     "--baseline",
     default=None,
     metavar="NAME",
-    help="Baseline run: its name (file stem) or 1-based position (default: the first RUN).",
+    help="Baseline run: its name (file stem; FOLDER/SYSTEM or SYSTEM for output folders) or "
+    "1-based position (default: the first RUN).",
 )
 @stats_options
 @click.option(
@@ -45,6 +51,7 @@ from nuggetbench.report import compare_to_folder
     help="Confidence level of the bootstrap intervals.",
 )
 @format_option()
+@cells_option
 @click.option(
     "-o",
     "--outdir",
@@ -52,6 +59,7 @@ from nuggetbench.report import compare_to_folder
     default=None,
     help="Also save results.json (per-query values, comparison) here, for `nuggetbench report`.",
 )
+@run_file_options
 def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt, outdir, **stats):
     """Compare RUNS on QRELS: means with bootstrap CIs, and each run against the baseline
     with a paired test, corrected p-values and effect sizes.
@@ -60,23 +68,71 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
     pools apply). Each RUN is a TREC run, a JSON {query: {doc: score}} run, or a rank file
     {query: [doc, ...]} as a pickle (read safely) or JSON. A dagger marks significant differences.
 
+    Output folders of `nuggetbench run` compare too (give only folders): every system of each,
+    named FOLDER/SYSTEM, each scored on the dataset loaded with the options its folder recorded
+    (-O chunker=..., the split); the folders must share the dataset and queries.
+
     \b
     Examples:
       nuggetbench compare qrels.txt bm25.trec dense.trec splade.trec -m nDCG@10 -m AP
       nuggetbench compare DATASET run1.pickle run2.pickle --test randomization --format markdown
+      nuggetbench compare OUT_A OUT_B
     """
+    cells = stats.pop("cells")  # markdown/latex cell parts (a formatting option)
     options = parse_options(dataset_options, split=split)
-    measures = list(measures) or None
-    for note in folder_notes(list(runs)):  # runs of an interrupted `nuggetbench run`
+    measures, reading = list(measures) or None, run_reading(stats)
+    for note in folder_notes([qrels, *runs]):  # folders (or their runs) of an interrupted run
         warn(note)
-    if outdir:
-        report = compare_to_folder(qrels, runs, outdir, measures, profile, options=options, **stats)
+    if is_output_folder(qrels):
+        _folders_only(runs, options, outdir, reading)
+        report = compare_folders([qrels, *runs], measures, profile, **stats)
+    elif _files_only(runs) and outdir:
+        args = (qrels, runs, outdir, measures, profile)
+        report = compare_to_folder(*args, options=options, **reading, **stats)
     else:
-        report = compare_run_files(qrels, runs, measures, profile, options=options, **stats)
+        args = (qrels, runs, measures, profile)
+        report = compare_run_files(*args, options=options, **reading, **stats)
     for note in report.notes:
         warn(note)
     if fmt == "table":
         out = console()
         out.print(report.to_rich(width=out.width))
     else:
-        click.echo(report.render(fmt), nl=False)
+        click.echo(report.render(fmt, cells=cells), nl=False)
+
+
+def _folders_only(runs, options: dict, outdir, reading: dict) -> None:
+    """Output folders compare with each other only, with the options they record."""
+    files = [r for r in runs if not is_output_folder(r)]
+    if files:
+        raise InputError(
+            f"{files[0]} is not an output folder (no results.json): the first argument is one, so "
+            "give only output folders of `nuggetbench run` (or a dataset, then run files)"
+        )
+    if outdir:
+        raise InputError(
+            "-o: a comparison of output folders is not saved (each folder keeps its own "
+            "results.json; `nuggetbench report FOLDER` reports one)"
+        )
+    given = ["-O/--split"] * bool(options)
+    given += ["--ignore-trailing/--duplicates"] * (
+        reading != {"trailing": "error", "duplicates": None}
+    )
+    if given:
+        raise InputError(
+            f"{' and '.join(given)}: not for output folders: each folder is scored with the "
+            "dataset options it records, from the runs it wrote"
+        )
+
+
+def _files_only(runs) -> bool:
+    """Run files after a dataset or qrels file (a folder is refused, naming the other form)."""
+    for r in runs:
+        if Path(r).is_dir():
+            form = "only" if is_output_folder(r) else "output"
+            raise InputError(
+                f"{r} is a folder, not a run file; to compare the output folders of `nuggetbench "
+                f"run`, give {form} folders (nuggetbench compare OUT_A OUT_B), each scored with "
+                "the dataset options it records"
+            )
+    return True

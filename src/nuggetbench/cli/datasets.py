@@ -31,6 +31,8 @@ def datasets_group():
 def list_command(fmt, local):
     """List dataset ids and where each is on disk (NUGGETBENCH_DATA or the home), if it is.
 
+    The lines under the table are families that take any id of a pattern, such as
+    irds:<id> for every dataset of ir_datasets' catalogue (https://ir-datasets.com/).
     With --format json: ``{"datasets": {ID: FOLDER or null}, "patterns": {PATTERN:
     DESCRIPTION}}``, the facts the table shows (the patterns only where they apply).
     """

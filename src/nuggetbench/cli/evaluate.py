@@ -16,8 +16,11 @@ from nuggetbench.cli._common import (
     render_findings,
     render_means_table,
     render_summaries,
+    run_file_options,
+    run_reading,
 )
 from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
+from nuggetbench.data.formats.zscores import read_zscores
 from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
 
 
@@ -45,10 +48,19 @@ from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_optio
 @click.option(
     "-R",
     "qrels_format",
-    type=click.Choice(["qrels", "qrels_jg"]),
+    type=click.Choice(["qrels", "qrels_jg", "prefs", "qrels_prefs"]),
     default="qrels",
     help="trec_eval -R: qrels_jg reads QRELS' second column as judgment groups and averages "
-    "each query over them (map_avgjg...).",
+    "each query over them (map_avgjg...); prefs (query group subgroup doc level) and "
+    "qrels_prefs (a qrels file) are preference judgments for -m all_prefs.",
+)
+@click.option(
+    "-Z",
+    "zscores_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="trec_eval -Z (with --format trec_eval): print each value as a z-score against the "
+    "file's 'query measure mean stddev' lines, names prefixed Z.",
 )
 @click.option(
     "--corpus",
@@ -58,19 +70,7 @@ from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_optio
     help="Span-judged datasets (fastbook): the BEIR corpus.jsonl the run's passages come from; "
     "its passages are judged against the dataset's evidence spans.",
 )
-@click.option(
-    "--ignore-trailing",
-    is_flag=True,
-    help="Ignore fields after the 6th column of run lines, as trec_eval does (default: an error).",
-)
-@click.option(
-    "--duplicates",
-    type=click.Choice(["first", "error"]),
-    default=None,
-    help="A run listing a (query, doc) pair twice: 'first' keeps the first occurrence (with a "
-    "warning), 'error' refuses the file. Default: 'first' for rank files, 'error' for TREC and "
-    "JSON runs (as trec_eval).",
-)
+@run_file_options
 def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
     """Score RUN (TREC run file, .gz, JSON {query: {doc: score}}, or a rank file) against QRELS.
 
@@ -86,6 +86,9 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
     """
     logging.getLogger("nuggetbench.data.checks").setLevel(logging.ERROR)  # rendered below
     measures = [*measures, *positional_measures] or (["official"] if fmt == "trec_eval" else [])
+    if opts["zscores_file"] is not None and fmt != "trec_eval":
+        raise click.UsageError("-Z (z-scores) applies to --format trec_eval only")
+    zscores = read_zscores(opts["zscores_file"]) if opts["zscores_file"] else None
     flags = {k: opts.pop(k) for k in ("complete", "max_docs", "rel_level", "judged_only")}
     profile = trec_eval_options(opts["profile"], trec_format=fmt == "trec_eval", **flags)
     ev = evaluate_dataset(
@@ -95,20 +98,22 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
         profile,
         corpus=opts["corpus_path"],
         options=parse_options(opts["dataset_options"], split=opts["split"]),
-        trailing="ignore" if opts["ignore_trailing"] else "error",
-        duplicates=opts["duplicates"],
+        **run_reading(opts),
         judgment_groups=opts["qrels_format"] == "qrels_jg",
+        preferences=opts["qrels_format"] if "prefs" in opts["qrels_format"] else None,
     )
-    _render(ev, fmt, opts["per_query"], ev.run.name or run, measures)
+    _render(ev, fmt, opts["per_query"], ev.run.name or run, measures, zscores)
 
 
-def _render(ev: Evaluation, fmt: str, per_query: bool, label: str, asked: list[str]) -> None:
+def _render(
+    ev: Evaluation, fmt: str, per_query: bool, label: str, asked: list[str], zscores=None
+) -> None:
     """Print the notes and findings (stderr), then the scores in *fmt* (stdout)."""
     for note in ev.notes:
         info(note)
     render_findings(ev.findings)
     if fmt == "trec_eval":
-        click.echo(trec_eval_text(ev, asked, per_query=per_query), nl=False)
+        click.echo(trec_eval_text(ev, asked, per_query=per_query, zscores=zscores), nl=False)
         return
     results, measures = ev.results, ev.measures
     if fmt in ("json", "jsonl", "csv", "tsv"):
@@ -143,9 +148,9 @@ def _machine(ev: Evaluation, fmt: str, per_query: bool) -> None:
         if per_query:
             for m in measures:
                 for qid, value in results.values(m).items():
-                    click.echo(f"{m}\t{qid}\t{fmt_value(value)}")
+                    click.echo(f"{m}\t{qid}\t{fmt_value(value, None)}")
         for m in measures:
-            click.echo(f"{m}\tall\t{fmt_value(results.means[m])}")
+            click.echo(f"{m}\tall\t{fmt_value(results.means[m], None)}")
     else:
         rows = _rows(results, measures, per_query)
         records = [

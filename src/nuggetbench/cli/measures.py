@@ -3,33 +3,53 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
 from nuggetbench.cli._common import console
+from nuggetbench.cli._tables import entry_lines
+from nuggetbench.errors import suggest
 from nuggetbench.measures import PROFILES, all_family_names, get_family
 
 
 @click.command("measures", context_settings={"help_option_names": ["-h", "--help"]})
-def measures_command():
-    """List measure families (cutoff rule, declared parameters, description) and profiles."""
-    table = Table(title="measures", title_justify="left")
-    families = [get_family(name) for name in all_family_names()]
-    # a parameter's "name=default:" never splits: the column is at least that wide
-    widest = max(
-        (len(p.describe().split(": ")[0]) + 1 for f in families for p in f.params.values()),
-        default=10,
-    )
-    for column in ("family (cutoff)", "parameters (default: meaning)", "description"):
-        table.add_column(column, overflow="fold", min_width=widest if "param" in column else None)
-    for name in all_family_names():
-        fam = get_family(name)
-        params = "\n".join(p.describe() for p in fam.params.values())
-        aliases = f" ({', '.join(fam.aliases)})" if fam.aliases else ""
-        table.add_row(f"{name}{aliases}\n@k {fam.cutoff}", params, fam.description)
-    console().print(table)
-    ptable = Table(title="profiles (--profile NAME)", title_justify="left")
-    ptable.add_column("name")
-    ptable.add_column("description", overflow="fold")
-    for name, prof in PROFILES.items():
-        ptable.add_row(name, prof.description)
-    console().print(ptable)
+@click.argument("name", required=False)
+def measures_command(name):
+    """List measure families (cutoff rule, parameters with their allowed values, description)
+    and profiles; NAME keeps the families, aliases and profiles that contain it (any case).
+
+    \b
+    Examples:
+      nuggetbench measures            nuggetbench measures ndcg      nuggetbench measures trec
+    """
+    width = console().width
+    lines: list[str] = []
+    for family in all_family_names():
+        fam = get_family(family)
+        if not _matches(name, family, *fam.aliases):
+            continue
+        aliases = f" (also {', '.join(fam.aliases)})" if fam.aliases else ""
+        params = [(f"{p.describe().split(': ')[0]}", _meaning(p)) for p in fam.params.values()]
+        head = f"{family}{aliases}  [@k {fam.cutoff}]"
+        lines += [*entry_lines(head, fam.description, params, width), ""]
+    profiles = [(n, p) for n, p in PROFILES.items() if _matches(name, n)]
+    if profiles:
+        lines += ["profiles (--profile NAME):"]
+        for pname, prof in profiles:
+            lines += entry_lines(f"  {pname}", prof.description, [], width)
+    if not lines:
+        known = [*all_family_names(), *PROFILES]
+        raise click.UsageError(
+            f"no measure family or profile matches {name!r}.{suggest(name, known)}"
+        )
+    click.echo("\n".join(lines).rstrip("\n"))
+
+
+def _matches(name: str | None, *names: str) -> bool:
+    return name is None or any(name.lower() in n.lower() for n in names)
+
+
+def _meaning(param) -> str:
+    """A parameter's description with its allowed values (when it declares them)."""
+    text = param.description
+    if param.choices and "one of" not in text:
+        text = f"{text} ({param.expected()})" if text else param.expected()
+    return text

@@ -18,12 +18,17 @@ from nuggetbench.cli._common import (
     render_means_table,
     warn,
 )
-from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
+from nuggetbench.cli._formats import (
+    cells_option,
+    format_option,
+    measure_digits,
+    records_text,
+    wide_text,
+)
 from nuggetbench.cli._globals import hidden_alias, progress_wanted
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
-from nuggetbench.spec import short_label
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,6 +63,7 @@ from nuggetbench.spec import short_label
 )
 @hidden_alias("--outdir", "old_outdir", type=click.Path(file_okay=False), default=None)
 @format_option()
+@cells_option
 @click.option(
     "--chunker",
     default=None,
@@ -126,6 +132,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         raise click.UsageError("--overwrite and --append exclude each other")
     outdir = outdir or old_outdir
     with_html = more.pop("with_html")
+    cells = more.pop("cells")
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     logging.getLogger("nuggetbench.data.checks").setLevel(logging.ERROR)  # rendered as notes
     exp = run_experiment(
@@ -139,7 +146,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         ray=more.pop("ray") or "",  # the option reads NUGGETBENCH_RAY_ADDRESS itself
         **more,  # k, profile, with_objective
     )
-    _render(exp, fmt)
+    _render(exp, fmt, cells)
     for note in ds.notes:
         info(note)
     if exp.unsaved:  # the scores are printed; what could not be saved is an error (exit 2)
@@ -151,7 +158,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         info(f"report written to {report.html(exp, exp.outdir / 'report.html', dataset=ds)}")
 
 
-def _render(exp: Experiment, fmt: str) -> None:
+def _render(exp: Experiment, fmt: str, cells=None) -> None:
     """The experiment's warnings (stderr), then its scores in *fmt* (stdout)."""
     render_findings(exp.findings())
     means = exp.means()
@@ -169,7 +176,7 @@ def _render(exp: Experiment, fmt: str) -> None:
         return
     title = f"{exp.dataset_id} ({exp.n_queries} queries, profile {exp.profile!r})"
     if report is not None and fmt != "table":
-        click.echo(report.render(fmt), nl=False)
+        click.echo(report.render(fmt, cells=cells), nl=False)
     elif fmt in ("jsonl", "csv", "tsv"):
         records = [
             {"system": n, "measure": m, "mean": v[m]}
@@ -187,4 +194,4 @@ def _render(exp: Experiment, fmt: str) -> None:
         out = console()
         out.print(report.to_rich(width=out.width))
     else:
-        render_means_table(title, {short_label(k): v for k, v in means.items()}, exp.measures)
+        render_means_table(title, means, exp.measures)  # long names: abbreviated, with a legend

@@ -6,7 +6,14 @@
 
 from nuggetbench.compare.core import compare
 from nuggetbench.compare.corrections import CORRECTIONS, adjust_pvalues
-from nuggetbench.compare.reporting import FORMATS, ComparisonReport, Difference, Estimate
+from nuggetbench.compare.reporting import (
+    CELLS,
+    FORMATS,
+    ComparisonReport,
+    Difference,
+    Estimate,
+    parse_cells,
+)
 from nuggetbench.compare.stats import (
     TESTS,
     TestResult,
@@ -30,6 +37,8 @@ __all__ = [
     "Estimate",
     "Difference",
     "FORMATS",
+    "CELLS",
+    "parse_cells",
     "TESTS",
     "CORRECTIONS",
     "adjust_pvalues",

@@ -13,16 +13,21 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nuggetbench.errors import UnknownNameError, suggest
 from nuggetbench.spec import short_label
 
-__all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS"]
+__all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS", "CELLS", "parse_cells"]
 
 FORMATS = ("table", "json", "jsonl", "csv", "tsv", "markdown", "latex")
 MARK = "\u2020"  # dagger
+#: What a Markdown or LaTeX cell may hold, in the order it is written: the mean (in bold when it
+#: is the best of its column), its interval, the significance dagger, the difference to the
+#: baseline, the corrected p-value and wins/ties/losses. Every part by default.
+CELLS = ("mean", "ci", "dagger", "diff", "p", "wtl")
 #: Per-query differences this close to zero count as ties (floating-point noise, not a win).
 TIE_TOLERANCE = 1e-9
 
@@ -134,10 +139,10 @@ class ComparisonReport:
             return None
 
     def delta_records(self) -> list[dict[str, Any]]:
-        """The per-query differences to the baseline as flat records ``system, measure, query,
-        delta`` (long format, for ``pandas.DataFrame(...)``)."""
+        """The per-query differences to the baseline as flat records ``system, query_id,
+        measure, delta`` (long format, named as :meth:`nuggetbench.Results.to_pandas`)."""
         return [
-            {"system": system, "measure": m, "query": q, "delta": d}
+            {"system": system, "query_id": q, "measure": m, "delta": d}
             for system, per in self.deltas.items()
             for m, values in per.items()
             for q, d in values.items()
@@ -254,58 +259,81 @@ class ComparisonReport:
         )
         return 2 if big else 4
 
-    def _cell(self, system: str, measure: str, digits: int | None, *, latex: bool = False) -> str:
-        digits = self._digits(measure, digits)
+    def _cell(
+        self, system: str, measure: str, digits: int | None, cells=CELLS, *, latex: bool = False
+    ) -> str:
+        """One Markdown or LaTeX cell holding the *cells* parts (see :data:`CELLS`)."""
+        k = self._digits(measure, digits)
         e = self.estimate(system, measure)
         d = self._diff_or_none(system, measure)
-        mark = ""
-        if d is not None and d.significant:
-            mark = r"$^{\dagger}$" if latex else MARK
-        text = f"{_f(e.mean, digits)}{mark} [{_f(e.ci_low, digits)}, {_f(e.ci_high, digits)}]"
+        text = _f(e.mean, k)
+        if self._is_best(system, measure, k):
+            text = rf"\textbf{{{text}}}" if latex else f"**{text}**"
+        if "dagger" in cells and d is not None and d.significant:
+            text += r"$^{\dagger}$" if latex else MARK
+        extra = [f"[{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]"] if "ci" in cells else []
         if d is not None:
-            text += f" {_signed(d.diff, digits)} (p{_eq(d.p_adjusted)}, W/T/L {d.wtl})"
-        return text
+            extra += [_signed(d.diff, k)] if "diff" in cells else []
+            inner = [f"$p{_eq(d.p_adjusted)}$" if latex else f"p{_eq(d.p_adjusted)}"]
+            inner = (inner if "p" in cells else []) + ([f"W/T/L {d.wtl}"] if "wtl" in cells else [])
+            extra += [f"({', '.join(inner)})"] if inner else []
+        if not extra:
+            return text
+        joined = " ".join(extra)
+        return f"{text} {{\\scriptsize {joined}}}" if latex else f"{text} {joined}"
 
-    def to_markdown(self, digits: int | None = None) -> str:
+    def _is_best(self, system: str, measure: str, digits: int) -> bool:
+        """*system*'s mean is the highest of *measure*'s column as printed (ties: all bold;
+        a single system: none)."""
+        if len(self.systems) < 2:
+            return False
+        shown = {s: self.estimate(s, measure).mean for s in self.systems}
+        finite = [round(v, digits) for v in shown.values() if math.isfinite(v)]
+        mine = shown[system]
+        return bool(finite) and math.isfinite(mine) and round(mine, digits) == max(finite)
+
+    def _paper_legend(self, cells) -> str:
+        parts = {"ci": "[interval]", "diff": "difference", "p": "p", "wtl": "W/T/L"}
+        shown = ", ".join(parts[c] for c in cells if c in parts)
+        text = self.legend() + "; bold: the best mean of each measure"
+        return text + (f"; cells: mean {shown}" if shown else "")
+
+    def to_markdown(self, digits: int | None = None, cells=CELLS) -> str:
         """A Markdown table (systems x measures) followed by the legend.
 
-        *digits*: decimals (default: 4, or 2 for measures scaled to percent)."""
+        *digits*: decimals (default: 4, or 2 for measures scaled to percent). *cells*: the parts
+        each cell holds (:data:`CELLS`; :func:`parse_cells` reads ``"mean,dagger"``); the best
+        mean of each column is in bold."""
+        cells = parse_cells(cells)
         header = "| system | " + " | ".join(self.measures) + " |"
         lines = [header, "|---|" + "---:|" * len(self.measures)]
         for s in self.systems:
             label = f"{s} (baseline)" if s == self.baseline else s
-            cells = [self._cell(s, m, digits) for m in self.measures]
-            lines.append("| " + " | ".join([_md_escape(label), *cells]) + " |")
-        return "\n".join(lines) + "\n\n" + self.legend() + "\n"
+            row = [self._cell(s, m, digits, cells) for m in self.measures]
+            lines.append("| " + " | ".join([_md_escape(label), *row]) + " |")
+        return "\n".join(lines) + "\n\n" + self._paper_legend(cells) + "\n"
 
-    def to_latex(self, digits: int | None = None) -> str:
-        """A LaTeX ``tabular`` (booktabs rules) with a dagger on significant differences."""
+    def to_latex(self, digits: int | None = None, cells=CELLS) -> str:
+        """A LaTeX ``tabular`` with booktabs rules (``\\usepackage{booktabs}``), the best mean of
+        each column in bold and a dagger on significant differences; *cells* as
+        :meth:`to_markdown` (``("mean", "dagger")`` fits a paper's column)."""
+        cells = parse_cells(cells)
         cols = "l" + "r" * len(self.measures)
         lines = [
+            r"% needs \usepackage{booktabs}",
             r"\begin{tabular}{" + cols + "}",
             r"\toprule",
             "System & " + " & ".join(_tex(m) for m in self.measures) + r" \\",
             r"\midrule",
         ]
         for s in self.systems:
-            cells = []
-            for m in self.measures:
-                e = self.estimate(s, m)
-                d = self._diff_or_none(s, m)
-                k = self._digits(m, digits)
-                mark = r"$^{\dagger}$" if d is not None and d.significant else ""
-                cell = (
-                    f"{_f(e.mean, k)}{mark} {{\\scriptsize [{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]"
-                )
-                if d is not None:
-                    cell += f" {_signed(d.diff, k)} ($p{_eq(d.p_adjusted)}$, W/T/L {d.wtl})"
-                cells.append(cell + "}")
+            row = [self._cell(s, m, digits, cells, latex=True) for m in self.measures]
             label = f"{s} (baseline)" if s == self.baseline else s
-            lines.append(_tex(label) + " & " + " & ".join(cells) + r" \\")
+            lines.append(_tex(label) + " & " + " & ".join(row) + r" \\")
         lines += [
             r"\bottomrule",
             r"\end{tabular}",
-            "% " + _tex(self.legend()).replace(MARK, "dagger:"),
+            "% " + _tex(self._paper_legend(cells)).replace(MARK, "dagger:"),
         ]
         return "\n".join(lines) + "\n"
 
@@ -324,7 +352,7 @@ class ComparisonReport:
         }
         if width is None or width >= self._wide_width(cells, names):
             return self._wide(cells, names)
-        return self._stacked(cells, names, digits)
+        return self._stacked(cells, names, digits, width)
 
     def _lines(self, s: str, m: str, digits: int | None) -> list[tuple[str, str]]:
         """``(text, style)`` lines of one cell: mean (with the mark), interval, difference and
@@ -377,20 +405,33 @@ class ComparisonReport:
             table.add_row(names[s], *row)
         return table
 
-    def _stacked(self, cells: dict, names: dict, digits: int | None):
-        """One table per measure (rows: systems; columns: mean [CI], difference, p, W/T/L)."""
+    def _stacked(self, cells: dict, names: dict, digits: int | None, width: int = 80):
+        """One table per measure (rows: systems; columns: mean [CI], difference, p, W/T/L).
+
+        A label is never split inside: its column is as wide as its longest word (the words
+        wrap), or, when even that does not fit *width*, the systems are numbered ``S1``,
+        ``S2``... with a legend naming each."""
         from rich.console import Group
         from rich.table import Table
         from rich.text import Text
 
         parts: list = [Text(f"Comparison with {short_label(self.baseline)}")]
         wtl = max((len(d.wtl) for d in self.differences), default=5)  # same widths in every table
+        head = f"mean [{self.ci:.0%} CI]"
+        mean_w = max([len(head)] + [len(f"{c[0][0]} {c[1][0]}") for c in cells.values()])
+        labels = {s: names[s].replace("\n", " ") for s in self.systems}
+        word = max([len("system")] + [len(w) for label in labels.values() for w in label.split()])
+        legend = []
+        if word + mean_w + 7 + 6 + max(wtl, 5) + 16 > width:
+            legend = [f"S{i + 1} = {label}" for i, label in enumerate(labels.values())]
+            labels = {s: f"S{i + 1}" for i, s in enumerate(self.systems)}
+            word = len("system")
         for m in self.measures:
             table = Table(title=m, title_justify="left")
-            table.add_column("system", overflow="fold")
-            table.add_column(f"mean [{self.ci:.0%} CI]", justify="right", no_wrap=True)
-            for head, least in (("diff", 7), ("p", 6), ("W/T/L", wtl)):
-                table.add_column(head, justify="right", no_wrap=True, min_width=least)
+            table.add_column("system", overflow="fold", min_width=min(word, width // 2))
+            table.add_column(head, justify="right", no_wrap=True)
+            for col, least in (("diff", 7), ("p", 6), ("W/T/L", wtl)):
+                table.add_column(col, justify="right", no_wrap=True, min_width=least)
             for s in self.systems:
                 lines = cells[(s, m)]
                 mean = Text(lines[0][0], style=lines[0][1] or None)
@@ -400,19 +441,20 @@ class ComparisonReport:
                 rest = (
                     [_signed(d.diff, k), _p(d.p_adjusted), d.wtl] if d is not None else ["", "", ""]
                 )
-                table.add_row(names[s].replace("\n", " "), mean, *rest)
+                table.add_row(labels[s], mean, *rest)
             parts.append(table)
+        parts += [Text(line) for line in legend]
         parts.append(Text(self.legend(short=True)))
         return Group(*parts)
 
-    def render(self, fmt: str = "table", digits: int | None = None) -> str:
+    def render(self, fmt: str = "table", digits: int | None = None, cells=CELLS) -> str:
         """Render as ``table`` (plain text of the rich table), ``json``, ``jsonl``, ``csv``, ``tsv``,
         ``markdown`` or ``latex``; every format carries the means, intervals, differences and
-        (corrected) p-values."""
+        (corrected) p-values (``markdown`` and ``latex``: the *cells* parts chosen)."""
         if fmt == "markdown":
-            return self.to_markdown(digits)
+            return self.to_markdown(digits, cells)
         if fmt == "latex":
-            return self.to_latex(digits)
+            return self.to_latex(digits, cells)
         if fmt == "csv":
             return self.to_csv()
         if fmt == "tsv":
@@ -434,6 +476,25 @@ class ComparisonReport:
 
     def __str__(self) -> str:
         return self.render("table")
+
+
+def parse_cells(cells: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The parts of a table cell: ``"mean,ci,dagger"`` or a sequence of :data:`CELLS` names
+    (``None``: all), in :data:`CELLS` order; ``mean`` is always kept.
+
+    Raises:
+        UnknownNameError: a part that is not one of :data:`CELLS` (the nearest is suggested).
+    """
+    if cells is None:
+        return CELLS
+    items = [c.strip().lower() for c in (cells.split(",") if isinstance(cells, str) else cells)]
+    for item in items:
+        if item not in CELLS:
+            raise UnknownNameError(
+                f"unknown cell part {item!r} in {','.join(items)!r}; choose from "
+                f"{', '.join(CELLS)}.{suggest(item, CELLS)}"
+            )
+    return tuple(c for c in CELLS if c in items or c == "mean")
 
 
 def _f(value: float, digits: int) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from nuggetbench.compare.core import compare
 from nuggetbench.compare.reporting import ComparisonReport
 from nuggetbench.data.formats.rankfile import check_pools
-from nuggetbench.measures import parse_measure, score
+from nuggetbench.measures import measure_pairs, score
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,9 @@ def compare_runs(
     Args:
         qrels: the judgments (a :class:`~nuggetbench.data.Qrels`).
         runs: ``{name: Run}`` or a sequence of runs (named by ``run.name``; duplicates get ``#2``...).
-        measures: measure strings.
+        measures: measure strings; the report names each as given (``map`` stays ``map``,
+            ``AC_Recall@10`` stays ``AC_Recall@10``), trec_eval's groups by the names
+            trec_eval prints (``P.5,10`` -> ``P_5``, ``P_10``), as ``evaluate`` does.
         profile: evaluation profile name (default: ``score``'s default).
         doc_filter: per-query candidate pools; each run is checked against them and the report's
             notes say how many ranked documents lie outside (they are not removed).
@@ -47,7 +49,8 @@ def compare_runs(
         InputError: fewer than two runs, or from :func:`compare`.
     """
 
-    measures = [str(parse_measure(m)) for m in measures]
+    given = list(measures)
+    keys = [key for key, _ in measure_pairs(given)]  # as evaluate prints them: one vocabulary
     named = _named(runs)
     notes: list[str] = []
     results: dict[str, Any] = {}
@@ -57,12 +60,12 @@ def compare_runs(
             check = check_pools(run, doc_filter, on_outside="report")
             if not check.ok:
                 notes.append(f"{name}: {check.describe()}")
-        res = score(qrels, run, measures, **kwargs)
+        res = score(qrels, run, given, **kwargs)
         missing = res.missing_queries
         if missing:
             notes.append(f"{name}: {len(missing)} judged queries are missing from the run")
         results[name] = res
-    report = compare(results, measures=measures, **compare_options)
+    report = compare(results, measures=keys, **compare_options)
     report.notes[:0] = notes
     return report
 

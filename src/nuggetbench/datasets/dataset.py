@@ -42,6 +42,10 @@ class Dataset:
         objective: an optional task instruction (BIRCO's objectives), ``None`` when none.
         metadata: provenance (source folder, download URL, checksums, notes).
         notes: lines to show people with the results (fastbook's chunking ceiling).
+        options: the loader options it was loaded with (``{"chunker": "paragraphs"}``; those
+            given to :func:`~nuggetbench.datasets.load_dataset`, typed; empty for defaults).
+            ``nuggetbench run`` records them, so its output folder can be scored and reported
+            on the same data again.
     """
 
     id: str
@@ -56,6 +60,7 @@ class Dataset:
     objective: str | None = None
     metadata: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    options: dict = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         """SHA-256 (16 hex chars) of the corpus, queries and qrels fingerprints (and the split)."""

@@ -109,6 +109,7 @@ REGISTRY: list[Entry] = [
     Entry("miracl/*", "nuggetbench.datasets.miracl:FAMILY", ids=family_ids("miracl", MIRACL_LANGUAGES), description="MIRACL (Zhang et al., 2023): 18 languages, dev split (test qrels hidden), Wikipedia passages from the Hugging Face hub"),
     Entry("mmarco/*", "nuggetbench.datasets.mmarco:FAMILY", ids=family_ids("mmarco", MMARCO_LANGUAGES), description="mMARCO (Bonifacio et al., 2021): MS MARCO passages and dev/small queries in 14 languages"),
     Entry("mmarco/*/*", "nuggetbench.datasets.mmarco:FAMILY", description="mMARCO cross-lingual: mmarco/<doc_lang>/<query_lang>, e.g. mmarco/english/german"),
+    Entry("irds:*", "nuggetbench.datasets.irds:FAMILY", description="ir_datasets (MacAvaney et al., 2021): irds:<id> for any id of its catalogue, https://ir-datasets.com/ (e.g. irds:msmarco-passage/trec-dl-2019/judged); needs the irds extra"),
 ]
 # fmt: on
 
@@ -239,10 +240,17 @@ def family_of(dataset_id: str) -> DatasetFamily:
 
 
 def _unknown(dataset_id: str) -> UnknownNameError:
+    if Path(dataset_id).suffix:  # nope.qrels, run.trec: a file name, not an id
+        return UnknownNameError(
+            f"{dataset_id} does not exist: no such file or folder (and no registered dataset "
+            f"has that id).{suggest(dataset_id, list_datasets())} Check the path, or give a "
+            "registered dataset id (`nuggetbench datasets list`)"
+        )
     return UnknownNameError(
         f"unknown dataset {dataset_id!r}.{suggest(dataset_id, list_datasets())} "
         "Run `nuggetbench datasets list` (or nuggetbench.list_datasets()) for the list; "
-        "a local BEIR-format folder can be given by its path"
+        "a local BEIR-format folder can be given by its path, and any ir_datasets id as "
+        "irds:<id> (https://ir-datasets.com/)"
     )
 
 
@@ -276,7 +284,8 @@ def load_dataset(id_or_path: str | Path, **options: Any) -> Dataset:
     entry = _entry(id_or_path)
     if entry is not None:
         family = _family(entry.family, entry)
-        return family.load(id_or_path, **family.check_options(id_or_path, options))
+        checked = family.check_options(id_or_path, options)
+        return _with_options(family.load(id_or_path, **checked), checked)
     if _looks_like_path(id_or_path):
         return _load_folder(Path(id_or_path).expanduser(), options)
     raise _unknown(id_or_path)
@@ -297,7 +306,13 @@ def _load_folder(folder: Path, options: dict) -> Dataset:
         k: allowed[k].coerce(v, where=f"folder {folder}", noun="option") if v is not None else v
         for k, v in options.items()
     }
-    return family.load_folder(folder, **checked)
+    return _with_options(family.load_folder(folder, **checked), checked)
+
+
+def _with_options(dataset: Dataset, options: dict) -> Dataset:
+    """*dataset* recording the loader *options* it was loaded with (``None`` values left out)."""
+    dataset.options = {k: v for k, v in options.items() if v is not None}
+    return dataset
 
 
 def _file_target(path: Path) -> Target:
@@ -426,12 +441,13 @@ def _check_folder(folder: Path) -> None:
     unreadable."""
     if not folder.exists():
         raise DatasetError(
-            f"{folder} does not exist; give a registered dataset id or a BEIR-format folder"
+            f"{folder} does not exist: no such file or folder; check the path, or give a "
+            "registered dataset id (`nuggetbench datasets list`)"
         )
     if not folder.is_dir():
         raise DatasetError(
-            f"{folder} is a file, not a folder; give a registered dataset id or a BEIR-format "
-            "folder (corpus.jsonl, queries.jsonl, qrels/)"
+            f"{folder} is a file, not a dataset folder; give a judgments file where judgments "
+            "are read (evaluate, compare), else a registered dataset id or a BEIR-format folder"
         )
     try:
         next(os.scandir(folder), None)

@@ -16,7 +16,7 @@ from nuggetbench.measures.measure import Measure, _split_top_level, parse_measur
 from nuggetbench.measures.profiles import DEFAULT_PROFILE, Profile, get_profile
 from nuggetbench.measures.registry import MIN_GEO_MEAN, get_family
 from nuggetbench.measures.results import LazyProvenance, Results
-from nuggetbench.measures.trec.names import is_trec_spec, trec_selection
+from nuggetbench.measures.trec.names import is_trec_spec, parse_key, trec_selection
 
 if TYPE_CHECKING:  # pragma: no cover
     from nuggetbench.data.qrels import Qrels
@@ -66,7 +66,7 @@ def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tup
     else:
         items = list(measures)
         pairs = [
-            (item.strip() if isinstance(item, str) else str(item), parse_measure(item))
+            (item.strip() if isinstance(item, str) else str(item), parse_key(item))
             for item in items
         ]
         if not pairs:
@@ -78,9 +78,10 @@ def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tup
 
 
 def plain_measures(measures: Iterable[str | Measure]) -> list[str]:
-    """:func:`measure_keys` with trec_eval's specs written as nuggetbench measures
-    (``P.5,10`` -> ``P@5``, ``P@10``; ``all_trec`` -> every measure it names), for callers that
-    keep one list for evaluating and for reading the results back (``run``, ``compare``).
+    """:func:`measure_keys` with trec_eval's specs expanded to the names trec_eval prints
+    (``P.5,10`` -> ``P_5``, ``P_10``; ``all_trec`` -> every measure it names), the keys
+    ``evaluate`` shows, for callers that keep one list for evaluating and for reading the
+    results back (``run``, ``compare``); each of them is read back by :func:`parse_key`.
 
     Raises:
         UnknownNameError, SpecError: as :func:`measure_keys`.
@@ -90,7 +91,7 @@ def plain_measures(measures: Iterable[str | Measure]) -> list[str]:
         if is_trec_spec(item):
             for entry in trec_selection([item]):
                 if entry.measure is not None:
-                    out.setdefault(str(entry.measure), None)
+                    out.setdefault(entry.key, None)
         else:
             out.setdefault(item, None)
     return list(out)

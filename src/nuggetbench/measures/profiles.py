@@ -12,6 +12,8 @@ Registered here:
   is scored on an empty ranking (0 on every measure but ``NumRel``), as ``trec_eval -c``.
 * ``"trec_eval"``: only queries present in both the run and the qrels, as plain ``trec_eval``
   (and ``pytrec_eval``).
+* ``"trec_eval-9.0.8"`` and ``"trec_eval-9.0.8 -c"`` (and any ``trec_eval-9.0.8`` command line):
+  trec_eval 9.0.8, where the plain ``trec_eval`` names are trec_eval 10.0 (:data:`TREC_EVAL_9`).
 * ``"ndeval"``, ``"ndeval -c"``, ``"ndeval -traditional"`` (and any ndeval command line,
   ``"ndeval -c -M 10"``): ndeval 4.5's ordering and averaging for the diversity families.
 * ``"freshstack"``: FreshStack's evaluation code, its three tie orders (Coverage: run file order;
@@ -58,6 +60,8 @@ __all__ = [
     "freshstack_profile",
     "beir_profile",
     "trec_eval_profile",
+    "trec_eval_version",
+    "TREC_EVAL_9",
     "nugget_queries",
     "queries_with_relevant",
 ]
@@ -66,6 +70,11 @@ __all__ = [
 #: ``"run_and_qrels"``: only queries in both.
 AVERAGE_OVER = ("qrels", "run_and_qrels")
 DEFAULT_PROFILE = "trec_eval -c"
+#: The profile-name prefix of trec_eval 9.0.8's conventions (the plain ``trec_eval`` is 10.0's):
+#: ``iprec_at_recall`` and ``11pt_avg`` find the k-th relevant document as floor(r R + 0.9)
+#: (10.0: round(r R)), and ``-c -q`` prints no line for a judged query missing from the run
+#: (10.0 prints its measures on an empty ranking).
+TREC_EVAL_9 = "trec_eval-9.0.8"
 #: Modules that register profiles, imported when a profile name is not found (append yours).
 PROFILE_MODULES: list[str] = []
 
@@ -183,7 +192,7 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
         return found
     if name.split()[:1] == ["ndeval"]:
         return _ndeval_command_line(name)
-    if name.split()[:1] == ["trec_eval"]:
+    if name.split()[:1] in (["trec_eval"], [TREC_EVAL_9]):
         return _trec_eval_command_line(name)
     words = name.split()
     if len(words) == 3 and words[:2] == ["freshstack", "-cut"] and words[2].isdigit():
@@ -192,8 +201,10 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
 
 
 def _trec_eval_command_line(name: str) -> Profile:
-    """``trec_eval [-c] [-J] [-M N] [-l N]`` spelled as on trec_eval's command line."""
-    words, options, i = name.split()[1:], {}, 0
+    """``trec_eval [-c] [-J] [-M N] [-l N]`` spelled as on trec_eval's command line (the
+    program named ``trec_eval-9.0.8``: that version's conventions)."""
+    words, i = name.split()[1:], 0
+    options: dict[str, Any] = {"version": "9.0.8"} if name.split()[0] == TREC_EVAL_9 else {}
     while i < len(words):
         word = words[i]
         if word in ("-c", "-J"):
@@ -204,7 +215,8 @@ def _trec_eval_command_line(name: str) -> Profile:
         else:
             raise UnknownNameError(
                 f"unknown trec_eval option {word!r} in profile {name!r}: the profile takes -c, "
-                "-J, -M N and -l N, e.g. 'trec_eval -c' (measures are named with -m)"
+                "-J, -M N and -l N, e.g. 'trec_eval -c' or 'trec_eval-9.0.8 -c' (measures are "
+                "named with -m)"
             )
         i += 1
     return trec_eval_profile(**options)
@@ -216,6 +228,7 @@ def trec_eval_profile(
     max_docs: int | None = None,
     rel_level: int | None = None,
     judged_only: bool = False,
+    version: str = "10.0",
 ) -> Profile:
     """A trec_eval profile: ``trec_eval [-c] [-J] [-M max_docs] [-l rel_level]``.
 
@@ -225,18 +238,24 @@ def trec_eval_profile(
         rel_level: ``-l``: the default ``rel`` of every measure taking it (grade >= rel_level
             is relevant).
         judged_only: ``-J``: the default ``judged_only`` of every measure taking it.
+        version: ``"10.0"`` (the current release) or ``"9.0.8"`` (see :data:`TREC_EVAL_9`:
+            ``legacy`` interpolation, no per-query lines for missing queries).
 
     Returns:
-        A :class:`Profile` named like the command line (``"trec_eval -c -M 100"``); its
-        ``options["measure_defaults"]`` hold ``rel`` / ``judged_only``, which ``evaluate()``
-        gives to the measures that do not set them.
+        A :class:`Profile` named like the command line (``"trec_eval -c -M 100"``,
+        ``"trec_eval-9.0.8 -c"``); its ``options["measure_defaults"]`` hold ``rel`` /
+        ``judged_only`` / ``legacy``, which ``evaluate()`` gives to the measures that do not
+        set them; ``options["trec_eval_version"]`` the version.
 
     Raises:
-        InputError: *max_docs* is not a positive integer.
+        InputError: *max_docs* is not a positive integer, or *version* is neither.
     """
     if max_docs is not None and (isinstance(max_docs, bool) or int(max_docs) <= 0):
         raise InputError(f"trec_eval's -M must be a positive integer, got {max_docs!r}")
-    name = "trec_eval" + (" -c" if complete else "") + (" -J" if judged_only else "")
+    if version not in ("10.0", "9.0.8"):
+        raise InputError(f"trec_eval version must be '10.0' or '9.0.8', got {version!r}")
+    name = "trec_eval" if version == "10.0" else TREC_EVAL_9
+    name += (" -c" if complete else "") + (" -J" if judged_only else "")
     name += f" -M {int(max_docs)}" if max_docs is not None else ""
     name += f" -l {int(rel_level)}" if rel_level is not None else ""
     defaults: dict[str, Any] = {}
@@ -244,14 +263,29 @@ def trec_eval_profile(
         defaults["rel"] = int(rel_level)
     if judged_only:
         defaults["judged_only"] = True
+    if version != "10.0":
+        defaults["legacy"] = True
     depth = int(max_docs) if max_docs is not None else None
+    flags = name.partition(" ")[2]
+    options: dict[str, Any] = {"measure_defaults": defaults} if defaults else {}
+    if depth:
+        options["max_docs"] = depth  # for readers of the run that rank it themselves (prefs)
     return Profile(
         name=name,
-        description="trec_eval 9.0.8 with " + (name[len("trec_eval ") :] or "no options"),
+        description=f"trec_eval {version} with " + (flags or "no options"),
         average_over="qrels" if complete else "run_and_qrels",
         transform=(lambda qrels, run: (qrels, run.truncate(depth))) if depth else None,
-        options={"measure_defaults": defaults} if defaults else {},
+        options={**options, "trec_eval_version": version},
     )
+
+
+def trec_eval_version(profile: str | Profile | None) -> str:
+    """The trec_eval release whose conventions *profile* follows: ``"9.0.8"`` for the
+    ``trec_eval-9.0.8`` profiles, else ``"10.0"`` (every other profile, the default included)."""
+    if isinstance(profile, str) and profile.split()[:1] == [TREC_EVAL_9]:
+        return "9.0.8"
+    prof = get_profile(profile) if isinstance(profile, (str, type(None))) else profile
+    return str(prof.options.get("trec_eval_version", "10.0"))
 
 
 def _ndeval_command_line(name: str) -> Profile:
@@ -464,6 +498,8 @@ register_profile(
         average_over="run_and_qrels",
     )
 )
+register_profile(trec_eval_profile(version="9.0.8"))
+register_profile(trec_eval_profile(complete=True, version="9.0.8"))
 NDEVAL_PROFILES = [
     ndeval_profile(),
     ndeval_profile(complete=True),

@@ -17,7 +17,7 @@ from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, s
 from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.profiles import Profile
 
-__all__ = ["Results", "read_results", "LazyProvenance", "query_findings"]
+__all__ = ["Results", "read_results", "LazyProvenance", "query_findings", "scoring_findings"]
 
 
 class LazyProvenance(MutableMapping):
@@ -213,15 +213,27 @@ class Results:
             fh.write("\n")
         return path
 
-    def to_pandas(self):
-        """A DataFrame: one row per query (index ``query_id``), one column per measure."""
+    def to_pandas(self, *, wide: bool = False):
+        """A long DataFrame with columns ``query_id, measure, value``: one row per (query,
+        measure), queries in :attr:`query_ids` order within each measure (the shape and names of
+        :meth:`nuggetbench.Experiment.to_pandas`, less ``system``). *wide*: the older shape, one
+        row per query (index ``query_id``) and one column per measure."""
         import pandas as pd
 
-        frame = pd.DataFrame(
-            {m: self.per_query[m] for m in self.measures},
-            index=pd.Index(self.query_ids, name="query_id"),
+        if wide:
+            return pd.DataFrame(
+                {m: self.per_query[m] for m in self.measures},
+                index=pd.Index(self.query_ids, name="query_id"),
+            )
+        n = len(self.query_ids)
+        return pd.DataFrame(
+            {
+                "query_id": list(self.query_ids) * len(self.measures),
+                "measure": [m for m in self.measures for _ in range(n)],
+                "value": [float(v) for m in self.measures for v in self.per_query[m]],
+            },
+            columns=["query_id", "measure", "value"],
         )
-        return frame
 
 
 def read_results(path: str | Path, *, system: str | None = None) -> Results:
@@ -308,3 +320,20 @@ def query_findings(results: Results, profile: Profile) -> list[Finding]:
             )
         )
     return out
+
+
+def scoring_findings(checks: list[Finding], results: Results, profile: Profile) -> list[Finding]:
+    """The findings to show with scores (``nuggetbench evaluate`` prints them, ``nb.evaluate``
+    warns them): the trap checks' (*checks*, from
+    :func:`nuggetbench.data.checks.check_findings`), then :func:`query_findings`. The checks'
+    query-overlap line is left out when the query-set warnings already give the counts.
+
+    Args:
+        checks: the trap checks' findings on the run and judgments *results* came from.
+        results: the scores.
+        profile: the :class:`~nuggetbench.measures.Profile` they were computed under.
+    """
+    queries = query_findings(results, profile)
+    if queries:
+        checks = [f for f in checks if f.kind != "query_overlap"]
+    return [*checks, *queries]

@@ -31,6 +31,7 @@ from nuggetbench.report.figures import (
     scatter_figure,
     write_plots,
 )
+from nuggetbench.report.folders import compare_folders, is_output_folder
 from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results
 from nuggetbench.report.page import render_page
 from nuggetbench.report.saved import compare_to_folder
@@ -54,6 +55,8 @@ __all__ = [
     "write_plots",
     "render_page",
     "compare_to_folder",
+    "compare_folders",
+    "is_output_folder",
 ]
 
 

@@ -120,6 +120,26 @@ def _dataset_target(ds: Dataset) -> Target:
     return Target(ds.qrels, tuple(ds.default_measures), ds.default_profile, family, ds)
 
 
+def _recorded_options(results: dict, dataset: Dataset | str | None) -> dict[str, Any]:
+    """The loader options the results record (``nuggetbench run -O``), for their own dataset
+    (*dataset* ``None`` or the recorded id); ``{}`` for another dataset or older results."""
+    prov = results.get("provenance") or {}
+    if dataset is not None and str(dataset) != str(results.get("dataset")):
+        return {}
+    return dict(prov.get("dataset_options") or {})
+
+
+def _flags(options: Mapping[str, Any]) -> str:
+    return " ".join(f"-O {k}={v}" for k, v in options.items()) or "the default options"
+
+
+def _made(prov: Mapping[str, Any]) -> str:
+    """The options the results were made with, as words."""
+    if "dataset_options" not in prov:
+        return "options not recorded: made before nuggetbench recorded them"
+    return f"made with {_flags(prov['dataset_options'] or {})}"
+
+
 def _target(
     results: dict, dataset: Dataset | str | None, options: Mapping[str, Any] | None
 ) -> Target:
@@ -128,7 +148,7 @@ def _target(
     if isinstance(dataset, Dataset):
         target = _dataset_target(dataset)
     else:
-        options = dict(options or {})
+        options = {**_recorded_options(results, dataset), **dict(options or {})}
         target = load_target(dataset or results["dataset"], **options)
         split = prov.get("split")
         ds = target.dataset
@@ -138,9 +158,10 @@ def _target(
     recorded = prov.get("dataset_fingerprint")
     if ds is not None and recorded and recorded != ds.fingerprint():
         raise InputError(
-            f"dataset {ds.id!r} has fingerprint {ds.fingerprint()} but the results were scored on "
-            f"{recorded}; load it with the same options as the run (-O KEY=VALUE, e.g. the "
-            "chunker) or point NUGGETBENCH_DATA at the same files"
+            f"dataset {ds.id!r} loaded with {_flags(ds.options)} has fingerprint "
+            f"{ds.fingerprint()} but the results were scored on {recorded} ({_made(prov)}); "
+            "load it with the same options as the run (-O KEY=VALUE, e.g. the chunker) or point "
+            "NUGGETBENCH_DATA at the same files"
         )
     for name, entry in results["systems"].items():
         scored = (entry.get("provenance") or {}).get("qrels_fingerprint")
@@ -166,7 +187,9 @@ def load_inputs(
             folder of ``nuggetbench run`` or ``nuggetbench compare -o``, or its ``results.json``.
         dataset: the dataset (a :class:`Dataset`, an id, a folder or a judgments file); default:
             the one recorded in the results, loaded with *options*.
-        options: loader options for the dataset (``{"chunker": ...}``), as ``-O KEY=VALUE``.
+        options: loader options for the dataset (``{"chunker": ...}``), as ``-O KEY=VALUE``;
+            they add to (and override) the options the results record (``nuggetbench run``
+            records those it loaded the dataset with).
 
     Raises:
         InputError: unreadable results, a missing run file, or a dataset, judgments or run whose

@@ -42,13 +42,16 @@ def compare_to_folder(
     profile: str | None = None,
     *,
     options: Mapping[str, Any] | None = None,
+    trailing: str = "error",
+    duplicates: str | None = None,
     **compare_options: Any,
 ) -> ComparisonReport:
     """Compare run files as :func:`nuggetbench.evaluation.compare_run_files` does and save
     ``<outdir>/results.json`` (atomically) for :func:`nuggetbench.report.html`.
 
     Args:
-        dataset, runs, measures, profile, options, compare_options: as ``compare_run_files``
+        dataset, runs, measures, profile, options, trailing, duplicates, compare_options: as
+            ``compare_run_files``
             (``baseline``, ``test``, ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``).
         outdir: the folder (created).
 
@@ -60,7 +63,8 @@ def compare_to_folder(
     """
     target = load_target(dataset, **dict(options or {}))
     source = target.dataset if target.dataset is not None else dataset
-    report = compare_run_files(source, runs, measures, profile, **compare_options)
+    reading = {"trailing": trailing, "duplicates": duplicates}
+    report = compare_run_files(source, runs, measures, profile, **reading, **compare_options)
     profile_name = profile or target.default_profile or "trec_eval -c"
     ds = target.dataset
     name = ds.id if ds is not None else str(dataset)
@@ -68,7 +72,7 @@ def compare_to_folder(
         name = str(Path(name).resolve())
     systems: dict[str, dict] = {}
     for system, path in _names(runs).items():
-        run = read_run(path, name=system)
+        run = read_run(path, name=system, keep_rank=True, **reading)
         entry = score(target.qrels, run, report.measures, profile=profile_name).to_dict()
         entry.update(run_file=str(path.resolve()), seconds={}, run_metadata=dict(run.metadata))
         systems[system] = entry
@@ -81,6 +85,7 @@ def compare_to_folder(
             "dataset": name,
             "dataset_fingerprint": ds.fingerprint() if ds is not None else None,
             "split": ds.split if ds is not None else None,
+            "dataset_options": dict(ds.options) if ds is not None else {},
             "qrels_fingerprint": target.qrels.fingerprint(),
             "nuggetbench_version": __version__,
             "made_by": "nuggetbench compare",

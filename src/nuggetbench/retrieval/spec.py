@@ -308,6 +308,12 @@ def _parse_single(spec: str, text: str):
         )
     prefix, _, rest = text.partition(":")
     prefix = prefix.strip().lower()
+    head, comma, tail = text.partition(",")
+    if comma and ":" not in head and head.strip().lower() in RETRIEVERS:
+        right = f"{head.strip()}:{tail.strip()}"
+        raise SpecError(
+            f"{where}: a retriever's options follow its prefix after a colon; write {right!r}"
+        )
     cls = retriever_class(prefix)
     raw = split_options(rest, where=where, positional=True)
     args = _positional_args(where, prefix, cls, raw.pop(POSITIONAL, None))

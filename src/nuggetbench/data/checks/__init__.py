@@ -31,7 +31,7 @@ from nuggetbench.data.checks.coverage import (
     check_judged_overlap,
     check_run_in_corpus,
 )
-from nuggetbench.data.checks.findings import SEVERITIES, Finding
+from nuggetbench.data.checks.findings import SEVERITIES, Finding, unlogged
 from nuggetbench.data.checks.ids import TINY_OVERLAP, check_id_formats, check_query_overlap
 from nuggetbench.data.checks.ranking import check_run_sorted
 from nuggetbench.data.corpus import Corpus
@@ -40,6 +40,7 @@ from nuggetbench.data.run import Run
 
 __all__ = [
     "Finding",
+    "unlogged",
     "SEVERITIES",
     "check_run_against_qrels",
     "check_findings",

@@ -4,7 +4,9 @@ text), and the one logger of the checks."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 log = logging.getLogger("nuggetbench.data.checks")
@@ -59,10 +61,26 @@ class Finding:
         return f"[{self.severity}] {self.message}"
 
 
+_UNLOGGED: ContextVar[bool] = ContextVar("nuggetbench_checks_unlogged", default=False)
+
+
+@contextmanager
+def unlogged() -> Iterator[None]:
+    """The checks run inside return their findings without logging them (in this context
+    only: other threads and tasks still log), for a caller that reports them itself
+    (``nb.evaluate`` issues each warning with :func:`warnings.warn`)."""
+    token = _UNLOGGED.set(True)
+    try:
+        yield
+    finally:
+        _UNLOGGED.reset(token)
+
+
 def emit(findings: list[Finding]) -> list[Finding]:
-    for f in findings:
-        log.log(logging.WARNING if f.is_warning else logging.INFO, "%s", f.message)
+    if not _UNLOGGED.get():
+        for f in findings:
+            log.log(logging.WARNING if f.is_warning else logging.INFO, "%s", f.message)
     return findings
 
 
-__all__ = ["Finding", "SEVERITIES", "emit", "log"]
+__all__ = ["Finding", "SEVERITIES", "emit", "log", "unlogged"]

@@ -114,16 +114,27 @@ def _slow_lines(data: bytes, path: str, ncols: int, what: str, *, trailing: str 
                 path,
                 lineno,
                 f"expected {ncols} whitespace-separated columns in a {what} line, found {len(parts)}: {short(line.strip(), 120)}"
-                + (
-                    " (doc ids may not contain spaces; if the extra fields are trailing text after the tag, "
-                    "which trec_eval ignores, read with trailing='ignore' / --ignore-trailing)"
-                    if len(parts) > ncols
-                    else ""
-                ),
+                + _columns_hint(parts, ncols, what),
             )
         for c, part in zip(cols, parts):
             c.append(part)
     return [np.array(c, dtype=object) for c in cols]
+
+
+def _columns_hint(parts: list[str], ncols: int, what: str) -> str:
+    """What a line with the wrong number of fields likely is: the other kind of file (the
+    judgments and run given in the wrong order), or trailing text after a run's tag."""
+    swapped = "were the judgments and the run given in the wrong order? The judgments come first"
+    if what == "qrels" and len(parts) == 6 and parts[1].upper() == "Q0":
+        return f" (this is a run line: query Q0 doc rank score tag, not judgments; {swapped})"
+    if what == "run" and len(parts) == 4 and parts[3].lstrip("-").isdigit():
+        return f" (this looks like a judgments line: query iteration doc grade; {swapped})"
+    if len(parts) <= ncols or what != "run":
+        return " (doc ids may not contain spaces)" if len(parts) > ncols else ""
+    return (
+        " (doc ids may not contain spaces; if the extra fields are trailing text after the tag, "
+        "which trec_eval ignores, read with trailing='ignore' / --ignore-trailing)"
+    )
 
 
 def _parse_scores(

@@ -1,7 +1,7 @@
 """trec_eval's measure names (``-m all_trec``, ``-m P.5,7,3``) and its text output.
 
 trec_eval names a measure, or a list of them, as ``name[.params]`` (``m_*.c`` and
-``measures.c`` of usnistgov/trec_eval 9.0.8):
+``measures.c`` of usnistgov/trec_eval 10.0):
 
 * groups: ``official`` (trec_eval's default), ``all_trec``, ``set``;
 * cut-off lists ``P``, ``recall``, ``ndcg_cut``, ``map_cut``, ``relative_P``, ``success``, ``unj``
@@ -26,18 +26,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
-from nuggetbench.errors import SpecError
+from nuggetbench.errors import NuggetbenchError, SpecError
 from nuggetbench.measures.context import UNJUDGED, EvalContext
 from nuggetbench.measures.measure import Measure, check_measure, parse_measure
+from nuggetbench.measures.trec.prefs import PREFS_COUNTS, PREFS_MEASURES
 
 __all__ = [
     "GROUPS",
     "TrecEntry",
     "is_trec_spec",
+    "parse_key",
     "trec_selection",
+    "prefs_requested",
     "relstrings",
     "format_trec_eval",
 ]
@@ -85,6 +89,7 @@ _ORDER: dict[str, str | None] = {
     "rbp": "TrecRBP",
     "rbp_resid": "TrecRBPResid",
     "unj": "Unj",
+    **dict.fromkeys(PREFS_MEASURES),  # preference measures (measures.trec.prefs): no family
 }
 _CUT_DEFAULTS = {
     "P": _CUTS,
@@ -105,13 +110,16 @@ _GAIN_MEASURES = ("ndcg", "ndcg_rel", "Rndcg", "G")
 #: trec_eval's measure groups (``-m official`` is its default).
 GROUPS: dict[str, tuple[str, ...]] = {
     "official": tuple(list(_ORDER)[: list(_ORDER).index("P") + 1]),
-    "all_trec": tuple(n for n in _ORDER if not n.endswith("_avgjg")),
+    "all_trec": tuple(n for n in _ORDER if not n.endswith("_avgjg") and n not in PREFS_MEASURES),
+    "all_prefs": ("runid", "num_q", *PREFS_MEASURES),
     "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
     "set": (
         "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility",
         "set_P", "set_recall", "set_relative_P", "set_map", "set_F",
     ),
 }  # fmt: skip
+#: Measures trec_eval 10.0 added to ``all_trec`` (9.0.8's ``all_trec`` lacks them).
+_NEW_IN_10 = ("rbp", "rbp_resid", "unj")
 _COUNTS = ("NumQ", "NumRet", "NumRel", "NumRelRet", "NumNonrelJudgedRet")
 _SUMMARY_ONLY = ("NumQ", "GMAP", "GMBpref")
 
@@ -122,8 +130,9 @@ class TrecEntry:
 
     Attributes:
         key: trec_eval's output name (``P_5``, ``utility_2,-1,0,0``, ``relstring_20``).
-        measure: our :class:`Measure`, ``None`` for a text measure.
-        text: ``"runid"``, ``"relstring"`` or ``None``.
+        measure: our :class:`Measure`, ``None`` for a text or preference measure.
+        text: ``"runid"``, ``"relstring"``, ``"prefs"`` (a preference measure, computed from
+            preference judgments: :mod:`nuggetbench.measures.trec.prefs`) or ``None``.
         length: the number of documents ``relstring`` shows.
     """
 
@@ -142,15 +151,19 @@ def is_trec_spec(item: object) -> bool:
     """True when *item* is a trec_eval group or a trec_eval spelling our own grammar does not read.
 
     ``P.5`` and ``ndcg_cut.10`` keep their meaning as our measures (``P@5``, ``nDCG@10``);
-    ``P.5,7,3``, ``iprec_at_recall``, ``utility.2,-1,0,0``, ``all_trec`` are trec_eval's.
+    ``P.5,7,3``, ``iprec_at_recall``, ``Rprec_mult`` (their default lists),
+    ``utility.2,-1,0,0``, ``all_trec`` are trec_eval's.
     """
     if not isinstance(item, str):
         return False
     text = item.strip()
     if text in GROUPS:
         return True
-    if _base(text)[0] not in _ORDER:
+    name, params = _base(text)
+    if name not in _ORDER:
         return False
+    if name in _LIST_DEFAULTS and params is None:  # trec_eval's default list (11 recall points)
+        return True
     try:
         parse_measure(text)
     except SpecError:
@@ -185,6 +198,10 @@ def _entries(name: str, params: str | None) -> list[TrecEntry]:
         ]
     if name == "runid":
         return [TrecEntry("runid", text="runid")]
+    if name in PREFS_MEASURES:
+        if params:
+            raise SpecError(f"{where}: {name} takes no parameters")
+        return [TrecEntry(name, text="prefs")]
     if name == "relstring":
         length = int(_numbers(params, where)[0]) if params else 10
         return [TrecEntry(f"relstring{suffix}", text="relstring", length=length)]
@@ -208,8 +225,11 @@ def _entries(name: str, params: str | None) -> list[TrecEntry]:
     return [TrecEntry(f"{name}{suffix}", check_measure(Measure(family, None, mparams), where))]
 
 
-def trec_selection(items: Iterable[str | Measure]) -> list[TrecEntry]:
+def trec_selection(items: Iterable[str | Measure], *, version: str = "10.0") -> list[TrecEntry]:
     """The entries trec_eval prints for the ``-m`` *items*, in trec_eval's order.
+
+    *version* ``"9.0.8"``: ``all_trec`` without the measures 10.0 added to it (``rbp``,
+    ``rbp_resid``, ``unj``); naming them still selects them.
 
     Every item spelled with a trec_eval name (``P.5``, ``map``, ``all_trec``) is read as
     trec_eval reads it; the specs are merged as trec_eval merges repeated ``-m`` options (a later
@@ -224,15 +244,46 @@ def trec_selection(items: Iterable[str | Measure]) -> list[TrecEntry]:
     for item in items:
         if isinstance(item, str) and item.strip() in GROUPS:
             for name in GROUPS[item.strip()]:
-                chosen.setdefault(name, None)
+                if not (version == "9.0.8" and item.strip() == "all_trec" and name in _NEW_IN_10):
+                    chosen.setdefault(name, None)
         elif isinstance(item, str) and _base(item)[0] in _ORDER:
             name, params = _base(item)
             chosen[name] = params
         else:
             key = item.strip() if isinstance(item, str) else str(item)
-            ours.append(TrecEntry(key, parse_measure(item)))
+            ours.append(TrecEntry(key, parse_key(item)))
     out = [e for name in _ORDER if name in chosen for e in _entries(name, chosen[name])]
     return out + ours
+
+
+def parse_key(item: str | Measure) -> Measure:
+    """:func:`parse_measure`, which also reads the names trec_eval prints for its groups
+    (``iprec_at_recall_0.00``, ``Rprec_mult_0.20``, ``relative_P_5``, ``11pt_avg``): the keys
+    ``evaluate``, ``run`` and ``compare`` show for ``-m official`` or ``-m all_trec`` can be
+    given back as measures.
+
+    Raises:
+        SpecError, UnknownNameError: as :func:`parse_measure` when it is neither.
+    """
+    try:
+        return parse_measure(item)
+    except NuggetbenchError:
+        found = _printed_names().get(item.strip()) if isinstance(item, str) else None
+        if found is None:
+            raise
+        return found
+
+
+@cache
+def _printed_names() -> dict[str, Measure]:
+    """``{name trec_eval prints: Measure}`` for every measure of ``all_trec``."""
+    return {e.key: e.measure for e in trec_selection(["all_trec"]) if e.measure is not None}
+
+
+def prefs_requested(items: Iterable[str | Measure]) -> bool:
+    """True when trec_eval's preference measures (``all_prefs``, ``prefs_simp``...) are among
+    the ``-m`` *items* (they need preference judgments: ``-R prefs`` / ``-R qrels_prefs``)."""
+    return any(e.text == "prefs" for e in trec_selection([i for i in items if is_trec_spec(i)]))
 
 
 def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
@@ -253,8 +304,12 @@ def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
     return {qid: "".join(chars[view.starts[i] : view.starts[i + 1]]) for i, qid in enumerate(ids)}
 
 
-def _value(entry: TrecEntry, value: float) -> str:
-    if entry.measure is not None and entry.measure.family in _COUNTS:
+def _value(entry: TrecEntry, value: float, z: bool = False) -> str:
+    if value != value:  # NaN: trec_eval's 0/0, which C's printf("%6.4f") shows as "  -nan"
+        return "  -nan"
+    if not z and entry.text == "prefs" and entry.key in PREFS_COUNTS:
+        return str(int(round(value)))
+    if not z and entry.measure is not None and entry.measure.family in _COUNTS:
         return str(int(round(value)))
     return f"{value:.4f}"
 
@@ -268,6 +323,7 @@ def format_trec_eval(
     printed_queries: Sequence[str] | None = None,
     runid: str = "",
     relstring: Mapping[str, str] | None = None,
+    zscores: bool = False,
 ) -> str:
     """trec_eval's text output, line for line (meas_print_single.c, meas_print_final.c).
 
@@ -277,6 +333,8 @@ def format_trec_eval(
         query_ids: the evaluated queries; *printed_queries*: those given per-query lines
             (trec_eval ``-q``: the run's queries; ``None``: no per-query lines).
         runid: the run's tag; *relstring*: ``{query: text}`` when ``relstring`` is selected.
+        zscores: the values are z-scores (trec_eval ``-Z``): each measure's name gets a ``Z``
+            prefix and every value 4 decimals (``runid`` and ``relstring`` are unchanged).
 
     Returns:
         The text, each line ``'%-22s\\t%s\\t%s'`` (name, query or ``all``, value), ending in a
@@ -284,16 +342,19 @@ def format_trec_eval(
     """
     lines = []
     index = {q: i for i, q in enumerate(query_ids)}
+    z = "Z" if zscores else ""
     for qid in printed_queries or ():
         i = index[qid]
         for e in entries:
             if e.text == "relstring":
                 lines.append(f"{e.key:<22}\t{qid}\t'{(relstring or {}).get(qid, '')}'")
-            elif e.measure is not None and e.measure.family not in _SUMMARY_ONLY:
-                lines.append(f"{e.key:<22}\t{qid}\t{_value(e, per_query[e.key][i])}")
+            elif e.text == "prefs" or (
+                e.measure is not None and e.measure.family not in _SUMMARY_ONLY
+            ):
+                lines.append(f"{z}{e.key:<22}\t{qid}\t{_value(e, per_query[e.key][i], zscores)}")
     for e in entries:
         if e.text == "runid":
             lines.append(f"{e.key:<22}\tall\t{runid}")
-        elif e.text is None:
-            lines.append(f"{e.key:<22}\tall\t{_value(e, means[e.key])}")
+        elif e.text in (None, "prefs"):
+            lines.append(f"{z}{e.key:<22}\tall\t{_value(e, means[e.key], zscores)}")
     return "".join(line + "\n" for line in lines)

@@ -9,8 +9,8 @@ family        trec_eval             value per query
 ============  ====================  ==========================================================
 IPrec         iprec_at_recall_r     interpolated precision at recall r: the highest precision at
                                     or after the k-th relevant document, k = round(r R)
-                                    (``lround``, trec_eval 9.0.8; ``legacy=true``:
-                                    floor(r R + 0.9), trec_eval <= 9.0.7 and pytrec_eval);
+                                    (``lround``, trec_eval 10.0; ``legacy=true``:
+                                    floor(r R + 0.9), trec_eval <= 9.0.8 and pytrec_eval);
                                     0 when fewer than k relevant are retrieved; NaN (0/0)
                                     when judged_only leaves nothing (m_iprec_at_recall.c)
 IPrecAvg      11pt_avg              mean of IPrec over the recall points (m_11pt_avg.c)
@@ -39,6 +39,7 @@ from nuggetbench.measures.context import UNJUDGED, EvalContext, Ranked
 from nuggetbench.measures.gains import cumsum_by_query, position_in_query, sum_by_query
 from nuggetbench.measures.measure import Measure
 from nuggetbench.measures.params import JUDGED_ONLY, REL
+from nuggetbench.measures.profiles import trec_eval_version
 from nuggetbench.measures.registry import MeasureFamily, get_family, register
 from nuggetbench.spec import Param, params_table
 
@@ -58,7 +59,7 @@ LEGACY = Param(
     "legacy",
     bool,
     False,
-    "k = floor(r R + 0.9) as trec_eval <= 9.0.7 and pytrec_eval, not 9.0.8's round(r R)",
+    "k = floor(r R + 0.9) as trec_eval <= 9.0.8 and pytrec_eval, not 10.0's round(r R)",
 )
 MULT = Param("mult", float, 1.0, "multiple m of R: precision at floor(m R + 0.9)", minimum=0)
 
@@ -109,7 +110,12 @@ def _iprec_state(ctx: EvalContext, rel: int, judged_only: bool):
         smax = _group_suffix_max(nth / (view.rank[view.relevant] + 1.0), q)
         first = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(q, minlength=n), out=first[1:])
-        empty = (view.num_ret == 0) & (ctx.num_ret() > 0)
+        # 0/0 where judged_only empties a ranking; trec_eval 10.0 ranks one unjudged document
+        # for a judged query missing from the run (-c), so judged_only empties that one too
+        scored = ctx.num_ret() > 0
+        if judged_only and trec_eval_version(ctx.profile) != "9.0.8":
+            scored = np.ones_like(scored)
+        empty = (view.num_ret == 0) & scored
         ctx._cache[key] = (smax, first, np.diff(first), ctx.num_rel(rel), empty)
     return ctx._cache[key]
 
@@ -119,13 +125,13 @@ def iprec_values(
 ) -> np.ndarray:
     """Interpolated precision at each recall point, float64 (Q, len(points)) (m_iprec_at_recall.c).
 
-    *legacy*: the k-th relevant document is k = floor(r R + 0.9) (trec_eval up to 9.0.7, and
-    pytrec_eval) instead of trec_eval 9.0.8's round(r R).
+    *legacy*: the k-th relevant document is k = floor(r R + 0.9) (trec_eval up to 9.0.8, and
+    pytrec_eval) instead of trec_eval 10.0's round(r R).
     """
     smax, first, rel_ret, nrel, empty = _iprec_state(ctx, rel, judged_only)
     out = np.zeros((len(ctx.query_ids), len(points)), dtype=np.float64)
     for j, r in enumerate(points):
-        # trec_eval 9.0.8: lround(r R); up to 9.0.7 (and pytrec_eval): (long)(r R + 0.9)
+        # trec_eval 10.0: lround(r R); up to 9.0.8 (and pytrec_eval): (long)(r R + 0.9)
         k = np.floor(r * nrel + (0.9 if legacy else 0.5)).astype(np.int64)
         ok = (rel_ret > 0) & (k <= rel_ret)
         idx = first[:-1] + np.maximum(k, 1) - 1

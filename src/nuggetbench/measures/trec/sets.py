@@ -119,7 +119,8 @@ class SetAP(MeasureFamily):
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         _, r, n, big_r = _counts(ctx, measure)
-        return _div(r, n) * _div(r, big_r)
+        # r * r / (n * R) in one division, as m_set_map.c (0.05625 stays 0.0563 at 4 decimals)
+        return _div(r * r, n * big_r)
 
 
 class SetF(MeasureFamily):
