@@ -34,7 +34,7 @@ from nuggetbench._outfolder import (
 from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport, compare
 from nuggetbench.data import Run, read_trec_run, write_run
-from nuggetbench.data.checks import Finding, check_corpus_coverage
+from nuggetbench.data.checks import Finding, check_corpus_coverage, unlogged
 from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import InputError, UnknownNameError, suggest
 from nuggetbench.measures import Results, get_profile, plain_measures, score
@@ -395,7 +395,9 @@ def _run_all(exp, dataset, labels, parsed, objective, show_progress) -> None:
         exp.systems[label] = outcome
         if exp.outdir:
             _saving(exp, exp.outdir / "results.json", save_experiment, exp)
-    for finding in check_corpus_coverage(dataset.qrels, dataset.corpus, metadata=dataset.metadata):
+    with unlogged():  # said once, as a note
+        found = check_corpus_coverage(dataset.qrels, dataset.corpus, metadata=dataset.metadata)
+    for finding in found:
         if finding.message not in exp.notes:
             exp.notes.append(finding.message)
 

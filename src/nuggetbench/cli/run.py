@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import click
@@ -134,7 +133,6 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
     with_html = more.pop("with_html")
     cells = more.pop("cells")
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
-    logging.getLogger("nuggetbench.data.checks").setLevel(logging.ERROR)  # rendered as notes
     exp = run_experiment(
         ds,
         list(retrievers),
