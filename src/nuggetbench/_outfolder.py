@@ -122,8 +122,12 @@ def folder_lock(folder: str | Path, command: str = "nuggetbench run") -> Iterato
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()  # stale: its process is gone
             continue
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(mine, fh)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(mine, fh)
+        except BaseException:  # a full disk: no half-written lock left behind
+            path.unlink(missing_ok=True)
+            raise
         break
     else:
         raise _busy(folder, lock_holder(folder) or {})

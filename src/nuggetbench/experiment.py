@@ -4,10 +4,12 @@ This is the library function behind ``nuggetbench run``. Every run is written as
 soon as it exists, and ``results.json`` is rewritten (atomically) after each system, so an
 interrupted experiment loses nothing that finished.
 
-Saving never costs the scores: a file that cannot be written (a full disk, a read-only folder) is
+Saving never costs the scores: a file that cannot be written (a full disk) is
 recorded in :attr:`Experiment.unsaved` (path and reason; its partial file is removed by the atomic
 writer) and the experiment goes on; :meth:`Experiment.unsaved_message` says what could not be saved
-and where (``nuggetbench run`` prints the scores, then that message, and exits non-zero).
+and where (``nuggetbench run`` prints the scores, then that message, and exits non-zero). An
+output folder that cannot be created or locked at all (read-only, under a file) is an ``OSError``
+before any work, and one that another process is writing an ``InputError``.
 """
 
 from __future__ import annotations
@@ -166,8 +168,8 @@ class Experiment:
         n = len(self.unsaved)
         return (
             f"the scores were computed (shown above) but {n} output file{'s' if n > 1 else ''} "
-            f"could not be saved: {items}. Free space in {self.outdir} (or save elsewhere with "
-            "-o DIR or NUGGETBENCH_HOME) and run again"
+            f"could not be saved: {items}. Free space in {self.outdir} or fix its permissions "
+            "(or save elsewhere with -o DIR or NUGGETBENCH_HOME) and run again"
         )
 
     def system(self, name: str) -> SystemOutcome:
@@ -319,7 +321,8 @@ def run_experiment(
         profile: semantics profile name; default: the dataset's ``default_profile``.
         outdir: folder for ``runs/<spec>.trec`` and ``results.json`` (created); ``None`` keeps
             everything in memory. Files that cannot be written are listed in
-            :attr:`Experiment.unsaved` (never raised: the scores are kept).
+            :attr:`Experiment.unsaved` (never raised: the scores are kept); a folder that cannot
+            be created or locked at all is an ``OSError`` before any work.
         with_objective: pass the dataset's task objective to retrievers that use instructions
             (BIRCO's "+O" setting; ``Retriever.uses_objective``).
         show_progress: progress bars on indexing and search.
@@ -343,6 +346,7 @@ def run_experiment(
         InputError: no retriever, a duplicate spec, a bad measure/spec string, or an *outdir*
             holding an experiment that *existing* does not allow, or an *outdir* another
             process is writing (all before any work).
+        OSError: *outdir* cannot be created or locked (read-only, not a folder; before any work).
     """
     if isinstance(dataset, str):
         dataset = load_dataset(dataset)
