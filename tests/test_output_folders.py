@@ -302,3 +302,17 @@ def test_report_checks_means_against_per_query_values(saved):
         ),
     )
     assert list(Experiment.load(saved).systems) == ["bm25", "bm25:k1=0.5"]
+
+
+def test_compare_of_folders_refuses_an_edited_results_json(folder, tmp_path):
+    """Case 17/18 for ``compare OUT_A OUT_B``: the field is named, nothing else blamed."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run(folder, a, "-r", "bm25").exit_code == 0
+    assert _run(folder, b, "-r", "bm25:k1=0.5").exit_code == 0
+    assert CliRunner().invoke(cli, ["compare", str(a), str(b)]).exit_code == 0
+    _edit(b, lambda d: d["systems"]["bm25:k1=0.5"]["means"].update(RR=0.2))
+    result = CliRunner().invoke(cli, ["compare", str(a), str(b)])
+    assert result.exit_code != 0
+    message = str(result.exception)
+    assert message.startswith(f"{b / 'results.json'}: systems['bm25:k1=0.5'].means['RR']: 0.2")
+    assert "options" not in message and "\n" not in message
