@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("store",),
     ("data", "text", "llm"),
     ("measures", "corpus"),
-    ("compare",),
+    ("compare", "_outfolder"),
     ("retrieval", "datasets"),
     ("judging",),
     ("builder", "evaluation", "experiment", "api"),

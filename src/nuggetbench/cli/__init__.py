@@ -6,6 +6,7 @@ command runs (or its own ``--help`` is asked for).
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
@@ -155,10 +156,33 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(
             f"error: {where}{reason}"
             + (f" [errno {exc.errno}]" if exc.errno else "")
-            + ". Free some space or choose another folder (-o, NUGGETBENCH_HOME), then try again",
+            + ". "
+            + _os_advice(exc.errno),
             err=True,
         )
         sys.exit(2)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+
+
+_ADVICE = {
+    errno.ENOSPC: "Free some space or choose another folder (-o, NUGGETBENCH_HOME), then try again",
+    errno.EDQUOT: "Free some space (a disk quota is full) or choose another folder (-o, "
+    "NUGGETBENCH_HOME), then try again",
+    errno.EACCES: "Check its permissions (this user may not read or write it), or choose another "
+    "folder (-o, NUGGETBENCH_HOME)",
+    errno.EROFS: "It is on a read-only file system: choose another folder (-o, NUGGETBENCH_HOME)",
+    errno.ENOTDIR: "A part of this path is a file, not a folder: give a folder's path",
+    errno.EISDIR: "This is a folder where a file belongs: give the file's path",
+    errno.ENOENT: "Check the path (it does not exist)",
+}
+_ADVICE[errno.EPERM] = _ADVICE[errno.EACCES]
+
+
+def _os_advice(code: int | None) -> str:
+    """What to do about an ``OSError`` of errno *code* (its real cause, not always a full disk)."""
+    return _ADVICE.get(
+        code or 0,
+        "Check the path and its permissions, or choose another folder (-o, NUGGETBENCH_HOME)",
+    )

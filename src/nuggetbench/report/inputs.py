@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nuggetbench._outfolder import read_results_file
 from nuggetbench.data import Corpus, Qrels, Queries, Run, read_run
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError
@@ -76,30 +77,10 @@ def read_results(path: str | Path) -> tuple[dict, Path]:
 
     Raises:
         InputError: no ``results.json``, malformed JSON, or not a ``nuggetbench run`` results file
-            (no ``systems`` with per-query values).
+            (no ``systems`` with per-query values); a field of the wrong type or a mean that is
+            not its per-query values' (:func:`nuggetbench._outfolder.read_results_file`).
     """
-    path = Path(path)
-    file = path / "results.json" if path.is_dir() else path
-    if not file.is_file():
-        raise InputError(
-            f"{path}: no results.json here; give the output folder of `nuggetbench run` "
-            "(it holds results.json and runs/)"
-        )
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{file}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
-    systems = data.get("systems") if isinstance(data, dict) else None
-    if not isinstance(systems, dict) or not systems:
-        raise InputError(
-            f"{file}: no 'systems' entry; is it the results.json of `nuggetbench run`?"
-        )
-    for name, entry in systems.items():
-        if not isinstance(entry, dict) or "per_query" not in entry or "query_ids" not in entry:
-            raise InputError(
-                f"{file}: system {name!r} has no per-query values; rerun `nuggetbench run` "
-                "(results.json keeps them by default)"
-            )
+    data, file = read_results_file(path)  # types, required fields, means: file and field named
     return data, file.parent
 
 
