@@ -1,126 +1,318 @@
-"""Output folders under a second writer, --overwrite and interruptions (issue 29, cases 13, 14,
-15 and 19)."""
+"""Output folders under fault (issue 29, item 5; cases 13, 14, 15, 19): one writer at a time,
+``--overwrite`` that swaps only on success and deletes only what ``results.json`` names, and an
+interrupted run's folder that says it is incomplete."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+import nuggetbench.experiment as experiment
+from nuggetbench import Experiment
+from nuggetbench._outfolder import LOCK_NAME, folder_lock, lock_holder
 from nuggetbench.cli import cli
-from nuggetbench.errors import OutputError
-from nuggetbench.experiment import Experiment
-from nuggetbench.outfolder import folder_lock
+from nuggetbench.errors import InputError
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the lock is fcntl.flock")
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 @pytest.fixture()
-def tiny(tmp_path):
-    folder = tmp_path / "tiny"
+def folder(tmp_path):
+    folder = tmp_path / "ds"
     (folder / "qrels").mkdir(parents=True)
-    docs = {"d1": "cats purr loudly", "d2": "dogs bark", "d3": "birds sing songs"}
     (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in docs.items())
+        "\n".join(
+            json.dumps({"_id": f"d{i}", "title": "", "text": f"word{i} common thing{i % 2}"})
+            for i in range(6)
+        )
     )
+    queries = {"q1": "word1 thing1", "q2": "word4", "q3": "common word2"}
     (folder / "queries.jsonl").write_text(
-        '{"_id": "q1", "text": "cats purr"}\n{"_id": "q2", "text": "birds sing"}\n'
+        "\n".join(json.dumps({"_id": q, "text": t}) for q, t in queries.items())
     )
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t1\n")
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td4\t1\nq3\td2\t1\n"
+    )
     return folder
 
 
-def _run(tiny, out, *extra):
-    args = ["run", str(tiny), "-m", "AP", "-o", str(out), "--no-progress", *extra]
-    return CliRunner().invoke(cli, args)
+def _run(folder, out, *args):
+    return CliRunner().invoke(cli, ["run", str(folder), "-m", "RR", "-o", str(out), *args])
 
 
-def test_a_second_writer_is_refused_naming_the_holder(tiny, tmp_path):
+def _fail_second_system(monkeypatch, exc: BaseException | None = None):
+    """Make the second system of a run fail after the first was saved."""
+    real = experiment._run_one
+    calls = []
+
+    def run_one(exp, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise exc or RuntimeError("the second system failed")
+        return real(exp, *args, **kwargs)
+
+    monkeypatch.setattr(experiment, "_run_one", run_one)
+
+
+def _contents(out: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(out)): None if p.is_dir() else p.read_bytes() for p in out.rglob("*")}
+
+
+def test_a_second_writer_is_refused_naming_the_holder(folder, tmp_path):
+    """Case 13: a run into a folder another live process is writing is refused before any
+    work, naming that process; once the holder is killed (-9) its lock is stale and taken."""
     out = tmp_path / "out"
-    with folder_lock(out):
-        result = _run(tiny, out, "-r", "bm25")
-        assert isinstance(result.exception, OutputError)
-        assert f"pid {os.getpid()}" in str(result.exception) and "another -o" in str(
-            result.exception
-        )
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from nuggetbench._outfolder import folder_lock\n"
+            "with folder_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(120)",
+            str(out),
+        ],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        refused = _run(folder, out, "-r", "bm25")
+        assert refused.exit_code != 0
+        message = str(refused.exception)
+        assert f"pid {holder.pid}" in message and socket.gethostname() in message
+        assert "another -o folder" in message and "\n" not in message
         assert not (out / "results.json").exists()
-    assert _run(tiny, out, "-r", "bm25").exit_code == 0  # released with the block
+        assert lock_holder(out)["pid"] == holder.pid
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert (out / LOCK_NAME).exists()  # a killed holder cannot remove its lock
+    assert lock_holder(out) is None  # ... but it is stale
+    done = _run(folder, out, "-r", "bm25")
+    assert done.exit_code == 0, done.output
+    assert not (out / LOCK_NAME).exists()  # released after the run
+    assert list(Experiment.load(out).systems) == ["bm25"]
 
 
-def test_a_failed_overwrite_leaves_the_old_results(tiny, tmp_path):
+def test_the_lock_is_held_for_the_whole_run_and_released_on_failure(folder, tmp_path, monkeypatch):
     out = tmp_path / "out"
-    assert _run(tiny, out, "-r", "bm25").exit_code == 0
-    before = (out / "results.json").read_text()
-    run_before = (out / "runs" / "bm25.trec").read_text()
-    failing = "bm25 >> llm_listwise(model=m,k=2,no_api_key=true,base_url=http://127.0.0.1:9/v1,"
-    failing += "max_retries=0,timeout=2)"  # nothing listens on port 9: fails after bm25:k1=0.5
-    result = _run(tiny, out, "-r", "bm25:k1=0.5", "-r", failing, "--overwrite")
-    assert result.exit_code != 0
-    assert (out / "results.json").read_text() == before  # case 14: nothing lost
-    assert (out / "runs" / "bm25.trec").read_text() == run_before
-    assert sorted(p.name for p in (out / "runs").iterdir()) == ["bm25.trec"]
-    assert [p.name for p in out.iterdir() if p.name.startswith(".previous")] == []
-    # a successful overwrite replaces what the old results named
-    assert _run(tiny, out, "-r", "bm25:k1=0.5", "--overwrite").exit_code == 0
-    assert sorted(p.name for p in (out / "runs").iterdir()) == ["bm25_k1=0.5.trec"]
-    assert list(json.loads((out / "results.json").read_text())["systems"]) == ["bm25:k1=0.5"]
+    seen = []
+    real = experiment._run_one
+
+    def run_one(exp, *args, **kwargs):
+        seen.append(lock_holder(out))
+        return real(exp, *args, **kwargs)
+
+    monkeypatch.setattr(experiment, "_run_one", run_one)
+    assert _run(folder, out, "-r", "bm25", "-r", "bm25:k1=0.5").exit_code == 0
+    assert [h["pid"] for h in seen] == [os.getpid()] * 2
+    # this process holds it: a run in the same process is refused too
+    with folder_lock(out), pytest.raises(InputError, match=f"pid {os.getpid()}"):
+        experiment.run_experiment(str(folder), ["bm25:b=0.1"], outdir=out, existing="append")
+    _fail_second_system(monkeypatch)
+    failed = _run(folder, out, "-r", "bm25:b=0.2", "-r", "bm25:b=0.3", "--append")
+    assert failed.exit_code != 0
+    assert not (out / LOCK_NAME).exists()
 
 
-def test_overwrite_deletes_only_what_its_results_name(tiny, tmp_path):
+def test_overwrite_that_fails_keeps_the_old_experiment(folder, tmp_path, monkeypatch):
+    """Case 14: the new results are built beside the old ones; a failure leaves the old ones."""
+    out = tmp_path / "out"
+    assert _run(folder, out, "-r", "bm25", "-r", "bm25:k1=0.5", "--html").exit_code == 0
+    before = _contents(out)
+    _fail_second_system(monkeypatch)
+    failed = _run(folder, out, "-r", "bm25:b=0.3", "-r", "bm25:b=0.9", "--overwrite")
+    assert failed.exit_code != 0 and "second system failed" in str(failed.exception)
+    assert _contents(out) == before  # results.json, report.html, both runs; no staging folder left
+    assert list(Experiment.load(out).systems) == ["bm25", "bm25:k1=0.5"]
+
+    monkeypatch.undo()
+    replaced = _run(folder, out, "-r", "bm25:b=0.3", "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
+    exp = Experiment.load(out)
+    assert list(exp.systems) == ["bm25:b=0.3"]
+    assert exp.systems["bm25:b=0.3"].run_path == out / "runs" / "bm25_b=0.3.trec"
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["systems"]["bm25:b=0.3"]["run_file"] == str(out / "runs" / "bm25_b=0.3.trec")
+    assert sorted(p.name for p in out.iterdir()) == ["results.json", "runs"]  # stale report gone
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["bm25_b=0.3.trec"]
+
+
+def test_overwrite_deletes_only_what_results_json_names(folder, tmp_path):
+    """Case 15: files the experiment does not name are never deleted (nor replaced)."""
     out = tmp_path / "out"
     (out / "runs").mkdir(parents=True)
-    (out / "runs" / "mine.trec").write_text("q1 Q0 d2 1 1.0 mine\n")
-    assert _run(tiny, out, "-r", "bm25").exit_code != 0  # not ours: refused without --overwrite
-    assert _run(tiny, out, "-r", "bm25", "--overwrite").exit_code == 0
-    assert (out / "runs" / "mine.trec").read_text() == "q1 Q0 d2 1 1.0 mine\n"  # case 15
-    (out / "runs" / "other.trec").write_text("q1 Q0 d2 1 1.0 other\n")
-    assert _run(tiny, out, "-r", "bm25:k1=0.5", "--overwrite").exit_code == 0
-    names = sorted(p.name for p in (out / "runs").iterdir())
-    assert names == ["bm25_k1=0.5.trec", "mine.trec", "other.trec"]
+    mine = out / "runs" / "mine.trec"
+    mine.write_text("q1 Q0 d1 1 1.0 mine\n")
+    (out / "report.html").write_text("<p>my own page</p>")
+    done = _run(folder, out, "-r", "bm25", "--overwrite")
+    assert done.exit_code == 0, done.output
+    assert mine.read_text() == "q1 Q0 d1 1 1.0 mine\n"
+    assert (out / "report.html").read_text() == "<p>my own page</p>"  # no results.json named it
+    again = _run(folder, out, "-r", "bm25:k1=0.5", "--overwrite")
+    assert again.exit_code == 0, again.output
+    assert mine.exists() and not (out / "runs" / "bm25.trec").exists()
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["bm25_k1=0.5.trec", "mine.trec"]
+
+    theirs = tmp_path / "theirs"
+    (theirs / "runs").mkdir(parents=True)
+    (theirs / "runs" / "bm25.trec").write_text("q1 Q0 d1 1 1.0 theirs\n")
+    refused = _run(folder, theirs, "-r", "bm25", "--overwrite")
+    assert refused.exit_code != 0 and "is not one of them" in str(refused.exception)
+    assert (theirs / "runs" / "bm25.trec").read_text() == "q1 Q0 d1 1 1.0 theirs\n"
 
 
-def test_an_interrupted_run_says_so_in_report(tiny, tmp_path):
+def test_an_interrupted_run_says_it_is_incomplete(folder, tmp_path, monkeypatch):
+    """Case 19: the folder of an interrupted two-system run has no ``finished`` time and one
+    of the two systems its provenance names; ``report`` and ``compare`` warn."""
     out = tmp_path / "out"
-    assert _run(tiny, out, "-r", "bm25", "-r", "bm25:k1=0.5").exit_code == 0
+    _fail_second_system(monkeypatch, KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        experiment.run_experiment(str(folder), ["bm25", "bm25:k1=0.5"], outdir=out, measures=["RR"])
+    monkeypatch.undo()
     saved = json.loads((out / "results.json").read_text())
-    del saved["provenance"]["finished"]  # what kill -9 after the first system leaves
-    del saved["systems"]["bm25:k1=0.5"]
-    (out / "results.json").write_text(json.dumps(saved))
-    note = " ".join(Experiment.load(out).notes)
-    assert "did not finish" in note and "1 of the 2 systems" in note and "bm25:k1=0.5" in note
-    result = CliRunner().invoke(cli, ["report", str(out), "-o", str(tmp_path / "r.html")])
-    assert result.exit_code == 0, result.output
-    assert "did not finish" in " ".join(result.output.split())
+    assert list(saved["systems"]) == ["bm25"]
+    assert list(saved["provenance"]["systems"]) == ["bm25", "bm25:k1=0.5"]
+    assert "finished" not in saved["provenance"]
+
+    report = CliRunner().invoke(cli, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+    assert "incomplete experiment: 1 of 2 systems (missing: bm25:k1=0.5)" in report.output
+    assert "interrupted" in report.output
+    qrels = folder / "qrels" / "test.tsv"
+    compared = CliRunner().invoke(cli, ["compare", str(qrels), str(out / "runs" / "bm25.trec")])
+    assert "incomplete experiment" in compared.output
+
+    finished = _run(folder, out, "-r", "bm25:k1=0.5", "--append")
+    assert finished.exit_code == 0, finished.output
+    assert "finished" in json.loads((out / "results.json").read_text())["provenance"]
+    report = CliRunner().invoke(cli, ["report", str(out)])
+    assert report.exit_code == 0 and "incomplete" not in report.output
 
 
-@pytest.mark.parametrize(
-    ("edit", "expected"),
-    [
-        (lambda d, s: s["means"].__setitem__("AP", "high"), "AP: expected a number, got 'high'"),
-        (lambda d, s: s["per_query"]["AP"].__setitem__(0, "x"), "expected a number, got 'x'"),
-        (lambda d, s: d.pop("measures"), "'measures' must be a list"),
-        (lambda d, s: s["means"].__setitem__("AP", 0.99), "means.AP = 0.99 but its per-query"),
-        (lambda d, s: s["per_query"]["AP"].__setitem__(0, 7.5), "but its per-query values"),
-        (lambda d, s: s["per_query"]["AP"].pop(), "needs one value per query"),
-    ],
-)
-def test_report_checks_an_edited_results_file(tiny, tmp_path, edit, expected):
+def test_a_killed_run_leaves_no_staging_behind(folder, tmp_path):
+    """A ``kill -9`` during ``--overwrite`` leaves the old experiment and a staging folder that
+    the next write into the folder removes."""
     out = tmp_path / "out"
-    assert _run(tiny, out, "-r", "bm25").exit_code == 0
-    saved = json.loads((out / "results.json").read_text())
-    edit(saved, saved["systems"]["bm25"])
-    (out / "results.json").write_text(json.dumps(saved))
-    result = CliRunner().invoke(cli, ["report", str(out), "-o", str(tmp_path / "r.html")])
+    assert _run(folder, out, "-r", "bm25").exit_code == 0
+    before = (out / "results.json").read_bytes()
+    script = (
+        "import os, sys\n"
+        "import nuggetbench.experiment as e\n"
+        "real = e._run_all\n"
+        "def run_all(exp, *a):\n"
+        "    real(exp, *a)\n"
+        "    os.kill(os.getpid(), 9)\n"
+        "e._run_all = run_all\n"
+        "e.run_experiment(sys.argv[1], ['bm25:k1=0.5'], outdir=sys.argv[2], existing='overwrite')\n"
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", script, str(folder), str(out)],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        timeout=120,
+    )
+    assert killed.returncode == -9
+    assert (out / "results.json").read_bytes() == before
+    assert [p.name for p in (out / "runs").iterdir()] == ["bm25.trec"]
+    assert any(p.name.startswith(".overwrite.") for p in out.iterdir())
+    again = _run(folder, out, "-r", "bm25:k1=0.5", "--append")
+    assert again.exit_code == 0, again.output
+    assert not any(p.name.startswith(".overwrite.") for p in out.iterdir())
+
+
+# Item 7 (cases 17, 18): results.json is input too.
+
+
+@pytest.fixture()
+def saved(folder, tmp_path) -> Path:
+    out = tmp_path / "saved"
+    done = _run(folder, out, "-r", "bm25", "-r", "bm25:k1=0.5", "-m", "nDCG@10")
+    assert done.exit_code == 0, done.output
+    return out
+
+
+def _edit(out: Path, change) -> None:
+    data = json.loads((out / "results.json").read_text())
+    change(data)
+    (out / "results.json").write_text(json.dumps(data))
+
+
+def _report_error(out: Path) -> str:
+    result = CliRunner().invoke(cli, ["report", str(out)])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, InputError), repr(result.exception)
+    message = str(result.exception)
+    assert "\n" not in message and str(out / "results.json") in message
+    with pytest.raises(InputError) as loaded:
+        Experiment.load(out)
+    assert str(loaded.value) == message
+    return message
+
+
+def _set_value(data, value):
+    data["systems"]["bm25"]["per_query"]["RR"][0] = value
+
+
+def test_report_refuses_a_string_where_a_number_belongs(saved):
+    _edit(saved, lambda d: _set_value(d, "0.5"))
+    message = _report_error(saved)
+    assert "systems['bm25'].per_query['RR'][0]: str \"0.5\" where a number belongs" in message
+
+
+def test_report_refuses_missing_measures_and_wrong_types(saved):
+    _edit(saved, lambda d: d.pop("measures"))
+    assert "'measures': missing" in _report_error(saved)
+    _edit(saved, lambda d: d.update(measures=["RR", "nDCG@10"], k="deep"))
+    assert "'k': str \"deep\" where an integer depth belongs" in _report_error(saved)
+    _edit(saved, lambda d: d.update(k=10) or d["systems"].update(bm25=[1, 2]))
+    assert "systems['bm25']: list [...] where an object belongs" in _report_error(saved)
+
+
+def test_report_refuses_deep_nesting_without_a_traceback(saved):
+    (saved / "results.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert "nested too deeply" in _report_error(saved)
+    (saved / "results.json").write_text('{"systems": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert "nested too deeply" in _report_error(saved)
+
+
+def test_report_checks_means_against_per_query_values(saved):
+    """Case 18: an edited mean, or an edited per-query value, no longer agree."""
+    data = json.loads((saved / "results.json").read_text())
+    values = data["systems"]["bm25"]["per_query"]["RR"]
+    mean = data["systems"]["bm25"]["means"]["RR"]
+    assert mean == pytest.approx(sum(values) / len(values))
+    _edit(saved, lambda d: d["systems"]["bm25"]["means"].update(RR=0.99))
+    message = _report_error(saved)
+    assert "systems['bm25'].means['RR']: 0.99, but its 3 per-query values average" in message
+    _edit(saved, lambda d: d["systems"]["bm25"]["means"].update(RR=mean) or _set_value(d, 7.5))
+    assert "systems['bm25'].means['RR']" in _report_error(saved)
+    # within rounding is fine: a mean written with 4 decimals
+    _edit(
+        saved,
+        lambda d: (
+            _set_value(d, values[0]) or d["systems"]["bm25"]["means"].update(RR=round(mean, 4))
+        ),
+    )
+    assert list(Experiment.load(saved).systems) == ["bm25", "bm25:k1=0.5"]
+
+
+def test_compare_of_folders_refuses_an_edited_results_json(folder, tmp_path):
+    """Case 17/18 for ``compare OUT_A OUT_B``: the field is named, nothing else blamed."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run(folder, a, "-r", "bm25").exit_code == 0
+    assert _run(folder, b, "-r", "bm25:k1=0.5").exit_code == 0
+    assert CliRunner().invoke(cli, ["compare", str(a), str(b)]).exit_code == 0
+    _edit(b, lambda d: d["systems"]["bm25:k1=0.5"]["means"].update(RR=0.2))
+    result = CliRunner().invoke(cli, ["compare", str(a), str(b)])
     assert result.exit_code != 0
     message = str(result.exception)
-    assert expected in message and "results.json" in message and "\n" not in message
-
-
-def test_report_refuses_deeply_nested_json(tmp_path):
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "results.json").write_text("[" * 100000 + "]" * 100000)
-    result = CliRunner().invoke(cli, ["report", str(out), "-o", str(tmp_path / "r.html")])
-    assert result.exit_code != 0 and "nested too deeply" in str(result.exception)
+    assert message.startswith(f"{b / 'results.json'}: systems['bm25:k1=0.5'].means['RR']: 0.2")
+    assert "options" not in message and "\n" not in message

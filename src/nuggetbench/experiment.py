@@ -4,14 +4,17 @@ This is the library function behind ``nuggetbench run``. Every run is written as
 soon as it exists, and ``results.json`` is rewritten (atomically) after each system, so an
 interrupted experiment loses nothing that finished.
 
-Saving never costs the scores: a file that cannot be written (a full disk, a read-only folder) is
+Saving never costs the scores: a file that cannot be written (a full disk) is
 recorded in :attr:`Experiment.unsaved` (path and reason; its partial file is removed by the atomic
 writer) and the experiment goes on; :meth:`Experiment.unsaved_message` says what could not be saved
-and where (``nuggetbench run`` prints the scores, then that message, and exits non-zero).
+and where (``nuggetbench run`` prints the scores, then that message, and exits non-zero). An
+output folder that cannot be created or locked at all (read-only, under a file) is an ``OSError``
+before any work, and one that another process is writing an ``InputError``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -23,15 +26,21 @@ from typing import Any
 
 from nuggetbench import home as _home
 from nuggetbench._atomic import atomic_write, copy_file
+from nuggetbench._outfolder import (
+    check_append,
+    folder_lock,
+    overwrite_plan,
+    read_results_file,
+    staged,
+)
 from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport, compare
 from nuggetbench.data import Run, read_trec_run, write_run
-from nuggetbench.data.checks import Finding
+from nuggetbench.data.checks import Finding, check_corpus_coverage, unlogged
 from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import InputError, UnknownNameError, suggest
 from nuggetbench.measures import Results, get_profile, plain_measures, score
 from nuggetbench.measures.results import query_findings
-from nuggetbench.outfolder import guarded, incomplete_note, named_files
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
 from nuggetbench.retrieval.compose.caching import UNUSABLE, failed_answers
 from nuggetbench.retrieval.distributed import ray_address, use_ray
@@ -107,23 +116,9 @@ class Experiment:
                 file is gone or *runs* is false).
 
         Raises:
-            InputError: no ``results.json``, or one that is not an experiment's.
+            InputError: no ``results.json``, or an invalid one (file and field named).
         """
-        path = Path(path)
-        file = path / "results.json" if path.is_dir() else path
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise InputError(
-                f"{file}: no results.json here; give the folder of `nuggetbench run -o`"
-            ) from exc
-        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
-            raise InputError(f"{file}: not JSON ({exc})") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("systems"), dict):
-            raise InputError(
-                f"{file} is not an experiment's results.json (no 'systems'); read one run's "
-                "results with nuggetbench.read_results"
-            )
+        data, file = read_results_file(path)  # validated: one-line errors naming the field
         try:
             exp = cls(
                 dataset_id=str(data["dataset"]),
@@ -132,7 +127,7 @@ class Experiment:
                 k=int(data["k"]),
                 outdir=file.parent,
                 provenance=dict(data.get("provenance") or {}),
-                notes=[*(data.get("notes") or []), *filter(None, [incomplete_note(data, file)])],
+                notes=list(data.get("notes") or []),
                 baseline=data.get("baseline"),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -174,8 +169,8 @@ class Experiment:
         n = len(self.unsaved)
         return (
             f"the scores were computed (shown above) but {n} output file{'s' if n > 1 else ''} "
-            f"could not be saved: {items}. Free space in {self.outdir} (or save elsewhere with "
-            "-o DIR or NUGGETBENCH_HOME) and run again"
+            f"could not be saved: {items}. Free space in {self.outdir} or fix its permissions "
+            "(or save elsewhere with -o DIR or NUGGETBENCH_HOME) and run again"
         )
 
     def system(self, name: str) -> SystemOutcome:
@@ -332,7 +327,8 @@ def run_experiment(
         profile: semantics profile name; default: the dataset's ``default_profile``.
         outdir: folder for ``runs/<spec>.trec`` and ``results.json`` (created); ``None`` keeps
             everything in memory. Files that cannot be written are listed in
-            :attr:`Experiment.unsaved` (never raised: the scores are kept).
+            :attr:`Experiment.unsaved` (never raised: the scores are kept); a folder that cannot
+            be created or locked at all is an ``OSError`` before any work.
         with_objective: pass the dataset's task objective to retrievers that use instructions
             (BIRCO's "+O" setting; ``Retriever.uses_objective``).
         show_progress: progress bars on indexing and search.
@@ -340,8 +336,12 @@ def run_experiment(
             the same retriever, corpus, queries, filter and objective were searched before at the
             same or a greater depth (so several specs sharing a first stage reuse it).
         existing: what to do when *outdir* already holds an experiment: ``"error"`` (default:
-            refuse, before any work), ``"overwrite"`` (what its ``results.json`` names is
-            replaced on success only) or ``"append"`` (same dataset, measures, profile, depth).
+            refuse, before any work), ``"overwrite"`` (build the new experiment beside it, then
+            replace the files its ``results.json`` names, only on success) or ``"append"``
+            (add these systems to it; dataset, measures, profile and depth must match, and a
+            system already there is an error). The folder is locked while the experiment runs
+            (:func:`nuggetbench._outfolder.folder_lock`); ``results.json`` records ``finished``
+            only when every system is done.
         baseline: the system the comparison measures the others against: a spec (or ``name=``
             label) given, or its 1-based position; default the first.
 
@@ -350,8 +350,9 @@ def run_experiment(
 
     Raises:
         InputError: no retriever, a duplicate spec, a bad measure/spec string, or an *outdir*
-            holding an experiment that *existing* does not allow (all before any work);
-            OutputError: another process is writing into *outdir* (it is named).
+            holding an experiment that *existing* does not allow, or an *outdir* another
+            process is writing (all before any work).
+        OSError: *outdir* cannot be created or locked (read-only, not a folder; before any work).
     """
     if isinstance(dataset, str):
         dataset = load_dataset(dataset)
@@ -364,31 +365,37 @@ def run_experiment(
     public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
     labels = system_labels(public)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
-    exp.provenance["with_objective"] = with_objective
-    objective = dataset.objective if with_objective else None
-    if with_objective and not objective:
-        exp.notes.append(f"{dataset.id} declares no task objective; --with-objective had no effect")
-    with guarded(exp.outdir) as guard:  # one writer; --overwrite swaps only on success
-        guard.set_aside(_reuse(exp, existing, labels) if exp.outdir is not None else None)
-        exp.provenance["systems"] = {
-            **exp.provenance.get("systems", {}),
-            **dict(zip(labels, public)),
-        }
-        exp.baseline = _baseline_name(
-            baseline,
-            [*exp.systems, *labels],
-            aliases={**dict(zip(retrievers, labels)), **dict(zip(public, labels))},
-        )
-        with use_ray(ray_address(ray)):
+    with folder_lock(exp.outdir) if exp.outdir is not None else contextlib.nullcontext():
+        old = _reuse(exp, existing, labels) if exp.outdir is not None else None
+        _plan(exp, dataset, retrievers, labels, public, baseline, with_objective)
+        objective = dataset.objective if with_objective else None
+        with staged(exp, old), use_ray(ray_address(ray)):  # --overwrite: swapped on success
             _run_all(exp, dataset, labels, parsed, objective, show_progress)
-        exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         if exp.outdir:
             _saving(exp, exp.outdir / "results.json", save_experiment, exp)
     return exp
 
 
+def _plan(exp, dataset, retrievers, labels, public, baseline, with_objective) -> None:
+    """Record the systems to run (provenance, baseline) before any work."""
+    exp.provenance["systems"] = {
+        **exp.provenance.get("systems", {}),
+        **dict(zip(labels, public)),
+    }
+    exp.baseline = _baseline_name(
+        baseline,
+        [*exp.systems, *labels],
+        aliases={**dict(zip(retrievers, labels)), **dict(zip(public, labels))},
+    )
+    exp.provenance["with_objective"] = with_objective
+    if with_objective and not dataset.objective:
+        exp.notes.append(f"{dataset.id} declares no task objective; --with-objective had no effect")
+
+
 def _run_all(exp, dataset, labels, parsed, objective, show_progress) -> None:
-    """Retrieve with each system in turn, saving ``results.json`` after each."""
+    """Retrieve with each system in turn, saving ``results.json`` after each; then note the
+    judged documents missing from the corpus (as ``evaluate`` warns)."""
     for label, (spec, retriever) in zip(labels, parsed):
         if objective and not uses_objective(retriever):
             exp.notes.append(f"{label} does not take instructions; the task objective was not used")
@@ -398,6 +405,11 @@ def _run_all(exp, dataset, labels, parsed, objective, show_progress) -> None:
         exp.systems[label] = outcome
         if exp.outdir:
             _saving(exp, exp.outdir / "results.json", save_experiment, exp)
+    with unlogged():  # said once, as a note
+        found = check_corpus_coverage(dataset.qrels, dataset.corpus, metadata=dataset.metadata)
+    for finding in found:
+        if finding.message not in exp.notes:
+            exp.notes.append(finding.message)
 
 
 def _saving(exp: Experiment, path: Path, write: Any, *args: Any, **kwargs: Any) -> Any:
@@ -504,48 +516,33 @@ EXISTING = ("error", "overwrite", "append")
 
 
 def _reuse(exp: Experiment, existing: str, specs: list[str]) -> list[Path] | None:
-    """Apply *existing* to a folder holding an experiment (overwrite: the files to set aside)."""
+    """Apply the *existing* policy to an output folder that already holds an experiment.
+
+    Returns:
+        With ``"overwrite"`` and a ``results.json`` there, the files it names (to delete once
+        the new experiment is complete); else ``None``.
+    """
     if existing not in EXISTING:
         raise InputError(f"existing must be one of {', '.join(EXISTING)}, got {existing!r}")
     results = exp.outdir / "results.json"
     runs = sorted((exp.outdir / "runs").glob("*.trec"))
     if not results.exists() and not runs:
-        return
+        return None
     if existing == "error":
         raise InputError(
             f"{exp.outdir} already holds an experiment ({len(runs)} run file(s)"
             f"{', results.json' if results.exists() else ''}); add --append to add these systems "
             "to it, --overwrite to replace it, or choose another -o folder"
         )
-    if existing == "overwrite":  # set aside only what the old results name (and the report)
-        return named_files(exp.outdir)
+    if existing == "overwrite":
+        return overwrite_plan(exp.outdir, [f"{slug(label)}.trec" for label in specs])
     old = Experiment.load(exp.outdir)
-    mine = (exp.dataset_id, exp.measures, exp.profile, exp.k)
-    theirs = (old.dataset_id, old.measures, old.profile, old.k)
-    if mine != theirs:
-        raise InputError(
-            f"--append: {exp.outdir} holds {theirs[0]} with measures {theirs[1]}, profile "
-            f"{theirs[2]!r}, k={theirs[3]}; this run has {mine[0]} with {mine[1]}, {mine[2]!r}, "
-            f"k={mine[3]}. Append with the same settings, or choose another -o folder"
-        )
-    fingerprint = old.provenance.get("dataset_fingerprint")
-    if fingerprint and fingerprint != exp.provenance.get("dataset_fingerprint"):
-        mine, theirs = (p.get("dataset_options") or {} for p in (exp.provenance, old.provenance))
-        raise InputError(
-            f"--append: the dataset in {exp.outdir} had another content (fingerprint "
-            f"{fingerprint}, options {theirs}; now {mine}); append only runs on the same data, "
-            f"or write to another -o folder and compare both: nuggetbench compare {exp.outdir} OUT"
-        )
-    twice = [spec for spec in specs if spec in old.systems]
-    if twice:
-        raise InputError(
-            f"--append: {', '.join(twice)} already in {exp.outdir}; give only new systems "
-            "(or --overwrite)"
-        )
+    check_append(exp.outdir, exp, old, specs)
     exp.systems.update(old.systems)
     exp.provenance["systems"] = dict(old.provenance.get("systems") or {})
     exp.notes[:0] = old.notes
     exp.provenance["appended_to"] = old.provenance.get("started")
+    return None
 
 
 def _run_one(

@@ -134,18 +134,6 @@ def cli(ctx: click.Context, verbose: int, no_progress: bool) -> None:
     configure_logging(obj["verbose"])
 
 
-#: What to do about an OSError, by errno (issue 29, case 20: every one said "free some space").
-_OS_ADVICE = {
-    errno.ENOSPC: "Free some space or choose another folder (-o, NUGGETBENCH_HOME), then try again",
-    errno.EISDIR: "It is a folder where a file was expected: give the file's path",
-    errno.ENOTDIR: "A part of the path is a file, not a folder: give a folder path",
-    errno.EACCES: "Permission denied: choose a folder you can write (-o, NUGGETBENCH_HOME)",
-    errno.EPERM: "Permission denied: choose a folder you can write (-o, NUGGETBENCH_HOME)",
-    errno.EROFS: "The file system is read-only: choose another folder (-o, NUGGETBENCH_HOME)",
-    errno.ENOENT: "No such file or folder: check the path",
-}
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run the command line (*argv*, default ``sys.argv[1:]``) with click; the console script
     and ``python -m nuggetbench`` come through :func:`nuggetbench._entry.main`, which answers a
@@ -168,10 +156,33 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(
             f"error: {where}{reason}"
             + (f" [errno {exc.errno}]" if exc.errno else "")
-            + f". {_OS_ADVICE.get(exc.errno, _OS_ADVICE[errno.ENOSPC])}",
+            + ". "
+            + _os_advice(exc.errno),
             err=True,
         )
         sys.exit(2)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+
+
+_ADVICE = {
+    errno.ENOSPC: "Free some space or choose another folder (-o, NUGGETBENCH_HOME), then try again",
+    errno.EDQUOT: "Free some space (a disk quota is full) or choose another folder (-o, "
+    "NUGGETBENCH_HOME), then try again",
+    errno.EACCES: "Check its permissions (this user may not read or write it), or choose another "
+    "folder (-o, NUGGETBENCH_HOME)",
+    errno.EROFS: "It is on a read-only file system: choose another folder (-o, NUGGETBENCH_HOME)",
+    errno.ENOTDIR: "A part of this path is a file, not a folder: give a folder's path",
+    errno.EISDIR: "This is a folder where a file belongs: give the file's path",
+    errno.ENOENT: "Check the path (it does not exist)",
+}
+_ADVICE[errno.EPERM] = _ADVICE[errno.EACCES]
+
+
+def _os_advice(code: int | None) -> str:
+    """What to do about an ``OSError`` of errno *code* (its real cause, not always a full disk)."""
+    return _ADVICE.get(
+        code or 0,
+        "Check the path and its permissions, or choose another folder (-o, NUGGETBENCH_HOME)",
+    )

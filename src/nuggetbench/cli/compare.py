@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from nuggetbench._outfolder import folder_notes
 from nuggetbench.cli._common import (
     console,
     dataset_options,
@@ -80,6 +81,8 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
     cells = stats.pop("cells")  # markdown/latex cell parts (a formatting option)
     options = parse_options(dataset_options, split=split)
     measures, reading = list(measures) or None, run_reading(stats)
+    for note in folder_notes([qrels, *runs]):  # folders (or their runs) of an interrupted run
+        warn(note)
     if is_output_folder(qrels):
         _folders_only(runs, options, outdir, reading)
         report = compare_folders([qrels, *runs], measures, profile, **stats)

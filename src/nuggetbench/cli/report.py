@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from nuggetbench import report
+from nuggetbench._outfolder import folder_notes
 from nuggetbench.cli._common import dataset_option, info, parse_options, warn
-from nuggetbench.outfolder import folder_note
 
 
 @click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
@@ -57,8 +57,7 @@ def report_command(outdir, output, plots, baseline, top, snippet_chars, dataset_
     Example:
       nuggetbench report ~/.cache/nuggetbench/outputs/beir_scifact/20260101-120000 --plots figs
     """
-    note = folder_note(outdir)  # an interrupted run: its results are incomplete
-    if note:
+    for note in folder_notes([outdir]):  # an interrupted run: reported, with this warning
         warn(note)
     path = report.html(
         Path(outdir),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import click
@@ -26,7 +25,6 @@ from nuggetbench.cli._formats import (
     wide_text,
 )
 from nuggetbench.cli._globals import hidden_alias, progress_wanted
-from nuggetbench.data.checks import check_corpus_coverage
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
@@ -163,9 +161,6 @@ def _finish(exp: Experiment, ds, *, strict: bool, with_html: bool) -> None:
     answers under ``--strict`` (exit 2), then where the files are and the HTML report."""
     for note in ds.notes:
         info(note)
-    # judged documents missing from the corpus, as `evaluate` says it (issue 29, case 12)
-    logging.getLogger("nuggetbench.data.checks").setLevel(logging.ERROR)  # rendered here
-    render_findings(check_corpus_coverage(ds.qrels, ds.corpus, metadata=ds.metadata))
     if exp.unsaved:  # the scores are printed; what could not be saved is an error (exit 2)
         raise OutputError(exp.unsaved_message())
     failed = {

@@ -144,48 +144,86 @@ def _load_line(path: Path, lineno: int, raw: bytes) -> tuple[dict, Any]:
     return obj, did
 
 
-def _parse_corpus_line(path: Path, lineno: int, raw: bytes) -> Document:
+def _parse_corpus_line(
+    path: Path, lineno: int, raw: bytes, text_field: str | None = None
+) -> Document:
+    """One document of a corpus line; its text is *text_field*, else ``text`` (``contents``).
+
+    Raises:
+        FormatError: not a JSON object with an id, or a document without its text field (a
+            document of a title only would be indexed silently by its title).
+    """
     obj, did = _load_line(path, lineno, raw)
-    text = obj.get("text")
-    if text is None:
-        text = obj.get("contents")
-    if text is None:  # issue 29, case 11: only the title was indexed, silently
-        keys = ", ".join(repr(k) for k in list(obj)[:8])
+    field_name = text_field or ("text" if "text" in obj or "contents" not in obj else "contents")
+    if field_name not in obj:
+        hint = (
+            f"name the field that holds it with -O text_field={_guess_text_field(obj)}"
+            if text_field is None
+            else "give the field that holds every document's text"
+        )
         raise FormatError(
             path,
-            lineno,
-            f"document {did!r} has no 'text' (its keys: {keys}); BEIR corpus lines need "
-            "'_id', 'title' and 'text' (an empty text is written \"text\": \"\"): rename the "
-            "field that holds the text to 'text'",
+            lineno or None,
+            f"document {did!r} has no {field_name!r} field (its fields: "
+            f"{', '.join(map(str, obj))}); a document is indexed by its text: add it, or {hint}",
         )
+    text = obj[field_name]
+    if text is None:
+        text = ""
     if not isinstance(text, str):
-        raise FormatError(path, lineno, f"'text' of document {did!r} is not a string")
+        raise FormatError(
+            path, lineno or None, f"{field_name!r} of document {did!r} is not a string"
+        )
     title = obj.get("title") or ""
     extra = {
         k: v
         for k, v in obj.items()
-        if k not in ("_id", "doc_id", "id", "title", "text", "contents")
+        if k not in ("_id", "doc_id", "id", "title", "text", "contents", field_name)
     }
     return Document(str(did), text, str(title), extra)
+
+
+def _field_fingerprint(file_fp: str, text_field: str | None) -> str:
+    """A corpus file's fingerprint, mixed with *text_field* when one is named (other texts from
+    the same bytes)."""
+    if not text_field:
+        return file_fp
+    return hashlib.sha256(f"{file_fp}\x1f{text_field}".encode()).hexdigest()[:16]
+
+
+def _guess_text_field(obj: dict) -> str:
+    """The longest string field of a corpus line other than its id and title (a hint)."""
+    strings = {
+        k: v
+        for k, v in obj.items()
+        if isinstance(v, str) and k not in ("_id", "doc_id", "id", "title")
+    }
+    return max(strings, key=lambda k: len(strings[k])) if strings else "FIELD"
 
 
 class JsonlCorpus(Corpus):
     """A BEIR ``corpus.jsonl`` read lazily: an offset index in numpy, documents parsed on demand.
 
-    Lines hold ``{"_id": ..., "title": ..., "text": ...}`` (other keys go to ``metadata``).
-    The fingerprint is the SHA-256 of the file's bytes.
+    Lines hold ``{"_id": ..., "title": ..., "text": ...}`` (other keys go to ``metadata``);
+    *text_field* names another field that holds the text (``body``). The fingerprint is the
+    SHA-256 of the file's bytes (and the *text_field*, when given).
 
     Raises:
-        FormatError: a line is not JSON or lacks ``_id`` (file and line named).
+        FormatError: a line is not JSON, lacks ``_id``, or (when read) its text field (file
+            and line named).
         DuplicateError: an id occurs twice.
     """
+
+    #: the field holding each document's text (``None``: ``text``, else ``contents``)
+    text_field: str | None = None
 
     #: whether a first complete :meth:`iter_documents` pass keeps the id index in memory
     _index_on_iteration = True
 
-    def __init__(self, path: str | Path, *, name: str | None = None):
+    def __init__(self, path: str | Path, *, name: str | None = None, text_field: str | None = None):
         self.path = Path(path)
         self.name = name
+        self.text_field = text_field or None
         self._ids: list[str] | None = None
         self._offsets: np.ndarray | None = None
         self._lookup: dict[str, int] | None = None
@@ -236,7 +274,7 @@ class JsonlCorpus(Corpus):
     def _read(self, fh: BinaryIO, row: int) -> Document:
         """Parse the document on line *row* of the open file *fh*."""
         fh.seek(int(self._offsets[row]))  # type: ignore[index]
-        return _parse_corpus_line(self.path, 0, fh.readline())
+        return _parse_corpus_line(self.path, 0, fh.readline(), self.text_field)
 
     def __getitem__(self, doc_id: str) -> Document:
         row = self._row(doc_id)
@@ -284,7 +322,7 @@ class JsonlCorpus(Corpus):
             pos = 0
             for lineno, raw in enumerate(fh, start=1):
                 if raw.strip():
-                    doc = _parse_corpus_line(self.path, lineno, raw)
+                    doc = _parse_corpus_line(self.path, lineno, raw, self.text_field)
                     if build:
                         ids.append(doc.doc_id)
                         offsets.append(pos)
@@ -302,7 +340,7 @@ class JsonlCorpus(Corpus):
                 while block := fh.read(1 << 20):
                     h.update(block)
             self._fp = h.hexdigest()[:16]
-        return self._fp
+        return _field_fingerprint(self._fp, self.text_field)
 
     def __repr__(self) -> str:
         return f"<JsonlCorpus {self.path}>"

@@ -298,11 +298,13 @@ def load_folder(
     split: str = "test",
     dataset_id: str | None = None,
     remove_self_hits: bool = False,
+    text_field: str | None = None,
 ) -> Dataset:
     """Load any BEIR-format folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
 
     Queries are restricted to those judged in the split. Default measures are BEIR's
-    (``nDCG@10 R@100 RR@10 AP``).
+    (``nDCG@10 R@100 RR@10 AP``). *text_field* names the corpus field holding each document's
+    text (default ``text``; ``-O text_field=body``).
 
     Raises:
         InputError: a file is missing (the available splits are listed) or malformed.
@@ -310,7 +312,9 @@ def load_folder(
 
     folder = Path(path)
     label = dataset_id or str(folder)
-    corpus, queries, qrels = read_beir_folder(folder, split=split, name=label)
+    corpus, queries, qrels = read_beir_folder(
+        folder, split=split, name=label, text_field=text_field
+    )
     return Dataset(
         id=label,
         corpus=corpus,
@@ -402,6 +406,7 @@ class BeirFamily(ModuleFamily):
     folder_options = params_table(
         Param("split", str, None, "qrels split (default test)"),
         Param("remove_self_hits", bool, False, "drop documents whose id equals the query id"),
+        Param("text_field", str, None, "corpus field holding each document's text (default text)"),
     )
 
     def claims_folder(self, folder: Path) -> bool:
@@ -412,6 +417,7 @@ class BeirFamily(ModuleFamily):
             folder,
             split=options.get("split") or "test",
             remove_self_hits=bool(options.get("remove_self_hits") or False),
+            text_field=options.get("text_field"),
         )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import inspect
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -291,16 +292,7 @@ def load_dataset(id_or_path: str | Path, **options: Any) -> Dataset:
 
 
 def _load_folder(folder: Path, options: dict) -> Dataset:
-    if not folder.exists():
-        raise DatasetError(
-            f"{folder} does not exist: no such file or folder; check the path, or give a "
-            "registered dataset id (`nuggetbench datasets list`)"
-        )
-    if not folder.is_dir():
-        raise DatasetError(
-            f"{folder} is a file, not a dataset folder; give a judgments file where judgments "
-            "are read (evaluate, compare), else a registered dataset id or a BEIR-format folder"
-        )
+    _check_folder(folder)
     families = [_family(t) for t in LOCAL_FAMILIES]
     family = next((f for f in families if f.claims_folder(folder)), families[-1])
     allowed = getattr(family, "folder_options", {})
@@ -407,8 +399,12 @@ def dataset_info(dataset_id: str) -> dict:
         ``files`` (``{"path", "files", "bytes"}`` when on disk, else ``None``), plus the
         family's facts (``counts``, ``default_split``, ``url``...).
 
+    A local dataset folder (a path) is described by the family that claims it (its folder
+    options and files).
+
     Raises:
-        UnknownNameError: not a registered id (the nearest is named).
+        UnknownNameError: not a registered id (the nearest is named) nor a path.
+        DatasetError: a path that is not a folder (missing, a file, unreadable).
     """
     entry = _entry(dataset_id)
     if entry is None and _looks_like_path(dataset_id):
@@ -429,22 +425,42 @@ def dataset_info(dataset_id: str) -> dict:
 
 
 def _folder_info(folder: Path) -> dict:
-    """Facts about a local dataset folder (issue 29, case 20: it was called an unknown id)."""
-    if not folder.is_dir():
-        raise DatasetError(
-            f"{folder} is not a folder; give a registered dataset id or a BEIR-format folder"
-        )
+    """:func:`dataset_info` of a local folder: the family that claims it, its folder options and
+    files (the family's loader says what a file is missing when it is loaded)."""
+    _check_folder(folder)
     families = [_family(t) for t in LOCAL_FAMILIES]
     family = next((f for f in families if f.claims_folder(folder)), families[-1])
     allowed = getattr(family, "folder_options", {})
     return {
         "id": str(folder),
         "family": family.name,
-        "loader": f"local {family.name} folder",
+        "loader": f"a local {family.name} folder",
         "description": f"a local folder in {family.name} layout",
         "options": {name: _option_fact(p) for name, p in allowed.items()},
         "files": _files_fact(folder),
     }
+
+
+def _check_folder(folder: Path) -> None:
+    """Raise ``DatasetError`` naming why *folder* is no dataset folder: missing, a file, or
+    unreadable."""
+    if not folder.exists():
+        raise DatasetError(
+            f"{folder} does not exist: no such file or folder; check the path, or give a "
+            "registered dataset id (`nuggetbench datasets list`)"
+        )
+    if not folder.is_dir():
+        raise DatasetError(
+            f"{folder} is a file, not a dataset folder; give a judgments file where judgments "
+            "are read (evaluate, compare), else a registered dataset id or a BEIR-format folder"
+        )
+    try:
+        next(os.scandir(folder), None)
+    except PermissionError:
+        raise DatasetError(
+            f"{folder}: permission denied (this user may not read the folder); check its "
+            "permissions"
+        ) from None
 
 
 def _option_fact(param: Param) -> dict[str, Any]:

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nuggetbench._outfolder import read_results_file
 from nuggetbench.data import Corpus, Qrels, Queries, Run, read_run
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
-from nuggetbench.errors import InputError, NuggetbenchError
+from nuggetbench.errors import InputError
 from nuggetbench.experiment import Experiment, slug
-from nuggetbench.measures import get_family, parse_measure
 
 __all__ = ["ReportInputs", "load_inputs", "read_results"]
 
@@ -77,80 +77,11 @@ def read_results(path: str | Path) -> tuple[dict, Path]:
 
     Raises:
         InputError: no ``results.json``, malformed JSON, or not a ``nuggetbench run`` results file
-            (no ``systems`` with per-query values).
+            (no ``systems`` with per-query values); a field of the wrong type or a mean that is
+            not its per-query values' (:func:`nuggetbench._outfolder.read_results_file`).
     """
-    path = Path(path)
-    file = path / "results.json" if path.is_dir() else path
-    if not file.is_file():
-        raise InputError(
-            f"{path}: no results.json here; give the output folder of `nuggetbench run` "
-            "(it holds results.json and runs/)"
-        )
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{file}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
-    except RecursionError:
-        raise InputError(f"{file}: the JSON is nested too deeply to be a results.json") from None
-    systems = data.get("systems") if isinstance(data, dict) else None
-    if not isinstance(systems, dict) or not systems:
-        raise InputError(
-            f"{file}: no 'systems' entry; is it the results.json of `nuggetbench run`?"
-        )
-    for name, entry in systems.items():
-        if not isinstance(entry, dict) or "per_query" not in entry or "query_ids" not in entry:
-            raise InputError(
-                f"{file}: system {name!r} has no per-query values; rerun `nuggetbench run` "
-                "(results.json keeps them by default)"
-            )
-        check_saved_system(entry, data.get("measures"), f"{file}: systems.{name}")
+    data, file = read_results_file(path)  # types, required fields, means: file and field named
     return data, file.parent
-
-
-def _number(value: Any) -> bool:
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
-
-
-def check_saved_system(entry: Mapping[str, Any], measures: Any, where: str) -> None:
-    """One system of a ``results.json`` checked as input (issue 29, cases 17-18): its measures,
-    query ids, per-query lists (one number or null per query) and means (numbers), and each
-    mean-aggregated measure's mean equal to the average of its per-query values (within 1e-6;
-    trec_eval -c's missing queries count 0).
-
-    Raises:
-        InputError: one line naming the file, the field and the value found.
-    """
-    if not isinstance(measures, list) or not all(isinstance(m, str) for m in measures):
-        raise InputError(f"{where.split(':')[0]}: 'measures' must be a list of measure names")
-    qids, per_query, means = entry.get("query_ids"), entry.get("per_query"), entry.get("means")
-    if not isinstance(qids, list) or not isinstance(per_query, dict) or not isinstance(means, dict):
-        raise InputError(f"{where}: query_ids (a list), per_query and means (objects) are required")
-    missing = entry.get("missing_queries") if isinstance(entry.get("missing_queries"), list) else []
-    for m in measures:
-        values, mean = per_query.get(m), means.get(m, "absent")
-        if not isinstance(values, list) or len(values) != len(qids):
-            raise InputError(f"{where}.per_query.{m}: needs one value per query ({len(qids)})")
-        bad = next((v for v in values if not _number(v)), "none")
-        if bad != "none" or not _number(mean):
-            shown = bad if bad != "none" else mean
-            raise InputError(f"{where}: {m}: expected a number, got {shown!r}")
-        _check_mean(where, m, mean, values, len(missing))
-
-
-def _check_mean(where: str, measure: str, mean: Any, values: list, n_missing: int) -> None:
-    try:
-        family = get_family(parse_measure(measure).family)
-    except NuggetbenchError:
-        return  # a measure of a plug-in not loaded here: its aggregate is unknown
-    present = [float(v) for v in values if v is not None]
-    if family.aggregate != "mean" or mean is None or not present:
-        return
-    averages = [sum(present) / len(present), sum(present) / (len(present) + n_missing)]
-    if all(abs(float(mean) - a) > 1e-6 for a in averages):
-        raise InputError(
-            f"{where}.means.{measure} = {mean} but its per-query values average "
-            f"{averages[0]:.6f}; the file was edited or damaged: run `nuggetbench run` again"
-        )
 
 
 def _run_path(name: str, entry: Mapping[str, Any], folder: Path) -> Path:

@@ -114,9 +114,16 @@ and dict, the file re-hashed by every process)."""
 
 
 def read_beir_folder(
-    folder: str | Path, *, split: str = "test", name: str | None = None
+    folder: str | Path,
+    *,
+    split: str = "test",
+    name: str | None = None,
+    text_field: str | None = None,
 ) -> tuple[Corpus, Queries, Qrels]:
     """Load a BEIR folder: ``(corpus, queries, qrels)``; queries are restricted to the split's qrels.
+
+    *text_field* names the corpus field holding each document's text (default ``text``; a
+    document without it is an error when read).
 
     Raises:
         InputError: a required file is missing (the message lists the folder's qrels splits).
@@ -128,6 +135,11 @@ def read_beir_folder(
     for p in (corpus_path, queries_path):
         if not p.exists():
             raise InputError(f"{folder} is not a BEIR folder: {p.name} is missing")
+        if not p.is_file():
+            raise InputError(
+                f"{folder} is not a BEIR folder: {p.name} is a {'folder' if p.is_dir() else 'special file'}, "
+                "not a file of JSON lines"
+            )
     if not qrels_path.exists():
         splits = (
             sorted(x.stem for x in (folder / "qrels").glob("*.tsv"))
@@ -141,9 +153,9 @@ def read_beir_folder(
     queries = read_queries_jsonl(queries_path, name=name)
     queries = queries.subset(qrels.query_ids)
     if corpus_path.stat().st_size >= LARGE_CORPUS_BYTES:
-        corpus: Corpus = IndexedJsonlCorpus(corpus_path, name=name)
+        corpus: Corpus = IndexedJsonlCorpus(corpus_path, name=name, text_field=text_field)
     else:
-        corpus = JsonlCorpus(corpus_path, name=name)
+        corpus = JsonlCorpus(corpus_path, name=name, text_field=text_field)
     return corpus, queries, qrels
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from nuggetbench import home as _home
 from nuggetbench._atomic import atomic_write, clean_stale, make_temp, make_temp_dir, staging_prefix
-from nuggetbench.data.corpus import Document, JsonlCorpus, _parse_corpus_line
+from nuggetbench.data.corpus import Document, JsonlCorpus, _field_fingerprint, _parse_corpus_line
 from nuggetbench.data.source import decode_id_text, encode_id_text
 from nuggetbench.errors import DuplicateError, FormatError
 
@@ -150,6 +150,7 @@ class IndexedJsonlCorpus(JsonlCorpus):
     Args:
         path: the ``corpus.jsonl`` file.
         name: a label.
+        text_field: the field holding each document's text (default ``text``).
         index_dir: where the index lives; default ``<path>.index/`` beside the file, or a folder
             under ``<home>/cache/jsonl-index/`` when the file's folder is read-only or in
             ``NUGGETBENCH_DATA``. A missing or stale index is built by one streaming pass.
@@ -162,10 +163,16 @@ class IndexedJsonlCorpus(JsonlCorpus):
     _index_on_iteration = False  # its index is memory-mapped files, built by _ensure()
 
     def __init__(
-        self, path: str | Path, *, name: str | None = None, index_dir: str | Path | None = None
+        self,
+        path: str | Path,
+        *,
+        name: str | None = None,
+        index_dir: str | Path | None = None,
+        text_field: str | None = None,
     ):
         self.path = Path(path)
         self.name = name
+        self.text_field = text_field or None
         self.index_dir = Path(index_dir) if index_dir else _default_index_dir(self.path)
         self._arrays: dict[str, np.ndarray] | None = None
         self._meta: dict | None = None
@@ -228,7 +235,8 @@ class IndexedJsonlCorpus(JsonlCorpus):
         a = self._ensure()
         start, end = int(a["offsets"][row]), int(a["offsets"][row + 1])
         fh.seek(start)
-        return _parse_corpus_line(self.path, 0, fh.read(end - start).split(b"\n", 1)[0])
+        line = fh.read(end - start).split(b"\n", 1)[0]
+        return _parse_corpus_line(self.path, 0, line, self.text_field)
 
     # --- Corpus interface ------------------------------------------------------------------
     def __iter__(self) -> Iterator[str]:
@@ -241,10 +249,11 @@ class IndexedJsonlCorpus(JsonlCorpus):
         return int(len(self._ensure()["ids"]))
 
     def fingerprint(self) -> str:
-        """SHA-256 of the file's bytes (16 hex chars), as ``JsonlCorpus.fingerprint()``."""
+        """SHA-256 of the file's bytes (16 hex chars; mixed with ``text_field`` when one is
+        named), as ``JsonlCorpus.fingerprint()``."""
         self._ensure()
         assert self._meta is not None
-        return self._meta["sha256"][:16]
+        return _field_fingerprint(self._meta["sha256"][:16], self.text_field)
 
     def __repr__(self) -> str:
         return f"<IndexedJsonlCorpus {self.path}>"
