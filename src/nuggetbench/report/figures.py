@@ -174,6 +174,10 @@ def _draw_depth(ax: Any, data: ReportData, family: str) -> None:
     for name, curve in data.depth[family].items():
         ax.plot(data.depth_k, curve, lw=1.2, label=_label(name))
     ax.set_xscale("log")
+    kmax = max(data.depth_k)
+    ax.set_xticks([k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if k <= kmax])
+    ax.xaxis.set_major_formatter(_plt().ScalarFormatter())
+    ax.xaxis.set_minor_formatter(_plt().NullFormatter())
     ax.set_xlabel("k (log scale)")
     ax.set_ylabel(f"mean {family}@k")
     top = max(float(np.nanmax(c)) for c in data.depth[family].values())

@@ -1,7 +1,7 @@
 """The page's charts as inline SVG drawn from the numbers (no matplotlib: the base install).
 
 Each function returns one ``<svg>`` element (a string, ``viewBox`` so it scales with the page,
-text in CSS pixels at 12 px) with every label inside its canvas: the axes leave margins for the
+text in CSS pixels at 13 px) with every label inside its canvas: the axes leave margins for the
 tick labels and titles, and legends sit beside the plot, off the data. Text is escaped.
 
 - :func:`delta_svg`: sorted per-query differences as one filled step curve (green above zero,
@@ -36,7 +36,7 @@ def _text(x: float, y: float, s: str, anchor: str = "middle", **attrs: str) -> s
 def _svg(body: list[str], width: int = _W, height: int = _H, label: str = "") -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" font-family="system-ui,sans-serif" font-size="12" '
+        f'width="{width}" height="{height}" font-family="system-ui,sans-serif" font-size="13" '
         f'role="img" aria-label="{escape(label)}">'
         f'<rect width="{width}" height="{height}" fill="#fff"/>' + "".join(body) + "</svg>"
     )

@@ -118,14 +118,15 @@ function nuggetMatrix(qi, shown) {
   return `<h3>Nuggets</h3><div class="scroll"><table class="nm"><thead><tr><th>nugget</th>${head}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 function scoreTable(qi) {
-  const head = D.systems.map((s) => `<th class="num">${sysname(s)}</th>`).join("");
+  const head = D.systems.map((s) => `<th class="num" title="${esc(s)}">${esc(KEY.get(s))}</th>`).join("");
   const body = D.measures.map((m) => {
     const vals = D.systems.map((s) => D.pq[s][m][qi]);
-    const best = Math.max(...vals.filter((v) => v !== null));
+    const known = vals.filter((v) => v !== null);
+    const best = known.every((v) => v === known[0]) ? NaN : Math.max(...known);
     const cells = D.systems.map((s, i) => `<td class="num${vals[i] !== null && vals[i] === best ? " best" : ""}" data-system="${esc(s)}" data-measure="${esc(m)}">${fmt(vals[i])}</td>`).join("");
     return `<tr><th>${esc(m)}</th>${cells}</tr>`;
   }).join("");
-  return `<table id="qv-scores"><thead><tr><th>measure</th>${head}</tr></thead><tbody>${body}</tbody></table>`;
+  return `<h3>Scores on this query</h3><table id="qv-scores"><thead><tr><th>measure</th>${head}</tr></thead><tbody>${body}</tbody></table><p class="note">bold: the best system (systems named by key, see the legend above).</p>`;
 }
 function judgedPanel(qi) {
   const Q = D.qdocs[qi];
@@ -198,7 +199,7 @@ $("#qv").addEventListener("mouseover", (e) => {
 function renderNuggets() {
   const tb = $("#nug-table tbody");
   if (tb.childElementCount) return;
-  tb.innerHTML = Object.keys(D.nuggets).map((k) => {
+  tb.innerHTML = Object.keys(D.nuggets).sort((a, b) => rankOf[Number(a)] - rankOf[Number(b)]).map((k) => {
     const N = D.nuggets[k], qi = Number(k), q = D.qids[qi];
     const per = D.systems.map((s) => {
       const f = N.first[s];
