@@ -24,7 +24,7 @@ function show(view, arg) {
   $$("nav a").forEach((a) => a.classList.toggle("on", a.dataset.view === view));
   window.scrollTo(0, 0);
   if (view === "perquery") renderTable();
-  if (view === "query") renderQuery(arg || D.qids[0]);
+  if (view === "query") renderQuery(arg || D.qids[natural[0]]);
   if (view === "nuggets") renderNuggets();
 }
 function route() {
