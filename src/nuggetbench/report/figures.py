@@ -192,10 +192,11 @@ def depth_figure(data: ReportData, family: str = "R", *, wide: bool = False) -> 
     _check_family(data, family)
     plt = _plt()
     with plt.rc_context(_STYLE):
-        rows = -(-len(data.systems) // (4 if wide else 2))
-        fig, ax = _figure(wide, height=COLUMN[1] + 0.16 * rows)
+        cols = 3 if wide else 1  # 22-character labels: one column fits 3.5 inches
+        rows = -(-len(data.systems) // cols)
+        fig, ax = _figure(wide, height=COLUMN[1] + 0.14 * rows)
         _draw_depth(ax, data, family)
-        fig.legend(loc="outside lower center", ncols=4 if wide else 2, frameon=False)
+        fig.legend(loc="outside lower center", ncols=cols, frameon=False)
     return fig
 
 
@@ -266,18 +267,19 @@ def panel_figure(data: ReportData, kind: str) -> Any:
                 ax.set_xlabel(_ci_label(data, ms[i], _draw_means(ax, data, ms[i], i % cols == 0)))
         elif kind in ("delta", "scatter") and others:
             side = WIDE / max(len(ms), 1)
-            height = len(others) * (min(side, 1.9) if kind == "scatter" else 1.25) + 0.3
+            height = len(others) * (min(side, 1.9) if kind == "scatter" else 1.2) + 0.5
             fig, axes = _grid(len(others), len(ms), height)
             for r, s in enumerate(others):
                 for c, m in enumerate(ms):
                     _panel_pair(data, axes[r][c], kind, m, s, r == len(others) - 1, c == 0)
+            _key_legend(fig, data)
         elif kind == "depth":
             fams = list(data.depth)
-            fig, axes = _grid(1, len(fams), COLUMN[1] + 0.16 * -(-len(data.systems) // 4))
+            fig, axes = _grid(1, len(fams), COLUMN[1] + 0.14 * -(-len(data.systems) // 3))
             for ax, fam in zip(axes[0], fams):
                 _draw_depth(ax, data, fam)
             fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",
-                       ncols=min(4, len(data.systems)), frameon=False)
+                       ncols=min(3, len(data.systems)), frameon=False)
         else:
             raise InputError(
                 f"unknown figure kind {kind!r} (means, delta, scatter, depth; delta and scatter "
@@ -289,21 +291,31 @@ def panel_figure(data: ReportData, kind: str) -> Any:
 def _panel_pair(data: ReportData, ax: Any, kind: str, m: str, s: str, last: bool, first: bool):
     """One panel of the delta or scatter grid: system *s* against the baseline on *m*."""
     base = data.baseline
+    key = dict(zip(data.systems, data.payload["keys"]))
     if kind == "delta":
         w, t, lo = _draw_delta(ax, _deltas(data, m, s, base))
-        ax.set_title(f"{m}: {w}/{t}/{lo}", fontsize=7)
+        ax.set_title(f"{m}  (W/T/L {w}/{t}/{lo})", fontsize=7)
         ax.set_xticks([])
         if last:
             ax.set_xlabel("queries by \u0394")
         if first:
-            ax.set_ylabel(f"{_label(s)}\n\u2212 {_label(base)}", fontsize=7)
+            ax.set_ylabel(f"\u0394 {key[s]} \u2212 {key[base]}")
         return
     _draw_scatter(ax, data.per_query[base][m], data.per_query[s][m])
     ax.set_title(m, fontsize=7)
     if last:
-        ax.set_xlabel(_label(base), fontsize=7)
+        ax.set_xlabel(f"{key[base]} (baseline)")
     if first:
-        ax.set_ylabel(_label(s), fontsize=7)
+        ax.set_ylabel(key[s])
+
+
+def _key_legend(fig: Any, data: ReportData) -> None:
+    """The systems' keys and short labels, below the panels (a legend without handles)."""
+    plt = _plt()
+    labels = [f"{k}: {_label(s)}" for k, s in zip(data.payload["keys"], data.systems)]
+    handles = [plt.Line2D([], [], lw=0) for _ in labels]
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False,
+               handlelength=0, handletextpad=0, columnspacing=1.5)
 
 
 def figure_svg(fig: Any) -> str:
