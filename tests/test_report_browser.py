@@ -420,6 +420,21 @@ def _check_judged_panel(pg: Page, results: dict, qid: str, qrels: dict) -> None:
             assert cell.inner_text() == str(ranks.get(doc, "\u2013"))
 
 
+def _svg_texts_inside(pg: Page) -> None:
+    """Every text of every shown chart lies inside its SVG's canvas (the viewBox)."""
+    out = pg.page.evaluate(
+        """() => Array.from(document.querySelectorAll('section.view.on .fig.on svg')).map(svg => {
+            const c = svg.getBoundingClientRect();  // on screen, transforms (rotation) applied
+            return Array.from(svg.querySelectorAll('text')).filter(t => {
+                const b = t.getBoundingClientRect();
+                return b.left < c.left - 0.5 || b.top < c.top - 0.5 || b.right > c.right + 0.5
+                    || b.bottom > c.bottom + 0.5;
+            }).map(t => t.textContent);
+        })"""
+    )
+    assert all(not bad for bad in out), out
+
+
 def test_six_long_named_systems_fit_1300px(browser, tmp_path):
     folder = beir_folder(tmp_path)
     run_experiment(str(folder), SIX, k=30, outdir=tmp_path / "out", cache_runs=False)
@@ -430,6 +445,7 @@ def test_six_long_named_systems_fit_1300px(browser, tmp_path):
     for view in ("summary", "perquery", "query", "depth"):
         pg.view(view)
         assert pg.width() <= 1300, view
+        _svg_texts_inside(pg)
     pg.view("query")
     pg.page.check("#qv-all")
     assert pg.page.locator("#qv .col").count() == 6

@@ -137,7 +137,7 @@ def scatter_svg(x: np.ndarray, y: np.ndarray, measure: str, name_x: str, name_y:
 def depth_svg(ks: Sequence[int], curves: Mapping[str, np.ndarray], family: str) -> str:
     """Mean ``{family}@k`` against ``k`` (log scale) per system; *curves* maps a (short) label to
     one value per ``k``. The legend sits right of the plot, never on the curves."""
-    legend_w = 190
+    legend_w = 48 + round(7.6 * max((len(n) for n in curves), default=0))  # ~7.6 px a character
     width = _W + legend_w
     box = (_L, _T - 16, _W - _R, _H - _B)
     x0, y0, x1, y1 = box
