@@ -448,3 +448,20 @@ def test_compare_folder_of_a_dataset_and_of_a_qrels_file(beir_out, tmp_path):
     qrels.write_text(qrels.read_text() + "q1\tghostdoc\t2\n")  # edited since: refused
     with pytest.raises(InputError, match="not those"):
         report.html(tmp_path / "c2")
+
+
+def test_inline_charts_stay_small_and_labelled():
+    from nuggetbench.report.svg import MAX_STEPS, delta_svg, depth_svg, scatter_svg
+
+    rng = np.random.default_rng(0)
+    d = np.concatenate([rng.normal(0, 0.2, 9000), [np.nan] * 10])
+    svg = delta_svg(d, "AP", "B sys", "A base")
+    wins, losses = int((d > 1e-9).sum()), int((d < -1e-9).sum())
+    assert f"{wins} wins, {9000 - wins - losses} ties, {losses} losses" in svg
+    assert svg.count("M") <= MAX_STEPS + 1 and len(svg) < 120_000
+    x, y = rng.random(9000), rng.random(9000)
+    svg = scatter_svg(x, y, "AP", "A base", "B &lt;sys&gt;")
+    assert 1000 < svg.count("<circle") <= 224 * 224 and "9000 queries" in svg
+    assert "<sys>" not in scatter_svg(x, y, "AP", "A", "<sys>")  # labels escaped
+    svg = depth_svg(list(range(1, 101)), {"A bm25": np.linspace(0, 1, 100)}, "R")
+    assert svg.count("<polyline") == 1 and "mean R@k" in svg

@@ -4,10 +4,11 @@ Each function returns one ``<svg>`` element (a string, ``viewBox`` so it scales 
 text in CSS pixels at 13 px) with every label inside its canvas: the axes leave margins for the
 tick labels and titles, and legends sit beside the plot, off the data. Text is escaped.
 
-- :func:`delta_svg`: sorted per-query differences as one filled step curve (green above zero,
-  red below), the win/tie/loss counts in the title.
-- :func:`scatter_svg`: per-query values of two systems with the diagonal; identical points are
-  drawn once, darker with their count, so thousands of queries stay small.
+- :func:`delta_svg`: sorted per-query differences as filled steps (green above zero, red below),
+  the win/tie/loss counts in the title; beyond ``MAX_STEPS`` queries, evenly spaced samples of
+  the sorted values (the same curve at this size).
+- :func:`scatter_svg`: per-query values of two systems with the diagonal; points falling on the
+  same pixel are drawn once, darker with their count, so thousands of queries stay small.
 - :func:`depth_svg`: mean ``R@k`` / ``Coverage@k`` against ``k`` (log scale), legend on the right.
 """
 
@@ -25,6 +26,8 @@ __all__ = ["delta_svg", "scatter_svg", "depth_svg", "PALETTE"]
 #: Line colours of the systems, in results order (Okabe-Ito, readable by colour-blind readers).
 PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442")
 _W, _H = 480, 300
+#: At most this many steps in a delta chart (evenly spaced samples of the sorted differences).
+MAX_STEPS = 800
 _L, _R, _T, _B = 56, 12, 40, 40  # margins: left, right, top, bottom
 
 
@@ -91,7 +94,9 @@ def delta_svg(deltas: np.ndarray, measure: str, system: str, baseline: str) -> s
     top = max(float(np.abs(d).max()) if n else 0.0, 1e-6)
     box = (_L, _T, _W - _R, _H - _B)
     x0, y0, x1, y1 = box
-    sx = (x1 - x0) / max(n, 1)
+    if n > MAX_STEPS:  # sorted values: evenly spaced samples draw the same curve at this size
+        d = d[np.linspace(0, n - 1, MAX_STEPS).round().astype(int)]
+    sx = (x1 - x0) / max(len(d), 1)
     y = lambda v: y0 + (top - v) / (2 * top) * (y1 - y0)  # noqa: E731
     body = []
     for colour, keep in (("#2a7d2a", d > 0), ("#b22222", d < 0)):
@@ -123,8 +128,9 @@ def scatter_svg(x: np.ndarray, y: np.ndarray, measure: str, name_x: str, name_y:
     x0, y0, x1, y1 = box
     px = lambda v: x0 + (v - lo) / (hi - lo) * (x1 - x0)  # noqa: E731
     py = lambda v: y1 - (v - lo) / (hi - lo) * (y1 - y0)  # noqa: E731
-    points = Counter(zip(np.round(x, 3).tolist(), np.round(y, 3).tolist()))
-    dots = [f'<circle cx="{px(a):.1f}" cy="{py(b):.1f}" r="3" fill-opacity="'
+    # one dot per pixel of the plot: thousands of queries stay a few thousand circles at most
+    points = Counter(zip(np.round(px(x)).tolist(), np.round(py(y)).tolist()))
+    dots = [f'<circle cx="{a:.0f}" cy="{b:.0f}" r="3" fill-opacity="'
             f'{min(1.0, 0.35 + 0.15 * (c - 1)):.2f}"/>' for (a, b), c in points.items()]
     body = [f'<line x1="{px(lo):.1f}" y1="{py(lo):.1f}" x2="{px(hi):.1f}" y2="{py(hi):.1f}" '
             'stroke="#888" stroke-dasharray="4 3"/>', '<g fill="#1f5f9f">', *dots, "</g>"]
