@@ -277,7 +277,10 @@ def test_paper_figures_keep_long_labels_inside(six_out, tmp_path):
     for kind in ("means", "delta", "scatter", "depth"):
         fig = report.panel_figure(data, kind)
         assert _boxes_inside_and_apart(fig) > 10, kind
-        if kind in ("delta", "scatter"):  # a row per system against the baseline, a column per measure
+        if kind in (
+            "delta",
+            "scatter",
+        ):  # a row per system against the baseline, a column per measure
             assert len(fig.axes) == (len(SIX) - 1) * len(data.measures)
         if kind == "depth":  # the legend is the figure's, outside every axes
             (legend,) = fig.legends
@@ -322,8 +325,15 @@ def test_page_needs_no_matplotlib(six_out, tmp_path):
     html = (tmp_path / "r.html").read_text()
     results = json.loads((six_out / "results.json").read_text())
     n_others, n_measures = len(SIX) - 1, len(results["measures"])
-    assert html.count('data-kind="delta"') == html.count('data-kind="scatter"') == n_others * n_measures
-    assert html.count('<svg xmlns="http://www.w3.org/2000/svg" viewBox=') >= 2 * n_others * n_measures + 1
+    assert (
+        html.count('data-kind="delta"')
+        == html.count('data-kind="scatter"')
+        == n_others * n_measures
+    )
+    assert (
+        html.count('<svg xmlns="http://www.w3.org/2000/svg" viewBox=')
+        >= 2 * n_others * n_measures + 1
+    )
     assert "matplotlib" not in html
 
 
@@ -334,7 +344,7 @@ def test_page_labels_keys_and_provenance(six_out):
     assert system_keys(28)[25:] == ["Z", "AA", "AB"]
     assert all(len(label) <= 22 for label in data["labels"]) and data["labels"][0] == "bm25"
     assert "12 queries \u00b7 6 systems" in html and "1 systems" not in html
-    prov = html[html.index('<table id="provenance"'):]
+    prov = html[html.index('<table id="provenance"') :]
     prov = prov[: prov.index("</table>")]
     assert prov.count("<th>profile</th>") == 1 and "{" not in prov
     assert html.count('class="kv sysprov"') == 6 and "k1=0.9, b=0.4" in html

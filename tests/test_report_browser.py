@@ -404,7 +404,13 @@ def _check_side_by_side(pg: Page, results: dict, qid: str, a: str, b: str) -> No
         assert badge.get_attribute("data-rank") == str(ra[doc])
         assert int(badge.get_attribute("data-move")) == r - ra[doc]
         text = badge.inner_text()
-        assert text.endswith("=" if r == ra[doc] else f"\u2191{r - ra[doc]}" if r > ra[doc] else f"\u2193{ra[doc] - r}")
+        assert text.endswith(
+            "="
+            if r == ra[doc]
+            else f"\u2191{r - ra[doc]}"
+            if r > ra[doc]
+            else f"\u2193{ra[doc] - r}"
+        )
         moves += r != ra[doc]
     assert moves > 0  # the query was chosen where the two systems differ
 

@@ -288,7 +288,7 @@ def _query_docs(
         if span_judged:
             judged = {d: g for d, g in judged.items() if g > 0}
         ranks = [{d: r for r, (d, _) in enumerate(inputs.runs[s].get(qid, []), 1)} for s in names]
-        order = sorted(judged, key=lambda d: (-judged[d], min((r.get(d, 1e9) for r in ranks))))
+        order = sorted(judged, key=lambda d: (-judged[d], min(r.get(d, 1e9) for r in ranks)))
         shown = order[:JUDGED_SHOWN]
         listed = [[docs.add(d), judged[d]] for d in shown]
         wanted = {i for s in names for i in top[s]["docs"][qi]} | {i for i, _ in listed}
@@ -342,6 +342,45 @@ def _nugget_payload(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs
     return out
 
 
+def _payload(
+    inputs: ReportInputs,
+    qids: list[str],
+    per_query: dict,
+    baseline: str,
+    top: int,
+    docs: _Docs,
+    span_judged: bool,
+    query_chars: int,
+) -> dict:
+    """The JSON-ready dict the page's script reads (see :class:`ReportData`)."""
+    results, systems = inputs.results, inputs.systems
+    queries = inputs.queries
+    top_docs = _top_docs(inputs, qids, top, docs, span_judged)
+    payload = {
+        "systems": systems,
+        "keys": system_keys(len(systems)),
+        "labels": [short_label(s, LABEL_CHARS) for s in systems],
+        "baseline": baseline,
+        "measures": results["measures"],
+        "qids": qids,
+        "qtext": [(queries.get(q) or "")[:query_chars] for q in qids],
+        "pq": {s: {m: [_round(x) for x in v] for m, v in per_query[s].items()} for s in systems},
+        "outcome": {
+            s: {
+                m: [outcome(a, b) for a, b in zip(v, per_query[baseline][m])] for m, v in pq.items()
+            }
+            for s, pq in per_query.items()
+        },
+        "top": top_docs,
+        "qdocs": _query_docs(inputs, qids, top_docs, docs, span_judged),
+        "k": top,
+        "spanJudged": span_judged,
+        "hasTexts": inputs.corpus is not None,
+    }
+    payload["nuggets"] = _nugget_payload(inputs, qids, top, docs)
+    return payload
+
+
 def build_report_data(
     inputs: ReportInputs,
     *,
@@ -383,30 +422,7 @@ def build_report_data(
     ks, curves = _depth(inputs, depth)
     wtl = _wtl(per_query, baseline, results["measures"])
     comparison = _comparison(results, per_query, baseline, qids)
-    queries = inputs.queries
-    top_docs = _top_docs(inputs, qids, top, docs, span_judged)
-    payload = {
-        "systems": systems,
-        "keys": system_keys(len(systems)),
-        "labels": [short_label(s, LABEL_CHARS) for s in systems],
-        "baseline": baseline,
-        "measures": results["measures"],
-        "qids": qids,
-        "qtext": [(queries.get(q) or "")[:query_chars] for q in qids],
-        "pq": {s: {m: [_round(x) for x in v] for m, v in per_query[s].items()} for s in systems},
-        "outcome": {
-            s: {
-                m: [outcome(a, b) for a, b in zip(v, per_query[baseline][m])] for m, v in pq.items()
-            }
-            for s, pq in per_query.items()
-        },
-        "top": top_docs,
-        "qdocs": _query_docs(inputs, qids, top_docs, docs, span_judged),
-        "k": top,
-        "spanJudged": span_judged,
-        "hasTexts": inputs.corpus is not None,
-    }
-    payload["nuggets"] = _nugget_payload(inputs, qids, top, docs)
+    payload = _payload(inputs, qids, per_query, baseline, top, docs, span_judged, query_chars)
     payload["docs"] = docs.rows
     n = len(qids)
     counts = (_count(n, "query", "queries"), _count(len(systems), "system", "systems"))

@@ -104,7 +104,9 @@ def _draw_delta(ax: Any, d: np.ndarray) -> tuple[int, int, int]:
     edges = np.append(d, d[-1] if len(d) else 0.0)
     raster = len(d) > RASTER_ABOVE  # thousands of bars: an image inside the SVG
     for where, colour in ((edges >= 0, "#2a7d2a"), (edges <= 0, "#b22222")):
-        ax.fill_between(x, 0, edges, step="post", where=where, color=colour, lw=0, rasterized=raster)
+        ax.fill_between(
+            x, 0, edges, step="post", where=where, color=colour, lw=0, rasterized=raster
+        )
     ax.axhline(0, color="black", lw=0.5)
     ax.set_xlim(0, max(len(d), 1))
     w, lo = int((d > 1e-9).sum()), int((d < -1e-9).sum())
@@ -278,8 +280,12 @@ def panel_figure(data: ReportData, kind: str) -> Any:
             fig, axes = _grid(1, len(fams), COLUMN[1] + 0.14 * -(-len(data.systems) // 3))
             for ax, fam in zip(axes[0], fams):
                 _draw_depth(ax, data, fam)
-            fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",
-                       ncols=min(3, len(data.systems)), frameon=False)
+            fig.legend(
+                *axes[0][0].get_legend_handles_labels(),
+                loc="outside lower center",
+                ncols=min(3, len(data.systems)),
+                frameon=False,
+            )
         else:
             raise InputError(
                 f"unknown figure kind {kind!r} (means, delta, scatter, depth; delta and scatter "
@@ -314,8 +320,16 @@ def _key_legend(fig: Any, data: ReportData) -> None:
     plt = _plt()
     labels = [f"{k}: {_label(s)}" for k, s in zip(data.payload["keys"], data.systems)]
     handles = [plt.Line2D([], [], lw=0) for _ in labels]
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False,
-               handlelength=0, handletextpad=0, columnspacing=1.5)
+    fig.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=3,
+        frameon=False,
+        handlelength=0,
+        handletextpad=0,
+        columnspacing=1.5,
+    )
 
 
 def figure_svg(fig: Any) -> str:

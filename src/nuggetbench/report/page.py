@@ -96,7 +96,9 @@ def _provenance(data: ReportData, source: str) -> list[tuple[str, str]]:
     rows = {"dataset": r["dataset"], **prov}
     rows.update(measures=", ".join(r["measures"]), profile=r["profile"], depth=r.get("k"))
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    rows.update({"report built from": source, "report built": f"{now} by nuggetbench {__version__}"})
+    rows.update(
+        {"report built from": source, "report built": f"{now} by nuggetbench {__version__}"}
+    )
     return [(k, _value(v)) for k, v in rows.items() if v not in (None, "")]
 
 

@@ -64,14 +64,18 @@ def _fmt(v: float) -> str:
 def _axes(box: tuple, xr: tuple, yr: tuple, xlabel: str, ylabel: str, xticks=None) -> list[str]:
     """Frame, ticks and axis labels of the plot area *box* (x0, y0, x1, y1) for ranges xr, yr."""
     x0, y0, x1, y1 = box
-    out = [f'<rect x="{x0}" y="{y0}" width="{x1 - x0}" height="{y1 - y0}" fill="none" stroke="#444"/>']
+    out = [
+        f'<rect x="{x0}" y="{y0}" width="{x1 - x0}" height="{y1 - y0}" fill="none" stroke="#444"/>'
+    ]
     for v in _ticks(*yr):
         y = y1 - (v - yr[0]) / ((yr[1] - yr[0]) or 1) * (y1 - y0)
         out.append(f'<line x1="{x0}" x2="{x1}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
         out.append(_text(x0 - 4, y + 4, _fmt(v), "end"))
-    for v, x in xticks if xticks is not None else [
-        (v, x0 + (v - xr[0]) / ((xr[1] - xr[0]) or 1) * (x1 - x0)) for v in _ticks(*xr)
-    ]:
+    for v, x in (
+        xticks
+        if xticks is not None
+        else [(v, x0 + (v - xr[0]) / ((xr[1] - xr[0]) or 1) * (x1 - x0)) for v in _ticks(*xr)]
+    ):
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y1}" y2="{y1 + 4}" stroke="#444"/>')
         out.append(_text(x, y1 + 16, _fmt(v)))
     out.append(_text((x0 + x1) / 2, y1 + 32, xlabel))
@@ -100,18 +104,26 @@ def delta_svg(deltas: np.ndarray, measure: str, system: str, baseline: str) -> s
     y = lambda v: y0 + (top - v) / (2 * top) * (y1 - y0)  # noqa: E731
     body = []
     for colour, keep in (("#2a7d2a", d > 0), ("#b22222", d < 0)):
-        pts = [f"{x0 + i * sx:.1f},{y(0):.1f} {x0 + i * sx:.1f},{y(v):.1f} "
-               f"{x0 + (i + 1) * sx:.1f},{y(v):.1f} {x0 + (i + 1) * sx:.1f},{y(0):.1f}"
-               for i, v in enumerate(d) if keep[i]]
+        pts = [
+            f"{x0 + i * sx:.1f},{y(0):.1f} {x0 + i * sx:.1f},{y(v):.1f} "
+            f"{x0 + (i + 1) * sx:.1f},{y(v):.1f} {x0 + (i + 1) * sx:.1f},{y(0):.1f}"
+            for i, v in enumerate(d)
+            if keep[i]
+        ]
         if pts:
-            body.append(f'<polygon fill="{colour}" points="{" ".join(pts)}"/>'
-                        if len(pts) < 2 else
-                        f'<path fill="{colour}" d="{" ".join("M" + p + "Z" for p in pts)}"/>')
+            body.append(
+                f'<polygon fill="{colour}" points="{" ".join(pts)}"/>'
+                if len(pts) < 2
+                else f'<path fill="{colour}" d="{" ".join("M" + p + "Z" for p in pts)}"/>'
+            )
     body.append(f'<line x1="{x0}" x2="{x1}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#000"/>')
-    title = [_text(_W / 2, 15, f"{system} \u2212 {baseline}", font_weight="600"),
-             _text(_W / 2, 31, f"{wins} wins, {n - wins - losses} ties, {losses} losses")]
-    axes = _axes(box, (0, max(n, 1)), (-top, top), "queries, sorted by difference",
-                 f"\u0394 {measure}")
+    title = [
+        _text(_W / 2, 15, f"{system} \u2212 {baseline}", font_weight="600"),
+        _text(_W / 2, 31, f"{wins} wins, {n - wins - losses} ties, {losses} losses"),
+    ]
+    axes = _axes(
+        box, (0, max(n, 1)), (-top, top), "queries, sorted by difference", f"\u0394 {measure}"
+    )
     return _svg(title + axes + body, label=f"sorted differences of {measure}")
 
 
@@ -130,12 +142,22 @@ def scatter_svg(x: np.ndarray, y: np.ndarray, measure: str, name_x: str, name_y:
     py = lambda v: y1 - (v - lo) / (hi - lo) * (y1 - y0)  # noqa: E731
     # one dot per pixel of the plot: thousands of queries stay a few thousand circles at most
     points = Counter(zip(np.round(px(x)).tolist(), np.round(py(y)).tolist()))
-    dots = [f'<circle cx="{a:.0f}" cy="{b:.0f}" r="3" fill-opacity="'
-            f'{min(1.0, 0.35 + 0.15 * (c - 1)):.2f}"/>' for (a, b), c in points.items()]
-    body = [f'<line x1="{px(lo):.1f}" y1="{py(lo):.1f}" x2="{px(hi):.1f}" y2="{py(hi):.1f}" '
-            'stroke="#888" stroke-dasharray="4 3"/>', '<g fill="#1f5f9f">', *dots, "</g>"]
-    title = [_text((x0 + x1) / 2, 15, f"{measure} per query", font_weight="600"),
-             _text((x0 + x1) / 2, 31, f"{len(x)} queries; above the diagonal: y wins")]
+    dots = [
+        f'<circle cx="{a:.0f}" cy="{b:.0f}" r="3" fill-opacity="'
+        f'{min(1.0, 0.35 + 0.15 * (c - 1)):.2f}"/>'
+        for (a, b), c in points.items()
+    ]
+    body = [
+        f'<line x1="{px(lo):.1f}" y1="{py(lo):.1f}" x2="{px(hi):.1f}" y2="{py(hi):.1f}" '
+        'stroke="#888" stroke-dasharray="4 3"/>',
+        '<g fill="#1f5f9f">',
+        *dots,
+        "</g>",
+    ]
+    title = [
+        _text((x0 + x1) / 2, 15, f"{measure} per query", font_weight="600"),
+        _text((x0 + x1) / 2, 31, f"{len(x)} queries; above the diagonal: y wins"),
+    ]
     axes = _axes(box, (lo, hi), (lo, hi), f"x: {name_x}", f"y: {name_y}")
     return _svg(title + axes + body, label=f"{measure}: {name_x} against {name_y}")
 
@@ -158,7 +180,9 @@ def depth_svg(ks: Sequence[int], curves: Mapping[str, np.ndarray], family: str) 
         pts = " ".join(f"{px(k):.1f},{py(v):.1f}" for k, v in zip(ks, curve) if not math.isnan(v))
         body.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{pts}"/>')
         ly = y0 + 8 + 18 * i
-        body.append(f'<line x1="{x1 + 12}" x2="{x1 + 32}" y1="{ly}" y2="{ly}" stroke="{colour}" '
-                    'stroke-width="2.5"/>')
+        body.append(
+            f'<line x1="{x1 + 12}" x2="{x1 + 32}" y1="{ly}" y2="{ly}" stroke="{colour}" '
+            'stroke-width="2.5"/>'
+        )
         body.append(_text(x1 + 37, ly + 4, name, "start"))
     return _svg(body, width=width, label=f"mean {family}@k against k")
