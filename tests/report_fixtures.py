@@ -14,6 +14,15 @@ from nbformat import v4
 from nuggetbench.experiment import run_experiment
 
 SYSTEMS = ["bm25", "bm25:k1=0.9,b=0.4"]
+#: Six systems with long spec names (the report must fit 1,300 px and abbreviate them).
+SIX = [
+    "bm25",
+    "bm25:k1=0.9,b=0.4,method=robertson,stemmer=porter",
+    "bm25:k1=1.2,b=0.75,method=atire,stopwords=none",
+    "bm25:k1=2.0,b=0.9,method=bm25+,delta=1.0,stemmer=none",
+    "bm25:k1=0.6,b=0.3,method=bm25l,delta=0.5",
+    "fuse(bm25, bm25:k1=0.9,b=0.4,method=robertson,stemmer=porter; method=rrf)",
+]
 VOCAB = [
     "owl",
     "river",

@@ -20,8 +20,9 @@ from nuggetbench.errors import InputError
 from nuggetbench.evaluation import evaluate_dataset
 from nuggetbench.experiment import run_experiment
 from nuggetbench.report import outcome
-from nuggetbench.report.data import MISSING
+from nuggetbench.report.data import MISSING, system_keys
 from report_fixtures import (
+    SIX,
     SYSTEMS,
     beir_folder,
     freshstack_folder,
@@ -221,10 +222,150 @@ def test_figures_and_plots(beir_out, tmp_path):
         report.delta_figure(data, "P@7", SYSTEMS[1])
     written = report.write_plots(data, tmp_path / "plots")
     names = {p.name for p in written}
-    assert "depth_R.png" in names and "depth_R.svg" in names
-    assert len(names) == 2 * (len(data.measures) * (1 + 2 * (len(SYSTEMS) - 1)) + 1)
-    png = (tmp_path / "plots" / "depth_R.png").read_bytes()
+    # one multi-panel figure per measure set (not a file per measure and system), three formats
+    stems = ("means", "deltas", "scatter", "depth")
+    assert names == {f"{s}.{e}" for s in stems for e in ("png", "pdf", "svg")}
+    png = (tmp_path / "plots" / "depth.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "plots" / "depth.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def _boxes_inside_and_apart(fig) -> int:
+    """Everything drawn of *fig* (each axes with its tick labels, axis labels and title, and
+    the figure's legends) lies inside the canvas, and the tick labels of each axis do not
+    overlap one another; returns how many texts were checked."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box, n = fig.bbox, 0
+
+    def inside(e, what):
+        ok = e.x0 >= box.x0 - 0.5 and e.x1 <= box.x1 + 0.5
+        assert ok and e.y0 >= box.y0 - 0.5 and e.y1 <= box.y1 + 0.5, what
+
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        inside(ax.get_tightbbox(renderer), ax.get_title() or ax.get_xlabel())
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            drawn = zip(axis.get_majorticklocs(), axis.get_majorticklabels())  # in view: drawn
+            ticks = [t for v, t in drawn if lo - 1e-9 <= v <= hi + 1e-9 and t.get_text()]
+            ext = [t.get_window_extent(renderer) for t in ticks]
+            for e, tick in zip(ext, ticks):
+                inside(e, tick.get_text())
+            for i, a in enumerate(ext):
+                for b in ext[i + 1 :]:
+                    assert not a.overlaps(b), [t.get_text() for t in ticks]
+            n += len(ticks) + bool(axis.get_label_text())
+    for legend in fig.legends:
+        inside(legend.get_window_extent(renderer), "legend")
+        n += len(legend.get_texts())
+    return n
+
+
+@pytest.fixture()
+def six_out(tmp_path):
+    folder = beir_folder(tmp_path)
+    run_experiment(str(folder), SIX, k=30, outdir=tmp_path / "six", cache_runs=False)
+    return tmp_path / "six"
+
+
+def test_paper_figures_keep_long_labels_inside(six_out, tmp_path):
+    import matplotlib.pyplot as plt
+
+    data = report.report_data(six_out)
+    for kind in ("means", "delta", "scatter", "depth"):
+        fig = report.panel_figure(data, kind)
+        assert _boxes_inside_and_apart(fig) > 10, kind
+        if kind in (
+            "delta",
+            "scatter",
+        ):  # a row per system against the baseline, a column per measure
+            assert len(fig.axes) == (len(SIX) - 1) * len(data.measures)
+        if kind == "depth":  # the legend is the figure's, outside every axes
+            (legend,) = fig.legends
+            fig.canvas.draw()
+            lb = legend.get_window_extent()
+            assert not any(lb.overlaps(ax.get_window_extent()) for ax in fig.axes)
+            assert len(legend.get_texts()) == len(SIX)
+        plt.close(fig)
+    for fig in (
+        report.means_figure(data, "nDCG@10"),
+        report.depth_figure(data, "R"),
+        report.delta_figure(data, "AP", SIX[5]),
+        report.scatter_figure(data, "AP", SIX[0], SIX[5]),
+    ):
+        assert _boxes_inside_and_apart(fig) > 5
+        plt.close(fig)
+    with pytest.raises(InputError, match="unknown figure kind"):
+        report.panel_figure(data, "pie")
+
+
+def test_page_needs_no_matplotlib(six_out, tmp_path):
+    """The base install has no matplotlib: the page draws its charts itself; only --plots
+    asks for it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from pathlib import Path\n"
+        "from nuggetbench import report\n"
+        "from nuggetbench.errors import InputError\n"
+        f"p = report.html(Path({str(six_out)!r}), Path({str(tmp_path / 'r.html')!r}))\n"
+        "assert 'matplotlib' not in sys.modules or sys.modules['matplotlib'] is None\n"
+        "try:\n"
+        f"    report.html(Path({str(six_out)!r}), Path({str(tmp_path / 'r2.html')!r}), plots='x')\n"
+        "except InputError as e:\n"
+        "    print('PLOTS:', e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "PLOTS: figures need matplotlib" in proc.stdout
+    html = (tmp_path / "r.html").read_text()
+    results = json.loads((six_out / "results.json").read_text())
+    n_others, n_measures = len(SIX) - 1, len(results["measures"])
+    assert (
+        html.count('data-kind="delta"')
+        == html.count('data-kind="scatter"')
+        == n_others * n_measures
+    )
+    assert (
+        html.count('<svg xmlns="http://www.w3.org/2000/svg" viewBox=')
+        >= 2 * n_others * n_measures + 1
+    )
+    assert "Matplotlib" not in html and "matplotlib.org" not in html  # its SVG metadata
+
+
+def test_page_labels_keys_and_provenance(six_out):
+    html = report.html(six_out).read_text()
+    data = page_data(html)
+    assert data["keys"] == ["A", "B", "C", "D", "E", "F"] == system_keys(6)
+    assert system_keys(28)[25:] == ["Z", "AA", "AB"]
+    assert all(len(label) <= 22 for label in data["labels"]) and data["labels"][0] == "bm25"
+    assert "12 queries \u00b7 6 systems" in html and "1 systems" not in html
+    prov = html[html.index('<table id="provenance"') :]
+    prov = prov[: prov.index("</table>")]
+    assert prov.count("<th>profile</th>") == 1 and "{" not in prov
+    assert html.count('class="kv sysprov"') == 6 and "k1=0.9, b=0.4" in html
+
+
+def test_query_docs_ranks_from_the_runs(six_out):
+    results = json.loads((six_out / "results.json").read_text())
+    data = report.report_data(six_out)
+    qrels = report.load_inputs(six_out).qrels
+    runs = {s: read_trec(e["run_file"]) for s, e in results["systems"].items()}
+    docs = data.payload["docs"]
+    for qi, q in enumerate(data.query_ids):
+        entry = data.payload["qdocs"][qi]
+        judged = qrels.get(q, {})
+        assert sorted(docs[i][0] for i, _ in entry["j"]) == sorted(judged)
+        assert [g for _, g in entry["j"]] == sorted(judged.values(), reverse=True)
+        for i, ranks in entry["r"].items():
+            doc = docs[int(i)][0]
+            for s, r in zip(SIX, ranks):
+                ranked = [d for d, _ in runs[s].get(q, [])]
+                assert r == (ranked.index(doc) + 1 if doc in ranked else None)
 
 
 def test_cli_report_and_run_html(beir_out, tmp_path):
@@ -317,3 +458,20 @@ def test_compare_folder_of_a_dataset_and_of_a_qrels_file(beir_out, tmp_path):
     qrels.write_text(qrels.read_text() + "q1\tghostdoc\t2\n")  # edited since: refused
     with pytest.raises(InputError, match="not those"):
         report.html(tmp_path / "c2")
+
+
+def test_inline_charts_stay_small_and_labelled():
+    from nuggetbench.report.svg import MAX_STEPS, delta_svg, depth_svg, scatter_svg
+
+    rng = np.random.default_rng(0)
+    d = np.concatenate([rng.normal(0, 0.2, 9000), [np.nan] * 10])
+    svg = delta_svg(d, "AP", "B sys", "A base")
+    wins, losses = int((d > 1e-9).sum()), int((d < -1e-9).sum())
+    assert f"{wins} wins, {9000 - wins - losses} ties, {losses} losses" in svg
+    assert svg.count("M") <= MAX_STEPS + 1 and len(svg) < 120_000
+    x, y = rng.random(9000), rng.random(9000)
+    svg = scatter_svg(x, y, "AP", "A base", "B &lt;sys&gt;")
+    assert 1000 < svg.count("<circle") <= 224 * 224 and "9000 queries" in svg
+    assert "<sys>" not in scatter_svg(x, y, "AP", "A", "<sys>")  # labels escaped
+    svg = depth_svg(list(range(1, 101)), {"A bm25": np.linspace(0, 1, 100)}, "R")
+    assert svg.count("<polyline") == 1 and "mean R@k" in svg

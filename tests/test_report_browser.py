@@ -21,6 +21,7 @@ from nuggetbench.datasets import load_dataset
 from nuggetbench.experiment import run_experiment
 from nuggetbench.report import compare_to_folder
 from report_fixtures import (
+    SIX,
     SYSTEMS,
     beir_folder,
     fastbook_root,
@@ -49,8 +50,8 @@ def browser():
 class Page:
     """A page that records console errors and uncaught exceptions."""
 
-    def __init__(self, browser, path: Path):
-        self.page = browser.new_page(viewport={"width": 1400, "height": 900})
+    def __init__(self, browser, path: Path, width: int = 1400):
+        self.page = browser.new_page(viewport={"width": width, "height": 900})
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -67,6 +68,10 @@ class Page:
     def view(self, name: str) -> None:
         self.page.click(f"nav a[data-view={name}]")
         self.page.wait_for_selector(f"section#{name}.on")
+
+    def width(self) -> int:
+        """The page's scroll width (CSS px): wider than the window means a horizontal scroll."""
+        return self.page.evaluate("document.documentElement.scrollWidth")
 
     def close(self, shot: Path) -> None:
         self.page.screenshot(path=str(shot))
@@ -218,6 +223,12 @@ def test_fastbook_nuggets_and_spans(browser, shared_data, tmp_path, monkeypatch)
     marks = pg.texts("#qv mark")
     spans = [fix(s) for n in nugs for s in n.spans]
     assert marks and all(any(m.strip() in s or s in m for s in spans) for m in marks)
+    # span judging judges every passage: none is "unjudged"; the rest are judged 0
+    assert pg.page.locator("#qv .doc").count() > 0
+    assert pg.page.locator("#qv .badge.uj, #qv .doc.unjudged").count() == 0
+    supporting = {d for d, v in support.items() if v}
+    for doc, cls in zip(pg.attrs("#qv .doc", "data-docid"), pg.attrs("#qv .doc", "class")):
+        assert ("rel" in cls.split()) == (doc in supporting)
     pg.close(tmp_path / "fastbook.png")
 
 
@@ -298,6 +309,7 @@ def test_fastbook_format_spans_highlighted(browser, tmp_path, monkeypatch):
         for doc in shown_docs & set(support):
             doc_marks = pg.texts(f'#qv .doc[data-docid="{doc}"] mark')
             assert doc_marks and set(doc_marks) <= expected
+        assert pg.page.locator("#qv .badge.uj").count() == 0  # span judging judges every passage
         unsupported = [n for n in nugs if not any(n.nugget_id in v for v in support.values())]
         assert pg.page.locator("#qv tr.none-found").count() >= len(unsupported)
     assert n_marks > 0
@@ -365,3 +377,140 @@ def test_compare_folder_of_a_qrels_file(browser, tmp_path):
     _check_query(pg, results, "q2", _qrels_tsv(qrels))
     assert "no query or document texts" in pg.page.inner_text("#no-texts")
     pg.close(tmp_path / "compare.png")
+
+
+def _ranks(run: list[tuple[str, float]]) -> dict[str, int]:
+    return {d: r for r, (d, _) in enumerate(run, 1)}
+
+
+def _check_side_by_side(pg: Page, results: dict, qid: str, a: str, b: str) -> None:
+    """Each document of the right column names its rank in the left system's whole run and the
+    move, both read from the run files."""
+    pg.page.goto(pg.page.url.split("#")[0] + "#q=" + qid)
+    pg.page.wait_for_selector(f'#qv-id:text-is("{qid}")')
+    pg.page.uncheck("#qv-all")
+    pg.page.select_option("#qv-a", a)
+    pg.page.select_option("#qv-b", b)
+    cols = pg.attrs("#qv .col", "data-system")
+    assert cols == [a, b]
+    ra = _ranks(read_trec(results["systems"][a]["run_file"]).get(qid, []))
+    moves = 0
+    col = f'#qv .col[data-system="{b}"]'
+    for r, doc in enumerate(pg.attrs(f"{col} .doc", "data-docid"), 1):
+        badge = pg.page.locator(f'{col} .doc[data-docid="{doc}"] .badge.mv[data-system="{a}"]')
+        if doc not in ra:
+            assert badge.inner_text().endswith("new")
+            continue
+        assert badge.get_attribute("data-rank") == str(ra[doc])
+        assert int(badge.get_attribute("data-move")) == r - ra[doc]
+        text = badge.inner_text()
+        assert text.endswith(
+            "="
+            if r == ra[doc]
+            else f"\u2191{r - ra[doc]}"
+            if r > ra[doc]
+            else f"\u2193{ra[doc] - r}"
+        )
+        moves += r != ra[doc]
+    assert moves > 0  # the query was chosen where the two systems differ
+
+
+def _check_judged_panel(pg: Page, results: dict, qid: str, qrels: dict) -> None:
+    """The judged documents of the query, each system's rank for them from the run files."""
+    judged = qrels.get(qid, {})
+    assert sorted(pg.attrs("#qv-judged tbody tr", "data-docid")) == sorted(judged)
+    runs = {s: _ranks(read_trec(e["run_file"]).get(qid, [])) for s, e in results["systems"].items()}
+    for doc in judged:
+        for s, ranks in runs.items():
+            cell = pg.page.locator(f'#qv-judged tr[data-docid="{doc}"] td.rank[data-system="{s}"]')
+            assert cell.inner_text() == str(ranks.get(doc, "\u2013"))
+
+
+def _svg_texts_inside(pg: Page) -> None:
+    """Every text of every shown chart lies inside its SVG's canvas (the viewBox)."""
+    out = pg.page.evaluate(
+        """() => Array.from(document.querySelectorAll('section.view.on .fig.on svg')).map(svg => {
+            const c = svg.getBoundingClientRect();  // on screen, transforms (rotation) applied
+            return Array.from(svg.querySelectorAll('text')).filter(t => {
+                const b = t.getBoundingClientRect();
+                return b.left < c.left - 0.5 || b.top < c.top - 0.5 || b.right > c.right + 0.5
+                    || b.bottom > c.bottom + 0.5;
+            }).map(t => t.textContent);
+        })"""
+    )
+    assert all(not bad for bad in out), out
+
+
+def test_six_long_named_systems_fit_1300px(browser, tmp_path):
+    folder = beir_folder(tmp_path)
+    run_experiment(str(folder), SIX, k=30, outdir=tmp_path / "out", cache_runs=False)
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    pg = Page(browser, path, width=1300)
+    assert pg.page.inner_text("header h1").endswith("12 queries \u00b7 6 systems")
+    for view in ("summary", "perquery", "query", "depth"):
+        pg.view(view)
+        assert pg.width() <= 1300, view
+        _svg_texts_inside(pg)
+    pg.view("query")
+    pg.page.check("#qv-all")
+    assert pg.page.locator("#qv .col").count() == 6
+    assert pg.width() <= 1300
+    # every full name is in the legend; the headers carry keys and short labels
+    pg.view("perquery")
+    legend = pg.page.inner_text("#perquery .legend")
+    assert all(s in legend for s in SIX)
+    heads = pg.texts("#pq-table thead th.num")
+    assert heads[:6] == ["A", "B", "C", "D", "E", "F"]
+    # query ids in natural order (q2 before q10), by default and when sorted by id
+    natural = sorted(results["systems"][SIX[0]]["query_ids"], key=lambda q: int(q[1:]))
+    assert pg.attrs("#pq-table tbody tr", "data-qid") == natural
+    pg.page.click('#pq-table th[data-sort="qid"]')
+    assert pg.attrs("#pq-table tbody tr", "data-qid") == natural
+    pg.page.click('#pq-table th[data-sort="qid"]')
+    assert pg.attrs("#pq-table tbody tr", "data-qid") == natural[::-1]
+    # the query view: labelled scores, judged documents with every system's rank, side by side
+    qrels = _qrels_tsv(folder / "qrels" / "test.tsv")
+    runs = {s: read_trec(e["run_file"]) for s, e in results["systems"].items()}
+    qid = next(q for q in natural if runs[SIX[0]][q][:20] != runs[SIX[1]][q][:20])
+    pg.page.goto(path.as_uri() + "#q=" + qid)
+    pg.page.wait_for_selector("#qv-scores")
+    i = results["systems"][SIX[0]]["query_ids"].index(qid)
+    for s in SIX:
+        for m in results["measures"]:
+            cell = f'#qv-scores td[data-system="{s}"][data-measure="{m}"]'
+            assert pg.page.inner_text(cell) == f"{results['systems'][s]['per_query'][m][i]:.4f}"
+    _check_judged_panel(pg, results, qid, qrels)
+    _check_side_by_side(pg, results, qid, SIX[0], SIX[1])
+    _check_side_by_side(pg, results, qid, SIX[5], SIX[3])
+    assert pg.width() <= 1300
+    pg.view("summary")
+    prov = pg.page.inner_text("#provenance")
+    assert "{" not in prov and prov.count("\nprofile\t") + prov.startswith("profile\t") == 1
+    assert pg.page.locator("table.sysprov").count() == 6
+    pg.close(tmp_path / "six.png")
+
+
+@pytest.mark.realdata
+def test_scifact_six_systems_fit_1300px(browser, shared_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
+    run_experiment("beir/scifact", SIX, k=100, outdir=tmp_path / "out", cache_runs=False)
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    pg = Page(browser, path, width=1300)
+    for view in ("summary", "perquery", "query", "depth"):
+        pg.view(view)
+        assert pg.width() <= 1300, view
+    pg.view("perquery")
+    shown = pg.attrs("#pq-table tbody tr", "data-qid")
+    assert shown == sorted(results["systems"]["bm25"]["query_ids"], key=int)
+    qrels = _qrels_tsv(shared_data / "beir" / "scifact" / "qrels" / "test.tsv")
+    runs = {s: read_trec(e["run_file"]) for s, e in results["systems"].items()}
+    qid = next(q for q in shown if runs[SIX[0]][q][:20] != runs[SIX[2]][q][:20])
+    pg.page.goto(path.as_uri() + "#q=" + qid)
+    pg.page.wait_for_selector("#qv-judged")
+    _check_judged_panel(pg, results, qid, qrels)
+    _check_side_by_side(pg, results, qid, SIX[0], SIX[2])
+    pg.page.check("#qv-all")
+    assert pg.width() <= 1300
+    pg.close(tmp_path / "scifact6.png")

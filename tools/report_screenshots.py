@@ -1,10 +1,13 @@
-"""Screenshots of each view of the HTML report, for docs/guide.md (docs/img/report-*.png).
+"""Screenshots of each view of the HTML report at 1,300 px, and the paper figures, for
+docs/guide.md (docs/img/report-*.png, docs/img/figure-*.png).
 
-Built from synthetic folders only (tests/report_fixtures.py: invented text in the BEIR, FreshStack
-and fastbook formats), so no benchmark text enters the repository. Needs Debian's Chromium and
-playwright. Run::
+The views that show texts are built from synthetic folders only (tests/report_fixtures.py:
+invented text in the BEIR, FreshStack and fastbook formats, six systems with long spec names), so
+no benchmark text enters the repository. With ``--scifact OUTDIR`` (a ``nuggetbench run`` folder
+of beir/scifact), the views that show numbers only (summary, depth curves) and the paper figures
+are taken from it. Needs Debian's Chromium and playwright (and matplotlib for the figures). Run::
 
-    PYTHONPATH=src python tools/report_screenshots.py [--out docs/img]
+    PYTHONPATH=src python tools/report_screenshots.py [--out docs/img] [--scifact OUTDIR]
 """
 
 from __future__ import annotations
@@ -22,21 +25,36 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from nuggetbench import report  # noqa: E402
 from nuggetbench.experiment import run_experiment  # noqa: E402
-from report_fixtures import beir_folder, fastbook_root, freshstack_folder  # noqa: E402
+from report_fixtures import SIX, beir_folder, fastbook_root, freshstack_folder  # noqa: E402
 
-SYSTEMS = ["bm25", "bm25:k1=0.9,b=0.4", "bm25:k1=2.0,b=0.9"]
+WIDTH = 1300
 
 
 def _shots(path: Path, out: Path, views: dict[str, str]) -> None:
+    """*views*: file stem -> location hash, optionally ``|`` a CSS selector scrolled to the top
+    and ``|all`` (every system side by side)."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 820})
+        page = browser.new_page(viewport={"width": WIDTH, "height": 820})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(path.as_uri())
-        for name, hash_ in views.items():
+        for name, spec in views.items():
+            hash_, *rest = spec.split("|")
             page.evaluate(f"location.hash = {hash_!r}")
             page.wait_for_timeout(300)
+            if "all" in rest:
+                page.check("#qv-all")
+            selector = next((r for r in rest if r != "all"), None)
+            if selector:
+                page.evaluate(
+                    f"window.scrollTo(0, document.querySelector({selector!r})"
+                    ".getBoundingClientRect().top + window.scrollY - 110)"
+                )
+                page.wait_for_timeout(200)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            if width > WIDTH:
+                errors.append(f"{name}: the page is {width} px wide in a {WIDTH} px window")
             page.screenshot(path=str(out / f"report-{name}.png"))
             print(out / f"report-{name}.png")
         browser.close()
@@ -44,28 +62,51 @@ def _shots(path: Path, out: Path, views: dict[str, str]) -> None:
         raise SystemExit(f"page errors: {errors}")
 
 
+def _figures(source: Path, out: Path) -> None:
+    """The paper figures (``write_plots``) as PNG at 150 dpi, small enough for the docs."""
+    import matplotlib.pyplot as plt
+
+    from nuggetbench.report.figures import figures
+
+    data = report.report_data(source)
+    for stem, make in figures(data).items():
+        fig = make()
+        fig.savefig(out / f"figure-{stem}.png", dpi=150, bbox_inches="tight", pad_inches=0.03)
+        plt.close(fig)
+        print(out / f"figure-{stem}.png")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "img"))
+    parser.add_argument("--scifact", default=None, help="a `nuggetbench run` folder of SciFact")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         os.environ["NUGGETBENCH_HOME"] = str(tmp / "home")
-        beir = beir_folder(tmp, n_queries=60, n_docs=400)
-        run_experiment(str(beir), SYSTEMS, k=100, outdir=tmp / "beir", cache_runs=False)
-        _shots(
-            report.html(tmp / "beir"),
-            out,
-            {"summary": "summary", "perquery": "perquery", "query": "q=q3", "depth": "depth"},
-        )
+        beir = beir_folder(tmp, n_queries=120, n_docs=400)
+        run_experiment(str(beir), SIX, k=100, outdir=tmp / "beir", cache_runs=False)
+        views = {
+            "perquery": "perquery",
+            "query": "q=q3",
+            "query-side": "q=q3|#qv .cols",
+            "query-all": "q=q3|#qv .cols|all",
+        }
+        if not args.scifact:
+            views = {"summary": "summary", **views, "depth": "depth"}
+        _shots(report.html(tmp / "beir"), out, views)
+        if args.scifact:
+            html = report.html(Path(args.scifact), tmp / "scifact.html")
+            _shots(html, out, {"summary": "summary", "depth": "depth"})
+        _figures(Path(args.scifact) if args.scifact else tmp / "beir", out)
         fresh = freshstack_folder(tmp, n_queries=30, n_docs=300)
-        run_experiment(str(fresh), SYSTEMS[:2], k=100, outdir=tmp / "fresh", cache_runs=False)
+        run_experiment(str(fresh), SIX[:2], k=100, outdir=tmp / "fresh", cache_runs=False)
         _shots(report.html(tmp / "fresh"), out, {"nuggets": "nuggets", "nuggets-query": "q=3"})
         os.environ["NUGGETBENCH_DATA"] = str(fastbook_root(tmp))
-        run_experiment("fastbook", SYSTEMS[:2], k=50, outdir=tmp / "fb", cache_runs=False)
-        _shots(report.html(tmp / "fb"), out, {"spans": "q=1_2"})
+        run_experiment("fastbook", ["bm25"], k=50, outdir=tmp / "fb", cache_runs=False)
+        _shots(report.html(tmp / "fb"), out, {"spans": "q=1_2", "spans-docs": "q=1_2|#qv .cols"})
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ from nuggetbench.cli._common import dataset_option, info, parse_options, warn
     "--plots",
     type=click.Path(file_okay=False),
     default=None,
-    help="Also write every figure as PNG (300 dpi) and SVG into this folder, sized for a "
-    "two-column paper.",
+    help="Also write the paper figures (means, deltas, scatter, depth: one multi-panel figure "
+    "each) as PNG (300 dpi), PDF and SVG into this folder, the full text width of a two-column "
+    "paper; needs matplotlib (the report extra).",
 )
 @click.option(
     "--baseline",

@@ -7,8 +7,11 @@ baseline, win/tie/loss counts, sorted delta bars and an A-vs-B scatter), the que
 system's top documents side by side: rank, score, grade, snippet; shared and unjudged documents
 marked), the nuggets (first supporting rank per nugget and system, nuggets no system finds,
 evidence spans highlighted for span-judged benchmarks) and the depth curves (``R@k``,
-``Coverage@k``). The figure functions of :mod:`nuggetbench.report.figures` return matplotlib
-figures for notebooks and papers; :func:`write_plots` saves them as PNG and SVG.
+``Coverage@k``). Systems are named by a key letter and a short label, the full names in a
+legend; the page's charts are inline SVG drawn by :mod:`nuggetbench.report.svg`, so it needs no
+matplotlib. The figure functions of :mod:`nuggetbench.report.figures` return matplotlib figures
+for notebooks and papers; :func:`write_plots` saves one multi-panel figure per measure set as
+PNG, PDF and SVG (the ``report`` extra).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from nuggetbench.report.figures import (
     depth_figure,
     figure_svg,
     means_figure,
+    panel_figure,
     scatter_figure,
     write_plots,
 )
@@ -52,6 +56,7 @@ __all__ = [
     "depth_figure",
     "means_figure",
     "figure_svg",
+    "panel_figure",
     "write_plots",
     "render_page",
     "compare_to_folder",
@@ -89,7 +94,8 @@ def html(
         path: the HTML file (default: ``report.html`` in the output folder).
         dataset, options: the dataset and its loader options, when the recorded id alone does
             not reload it (see :func:`load_inputs`).
-        plots: also write every figure as PNG and SVG into this folder.
+        plots: also write the paper figures (one per measure set) as PNG, PDF and SVG into this
+            folder (needs matplotlib: the ``report`` extra).
         settings: ``baseline``, ``top`` (documents per query and system, default 20),
             ``snippet_chars`` (160), ``depth`` (100): see :func:`build_report_data`.
 

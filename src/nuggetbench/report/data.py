@@ -26,13 +26,39 @@ from nuggetbench.data import NuggetQrels
 from nuggetbench.errors import InputError
 from nuggetbench.measures import Results, score
 from nuggetbench.report.inputs import ReportInputs
+from nuggetbench.spec import short_label
 
-__all__ = ["ReportData", "build_report_data", "outcome", "TIE_TOLERANCE", "MISSING"]
+__all__ = [
+    "ReportData",
+    "build_report_data",
+    "outcome",
+    "system_keys",
+    "TIE_TOLERANCE",
+    "MISSING",
+    "JUDGED_SHOWN",
+    "LABEL_CHARS",
+]
 
 #: The snippet of a retrieved document that is not in the corpus.
 MISSING = "[not in the corpus]"
 #: Characters shown of a passage of a span-judged benchmark (whole passages, in practice).
 SPAN_PASSAGE_CHARS = 4000
+#: Judged documents listed per query in the query view (highest grades first).
+JUDGED_SHOWN = 100
+#: Characters of a system's display label (``spec.short_label``); the full name is in the legend.
+LABEL_CHARS = 22
+
+
+def system_keys(n: int) -> list[str]:
+    """Short keys for *n* systems in results order: ``A``..``Z``, then ``AA``, ``AB``..."""
+    out = []
+    for i in range(n):
+        key, i = "", i + 1
+        while i:
+            i, r = divmod(i - 1, 26)
+            key = chr(65 + r) + key
+        out.append(key)
+    return out
 
 
 def outcome(value: float, base: float) -> int | None:
@@ -219,13 +245,21 @@ def _highlights(text: str, spans: Sequence[str], nugget: int) -> list[list[int]]
     return out
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
 def _round(x: float, digits: int = 6) -> float | None:
     return None if math.isnan(x) else round(float(x), digits)
 
 
-def _top_docs(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> dict:
-    """Per system: ``[[doc index...] per query]``, scores and grades (``None`` = unjudged)."""
+def _top_docs(
+    inputs: ReportInputs, qids: list[str], top: int, docs: _Docs, span_judged: bool = False
+) -> dict:
+    """Per system: ``[[doc index...] per query]``, scores and grades (``None`` = unjudged). Span
+    judging judges every passage: there a passage that supports no nugget has grade 0."""
     qrels = inputs.qrels
+    missing = 0 if span_judged else None
     out: dict[str, dict[str, list]] = {}
     for name, run in inputs.runs.items():
         ids, scores, grades = [], [], []
@@ -234,8 +268,37 @@ def _top_docs(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs) -> d
             judged = qrels.get(qid, {})
             ids.append([docs.add(d) for d, _ in ranked])
             scores.append([_round(s, 4) for _, s in ranked])
-            grades.append([judged.get(d) for d, _ in ranked])
+            grades.append([judged.get(d, missing) for d, _ in ranked])
         out[name] = {"docs": ids, "scores": scores, "grades": grades}
+    return out
+
+
+def _query_docs(
+    inputs: ReportInputs, qids: list[str], top: dict, docs: _Docs, span_judged: bool
+) -> list[dict]:
+    """Per query (``qids`` order): ``j``, the judged documents ``[[doc index, grade]...]`` (grade
+    descending, at most ``JUDGED_SHOWN``; span judging lists the supporting passages, every other
+    passage being judged 0), ``more``, how many judged documents were left out, and ``r``,
+    ``{doc index: [rank or None per system]}`` over each system's whole run for every judged and
+    every shown document (the query view's side-by-side rank differences)."""
+    names = list(inputs.runs)
+    out = []
+    for qi, qid in enumerate(qids):
+        judged = inputs.qrels.get(qid, {})
+        if span_judged:
+            judged = {d: g for d, g in judged.items() if g > 0}
+        ranks = [{d: r for r, (d, _) in enumerate(inputs.runs[s].get(qid, []), 1)} for s in names]
+        order = sorted(judged, key=lambda d: (-judged[d], min(r.get(d, 1e9) for r in ranks)))
+        shown = order[:JUDGED_SHOWN]
+        listed = [[docs.add(d), judged[d]] for d in shown]
+        wanted = {i for s in names for i in top[s]["docs"][qi]} | {i for i, _ in listed}
+        out.append(
+            {
+                "j": listed,
+                "more": len(order) - len(shown),
+                "r": {str(i): [r.get(docs.rows[i][0]) for r in ranks] for i in sorted(wanted)},
+            }
+        )
     return out
 
 
@@ -279,6 +342,45 @@ def _nugget_payload(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs
     return out
 
 
+def _payload(
+    inputs: ReportInputs,
+    qids: list[str],
+    per_query: dict,
+    baseline: str,
+    top: int,
+    docs: _Docs,
+    span_judged: bool,
+    query_chars: int,
+) -> dict:
+    """The JSON-ready dict the page's script reads (see :class:`ReportData`)."""
+    results, systems = inputs.results, inputs.systems
+    queries = inputs.queries
+    top_docs = _top_docs(inputs, qids, top, docs, span_judged)
+    payload = {
+        "systems": systems,
+        "keys": system_keys(len(systems)),
+        "labels": [short_label(s, LABEL_CHARS) for s in systems],
+        "baseline": baseline,
+        "measures": results["measures"],
+        "qids": qids,
+        "qtext": [(queries.get(q) or "")[:query_chars] for q in qids],
+        "pq": {s: {m: [_round(x) for x in v] for m, v in per_query[s].items()} for s in systems},
+        "outcome": {
+            s: {
+                m: [outcome(a, b) for a, b in zip(v, per_query[baseline][m])] for m, v in pq.items()
+            }
+            for s, pq in per_query.items()
+        },
+        "top": top_docs,
+        "qdocs": _query_docs(inputs, qids, top_docs, docs, span_judged),
+        "k": top,
+        "spanJudged": span_judged,
+        "hasTexts": inputs.corpus is not None,
+    }
+    payload["nuggets"] = _nugget_payload(inputs, qids, top, docs)
+    return payload
+
+
 def build_report_data(
     inputs: ReportInputs,
     *,
@@ -320,29 +422,11 @@ def build_report_data(
     ks, curves = _depth(inputs, depth)
     wtl = _wtl(per_query, baseline, results["measures"])
     comparison = _comparison(results, per_query, baseline, qids)
-    queries = inputs.queries
-    payload = {
-        "systems": systems,
-        "baseline": baseline,
-        "measures": results["measures"],
-        "qids": qids,
-        "qtext": [(queries.get(q) or "")[:query_chars] for q in qids],
-        "pq": {s: {m: [_round(x) for x in v] for m, v in per_query[s].items()} for s in systems},
-        "outcome": {
-            s: {
-                m: [outcome(a, b) for a, b in zip(v, per_query[baseline][m])] for m, v in pq.items()
-            }
-            for s, pq in per_query.items()
-        },
-        "top": _top_docs(inputs, qids, top, docs),
-        "k": top,
-        "spanJudged": span_judged,
-        "hasTexts": inputs.corpus is not None,
-    }
-    payload["nuggets"] = _nugget_payload(inputs, qids, top, docs)
+    payload = _payload(inputs, qids, per_query, baseline, top, docs, span_judged, query_chars)
     payload["docs"] = docs.rows
     n = len(qids)
-    title = f"{results['dataset']} \u00b7 {n} queries \u00b7 {len(systems)} systems"
+    counts = (_count(n, "query", "queries"), _count(len(systems), "system", "systems"))
+    title = f"{results['dataset']} \u00b7 {counts[0]} \u00b7 {counts[1]}"
     return ReportData(
         title,
         results,

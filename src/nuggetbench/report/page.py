@@ -2,7 +2,8 @@
 
 :func:`render_page` fills ``templates/report.html.j2`` from a
 :class:`~nuggetbench.report.data.ReportData`: the summary table and provenance, the win/tie/loss
-counts, the figures (matplotlib SVG) and the depth tables are rendered by the template; the
+counts, the charts (inline SVG drawn by :mod:`nuggetbench.report.svg`, so the page needs no
+matplotlib) and the depth tables are rendered by the template; the
 per-query table, the query view and the nuggets list are drawn by a small vanilla script
 (``templates/report.js``) from the JSON block the page carries, so the file stays small at tens of
 thousands of queries. Nothing is fetched: the page opens from disk with no network.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
@@ -19,8 +21,9 @@ from typing import Any
 import jinja2
 
 from nuggetbench._version import __version__
-from nuggetbench.report.data import ReportData
-from nuggetbench.report.figures import delta_figure, depth_figure, figure_svg, scatter_figure
+from nuggetbench.report.data import LABEL_CHARS, ReportData, system_keys
+from nuggetbench.report.svg import delta_svg, depth_svg, scatter_svg
+from nuggetbench.spec import short_label
 
 __all__ = ["render_page", "DEPTH_SHOWN"]
 
@@ -72,32 +75,81 @@ def _method(data: ReportData) -> str:
     )
 
 
+def _value(v: Any) -> str:
+    """A provenance value as text: mappings as ``key=value`` pairs, lists joined, None as –."""
+    if v is None:
+        return "\u2013"
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}={_value(x)}" for k, x in v.items()) or "\u2013"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_value(x) for x in v) or "\u2013"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
 def _provenance(data: ReportData, source: str) -> list[tuple[str, str]]:
+    """The experiment's provenance as ``(key, text)`` rows, each key once (the systems' specs
+    are in the systems' tables)."""
     r = data.results
-    prov = r.get("provenance") or {}
-    rows = [("dataset", r["dataset"])]
-    rows += [(k, str(v)) for k, v in prov.items() if k != "dataset"]
-    rows += [("measures", ", ".join(r["measures"])), ("profile", r["profile"])]
-    for s in data.systems:
-        meta = r["systems"][s].get("run_metadata") or {}
-        secs = r["systems"][s].get("seconds") or {}
-        rows.append((f"system {s}", json.dumps({"run": meta, "seconds": secs}, default=str)))
+    prov = {k: v for k, v in (r.get("provenance") or {}).items() if k not in ("systems", "k")}
+    rows = {"dataset": r["dataset"], **prov}
+    rows.update(measures=", ".join(r["measures"]), profile=r["profile"], depth=r.get("k"))
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    rows += [("report built from", source), ("report built", f"{now} by nuggetbench {__version__}")]
-    return rows
+    rows.update(
+        {"report built from": source, "report built": f"{now} by nuggetbench {__version__}"}
+    )
+    return [(k, _value(v)) for k, v in rows.items() if v not in (None, "")]
+
+
+def _systems(data: ReportData) -> list[dict[str, Any]]:
+    """Per system: key letter, short label, full name and its run's provenance as key/value
+    rows (the retriever's parameters, the run's metadata, the seconds per step)."""
+    out = []
+    keys = system_keys(len(data.systems))
+    for key, s in zip(keys, data.systems):
+        entry = data.results["systems"][s]
+        meta = dict(entry.get("run_metadata") or {})
+        rows = [("retriever", _value(meta.pop("retriever", s)))]
+        rows += [(k, _value(v)) for k, v in meta.items()]
+        secs = entry.get("seconds") or {}
+        if secs:
+            rows.append(("seconds", ", ".join(f"{k} {v:.2f} s" for k, v in secs.items())))
+        if entry.get("run_file"):
+            rows.append(("run file", str(entry["run_file"])))
+        label = short_label(s, LABEL_CHARS)
+        out.append({"key": key, "name": s, "label": label, "rows": rows})
+    return out
 
 
 def _pq_figures(data: ReportData) -> list[dict[str, str]]:
-    """Per measure and non-baseline system: the sorted deltas and the scatter, as SVG."""
+    """Per measure and non-baseline system: the sorted deltas and the scatter, as inline SVG."""
     out = []
+    label = dict(zip(data.systems, data.payload["labels"]))
+    key = dict(zip(data.systems, data.payload["keys"]))
+    base = data.baseline
+    name = lambda s: f"{key[s]} {label[s]}"  # noqa: E731
     for m in data.measures:
         for s in data.systems:
-            if s != data.baseline:
-                delta = delta_figure(data, m, s)
-                scatter = scatter_figure(data, m, data.baseline, s)
-                for kind, fig in (("delta", delta), ("scatter", scatter)):
-                    out.append({"measure": m, "system": s, "kind": kind, "svg": figure_svg(fig)})
+            if s != base:
+                pq = data.per_query
+                delta = delta_svg(pq[s][m] - pq[base][m], m, name(s), name(base))
+                scatter = scatter_svg(pq[base][m], pq[s][m], m, name(base), name(s))
+                for kind, svg in (("delta", delta), ("scatter", scatter)):
+                    out.append({"measure": m, "system": s, "kind": kind, "svg": svg})
     return out
+
+
+def _depth_figures(data: ReportData) -> list[str]:
+    keys, labels = data.payload["keys"], data.payload["labels"]
+    return [
+        depth_svg(
+            data.depth_k,
+            {f"{keys[i]} {labels[i]}": curves[s] for i, s in enumerate(data.systems)},
+            fam,
+        )
+        for fam, curves in data.depth.items()
+    ]
 
 
 def _json_for_script(payload: dict) -> str:
@@ -112,8 +164,8 @@ def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> 
     Args:
         data: from :func:`~nuggetbench.report.data.build_report_data`.
         source: where the results came from (shown in the provenance).
-        figures: embed the SVG figures (per measure and system: sorted deltas and the scatter
-            against the baseline; the depth curves).
+        figures: embed the SVG charts (per measure and system: sorted deltas and the scatter
+            against the baseline; the depth curves), drawn without matplotlib.
     """
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     template = env.from_string(_template_text("report.html.j2"))
@@ -128,6 +180,7 @@ def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> 
         css=_template_text("report.css"),
         js=_template_text("report.js"),
         systems=data.systems,
+        sys=_systems(data),
         baseline=data.baseline,
         measures=data.measures,
         cells=_cells(data),
@@ -148,7 +201,7 @@ def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> 
         k=data.payload["k"],
         has_nuggets=bool(data.payload.get("nuggets")),
         pq_figures=_pq_figures(data) if figures and len(data.systems) > 1 else [],
-        depth_figures=[figure_svg(depth_figure(data, f)) for f in data.depth] if figures else [],
+        depth_figures=_depth_figures(data) if figures else [],
         depth_rows=depth_rows,
         depth_show=shown,
         data_json=_json_for_script(data.payload),

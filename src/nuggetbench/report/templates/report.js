@@ -9,6 +9,14 @@ const fmt = (v) => (v === null || v === undefined ? "\u2013" : v.toFixed(4));
 const sign = (v) => (v === null ? "\u2013" : (v > 0 ? "+" : "") + v.toFixed(4));
 const qindex = new Map(D.qids.map((q, i) => [q, i]));
 const others = D.systems.filter((s) => s !== D.baseline);
+const KEY = new Map(D.systems.map((s, i) => [s, D.keys[i]]));
+const LABEL = new Map(D.systems.map((s, i) => [s, D.labels[i]]));
+const sysname = (s) => `<span class="sysname" title="${esc(s)}"><span class="key">${esc(KEY.get(s))}</span> ${esc(LABEL.get(s))}</span>`;
+// query ids in natural order (2 before 10, q9 before q10): the default order and the id sort
+const collator = new Intl.Collator(undefined, {numeric: true, sensitivity: "base"});
+const natural = D.qids.map((_, i) => i).sort((x, y) => collator.compare(D.qids[x], D.qids[y]) || x - y);
+const rankOf = new Int32Array(D.qids.length);
+natural.forEach((i, r) => { rankOf[i] = r; });
 const state = {sort: null, dir: 1, limit: 1000};
 
 function show(view, arg) {
@@ -16,7 +24,7 @@ function show(view, arg) {
   $$("nav a").forEach((a) => a.classList.toggle("on", a.dataset.view === view));
   window.scrollTo(0, 0);
   if (view === "perquery") renderTable();
-  if (view === "query") renderQuery(arg || D.qids[0]);
+  if (view === "query") renderQuery(arg || D.qids[natural[0]]);
   if (view === "nuggets") renderNuggets();
 }
 function route() {
@@ -34,12 +42,12 @@ function delta(s, m, i) {
 function rows() {
   const m = $("#pq-measure").value, sys = $("#pq-system") ? $("#pq-system").value : null;
   const text = $("#pq-filter").value.trim().toLowerCase(), oc = $("#pq-outcome").value;
-  let idx = D.qids.map((_, i) => i);
+  let idx = natural.slice();
   if (text) idx = idx.filter((i) => D.qids[i].toLowerCase().includes(text) || D.qtext[i].toLowerCase().includes(text));
   if (oc !== "" && sys) idx = idx.filter((i) => D.outcome[sys][m][i] === Number(oc));
   if (state.sort) {
     const [kind, s] = state.sort.split(/:(.*)/s);
-    const key = kind === "qid" ? (i) => D.qids[i] : kind === "v" ? (i) => D.pq[s][m][i] : (i) => delta(s, m, i);
+    const key = kind === "qid" ? (i) => rankOf[i] : kind === "v" ? (i) => D.pq[s][m][i] : (i) => delta(s, m, i);
     idx.sort((x, y) => {
       const a = key(x), b = key(y);
       if (a === b) return x - y;
@@ -60,7 +68,7 @@ function renderTable() {
       const o = D.outcome[s][m][i], c = o === 1 ? "win" : o === -1 ? "loss" : "tie";
       return `<td class="num d ${c}" data-system="${esc(s)}">${sign(delta(s, m, i))}</td>`;
     }).join("");
-    return `<tr data-qid="${esc(q)}"><td><a class="qlink" href="#q=${encodeURIComponent(q)}">${esc(q)}</a></td><td>${esc(D.qtext[i].slice(0, 120))}</td>${vals}${ds}</tr>`;
+    return `<tr data-qid="${esc(q)}"><td><a class="qlink" href="#q=${encodeURIComponent(q)}">${esc(q)}</a></td><td class="text">${esc(D.qtext[i].slice(0, 200))}</td>${vals}${ds}</tr>`;
   }).join("");
   $("#pq-count").textContent = `${idx.length} of ${D.qids.length} queries`;
   $("#pq-more").innerHTML = idx.length > shown.length ? `showing the first ${shown.length}; <a href="#perquery" id="pq-all">show all ${idx.length}</a>` : "";
@@ -87,52 +95,94 @@ function marked(text, marks) {
   }
   return out + esc(text.slice(at));
 }
-function nuggetMatrix(qi) {
+function nuggetMatrix(qi, shown) {
   const N = D.nuggets && D.nuggets[String(qi)];
   if (!N) return "";
-  const head = D.systems.map((s) => `<th colspan="${D.k + 1}">${esc(s)}: first rank, ranks 1..${D.k}</th>`).join("");
+  const strip = (s) => shown.includes(s);
+  const head = D.systems.map((s) => `<th colspan="${strip(s) ? D.k + 1 : 1}" title="${esc(s)}">${esc(KEY.get(s))}: first rank${strip(s) ? `, ranks 1..${D.k}` : ""}</th>`).join("");
   const body = N.ids.map((id, j) => {
     const found = D.systems.some((s) => N.first[s][j] !== null);
-    const cells = D.systems.map((s, si) => {
+    const cells = D.systems.map((s) => {
       const docs = D.top[s].docs[qi];
-      const strip = docs.map((d, r) => {
+      const firstCell = `<td class="num first" data-system="${esc(s)}">${N.first[s][j] ?? "\u2013"}</td>`;
+      if (!strip(s)) return firstCell;
+      const cells1 = docs.map((d, r) => {
         const sup = N.docs[String(d)] && N.docs[String(d)][0].includes(j);
         const first = N.first[s][j] === r + 1;
         return `<td class="cell${sup ? (first ? " f" : " s") : ""}" title="rank ${r + 1}"></td>`;
       }).join("") + "<td class=\"cell\"></td>".repeat(D.k - docs.length);
-      return `<td class="num first" data-system="${esc(s)}">${N.first[s][j] ?? "\u2013"}</td>${strip}`;
+      return firstCell + cells1;
     }).join("");
     return `<tr class="${found ? "" : "none-found"}" data-nugget="${esc(id)}"><td title="${esc(N.spans[j].join(" | "))}">${esc(id)}: ${esc(N.text[j])}</td>${cells}</tr>`;
   }).join("");
-  return `<h3>Nuggets</h3><table class="nm"><thead><tr><th>nugget</th>${head}</tr></thead><tbody>${body}</tbody></table>`;
+  return `<h3>Nuggets</h3><div class="scroll"><table class="nm"><thead><tr><th>nugget</th>${head}</tr></thead><tbody>${body}</tbody></table></div>`;
+}
+function scoreTable(qi) {
+  const head = D.systems.map((s) => `<th class="num" title="${esc(s)}">${esc(KEY.get(s))}</th>`).join("");
+  const body = D.measures.map((m) => {
+    const vals = D.systems.map((s) => D.pq[s][m][qi]);
+    const known = vals.filter((v) => v !== null);
+    const best = known.every((v) => v === known[0]) ? NaN : Math.max(...known);
+    const cells = D.systems.map((s, i) => `<td class="num${vals[i] !== null && vals[i] === best ? " best" : ""}" data-system="${esc(s)}" data-measure="${esc(m)}">${fmt(vals[i])}</td>`).join("");
+    return `<tr><th>${esc(m)}</th>${cells}</tr>`;
+  }).join("");
+  return `<h3>Scores on this query</h3><table id="qv-scores"><thead><tr><th>measure</th>${head}</tr></thead><tbody>${body}</tbody></table><p class="note">bold: the best system (systems named by key, see the legend above).</p>`;
+}
+function judgedPanel(qi) {
+  const Q = D.qdocs[qi];
+  const title = D.spanJudged ? "Supporting passages" : "Judged documents";
+  if (!Q.j.length) return `<h3>${title}</h3><p class="note">none for this query.</p>`;
+  const head = D.systems.map((s) => `<th class="num" title="${esc(s)}: rank in its run">${esc(KEY.get(s))}</th>`).join("");
+  const body = Q.j.map(([d, g]) => {
+    const [id, snip] = D.docs[d], ranks = Q.r[String(d)];
+    const cells = ranks.map((r, i) => `<td class="num rank${r !== null && r <= D.k ? " top" : ""}" data-system="${esc(D.systems[i])}">${r ?? "\u2013"}</td>`).join("");
+    return `<tr data-docid="${esc(id)}"><td><code>${esc(id)}</code></td><td class="num">${g}</td>${cells}<td class="snip1">${esc(snip.slice(0, 140))}</td></tr>`;
+  }).join("");
+  const more = Q.more ? `<p class="note">and ${Q.more} more judged documents (lower grades).</p>` : "";
+  return `<h3>${title} and the rank each system gave them</h3><p class="note">rank in each system's run (bold: within the top ${D.k}; \u2013: not retrieved).</p><table id="qv-judged"><thead><tr><th>document</th><th class="num">grade</th>${head}<th>text</th></tr></thead><tbody>${body}</tbody></table>${more}`;
+}
+function shownSystems() {
+  if ($("#qv-all").checked || D.systems.length === 1) return D.systems;
+  const a = $("#qv-a").value, b = $("#qv-b").value;
+  return a === b ? [a] : [a, b];
+}
+function moveBadge(d, r, o, ranks) {
+  const ro = ranks[D.systems.indexOf(o)];
+  const k = esc(KEY.get(o));
+  if (ro === null) return `<span class="badge mv new" data-system="${esc(o)}" title="not in ${esc(o)}'s run">${k} new</span>`;
+  const diff = r - ro, arrow = diff > 0 ? `\u2191${diff}` : diff < 0 ? `\u2193${-diff}` : "=";
+  const cls = (diff > 0 ? "up" : diff < 0 ? "down" : "same") + (ro <= D.k ? " sh" : "");
+  return `<span class="badge mv ${cls}" data-doc="${d}" data-system="${esc(o)}" data-rank="${ro}" data-move="${diff}" title="${esc(o)} ranks it #${ro}${ro <= D.k ? ": click to scroll to it" : ""}">${k} #${ro} ${arrow}</span>`;
 }
 function renderQuery(q) {
   const qi = qindex.get(q);
   $("#qv-input").value = q;
   if (qi === undefined) { $("#qv").innerHTML = `<p>No query ${esc(q)} in this report.</p>`; $("#qv-id").textContent = ""; return; }
   $("#qv-id").textContent = q;
-  const where = new Map();
-  D.systems.forEach((s) => D.top[s].docs[qi].forEach((d, r) => { if (!where.has(d)) where.set(d, []); where.get(d).push([s, r + 1]); }));
   const N = D.nuggets && D.nuggets[String(qi)];
-  const vals = D.measures.map((m) => `${esc(m)}: ` + D.systems.map((s) => fmt(D.pq[s][m][qi])).join(" / ")).join("; ");
-  const cols = D.systems.map((s) => {
+  const ranksOf = D.qdocs[qi].r;
+  const shown = shownSystems();
+  const cols = shown.map((s) => {
     const T = D.top[s];
     const docs = T.docs[qi].map((d, r) => {
       const g = T.grades[qi][r], [id, snip] = D.docs[d];
-      const also = where.get(d).filter(([o]) => o !== s).map(([o, rr]) => `<span class="badge sh" data-doc="${d}" data-system="${esc(o)}" title="also ranked by ${esc(o)}: click to scroll to it">${esc(o)} #${rr}</span>`).join("");
+      const moves = shown.filter((o) => o !== s).map((o) => moveBadge(d, r + 1, o, ranksOf[String(d)])).join("");
       const nd = N && N.docs[String(d)];
       const ng = nd ? nd[0].map((j) => `<span class="badge ng">${esc(N.ids[j])}</span>`).join("") : "";
       const cls = g === null ? "unjudged" : g > 0 ? "rel" : "nonrel";
       const grade = g === null ? `<span class="badge uj">unjudged</span>` : `<span class="grade">grade ${g}</span>`;
-      return `<div class="doc ${cls}" data-doc="${d}" data-docid="${esc(id)}" data-rank="${r + 1}"><div class="meta"><b>#${r + 1}</b> <code>${esc(id)}</code> score ${T.scores[qi][r]} ${grade}${also}${ng}</div><div class="snip">${nd ? marked(snip, nd[1]) : esc(snip)}</div></div>`;
+      return `<div class="doc ${cls}" data-doc="${d}" data-docid="${esc(id)}" data-rank="${r + 1}"><div class="meta"><b>#${r + 1}</b> <code>${esc(id)}</code> <span>score ${T.scores[qi][r]}</span> ${grade}${moves}${ng}</div><div class="snip">${nd ? marked(snip, nd[1]) : esc(snip)}</div></div>`;
     }).join("");
-    return `<div class="col" data-system="${esc(s)}"><h3>${esc(s)}</h3>${docs || "<p>no documents</p>"}</div>`;
+    return `<div class="col" data-system="${esc(s)}"><h3>${sysname(s)}</h3>${docs || "<p>no documents</p>"}</div>`;
   }).join("");
   const qtext = D.hasTexts ? `<div class="qtext">${esc(D.qtext[qi])}</div>` : `<p class="note" id="no-texts">Scored on a judgments file: no query or document texts.</p>`;
-  $("#qv").innerHTML = `${qtext}<p class="note">${vals}</p>${nuggetMatrix(qi)}<div class="cols" style="--n:${D.systems.length}">${cols}</div>`;
+  $("#qv").innerHTML = `${qtext}${scoreTable(qi)}${judgedPanel(qi)}${nuggetMatrix(qi, shown)}<h3>Top ${D.k}</h3><div class="cols" style="--n:${shown.length}">${cols}</div>`;
 }
 $("#qv-ids").innerHTML = D.qids.slice(0, 5000).map((q) => `<option value="${esc(q)}">`).join("");
 $("#qv-input").addEventListener("change", (e) => { location.hash = "q=" + encodeURIComponent(e.target.value); });
+$("#qv-a").value = D.baseline;
+$("#qv-b").value = others.length ? others[0] : D.baseline;
+["#qv-a", "#qv-b", "#qv-all"].forEach((s) => $(s).addEventListener("change", () => renderQuery($("#qv-input").value)));
 $("#qv").addEventListener("click", (e) => {
   const b = e.target.closest(".badge.sh");
   const col = b && $$("#qv .col").find((c) => c.dataset.system === b.dataset.system);
@@ -149,7 +199,7 @@ $("#qv").addEventListener("mouseover", (e) => {
 function renderNuggets() {
   const tb = $("#nug-table tbody");
   if (tb.childElementCount) return;
-  tb.innerHTML = Object.keys(D.nuggets).map((k) => {
+  tb.innerHTML = Object.keys(D.nuggets).sort((a, b) => rankOf[Number(a)] - rankOf[Number(b)]).map((k) => {
     const N = D.nuggets[k], qi = Number(k), q = D.qids[qi];
     const per = D.systems.map((s) => {
       const f = N.first[s];
