@@ -440,8 +440,12 @@ class LLMServer:
         if fault == "not_json":
             content = "Sure! Here are the facts you asked for, in prose rather than JSON."
         elif task == "listwise":
-            content = answer_listwise(
-                last_user, self.relevance, noise=self.noise, key=key, malformed=bad
+            content = answer_listwise(  # a repair turn ranks the first turn's passages
+                messages[1].get("content", "") if not first_turn else last_user,
+                self.relevance,
+                noise=self.noise,
+                key=key,
+                malformed=bad or (self.malformed_repairs and not first_turn),
             )
         elif task == "umbrela":
             content = answer_umbrela(
@@ -464,6 +468,7 @@ class LLMServer:
             grade, low, high = answer_pointwise(
                 messages[1].get("content", ""), self.relevance, noise=self.noise, key=key
             )
+            bad = bad or (self.malformed_repairs and not first_turn)
             content = "The passage is hard to judge." if bad else str(grade)
             if body.get("logprobs") and self.logprobs and not bad:
                 logprobs = grade_logprobs(grade, low, high)

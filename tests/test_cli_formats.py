@@ -45,7 +45,8 @@ def test_evaluate_formats_carry_the_same_values(files):
             records = list(csv.DictReader(io.StringIO(text)))
         got = {(r["query"], r["measure"]): float(r["value"]) for r in records}
         for m in ("P@1", "NumRet"):
-            assert got[("all", m)] == pytest.approx(js[m])
+            # the mean's query is null (jsonl) / empty (csv): no id can take it (issue 29, case 16)
+            assert got[(None if fmt == "jsonl" else "", m)] == pytest.approx(js[m])
             for q, v in js["per_query"][m].items():
                 assert got[(q, m)] == pytest.approx(v)
     md = CliRunner().invoke(cli, [*args, "--format", "markdown"]).stdout
@@ -172,3 +173,45 @@ def test_verbose_after_the_command_sets_the_log_level(files):
         assert out.exit_code == 0 and root.level == logging.INFO
     finally:
         root.setLevel(before)
+
+
+@pytest.mark.parametrize("name", ["all", "mean", "**mean**"])
+def test_a_query_named_like_the_aggregate_keeps_its_row_in_every_format(tmp_path, name):
+    """Issue 29, cases 6 and 16: a query named ``all`` lost its row (the mean took it)."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(f"{name} 0 a 1\n{name} 0 b 1\nz 0 c 1\nz 0 d 1\n")
+    run = tmp_path / "run.trec"
+    run.write_text(f"{name} Q0 a 1 2.0 t\n{name} Q0 x 2 1.0 t\nz Q0 c 1 1.0 t\nz Q0 d 2 0.5 t\n")
+    args = ["evaluate", str(qrels), str(run), "-m", "P@2", "--per-query"]
+    own, mean = 0.5, 0.75  # the query's own P@2 and the mean over it and z (1.0)
+
+    def out(fmt, cols="200"):
+        r = CliRunner(env={"COLUMNS": cols}).invoke(cli, [*args, "--format", fmt])
+        assert r.exit_code == 0, r.output
+        return r.stdout
+
+    js = json.loads(out("json"))
+    assert js["P@2"] == pytest.approx(mean) and js["per_query"]["P@2"][name] == pytest.approx(own)
+    for fmt in ("jsonl", "csv"):
+        text = out(fmt)
+        if fmt == "jsonl":
+            records = [json.loads(line) for line in text.splitlines()]
+        else:
+            records = list(csv.DictReader(io.StringIO(text)))
+        got = {r["query"]: float(r["value"]) for r in records}
+        assert got[name] == pytest.approx(own) and got[None if fmt == "jsonl" else ""] == mean
+        assert len(records) == 3
+    md = out("markdown")
+    shown = name.replace("*", "\\*")
+    assert f"| {shown} | 0.5000 |" in md and "| **mean** | 0.7500 |" in md
+    assert md.count("**mean**") == 1
+    tex = out("latex")
+    assert r"\textbf{mean} & 0.7500" in tex and "0.5000" in tex
+    table = out("table")
+    assert "0.5000" in table and "0.7500" in table and name in table
+    trec = out("trec_eval")
+    assert f"P@2                   \t{name}\t0.5000" in trec and "\tall\t0.7500" in trec
+    tsv = [line.split("\t") for line in out("tsv").splitlines()]
+    rows = [(m, q, float(v)) for m, q, v in tsv]
+    assert ("P@2", name, 0.5) in rows  # and the mean last, as trec_eval -q prints it
+    assert rows[-1] == ("P@2", "all", 0.75)

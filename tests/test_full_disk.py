@@ -2,7 +2,7 @@
 the exit status is non-zero (issue 13, case 12).
 
 The disk is filled by injection at the writers, without root: every temporary file that our atomic
-writers create under the home folder (``tempfile.mkstemp`` beside the target) is opened on
+writers create under the home folder (``nuggetbench._atomic.make_temp`` beside the target) is opened on
 ``/dev/full``, so its writes fail with ``ENOSPC`` exactly as on a full file system.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 import errno
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from build_fixtures import make_inputs, write_plan
+from nuggetbench import _atomic
 from nuggetbench.cli import main
 from nuggetbench.datasets import load_dataset
 from nuggetbench.experiment import run_experiment
@@ -53,22 +53,22 @@ def dataset(tmp_path) -> Path:
 def full_home(tmp_path, monkeypatch) -> Path:
     root = (tmp_path / "home").resolve()
     root.mkdir()
-    real = tempfile.mkstemp
+    real = _atomic.make_temp
 
-    def mkstemp(suffix=None, prefix=None, dir=None, text=False):  # noqa: A002 - tempfile's name
-        fd, name = real(suffix=suffix, prefix=prefix, dir=dir, text=text)
-        if dir is not None and Path(dir).resolve().is_relative_to(root):
+    def make_temp(folder, prefix, suffix=".tmp"):
+        fd, name = real(folder, prefix, suffix)
+        if Path(folder).resolve().is_relative_to(root):
             os.close(fd)
             fd = os.open("/dev/full", os.O_WRONLY)
         return fd, name
 
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(_atomic, "make_temp", make_temp)  # the writers' temporary files
     monkeypatch.setenv("NUGGETBENCH_HOME", str(root))
     return root
 
 
 def test_the_injection_fails_like_a_full_disk(full_home):
-    fd, name = tempfile.mkstemp(dir=full_home)
+    fd, name = _atomic.make_temp(full_home, ".x.")
     with pytest.raises(OSError) as info, os.fdopen(fd, "w") as fh:
         fh.write("x")
         fh.flush()

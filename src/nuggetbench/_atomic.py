@@ -5,6 +5,11 @@ Temporary files and staging folders are hidden siblings of their target named
 process that made them. A process killed with ``kill -9`` cannot remove its own; the next write
 into the same folder does (:func:`clean_stale`): an entry whose owner is a dead process of this
 host, or any staging entry older than :data:`STALE_AFTER` seconds, is removed.
+
+Staging files and folders are created with mode ``0o666`` / ``0o777`` and the kernel applies the
+user's umask, so a renamed result has the mode any new file of the user has (``tempfile.mkstemp``
+makes ``0600``, which the rename kept: issue 29, case 22). The umask is never read or set (it is
+process-wide state).
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ import hashlib
 import logging
 import os
 import re
+import secrets
 import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +41,48 @@ _CLEANED: set[str] = set()
 def staging_prefix(name: str) -> str:
     """``.<name>.<owner>.``: the prefix of a temporary sibling of *name* made by this process."""
     return f".{name}.nb{os.getpid()}h{_HOST}."
+
+
+_TEMP_FLAGS = (
+    os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+)
+
+
+def make_temp(folder: str | Path, prefix: str, suffix: str = ".tmp") -> tuple[int, str]:
+    """Create a new file ``<folder>/<prefix><random><suffix>`` (never an existing one) with the
+    mode of the user's new files (``0o666`` less the umask, applied by the kernel).
+
+    Returns:
+        ``(fd, path)``: an open read-write descriptor and the file's path, as
+        :func:`tempfile.mkstemp` returns them.
+
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    for _ in range(100):
+        path = os.path.join(folder, f"{prefix}{secrets.token_hex(4)}{suffix}")
+        try:
+            return os.open(path, _TEMP_FLAGS, 0o666), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder} for {prefix}*{suffix}")
+
+
+def make_temp_dir(folder: str | Path, prefix: str, suffix: str = ".tmp") -> str:
+    """Create a new folder ``<folder>/<prefix><random><suffix>`` with the mode of the user's new
+    folders (``0o777`` less the umask); returns its path.
+
+    Raises:
+        OSError: the parent folder cannot be written.
+    """
+    for _ in range(100):
+        path = os.path.join(folder, f"{prefix}{secrets.token_hex(4)}{suffix}")
+        try:
+            os.mkdir(path, 0o777)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder} for {prefix}*{suffix}")
 
 
 def _dead(pid: int) -> bool:
@@ -124,7 +171,7 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=staging_prefix(path.name), suffix=".tmp", dir=path.parent)
+    fd, tmp = make_temp(path.parent, staging_prefix(path.name), ".tmp")
     try:
         if "b" in mode:
             handle = os.fdopen(fd, mode)

@@ -21,13 +21,12 @@ import math
 import os
 import shutil
 import socket
-import tempfile
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nuggetbench._atomic import clean_stale, staging_prefix
+from nuggetbench._atomic import clean_stale, make_temp_dir, staging_prefix
 from nuggetbench.errors import InputError
 from nuggetbench.measures import get_family, get_profile, parse_measure
 
@@ -215,7 +214,8 @@ def check_append(folder: Path, exp: Any, old: Any, specs: list[str]) -> None:
 def staging_folder(folder: Path) -> Path:
     """A new hidden staging folder inside *folder* (with ``runs/``), named so that a killed
     run's is removed by :func:`nuggetbench._atomic.clean_stale`."""
-    staging = Path(tempfile.mkdtemp(prefix=staging_prefix("overwrite"), suffix=".part", dir=folder))
+    # mode 0o777 less the umask (mkdtemp's 0700 would not do for a folder people share)
+    staging = Path(make_temp_dir(folder, staging_prefix("overwrite"), ".part"))
     (staging / "runs").mkdir()
     return staging
 

@@ -42,6 +42,7 @@ from nuggetbench.errors import InputError, UnknownNameError, suggest
 from nuggetbench.measures import Results, get_profile, plain_measures, score
 from nuggetbench.measures.results import query_findings
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
+from nuggetbench.retrieval.compose.caching import UNUSABLE, failed_answers
 from nuggetbench.retrieval.distributed import ray_address, use_ray
 from nuggetbench.retrieval.spec import public_spec, split_label
 from nuggetbench.store import spec_file_name
@@ -196,9 +197,14 @@ class Experiment:
         return len(next(iter(self.systems.values())).results.query_ids) if self.systems else 0
 
     def findings(self) -> list[Finding]:
-        """Warnings to show people: the experiment's notes (an objective a retriever cannot
-        take...) and the run queries that have no judgments (ignored)."""
+        """Warnings to show people: the experiment's notes, systems with unusable LLM answers
+        (issue 29) and the run queries that have no judgments (ignored)."""
         out = [Finding("warning", "experiment_note", note) for note in self.notes]
+        out += [
+            Finding("warning", "llm_failures", f"{n}: {k} {UNUSABLE}")
+            for n, s in self.systems.items()
+            if (k := failed_answers(s.run.metadata if s.run is not None else s.run_metadata))
+        ]
         if self.systems:
             first = next(iter(self.systems.values())).results
             out += [

@@ -29,7 +29,6 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from nuggetbench import home
-from nuggetbench._atomic import atomic_write, clean_stale, staging_prefix
+from nuggetbench._atomic import atomic_write, clean_stale, make_temp_dir, staging_prefix
 from nuggetbench._version import __version__
 from nuggetbench.errors import CacheError, InputError
 from nuggetbench.jsonl import iter_jsonl, write_jsonl
@@ -154,10 +153,8 @@ class Artifact:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         clean_stale(self.path.parent)  # staging folders of killed builds
         staging = Path(
-            tempfile.mkdtemp(
-                prefix=staging_prefix(self.path.name), suffix=".tmp", dir=self.path.parent
-            )
-        )
+            make_temp_dir(self.path.parent, staging_prefix(self.path.name), ".tmp")
+        )  # the user's umask applies (mkdtemp made it 0700)
         extra: dict = {}
         try:
             yield staging, extra
@@ -169,7 +166,6 @@ class Artifact:
             }
             with atomic_write(staging / "meta.json") as fh:
                 json.dump(meta, fh, indent=1, default=str)
-            os.chmod(staging, 0o755)  # mkdtemp made it private; caches are plain shared files
             if self.path.exists():
                 shutil.rmtree(self.path, ignore_errors=True)
             try:

@@ -60,20 +60,25 @@ def wide_text(
     *,
     digits: Mapping[str, int] | None = None,
     caption: str = "",
+    total: Mapping[str, Any] | None = None,
 ) -> str:
     """A ``markdown`` or ``latex`` table: one row per key of *rows*, one column per *columns*;
-    numbers with ``digits[column]`` decimals (4 by default)."""
+    numbers with ``digits[column]`` decimals (4 by default). *total* (the mean) is a last row
+    labelled in bold, ``**mean**`` / ``\\textbf{mean}``, which no escaped row name can spell
+    (a query named ``all`` or ``mean`` keeps its own row)."""
     digits = digits or {}
     cells = {
         name: [_cell(values.get(c), digits.get(c, 4)) for c in columns]
         for name, values in rows.items()
     }
+    last = [_cell(total.get(c), digits.get(c, 4)) for c in columns] if total is not None else None
     if fmt == "markdown":
         lines = ["| " + " | ".join([first, *columns]) + " |", "|---|" + "---:|" * len(columns)]
         lines += [
-            "| " + " | ".join([name.replace("|", "\\|"), *vals]) + " |"
+            "| " + " | ".join([name.replace("|", "\\|").replace("*", "\\*"), *vals]) + " |"
             for name, vals in cells.items()
         ]
+        lines += ["| " + " | ".join(["**mean**", *last]) + " |"] if last is not None else []
         return "\n".join(lines) + ("\n\n" + caption if caption else "") + "\n"
     lines = [
         r"\begin{tabular}{l" + "r" * len(columns) + "}",
@@ -82,6 +87,8 @@ def wide_text(
         r"\midrule",
     ]
     lines += [" & ".join(tex([name, *vals])) + r" \\" for name, vals in cells.items()]
+    if last is not None:
+        lines += [r"\midrule", " & ".join([r"\textbf{mean}", *tex(last)]) + r" \\"]
     lines += [r"\bottomrule", r"\end{tabular}"]
     if caption:
         lines.append("% " + " ".join(tex([caption])))

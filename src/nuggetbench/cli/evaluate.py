@@ -34,7 +34,8 @@ from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_optio
 @format_option(
     "trec_eval",
     help="table, json (one object {measure: mean}; with --per-query {measure: {query: value}} "
-    "under 'per_query'), jsonl/csv (records query, measure, value; query 'all' for the mean), "
+    "under 'per_query'), jsonl/csv (records query, measure, value; the mean's query is null in "
+    "jsonl and empty in csv), "
     "tsv (measure, query, value lines, as trec_eval -q), markdown or latex; trec_eval: "
     "trec_eval's own text (default measures: official; averaged as trec_eval without -c). "
     "trec_eval's measure names work too: all_trec, official, P.5,7,3, ndcg.1=3,2=9.",
@@ -120,16 +121,17 @@ def _render(
         _machine(ev, fmt, per_query)
         return
     rows = _rows(results, measures, per_query)
+    means = {m: results.means[m] for m in measures}
     title = f"{label} ({len(results.query_ids)} queries, profile {results.profile!r})"
     digits = {m: measure_digits(m) for m in measures}
     if fmt in ("markdown", "latex"):
-        click.echo(wide_text(fmt, "query", rows, measures, digits=digits, caption=title), nl=False)
+        text = wide_text(fmt, "query", rows, measures, digits=digits, caption=title, total=means)
+        click.echo(text, nl=False)
         for s in ev.summaries:
             click.echo("\n" + wide_text(fmt, "", s.rows, measures, caption=s.title), nl=False)
         return
     if per_query:
-        per = {q: v for q, v in rows.items() if q != "all"}
-        render_means_table("per query", per, measures, first="query")
+        render_means_table("per query", rows, measures, first="query")
     render_means_table(title, {"mean": results.means}, measures, first="")
     render_summaries(ev.summaries, measures)
 
@@ -155,7 +157,8 @@ def _machine(ev: Evaluation, fmt: str, per_query: bool) -> None:
         rows = _rows(results, measures, per_query)
         records = [
             {"query": q, "measure": m, "value": v[m]} for q, v in rows.items() for m in measures
-        ]
+        ]  # the mean: query null (jsonl) or empty (csv), which no query id can be
+        records += [{"query": None, "measure": m, "value": results.means[m]} for m in measures]
         records += [
             {"query": f"{s.title}: {name}", "measure": m, "value": values.get(m)}
             for s in ev.summaries
@@ -166,11 +169,11 @@ def _machine(ev: Evaluation, fmt: str, per_query: bool) -> None:
 
 
 def _rows(results, measures, per_query: bool) -> dict[str, dict[str, float]]:
-    """``{query: {measure: value}}`` (with ``--per-query``), then ``{"all": means}``."""
+    """``{query: {measure: value}}`` with ``--per-query``, else empty; the means are not a row
+    here (a query may be named ``all`` or ``mean``: issue 29, cases 6 and 16)."""
     rows: dict[str, dict[str, float]] = {}
     if per_query:
         columns = {m: results.per_query[m].tolist() for m in measures}
         for i, qid in enumerate(results.query_ids):
             rows[qid] = {m: columns[m][i] for m in measures}
-    rows["all"] = {m: results.means[m] for m in measures}
     return rows

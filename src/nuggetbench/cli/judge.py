@@ -13,15 +13,28 @@ from nuggetbench.cli._common import (
     parse_options,
 )
 from nuggetbench.cli._globals import count_bar
+from nuggetbench.errors import LLMError
 from nuggetbench.judging import agreement_run_files, judge_run_files, judging_client
 
+#: ``ctx.meta`` key of ``--strict``.
+STRICT = "nuggetbench.strict"
 #: The options of :func:`~nuggetbench.judging.judging_client`.
-CLIENT_KEYS = ("model", "base_url", "api_key_env", "no_api_key", "concurrency", "price")
+CLIENT_KEYS = (
+    "model",
+    "base_url",
+    "api_key_env",
+    "no_api_key",
+    "concurrency",
+    "price",
+    "timeout",
+    "max_retries",
+)
 
 
 def llm_options(command):
     """``--model``, ``--base-url``, ``--no-api-key`` (:func:`~._common.endpoint_options`, shared
-    with ``build``), ``--api-key-env``, ``--concurrency``, ``--price``, ``--max-repairs``."""
+    with ``build``), ``--api-key-env``, ``--concurrency``, ``--timeout``, ``--max-retries``,
+    ``--price``, ``--max-repairs``."""
     for opt in reversed(
         [
             click.option(
@@ -38,6 +51,22 @@ def llm_options(command):
                 default=4,
                 show_default=True,
                 help="Requests in flight at once.",
+            ),
+            click.option(
+                "--timeout",
+                type=click.FloatRange(min=0.1),
+                default=120.0,
+                show_default=True,
+                metavar="SECONDS",
+                help="Seconds one request may take, from connecting to the last byte of the answer.",
+            ),
+            click.option(
+                "--max-retries",
+                type=click.IntRange(min=0),
+                default=6,
+                show_default=True,
+                help="Retries of a request that timed out or failed (backoff 1 s, doubling, at most "
+                "60 s); after that the command stops sending requests.",
             ),
             click.option(
                 "--price",
@@ -112,6 +141,14 @@ def llm_options(command):
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    expose_value=False,
+    callback=lambda ctx, _param, value: ctx.meta.__setitem__(STRICT, value),
+    help="Exit 2 when answers stayed unusable after their re-asks (they are still written, "
+    "as failures).",
+)
 def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
     """Judge the holes of RUNS on DATASET with an LLM (UMBRELA's 0-3 scale), or with
     --agreement re-judge judged pairs and compare with the human qrels.
@@ -154,10 +191,19 @@ def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
         client.close()
 
 
+def _fail_if_strict(failures: int) -> None:
+    """Under ``--strict``, unusable answers are an error (exit 2) once the results are shown."""
+    if failures and click.get_current_context().meta.get(STRICT):
+        raise LLMError(
+            f"--strict: {failures} answers stayed unusable after their re-asks (recorded as "
+            "failures, left out of the qrels); run again to ask them again"
+        )
+
+
 def _render_holes(res, fmt: str) -> None:
     if fmt == "json":
         echo_json({"judge": res.to_dict()})
-        return
+        return _fail_if_strict(res.failures)
     from rich.table import Table
 
     info(
@@ -171,6 +217,7 @@ def _render_holes(res, fmt: str) -> None:
         table.add_row(name, f"{res.judged_before[name]:.4f}", f"{res.judged_after[name]:.4f}")
     console().print(table)
     _wrote(res.files)
+    _fail_if_strict(res.failures)
 
 
 #: What each file of ``judge -o`` holds, for the lines naming them.
@@ -190,7 +237,7 @@ def _wrote(files: dict) -> None:
 def _render_agreement(res, fmt: str) -> None:
     if fmt == "json":
         echo_json({"agreement": res.to_dict()})
-        return
+        return _fail_if_strict(res.failures)
     from rich.table import Table
 
     out = console()
@@ -211,3 +258,4 @@ def _render_agreement(res, fmt: str) -> None:
     if res.measure is not None:
         out.print(f"Kendall's tau of the system orders by {res.measure}: {res.tau:.4f}")
     _wrote(res.files)
+    _fail_if_strict(res.failures)

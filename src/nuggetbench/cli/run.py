@@ -28,6 +28,7 @@ from nuggetbench.cli._globals import hidden_alias, progress_wanted
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
+from nuggetbench.retrieval.compose.caching import failed_answers
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
@@ -109,6 +110,12 @@ from nuggetbench.experiment import Experiment, default_outdir, run_experiment
     "[env NUGGETBENCH_RAY_ADDRESS]; same runs, byte for byte.",
 )
 @click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail (exit 2) when an LLM retriever got answers that stayed unusable after their "
+    "re-asks; the scores and files are still written.",
+)
+@click.option(
     "--html",
     "with_html",
     is_flag=True,
@@ -131,7 +138,8 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         raise click.UsageError("--overwrite and --append exclude each other")
     outdir = outdir or old_outdir
     with_html = more.pop("with_html")
-    cells = more.pop("cells")
+    cells, strict = more.pop("cells"), more.pop("strict")
+    no_cache, no_run_cache = more.pop("no_cache"), more.pop("no_run_cache")  # pop both, always
     ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
     exp = run_experiment(
         ds,
@@ -139,16 +147,33 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         measures=list(measures) or None,
         outdir=Path(outdir) if outdir else default_outdir(ds),
         show_progress=progress_wanted() and fmt == "table",
-        cache_runs=not (more.pop("no_cache") or more.pop("no_run_cache")),
+        cache_runs=not (no_cache or no_run_cache),
         existing="overwrite" if overwrite else "append" if append else "error",
         ray=more.pop("ray") or "",  # the option reads NUGGETBENCH_RAY_ADDRESS itself
         **more,  # k, profile, with_objective
     )
     _render(exp, fmt, cells)
+    _finish(exp, ds, strict=strict, with_html=with_html)
+
+
+def _finish(exp: Experiment, ds, *, strict: bool, with_html: bool) -> None:
+    """After the scores: the dataset's notes, what could not be saved (exit 2), unusable LLM
+    answers under ``--strict`` (exit 2), then where the files are and the HTML report."""
     for note in ds.notes:
         info(note)
     if exp.unsaved:  # the scores are printed; what could not be saved is an error (exit 2)
         raise OutputError(exp.unsaved_message())
+    failed = {
+        n: k
+        for n, s in exp.systems.items()
+        if (k := failed_answers(s.run.metadata if s.run is not None else s.run_metadata))
+    }
+    if strict and failed:
+        raise InputError(
+            "--strict: unusable LLM answers in "
+            + ", ".join(f"{n} ({k})" for n, k in failed.items())
+            + f"; the results in {exp.outdir} mark them (run_metadata.llm.failed)"
+        )
     info(f"runs and results saved in {exp.outdir}")
     if with_html:
         from nuggetbench import report  # lazy: jinja2 and the report's modules, only with --html

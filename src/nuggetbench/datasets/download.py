@@ -21,13 +21,12 @@ import logging
 import os
 import shutil
 import stat
-import tempfile
 import time
 import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from nuggetbench._atomic import clean_stale, staging_prefix
+from nuggetbench._atomic import clean_stale, make_temp, make_temp_dir, staging_prefix
 from nuggetbench.errors import ChecksumError, DatasetError, DownloadError, UnsafeArchiveError
 
 log = logging.getLogger(__name__)
@@ -118,9 +117,7 @@ def download_file(
     dest.parent.mkdir(parents=True, exist_ok=True)
     label = what or dest.name
     clean_stale(dest.parent)  # partial downloads of killed runs
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=staging_prefix(dest.name), suffix=".part", dir=dest.parent
-    )
+    fd, tmp_name = make_temp(dest.parent, staging_prefix(dest.name), ".part")
     tmp = Path(tmp_name)
     digest = hashlib.md5()
     try:
@@ -315,11 +312,7 @@ def install_zip(
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(destination.parent)  # extractions of killed runs
-    tmp = Path(
-        tempfile.mkdtemp(
-            prefix=staging_prefix(destination.name), suffix=".extract", dir=destination.parent
-        )
-    )
+    tmp = Path(make_temp_dir(destination.parent, staging_prefix(destination.name), ".extract"))
     try:
         safe_extract_zip(archive, tmp, show_progress=show_progress)
         source = tmp / member_dir

@@ -45,7 +45,7 @@ from nuggetbench.datasets.dataset import Dataset
 from nuggetbench.datasets.family import DatasetFamily, JudgedCorpus, Target
 from nuggetbench.errors import DatasetError, DownloadError, InputError, UnknownNameError, suggest
 from nuggetbench.plugins import resolve
-from nuggetbench.spec import REQUIRED, Param
+from nuggetbench.spec import REQUIRED, Param, parse_literal
 
 __all__ = [
     "REGISTRY",
@@ -302,10 +302,15 @@ def _load_folder(folder: Path, options: dict) -> Dataset:
             f"unknown option(s) {', '.join(unknown)} for a local {family.name} folder; "
             f"valid: {', '.join(sorted(allowed))}"
         )
-    checked = {
-        k: allowed[k].coerce(v, where=f"folder {folder}", noun="option") if v is not None else v
-        for k, v in options.items()
-    }
+    checked = {}
+    for k, v in options.items():  # text values (-O remove_self_hits=false) are read first
+        text = v if isinstance(v, str) else None
+        value = parse_literal(text, none=True) if text is not None else v
+        checked[k] = (
+            None
+            if value is None
+            else allowed[k].coerce(value, where=f"folder {folder}", noun="option", text=text)
+        )
     return _with_options(family.load_folder(folder, **checked), checked)
 
 

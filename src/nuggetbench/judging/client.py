@@ -36,6 +36,7 @@ def judging_client(
     api_key_env: str = "OPENAI_API_KEY",
     no_api_key: bool = False,
     concurrency: int = 4,
+    timeout: float | None = None,
     max_retries: int | None = None,
     price: tuple[float, float] | str | None = None,
     max_calls: int | None = None,
@@ -46,7 +47,8 @@ def judging_client(
     from the environment variable *api_key_env* by the client and never written anywhere;
     *no_api_key* states that the server needs none (none is sent).
 
-    *price* is USD per million ``(input, output)`` tokens, or the text ``"IN,OUT"``.
+    *price* is USD per million ``(input, output)`` tokens, or the text ``"IN,OUT"``; *timeout*
+    (seconds for one whole request) and *max_retries* default to :class:`LLMSettings`'s.
 
     Raises:
         InputError: no model named; a bad price; a bad setting.
@@ -61,6 +63,7 @@ def judging_client(
         api_key_env=api_key_env,
         no_api_key=no_api_key or None,
         concurrency=concurrency,
+        timeout=timeout,
         max_retries=max_retries,
         price=price,
         max_calls=max_calls,

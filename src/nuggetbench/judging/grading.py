@@ -46,26 +46,29 @@ GRADES = (0, 1, 2, 3)
 JUDGE_PROMPT = "umbrela"
 
 _FINAL = re.compile(r"#+\s*final\s*score\s*[:=]?\s*\**\s*([0-3])\b", re.I)
-# UMBRELA's fallbacks, in its order (applied to the lower-cased answer)
+# UMBRELA's fallbacks, in its order (applied to the lower-cased answer), each anchored: a key
+# starts a word and the grade ends one, so "step two: 3 facts" or a numbered list "1. ..." is not
+# a grade (issue 29, case 6); such an answer is re-asked
+_W = r"(?<![a-z0-9_])"
 _FALLBACKS = [
-    r'"o": ([0-3])',
-    r"'o': ([0-3])",
-    r"o: ([0-3])",
-    r'"overall_score": ([0-3])',
-    r'"overall": ([0-3])',
-    r'"overall score": ([0-3])',
-    r'"final score": ([0-3])',
-    r'"final_score": ([0-3])',
-    r'"score": ([0-3])',
-    r'"o_score": ([0-3])',
-    r"relevance category: ?([0-3])",
-    r"relevance category is ([0-3])",
-    r"\n([0-3])\b",
-    r"it falls into the category ([0-3])",
-    r"category ([0-3])",
-    r"relevance category for this passage would be ([0-3])",
-    r"the relevance category would be ([0-3])",
-    r"final score:? ?([0-3])",
+    r'"o": ([0-3])\b',
+    r"'o': ([0-3])\b",
+    _W + r"o: ([0-3])\b(?![.,]?\s*[a-z0-9])",
+    r'"overall_score": ([0-3])\b',
+    r'"overall": ([0-3])\b',
+    r'"overall score": ([0-3])\b',
+    r'"final score": ([0-3])\b',
+    r'"final_score": ([0-3])\b',
+    r'"score": ([0-3])\b',
+    r'"o_score": ([0-3])\b',
+    _W + r"relevance category: ?([0-3])\b",
+    _W + r"relevance category is ([0-3])\b",
+    r"(?:^|\n)[ \t*]*([0-3])[ \t*.]*(?:\n|$)",  # a grade alone on its line
+    _W + r"it falls into the category ([0-3])\b",
+    _W + r"category ([0-3])\b(?!\s*(?:and|or|to|-)\s*\d)",
+    _W + r"relevance category for this passage would be ([0-3])\b",
+    _W + r"the relevance category would be ([0-3])\b",
+    _W + r"final score:? ?([0-3])\b",
 ]
 
 

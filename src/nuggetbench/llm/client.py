@@ -8,11 +8,17 @@ chat-completions protocol, through the ``openai`` package (imported on first use
   ``api_key_env`` (default ``OPENAI_API_KEY``; ``NUGGETBENCH_LLM_API_KEY`` is tried first). The key
   is read when the client is built, passed to ``openai`` only, and never stored: the cache holds
   request bodies, which carry no credentials.
+* **Time bounds**: ``timeout`` is a deadline for the whole request (connect, first byte and the
+  whole body: a server trickling its answer byte by byte is cut off at the deadline, not at each
+  read), enforced by :func:`~nuggetbench.llm.deadline.call_within`.
 * **Retries** with exponential backoff (``backoff * 2**attempt`` seconds, capped at
   ``backoff_max``; a ``Retry-After`` header is honoured within the cap) on rate limits (429),
   timeouts, connection errors, 5xx answers and bodies that are not a chat completion. After
   ``max_retries`` retries the call fails with :class:`~nuggetbench.errors.LLMError` naming the
-  endpoint and what to do. Authentication, unknown model and bad-request answers are not retried.
+  endpoint and the options that raise the bounds. A request that failed that way stops the
+  client: requests in flight stop at their next retry and no new one is sent (each fails at
+  once with the same cause). Authentication, unknown model and bad-request answers are not
+  retried.
 * **Cache**: every answer is committed to SQLite (:mod:`.llmcache`) as it arrives, keyed by
   (model, prompt version, messages, parameters); a repeated request costs nothing.
 * **Concurrency**: :meth:`LLMClient.complete_many` runs up to ``concurrency`` requests at once in
@@ -26,7 +32,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -35,13 +40,19 @@ from typing import Any
 
 from nuggetbench.errors import BudgetError, InputError, LLMError
 from nuggetbench.llm.cache import LLMCache, UsageLedger, request_key
-from nuggetbench.llm.secrets import key_name_problem, redact_url
+from nuggetbench.llm.deadline import DeadlineExceeded, call_within
+from nuggetbench.llm.secrets import key_name_problem, mask_secrets, redact_url, spec_key_problem
 
 log = logging.getLogger(__name__)
 
 ENV_BASE_URL = "NUGGETBENCH_LLM_BASE_URL"
 ENV_MODEL = "NUGGETBENCH_LLM_MODEL"
 ENV_API_KEY = "NUGGETBENCH_LLM_API_KEY"
+#: Where the time bounds are set, named in the error of a request that kept failing.
+BOUNDS_HINT = (
+    "raise the timeout or max_retries (--timeout/--max-retries for judge, answers and nuggets; "
+    "timeout=/max_retries= in an llm_* retriever spec; [llm] timeout/max_retries in a plan)"
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +70,7 @@ class LLMSettings:
         no_api_key: the endpoint needs no key (a local vLLM, Ollama, llama.cpp server): none is
             read or sent. Without it a missing key is an error for every endpoint built from a
             plan (:func:`key_problem`), never a silent placeholder.
-        timeout: seconds to wait for one answer.
+        timeout: seconds one request may take, from connecting to the last byte of its body.
         max_retries: retries after the first attempt on retryable failures.
         backoff, backoff_max: first retry delay and cap, seconds.
         concurrency: requests in flight at once.
@@ -93,6 +104,9 @@ class LLMSettings:
             raise InputError("[llm] concurrency must be >= 1, max_retries >= 0 and timeout > 0")
         problem = key_name_problem(self.api_key_env)
         if problem:
+            raise InputError(problem)
+        problem = spec_key_problem(self.model, what="model name")
+        if problem:  # the model names cache rows, run files and results (issue 29, case 10)
             raise InputError(problem)
         if self.no_api_key and (self.base_url is None or self.provider == "azure"):
             raise InputError(
@@ -223,6 +237,8 @@ class LLMClient:
         self._client_lock = threading.Lock()
         self._budget_lock = threading.Lock()
         self._reserved = 0
+        self._halted: LLMError | None = None  # set by a request that failed persistently
+        self._halt = threading.Event()
 
     # --- the openai client ------------------------------------------------------------
     def _openai(self) -> Any:
@@ -259,7 +275,23 @@ class LLMClient:
     def _where(self) -> str:
         return self.settings.endpoint()
 
+    def _masked(self, text: str) -> str:
+        """*text* (from the endpoint) with every key this process knows masked (issue 29,
+        case 9: a server echoing the Authorization header printed the key)."""
+        return mask_secrets(text, [self.settings.api_key()])
+
     def _send(self, body: dict) -> tuple[str, int, int, dict | None]:
+        """One attempt, bounded as a whole by ``timeout`` (connect, first byte, whole body)."""
+        if self._transport is None:
+            self._openai()  # importing openai and building its client is not the request's time
+        try:
+            return call_within(lambda: self._send_once(body), self.settings.timeout)
+        except DeadlineExceeded as exc:
+            raise _Retryable(
+                f"no complete answer within {self.settings.timeout:g} s (timeout)"
+            ) from exc
+
+    def _send_once(self, body: dict) -> tuple[str, int, int, dict | None]:
         if self._transport is not None:
             out = tuple(self._transport(body))
             return (*out[:3], out[3] if len(out) > 3 else None)
@@ -272,7 +304,7 @@ class LLMClient:
         except openai.APITimeoutError as exc:
             raise _Retryable(f"no answer within {self.settings.timeout:g} s (timeout)") from exc
         except openai.APIConnectionError as exc:
-            raise _Retryable(f"connection failed ({exc})") from exc
+            raise _Retryable(self._masked(f"connection failed ({exc})")) from exc
         except openai.InternalServerError as exc:
             raise _Retryable(f"server error {exc.status_code}") from exc
         except openai.AuthenticationError as exc:
@@ -288,9 +320,11 @@ class LLMClient:
         except openai.APIStatusError as exc:
             if exc.status_code >= 500:
                 raise _Retryable(f"server error {exc.status_code}") from exc
-            raise LLMError(
-                f"{self._where()} rejected the request ({exc.status_code}: {exc.message})"
-            ) from exc
+            raise LLMError(  # the server's message may echo the request's headers
+                self._masked(
+                    f"{self._where()} rejected the request ({exc.status_code}: {exc.message})"
+                )
+            ) from None
         except (openai.APIResponseValidationError, ValueError) as exc:
             raise _Retryable(f"the answer is not a chat completion ({type(exc).__name__})") from exc
         if isinstance(response, str) or not getattr(response, "choices", None):
@@ -353,45 +387,17 @@ class LLMClient:
             return ChatResult(
                 hit.text, hit.prompt_tokens, hit.completion_tokens, True, key, hit.extra
             )
+        self._check_halted(request.stage)
         self._reserve(request.stage)
         body = self.body(request)
-        s = self.settings
-        usage = self.ledger.stage(request.stage)
         try:
-            attempt = 0
-            while True:
-                try:
-                    text, p, c, extra = self._send(body)
-                    break
-                except _Retryable as exc:
-                    if attempt >= s.max_retries:
-                        usage.failed_calls += 1
-                        raise LLMError(
-                            f"stage {request.stage!r}: {self._where()} failed {attempt + 1} times, last: "
-                            f"{exc.what}. Check that the server is up and the model {s.model!r} is served; "
-                            "raise [llm] timeout or max_retries for a slow or busy endpoint, or lower "
-                            "concurrency when rate limited. Answers so far are cached."
-                        ) from exc
-                    delay = min(s.backoff_max, s.backoff * (2**attempt))
-                    if exc.retry_after is not None:
-                        delay = min(s.backoff_max, max(delay, exc.retry_after))
-                    log.info(
-                        "%s: %s; retry %d/%d in %.2f s",
-                        request.stage,
-                        exc.what,
-                        attempt + 1,
-                        s.max_retries,
-                        delay,
-                    )
-                    usage.retries += 1
-                    attempt += 1
-                    time.sleep(delay)
+            text, p, c, extra = self._attempts(request.stage, body)
         finally:
             with self._budget_lock:
                 self._reserved -= 1
         self.cache.put(
             key,
-            model=s.model,
+            model=self.settings.model,
             stage=request.stage,
             prompt_version=request.prompt_version,
             request=body,
@@ -402,6 +408,54 @@ class LLMClient:
         )
         self.ledger.record(request.stage, key, p, c, cached=False)
         return ChatResult(text, p, c, False, key, extra)
+
+    def _check_halted(self, stage: str) -> None:
+        if self._halted is not None:
+            raise LLMError(
+                f"stage {stage!r}: not sent, since an earlier request failed persistently: "
+                f"{self._halted}"
+            )
+
+    def _attempts(self, stage: str, body: dict) -> tuple[str, int, int, dict | None]:
+        """Send *body* until it is answered, retrying with capped exponential backoff.
+
+        Raises:
+            LLMError: ``max_retries`` retries failed (the client then halts), or another request
+                halted the client meanwhile.
+        """
+        s = self.settings
+        usage = self.ledger.stage(stage)
+        attempt = 0
+        while True:
+            try:
+                return self._send(body)
+            except _Retryable as exc:
+                if attempt >= s.max_retries:
+                    usage.failed_calls += 1
+                    error = LLMError(
+                        f"stage {stage!r}: {self._where()} failed {attempt + 1} times, last: "
+                        f"{exc.what}. Check that the server is up and the model {s.model!r} is "
+                        f"served; {BOUNDS_HINT} for a slow or busy endpoint, or lower "
+                        "concurrency when rate limited. Answers so far are cached."
+                    )
+                    self._halted = self._halted or error
+                    self._halt.set()  # the others stop at their next retry; nothing new is sent
+                    raise error from exc
+                delay = min(s.backoff_max, s.backoff * (2**attempt))
+                if exc.retry_after is not None:
+                    delay = min(s.backoff_max, max(delay, exc.retry_after))
+                log.info(
+                    "%s: %s; retry %d/%d in %.2f s",
+                    stage,
+                    exc.what,
+                    attempt + 1,
+                    s.max_retries,
+                    delay,
+                )
+                usage.retries += 1
+                attempt += 1
+                if self._halt.wait(delay):
+                    self._check_halted(stage)
 
     def complete_many(
         self,
@@ -488,15 +542,19 @@ class LLMClient:
 
 
 def _first_token_logprobs(response: Any) -> dict | None:
-    """``{"top_logprobs": [[token, logprob], ...]}`` of the first answer token of a chat
-    completion requested with ``logprobs``, or ``None`` when the endpoint returned none."""
+    """``{"top_logprobs": [[token, logprob], ...], "token": chosen}`` of the first answer token
+    of a chat completion requested with ``logprobs``, or ``None`` when the endpoint returned
+    none."""
     try:
         first = response.choices[0].logprobs.content[0]
     except (AttributeError, IndexError, TypeError):
         return None
     alternatives = getattr(first, "top_logprobs", None) or [first]
     pairs = [[str(a.token), float(a.logprob)] for a in alternatives if a is not None]
-    return {"top_logprobs": pairs} if pairs else None
+    chosen = getattr(first, "token", None)
+    if not pairs:
+        return None
+    return {"top_logprobs": pairs, **({"token": str(chosen)} if chosen is not None else {})}
 
 
 def _retry_after(exc: Any) -> float | None:

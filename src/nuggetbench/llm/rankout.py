@@ -158,27 +158,46 @@ def parse_scale(text: str, *, where: str = "scale") -> Scale:
 
 
 def parse_grade(text: str, scale: Scale) -> int:
-    """The grade of a pointwise answer: the first integer after the last ``</think>``.
+    """The grade of a pointwise answer, read strictly: after the last ``</think>``, with the
+    scale itself (``0-3``, ``0 to 3``, ``out of 3``, ``/3``) taken out, the answer must hold
+    exactly one number, an integer on the scale (``3``, ``Grade: 3``, ``Relevance (0-3): 3``).
 
     Raises:
-        InvalidAnswer: no integer, or one outside the scale.
+        InvalidAnswer: no number, several different numbers (``"3 reasons, so 1"``), a fraction,
+            or a grade outside the scale: the answer is then re-asked, never guessed.
     """
     if "</think>" in text:
         text = text.split("</think>")[-1]
-    m = re.search(r"[0-9]+", _ascii_digits(text))
-    if m is None:
-        raise InvalidAnswer(f"the answer holds no grade from {scale.low} to {scale.high}")
-    grade = int(m.group(0))
+    t = _ascii_digits(text)
+    low, high = scale.low, scale.high
+    t = re.sub(rf"(?<![\d.]){low}\s*(?:-|\u2013|\u2014|to)\s*{high}(?![\d.]*\d)", " ", t)
+    t = re.sub(rf"(?:out\s+of|/)\s*{high}(?![\d.]*\d)", " ", t)
+    numbers = re.findall(r"\d+(?:\.\d+)?", t)
+    if not numbers:
+        raise InvalidAnswer(f"the answer holds no grade from {low} to {high}")
+    values = {float(n) for n in numbers}
+    if len(values) > 1:
+        raise InvalidAnswer(
+            f"the answer holds several numbers ({', '.join(sorted(set(numbers)))}), not one grade"
+        )
+    value = values.pop()
+    if value != int(value):
+        raise InvalidAnswer(f"{numbers[0]} is not a whole grade from {low} to {high}")
+    grade = int(value)
     if grade not in scale.grades:
-        raise InvalidAnswer(f"grade {grade} is outside the scale {scale.low} to {scale.high}")
+        raise InvalidAnswer(f"grade {grade} is outside the scale {low} to {high}")
     return grade
 
 
-def expected_grade(top_logprobs: Iterable[Sequence], scale: Scale) -> float | None:
+def expected_grade(
+    top_logprobs: Iterable[Sequence], scale: Scale, *, chosen: str | None = None
+) -> float | None:
     """The expected grade ``sum_g g * p(g) / sum_g p(g)`` over the grades among the first answer
     token's alternatives ``[(token, logprob), ...]`` (tokens compared after stripping spaces;
     the probabilities renormalised over the grades present). ``None`` when no alternative is a
-    grade of *scale* (the answer text is then read with :func:`parse_grade`).
+    grade of *scale*, or when the token the model *chosen* is not a grade (an answer starting
+    ``Grade: 3`` says nothing through the unlikely grade tokens among the alternatives of
+    ``Grade``: issue 29, case 4); the answer text is then read with :func:`parse_grade`.
 
     The expected relevance of a graded judgment from token probabilities, as in pointwise LLM
     rankers (Zhuang et al., 2024, "Beyond Yes and No: Improving Zero-Shot LLM Rankers via
@@ -186,6 +205,8 @@ def expected_grade(top_logprobs: Iterable[Sequence], scale: Scale) -> float | No
     """
     probs: dict[int, float] = {}
     grades = {str(g): g for g in scale.grades}
+    if chosen is not None and str(chosen).strip() not in grades:
+        return None
     for token, logprob in top_logprobs:
         g = grades.get(str(token).strip())
         if g is not None and logprob is not None and math.isfinite(float(logprob)):

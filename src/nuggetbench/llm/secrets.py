@@ -7,6 +7,12 @@
   carry none: keys live in the environment only).
 * :func:`key_name_problem` checks that a value meant to be the NAME of an environment variable
   (``[llm] api_key_env``) is one, and not the key itself.
+* :func:`mask_secrets` masks, in any text (an endpoint's error message), every key the process
+  knows (:func:`known_secrets`: the values of credential-named environment variables) and every
+  token shaped like a provider's key or a bearer token.
+* :func:`spec_key_problem` says, without quoting it, that a spec holds a key (a value shaped like
+  one, or the value of a known key): specs name systems, files and cache folders, so a key in a
+  spec is refused as a key in a plan is.
 
 The key shapes recognised are those of the common providers (OpenAI ``sk-``, Hugging Face
 ``hf_``, GitHub ``ghp_``, Google ``AIza``, Slack ``xox``, bearer tokens, long hex strings such as
@@ -16,10 +22,21 @@ variable names by convention are not.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["redact_url", "url_problems", "key_name_problem", "looks_like_key", "MASK"]
+__all__ = [
+    "redact_url",
+    "url_problems",
+    "key_name_problem",
+    "looks_like_key",
+    "mask_secrets",
+    "known_secrets",
+    "spec_key_problem",
+    "MASK",
+]
 
 MASK = "***"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -126,3 +143,74 @@ def key_name_problem(value: object, *, field: str = "[llm] api_key_env") -> str 
             "not starting with a digit), like OPENAI_API_KEY"
         )
     return None
+
+
+# a provider's key or a bearer token inside running text (an error message)
+_KEY_IN_TEXT = re.compile(
+    r"(?i)\b(?:sk-|sk_|rk-|pk-|hf_|ghp_|gho_|github_pat_|aiza|xox[a-z]-)[A-Za-z0-9_\-]{8,}"
+)
+_BEARER_IN_TEXT = re.compile(r"(?i)\b(bearer)\s+[^\s\"',;)]+")
+_SPEC_TOKEN = re.compile(r"[^\s=,;:()<>\[\]{}\"'|]+")
+_SPEC_ITEM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^,;()]*)")
+_LONG_TOKEN = re.compile(r"^[A-Za-z0-9_\-]{32,}$")
+
+
+def known_secrets(extra: Iterable[str | None] = ()) -> list[str]:
+    """The keys this process knows: *extra* plus the values (8 characters or more) of the
+    environment variables whose names are credential names (``OPENAI_API_KEY``, ``*_TOKEN``,
+    ``*_SECRET``, ``*PASSWORD``...); longest first, so a key is masked before its parts. The
+    environment is read, never changed."""
+    found = {v for v in extra if v and len(v) >= 8}
+    for name, value in os.environ.items():
+        n = name.lower()
+        if value and len(value) >= 8 and (_is_credential_param(n) or "api_key" in n):
+            found.add(value)
+    return sorted(found, key=len, reverse=True)
+
+
+def mask_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
+    """*text* with every key the process knows (:func:`known_secrets` with *extra*), every
+    ``Bearer <token>`` and every token shaped like a provider's key replaced by ``***``."""
+    out = str(text)
+    for secret in known_secrets(extra):
+        out = out.replace(secret, MASK)
+    out = _BEARER_IN_TEXT.sub(lambda m: f"{m.group(1)} {MASK}", out)
+    return _KEY_IN_TEXT.sub(MASK, out)
+
+
+def _key_shaped(token: str) -> bool:
+    """Stricter than :func:`looks_like_key` (model and file names in specs mix digits and
+    letters): a provider's prefix with 8 characters after it, a long hex string, or a token of
+    32 or more letters, digits, ``-`` and ``_`` mixing upper case, lower case and digits."""
+    low = token.lower()
+    if low.startswith(_KEY_PREFIXES) and len(token) >= 12:
+        return True
+    if _HEX.match(token):
+        return True
+    return bool(
+        _LONG_TOKEN.match(token)
+        and any(c.isdigit() for c in token)
+        and any(c.islower() for c in token)
+        and any(c.isupper() for c in token)
+    )
+
+
+def spec_key_problem(spec: str, *, what: str = "retriever spec") -> str | None:
+    """Why *spec* must be refused because it holds a key, in words that do not quote it (the
+    option holding it is named when there is one), or ``None``."""
+    secrets = set(known_secrets())
+    if not any(t in secrets or _key_shaped(t) for t in _SPEC_TOKEN.findall(spec)):
+        return None
+    names = [
+        name
+        for name, value in _SPEC_ITEM.findall(spec)
+        if any(t in secrets or _key_shaped(t) for t in _SPEC_TOKEN.findall(value))
+    ]
+    where = f" (option {', '.join(repr(n) for n in names)})" if names else ""
+    return (
+        f"the {what} holds what looks like an API key{where} (the value is not shown). Specs "
+        "and model names name systems, run files and cache folders, so keys never go in them: "
+        "put the key in "
+        "OPENAI_API_KEY (or the variable named by api_key_env=NAME) and drop it from there; "
+        "if the key was shared, revoke it"
+    )

@@ -24,7 +24,7 @@ __all__ = [
     "params_table",
 ]
 
-REL = Param("rel", int, 1, "minimum grade that counts as relevant (trec_eval -l)")
+REL = Param("rel", int, 1, "minimum grade that counts as relevant (trec_eval -l)", minimum=0)
 JUDGED_ONLY = Param(
     "judged_only", bool, False, "drop unjudged documents from the ranking first (trec_eval -J)"
 )

@@ -248,12 +248,20 @@ def trec_eval_profile(
         set them; ``options["trec_eval_version"]`` the version.
 
     Raises:
-        InputError: *max_docs* is not a positive integer, or *version* is neither.
+        InputError: *max_docs* is not a positive integer, *version* is neither, or
+            *rel_level* is negative.
     """
     if max_docs is not None and (isinstance(max_docs, bool) or int(max_docs) <= 0):
         raise InputError(f"trec_eval's -M must be a positive integer, got {max_docs!r}")
     if version not in ("10.0", "9.0.8"):
         raise InputError(f"trec_eval version must be '10.0' or '9.0.8', got {version!r}")
+    if rel_level is not None and int(rel_level) < 0:
+        raise InputError(
+            f"trec_eval's -l must be 0 or more, got {rel_level}: at a negative level trec_eval "
+            "10.0 counts documents missing from the qrels as relevant where it reads the ranking "
+            "(P@k) but not in num_rel or num_rel_ret, which nuggetbench does not reproduce; "
+            "give -l 0 to count every judged document as relevant"
+        )
     name = "trec_eval" if version == "10.0" else TREC_EVAL_9
     name += (" -c" if complete else "") + (" -J" if judged_only else "")
     name += f" -M {int(max_docs)}" if max_docs is not None else ""

@@ -246,6 +246,18 @@ def _base_url() -> Any:
     return option("", "OpenAI-compatible endpoint (default: NUGGETBENCH_LLM_BASE_URL)")
 
 
+def _timeout() -> Any:
+    return option(
+        120.0, "seconds one request may take, from connecting to its last byte", minimum=0.1
+    )
+
+
+def _max_retries() -> Any:
+    return option(
+        6, "retries of a request that timed out or failed (backoff 1 s, doubling)", minimum=0
+    )
+
+
 def _temperature() -> Any:
     return option(0.0, "sampling temperature (0: reproducible rewrites)", minimum=0)
 
@@ -259,6 +271,8 @@ class HyDEOptions(Options):
     model: str = _llm_model()
     base_url: str = _base_url()
     temperature: float = _temperature()
+    timeout: float = _timeout()
+    max_retries: int = _max_retries()
     max_words: int = option(300, "longest closed-book answer, in words", minimum=1)
 
 
@@ -271,6 +285,8 @@ class SubQOptions(Options):
     model: str = _llm_model()
     base_url: str = _base_url()
     temperature: float = _temperature()
+    timeout: float = _timeout()
+    max_retries: int = _max_retries()
     max_subquestions: int = option(5, "most sub-questions asked for", minimum=1)
 
 
@@ -302,6 +318,8 @@ class _LLMRerankOptions(Options):
         256, "longest answer, in tokens (reasoning models need more)", minimum=1
     )
     concurrency: int = option(4, "requests in flight at once", minimum=1)
+    timeout: float = _timeout()
+    max_retries: int = _max_retries()
     price_in: float | None = option(None, "USD per million prompt tokens (for the cost)")
     price_out: float | None = option(None, "USD per million answer tokens (for the cost)")
 
@@ -314,6 +332,9 @@ class LLMListwiseOptions(_LLMRerankOptions):
 
     window: int = option(20, "passages per window (RankGPT's w)", minimum=1)
     step: int = option(10, "how far the window moves up each time (rank_llm's stride)", minimum=1)
+    max_repairs: int = option(
+        1, "re-asks of an answer that is not a full permutation of the window", minimum=0
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

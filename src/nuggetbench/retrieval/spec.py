@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from nuggetbench.errors import SpecError, UnknownNameError, suggest
+from nuggetbench.llm.secrets import spec_key_problem
 from nuggetbench.plugins import Registry, call_with, lookup
 from nuggetbench.retrieval.compose.pipeline import Fusion, Pipeline
 from nuggetbench.spec import (
@@ -261,11 +262,15 @@ def parse_retriever(spec: str):
     Raises:
         UnknownNameError: unknown prefix (the nearest is suggested).
         SpecError: malformed spec, unknown option (the part is named and the valid options
-            listed), unknown preset, or a value of the wrong type or out of range.
+            listed), unknown preset, or a value of the wrong type or out of range; a value
+            shaped like an API key (not quoted).
     """
     text = spec.strip() if isinstance(spec, str) else ""
     if not text:
         raise SpecError("empty retriever spec; write e.g. 'bm25' or 'bm25:k1=0.9,b=0.4'")
+    problem = spec_key_problem(text)
+    if problem:  # before any message quotes the spec (issue 29, case 10)
+        raise SpecError(problem)
     text, label = split_label(text)
     if label is not None:  # a label names the system; it is not an option of the retriever
         retriever = parse_retriever(text)

@@ -26,14 +26,13 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 from nuggetbench import home as _home
-from nuggetbench._atomic import atomic_write, clean_stale, staging_prefix
+from nuggetbench._atomic import atomic_write, clean_stale, make_temp, make_temp_dir, staging_prefix
 from nuggetbench.data.corpus import Document, JsonlCorpus, _field_fingerprint, _parse_corpus_line
 from nuggetbench.data.source import decode_id_text, encode_id_text
 from nuggetbench.errors import DuplicateError, FormatError
@@ -302,9 +301,7 @@ def _save_index(
     """Build the index in a temporary folder, run *before_install* (if any), then move it in."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(folder.parent)
-    tmp = Path(
-        tempfile.mkdtemp(prefix=staging_prefix(folder.name), suffix=".tmp", dir=folder.parent)
-    )
+    tmp = Path(make_temp_dir(folder.parent, staging_prefix(folder.name), ".tmp"))
     try:
         builder.save(tmp, end=end, source=source, meta={"source": stat, "sha256": sha256})
         if before_install is not None:
@@ -350,9 +347,7 @@ def write_jsonl_corpus(
     builder = _IndexBuilder()
     h = hashlib.sha256()
     pos = 0
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=staging_prefix(path.name), suffix=".tmp", dir=path.parent
-    )
+    fd, tmp_name = make_temp(path.parent, staging_prefix(path.name), ".tmp")
     tmp = Path(tmp_name)
     try:
         with (

@@ -204,6 +204,22 @@ def _read_columns(path) -> Run | None:
         return None
 
 
+#: The warning after the count of :func:`failed_answers`.
+UNUSABLE = (
+    "LLM answers stayed unusable after their re-asks (kept in first-stage order or scored the "
+    "lowest grade; run_metadata.llm.failed in results.json); not cached: running again asks "
+    "again; --strict makes this an error"
+)
+
+
+def failed_answers(metadata: Any) -> int:
+    """LLM answers that stayed unusable after their re-asks, from a run's *metadata*
+    (``["llm"]["failed"]``, set by the LLM rerankers); such a run is never cached (issue 29)."""
+    llm = metadata.get("llm") if isinstance(metadata, dict) else None
+    failed = llm.get("failed") if isinstance(llm, dict) else None
+    return int(failed) if isinstance(failed, (int, float)) and failed > 0 else 0
+
+
 def retriever_identity(retriever: Any) -> Any:
     """What identifies a retriever's results: its ``identity()`` when it has one (the neural
     retrievers add the model fingerprint), else its ``name`` and ``params`` (e.g. BM25); ``None``
@@ -315,7 +331,14 @@ class CachedIndex:
             show_progress=show_progress,
             objective=objective,
         )
-        if cache is not None:
+        if cache is not None and failed_answers(run.metadata):
+            log.warning(
+                "%s: not saved in the run cache (%d LLM answers were unusable): a later run "
+                "retrieves again",
+                self.name,
+                failed_answers(run.metadata),
+            )
+        elif cache is not None:
             try:
                 cache.save(run, k)
                 self.run_file = cache.served

@@ -9,9 +9,13 @@ Specs (options in parentheses, or after a colon like any retriever)::
   Good at Search? Investigating Large Language Models as Re-Ranking Agents"). The top ``k`` of
   the first stage are reranked by windows of ``window`` passages moving up by ``step``, bottom
   first (:func:`~nuggetbench.llm.rankout.sliding_windows`, the schedule of castorini's rank_llm);
-  the model answers a permutation ``[3] > [1] > ...`` which is repaired as rank_llm repairs it
+  the model answers a permutation ``[3] > [1] > ...``. An answer that is not a full permutation
+  of the window (an id missing, repeated or unknown; prose) is re-asked ``max_repairs`` times;
+  after that the last answer is repaired as rank_llm repairs it
   (:func:`~nuggetbench.llm.rankout.parse_permutation`: unknown and repeated ids dropped, missing
-  passages appended in their incoming order) and every repair is counted. The windows of all
+  passages appended in their incoming order), the window is counted ``failed``, its answers are
+  removed from the LLM cache and the run is not stored in the run cache (a later run asks
+  again). The windows of all
   queries at the same step are sent together (``concurrency`` in flight). The reranked run scores
   the final order ``k, k-1, ..., 1``.
 * **Pointwise** (:class:`LLMPointwise`): one request per (query, passage) asking for a grade on
@@ -69,7 +73,16 @@ log = logging.getLogger(__name__)
 __all__ = ["LLMListwise", "LLMPointwise", "truncate_tokens"]
 
 #: Options that say where and how fast to call, not what is asked: left out of names and keys.
-_TRANSPORT = ("base_url", "api_key_env", "no_api_key", "concurrency", "price_in", "price_out")
+_TRANSPORT = (
+    "base_url",
+    "api_key_env",
+    "no_api_key",
+    "concurrency",
+    "price_in",
+    "price_out",
+    "timeout",
+    "max_retries",
+)
 
 
 def truncate_tokens(text: str, tokenizer: Any, budget: int) -> str:
@@ -106,7 +119,7 @@ class _LLMReranker(Composable):
         shown = [
             f"{k}={v if isinstance(v, str) else format_literal(v)}"
             for k, v in self.options.changed().items()
-            if k not in ("base_url", "api_key_env")
+            if k not in ("base_url", "api_key_env", "timeout", "max_retries")
         ]
         self.name = f"{self.KIND}({','.join(shown)})"
 
@@ -145,6 +158,8 @@ class _LLMReranker(Composable):
             api_key_env=o.api_key_env,
             no_api_key=o.no_api_key,
             concurrency=o.concurrency,
+            timeout=o.timeout,
+            max_retries=o.max_retries,
             price=price,
         )
         return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite")
@@ -272,10 +287,12 @@ class LLMListwise(_LLMReranker):
         counts = {
             "windows": 0,
             "repaired": 0,
+            "failed": 0,
             "unknown_ids": 0,
             "duplicate_ids": 0,
             "missing_ids": 0,
         }
+        unusable: list[str] = []  # cache keys of the answers of failed windows
         total = sum(len(p) for p in plans.values())
         with tqdm(total=total, desc=self.KIND, unit="window", disable=not show_progress) as bar:
             for step in range(max((len(p) for p in plans.values()), default=0)):
@@ -285,20 +302,74 @@ class LLMListwise(_LLMReranker):
                     for q, s, e in batch
                 ]
                 results = client.complete_many(requests, progress=bar.update)
-                for (q, s, e), res in zip(batch, results):
-                    perm = parse_permutation(res.text, e - s)
+                perms = self._strict(client, requests, results, [e - s for _, s, e in batch])
+                for (q, s, e), (perm, keys, first) in zip(batch, perms):
                     window = order[q][s:e]
                     order[q][s:e] = [window[i] for i in perm.order]
                     counts["windows"] += 1
-                    counts["repaired"] += int(perm.repaired)
-                    counts["unknown_ids"] += perm.unknown
-                    counts["duplicate_ids"] += perm.duplicates
-                    counts["missing_ids"] += perm.missing
+                    counts["repaired"] += int(first.repaired and not perm.repaired)
+                    counts["failed"] += int(perm.repaired)
+                    counts["unknown_ids"] += first.unknown  # what the first answers got wrong
+                    counts["duplicate_ids"] += first.duplicates
+                    counts["missing_ids"] += first.missing
+                    if perm.repaired:
+                        unusable += keys
+        if counts["failed"]:
+            client.forget(unusable)  # a later run asks again instead of replaying them
+            log.warning(
+                "%s: %d of %d windows got no full permutation after %d re-asks; they keep "
+                "rank_llm's repair of the last answer (their answers were dropped from the cache)",
+                self.KIND,
+                counts["failed"],
+                counts["windows"],
+                o.max_repairs,
+            )
         ranked = {
             q: [(cands[q][i][0], float(len(idx) - r)) for r, i in enumerate(idx)]
             for q, idx in order.items()
         }
         return ranked, counts
+
+    def _strict(self, client, requests, results, sizes) -> list[tuple[Any, list[str], Any]]:
+        """``(permutation, answer keys, first answer's permutation)`` per window: an answer that
+        is not a full
+        permutation of its window (an id missing, repeated or unknown; prose) is re-asked up to
+        ``max_repairs`` times; after that the last answer's rank_llm repair is used and its
+        ``repaired`` flag stays set (a failure)."""
+        out = []
+        bad: dict[int, tuple[ChatRequest, str]] = {}
+        for j, (res, n) in enumerate(zip(results, sizes)):
+            perm = parse_permutation(res.text, n)
+            out.append((perm, [res.key], perm))
+            if perm.repaired:
+                bad[j] = (requests[j], res.text)
+        for _ in range(self.options.max_repairs):
+            if not bad:
+                break
+            order = sorted(bad)
+            repairs = [self._repair(*bad[j], sizes[j]) for j in order]
+            for j, req, res in zip(order, repairs, client.complete_many(repairs)):
+                perm = parse_permutation(res.text, sizes[j])
+                out[j] = (perm, [*out[j][1], res.key], out[j][2])
+                if perm.repaired:
+                    bad[j] = (req, res.text)
+                else:
+                    del bad[j]
+        return out
+
+    def _repair(self, request: ChatRequest, answer: str, n: int) -> ChatRequest:
+        """The repair turn: the unusable answer, then a message asking for a full permutation."""
+        example = " > ".join(f"[{i}]" for i in (2, 1, 3)[: min(n, 3)])
+        turn = (
+            {"role": "assistant", "content": answer},
+            {
+                "role": "user",
+                "content": f"Your reply could not be used: it is not a ranking of all {n} "
+                f"passages. Reply with only the ranking of all {n} passage identifiers, each "
+                f"once, in the form {example} > ...",
+            },
+        )
+        return replace(request, messages=(*request.messages, *turn))
 
 
 class LLMPointwise(_LLMReranker):
@@ -341,8 +412,11 @@ class LLMPointwise(_LLMReranker):
         Raises:
             InvalidAnswer: no log-probabilities of a grade and no grade in the text.
         """
-        if result.extra and result.extra.get("top_logprobs"):
-            value = expected_grade(result.extra["top_logprobs"], self.scale)
+        top = (result.extra or {}).get("top_logprobs")
+        if top:
+            # the token the model chose; in answers cached without it, the likeliest alternative
+            chosen = result.extra.get("token") or max(top, key=lambda pair: pair[1])[0]
+            value = expected_grade(top, self.scale, chosen=chosen)
             if value is not None:
                 return value, True
         return float(parse_grade(result.text, self.scale)), False
@@ -354,7 +428,13 @@ class LLMPointwise(_LLMReranker):
             results = client.complete_many(requests, progress=bar.update)
         grades: list[float | None] = [None] * len(pairs)
         errors: dict[int, tuple[ChatRequest, str, str]] = {}
-        counts = {"pairs": len(pairs), "expected_grades": 0, "repaired": 0, "unparsed": 0}
+        counts = {
+            "pairs": len(pairs),
+            "expected_grades": 0,
+            "repaired": 0,
+            "unparsed": 0,
+            "failed": 0,
+        }
         chains = {j: [res.key] for j, res in enumerate(results)}
         for j, res in enumerate(results):
             try:
@@ -376,7 +456,7 @@ class LLMPointwise(_LLMReranker):
                 except InvalidAnswer as exc:
                     errors[j] = (req, res.text, str(exc))
         if errors:
-            counts["unparsed"] = len(errors)
+            counts["unparsed"] = counts["failed"] = len(errors)
             # unusable answers are not kept (as ask_validated): a later run asks again
             client.forget([k for j in errors for k in chains[j]])
             log.warning(

@@ -106,9 +106,14 @@ def generate_hyde(
 
 
 # --- retrievers -------------------------------------------------------------------------------
-def _env_client(model: str, base_url: str) -> LLMClient:
-    settings = LLMSettings.from_env(model=model or None, base_url=base_url or None)
+def _env_client(model: str, base_url: str, options: Any = None) -> LLMClient:
+    bounds = {k: getattr(options, k, None) for k in ("timeout", "max_retries")}
+    settings = LLMSettings.from_env(model=model or None, base_url=base_url or None, **bounds)
     return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite")
+
+
+#: How long and how often to try: not part of names, identities or cache keys.
+_TRANSPORT = ("timeout", "max_retries")
 
 
 class _Rewriter(Composable):
@@ -123,10 +128,12 @@ class _Rewriter(Composable):
         self.model = self.options.model
         self.base_url = self.options.base_url
         self.temperature = self.options.temperature
-        shared = ("model", "base_url", "temperature")
+        shared = ("model", "base_url", "temperature", *_TRANSPORT)
         self._extra = {k: v for k, v in self.options.as_dict().items() if k not in shared}
         self.params = {"model": self.model, "temperature": self.temperature, **self._extra}
-        changed = {k: v for k, v in self.options.changed().items() if k != "base_url"}
+        changed = {
+            k: v for k, v in self.options.changed().items() if k not in ("base_url", *_TRANSPORT)
+        }
         opts = [f"{k}={v}" for k, v in changed.items()]
         self.name = f"{self.kind}({retriever.name}" + ("; " + ",".join(opts) if opts else "") + ")"
 
@@ -182,7 +189,7 @@ class RewriteIndex:
     ) -> Run:
         """Rewrite *queries* with the LLM (cached), then search the inner index (Index protocol;
         *objective* is ignored: the rewrite prompts take none)."""
-        client = _env_client(self.rewriter.model, self.rewriter.base_url)
+        client = _env_client(self.rewriter.model, self.rewriter.base_url, self.rewriter.options)
         try:
             with tqdm(
                 total=len(queries), desc=self.rewriter.kind, disable=not show_progress
