@@ -146,14 +146,15 @@ def test_small_budget_shards_and_the_run_equals_plain_bm25(tmp_path, monkeypatch
         assert _text(index.search(queries, k), tmp_path) == _text(full.truncate(k), tmp_path)
 
 
-def test_budget_runs_are_not_shared_with_plain_bm25_runs():
+def test_budget_runs_are_shared_with_plain_bm25_runs():
+    # issue 28: either layout cuts k-th-place ties by doc id, so the budget is not in the identity
     from nuggetbench.retrieval.compose.caching import retriever_identity
 
     budget = retriever_identity(BM25(memory="4G"))
     assert budget["name"] == "bm25" and budget["params"] == BM25().params
-    assert budget != retriever_identity(BM25()) != retriever_identity(BM25(memory="2G"))
+    assert budget == retriever_identity(BM25()) == retriever_identity(BM25(memory="2G"))
     german = retriever_identity(BM25(memory="4G").for_language("de"))
-    assert german["params"]["analyzer"] == "de" and german["memory"] == 4 << 30
+    assert german["params"]["analyzer"] == "de" and "memory" not in german
 
 
 def test_budget_too_small_names_the_smallest_that_works(monkeypatch):
