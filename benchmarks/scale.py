@@ -266,7 +266,7 @@ def _print_row(row: dict, repeat: int) -> None:
     prefix = f"[{row['repeat'] + 1}/{repeat}] " if repeat > 1 else ""
     print(
         f"{prefix}{engine:8s} wall {row['wall_s']:7.1f} s  peak RSS {row['peak_rss_gb']:5.2f} GB  "
-        f"queries/s {1000 / row['stages']['search']:7.1f}  | {stages}",
+        f"queries/s {1000 / row['stages']['search']:7.1f}  run {row['run_sha256'][:12]}  | {stages}",
         flush=True,
     )
 
