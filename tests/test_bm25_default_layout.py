@@ -143,8 +143,12 @@ def test_default_never_refuses_a_corpus(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="nuggetbench.retrieval.bm25.memory"):
         plan = plan_default(corpus, available=2 * MIB)  # the real model's imports exceed it
     assert plan.estimate > plan.budget == MIB
-    cheapest = min(plan.single_estimate, plan.estimate)
-    assert plan.estimate == cheapest and "no index layout fits the default budget 1M" in caplog.text
+    size, _ = bm25_memory.corpus_bytes(corpus, len(corpus))
+    cheapest_sharded = bm25_memory.COST_MODEL.sharded(
+        len(corpus), size, bm25_memory.COST_MODEL.cheapest_shard(len(corpus), size)
+    )
+    assert plan.engine == "single" and plan.estimate == plan.single_estimate < cheapest_sharded
+    assert "no index layout fits the default budget 1M" in caplog.text
 
 
 def test_options_that_fix_the_layout_are_not_planned():
