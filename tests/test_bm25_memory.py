@@ -228,6 +228,8 @@ MEASURED = [
     (1_000_000, 302_711_022, 100_000, True, 0.6167 * 1024),  # ... --engines sharded-mm
     (5_000_000, 1_518_507_096, 100_000, True, 0.6364 * 1024),  # --n 5000000 --engines sharded-mm
     (8_800_000, 2_673_202_450, 1_423_000, True, 4.689 * 1024),  # ... memory --memory 8G (chose it)
+    # plain bm25 and memory=2G chose 335,000 (27 Nov 2026, issue 28; the highest of 6 runs)
+    (2_000_000, 606_635_490, 335_000, True, 1397.0),  # --n 2000000 --engines default,memory ...
     # build-bound (the search's change does not move them; 26 Nov 2026)
     (1_000_000, 302_711_022, 200_000, True, 0.931 * 1024),  # ... sharded-mm --shard-docs 200000
     (1_000_000, 302_711_022, 164_000, True, 0.97 * 1024),  # ... --engines memory --memory 1.5G
