@@ -5,7 +5,8 @@ forms, exponent 1.1) and 1,000 queries of 2-6 words are generated once (``corpus
 BEIR's format, outside the repository). Then each engine runs in its own subprocess under
 ``/usr/bin/time -f %M`` (peak RSS of that process alone, in KiB):
 
-* ``single``:  ``nuggetbench`` ``bm25`` (one bm25s index), corpus ``JsonlCorpus``, a cold home;
+* ``single``:  ``nuggetbench`` ``bm25`` with the single bm25s index (``memory=1T``, a budget it
+  fits: plain ``bm25`` plans its layout since issue 28), corpus ``JsonlCorpus``, a cold home;
 * ``sharded``: ``bm25:shard_docs=S`` (the sharded index with global statistics), same corpus;
 * ``sharded-mm``: the same, the corpus an ``IndexedJsonlCorpus`` (memory-mapped ids, built cold
   here; what ``read_beir_folder`` gives for a ``corpus.jsonl`` of 256 MiB or more);
@@ -20,23 +21,33 @@ BEIR's format, outside the repository). Then each engine runs in its own subproc
   as a user's BEIR folder is read: the budget chooses the single index or the
   sharded one and its shard size (the choice is printed as ``memory plan: shard_docs``, 0 for
   the single index);
+* ``default``: plain ``bm25`` (no option at all) over the same ``IndexedJsonlCorpus``: the default
+  budget (2 GiB, or half the available memory when less) picks the layout as ``memory`` does
+  (printed the same way);
 * ``bm25s``:   bare bm25s: texts read into a list, ``bm25s.tokenize``, ``BM25.index``,
   ``BM25.retrieve`` (the same defaults: lucene, k1=1.5, b=0.75, English stemmer and stop words).
 
 Each child prints its stage times; the parent prints one table row per engine and checks that
 the nuggetbench runs (single, sharded) write the same TREC file when no top-k boundary tie
-exists (it reports the number of differing lines otherwise). Run::
+exists (it reports the number of differing lines otherwise), and that ``default`` and ``memory``
+write the same TREC file in every repeat. ``--repeat R`` runs the engines R times, interleaved
+(``a b a b ...``, so a noisy neighbour hits both alike), and prints per engine the median wall
+time, index time and peak RSS, and ``default``/``memory`` ratios of the medians. Run::
 
     python benchmarks/scale.py --n 200000 [--shard-docs 100000] [--workdir /tmp/nb_scale]
     python benchmarks/scale.py --n 1000000 --engines sharded,lucene,bm25s
     python benchmarks/scale.py --n 20000 --engines dense --dense-n 20000 --shard-docs 4096
+    python benchmarks/scale.py --n 2000000 --engines default,memory --memory 2G --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -167,7 +178,7 @@ else:
     from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
     from nuggetbench.data.formats.trec import write_run
     from nuggetbench.retrieval.bm25.retriever import BM25
-    if engine.endswith("-mm") or engine == "memory":  # memory: as read_beir_folder reads >= 256 MiB
+    if engine.endswith("-mm") or engine in ("memory", "default"):  # as read_beir_folder reads >= 256 MiB
         shutil.rmtree(f"{folder}/corpus.jsonl.index", ignore_errors=True)  # cold
         corpus = IndexedJsonlCorpus(f"{folder}/corpus.jsonl")
     else:
@@ -182,16 +193,18 @@ else:
         retriever = BM25(memory=os.environ["NB_MEMORY"], backend="numpy")
     elif engine.startswith("sharded"):
         retriever = BM25(shard_docs=shard_docs, backend="numpy")
-    else:
-        retriever = BM25(backend="numpy")
+    elif engine == "default":  # what -r bm25 gives: no option at all
+        retriever = BM25()
+    else:  # the single index, forced by a budget it fits (plain bm25 would shard a large corpus)
+        retriever = BM25(backend="numpy", memory="1T")
     index = retriever.index(corpus)
     stages["index (tokenize+score+save)"] = time.perf_counter() - t
     stages["peak RSS through the build GB"] = _rss()["peak"]
-    if engine == "memory":
+    if engine in ("memory", "default"):
         plan = retriever.memory_plan(corpus)
         stages["memory plan: shard_docs"] = float(plan.shard_docs)
         stages["memory plan: estimate GB"] = plan.estimate / 1024**3
-    if engine.startswith("sharded") or (engine == "memory" and plan.shard_docs):
+    if engine.startswith("sharded") or (engine in ("memory", "default") and plan.shard_docs):
         built = json.load(open(index.folder / "meta.json"))["stage_seconds"]
         stages.update({f"  of which {k}": v for k, v in built.items()})
     t = time.perf_counter()
@@ -240,6 +253,58 @@ def _scores_by_query(lines: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def _print_row(row: dict, repeat: int) -> None:
+    engine = row["engine"]
+    stages = ", ".join(
+        f"{k} {v:.4f}"
+        if "recall" in k
+        else f"{k} {v:.2f}"
+        if "GB" in k
+        else f"{k} {v:.1f}" + ("" if "/s" in k or "plan" in k or "GB" in k else " s")
+        for k, v in row["stages"].items()
+    )
+    prefix = f"[{row['repeat'] + 1}/{repeat}] " if repeat > 1 else ""
+    print(
+        f"{prefix}{engine:8s} wall {row['wall_s']:7.1f} s  peak RSS {row['peak_rss_gb']:5.2f} GB  "
+        f"queries/s {1000 / row['stages']['search']:7.1f}  run {row['run_sha256'][:12]}  | {stages}",
+        flush=True,
+    )
+
+
+def _summary(rows: list[dict], engines: list[str], repeat: int) -> None:
+    """Medians per engine over the repeats; ``default`` against ``memory``: ratios of the
+    medians and whether every run of either wrote the same TREC file."""
+    if repeat == 1 and not {"default", "memory"} <= set(engines):
+        return
+    med: dict[str, dict[str, float]] = {}
+    for engine in engines:
+        mine = [r for r in rows if r["engine"] == engine]
+        index = [r["stages"].get("index (tokenize+score+save)", float("nan")) for r in mine]
+        med[engine] = {
+            "wall": statistics.median(r["wall_s"] for r in mine),
+            "index": statistics.median(index),
+            "peak": statistics.median(r["peak_rss_gb"] for r in mine),
+            "peak_max": max(r["peak_rss_gb"] for r in mine),
+        }
+        m = med[engine]
+        print(
+            f"median of {len(mine)}: {engine:8s} wall {m['wall']:7.1f} s  index {m['index']:7.1f} s"
+            f"  peak RSS {m['peak']:5.2f} GB (max {m['peak_max']:5.2f}, "
+            f"{m['peak'] * 1024:,.0f} MiB)"
+        )
+    if {"default", "memory"} <= set(engines):
+        d, m = med["default"], med["memory"]
+        print(
+            f"default / memory={MEMORY}: wall {d['wall'] / m['wall']:.3f}, index "
+            f"{d['index'] / m['index']:.3f}, peak RSS {d['peak'] / m['peak']:.3f}"
+        )
+        hashes = {r["run_sha256"] for r in rows if r["engine"] in ("default", "memory")}
+        print(
+            f"default and memory={MEMORY} TREC runs over {repeat} repeat(s): "
+            + ("byte-identical" if len(hashes) == 1 else f"{len(hashes)} DIFFERENT files")
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200_000, help="passages")
@@ -248,6 +313,7 @@ def main() -> None:
     ap.add_argument("--engines", default="single,sharded,sharded-mm,bm25s")
     ap.add_argument("--dense-n", type=int, default=20_000, help="passages the dense engine encodes")
     ap.add_argument("--memory", default="8G", help="the memory engine's budget (bm25:memory=)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each engine, interleaved")
     args = ap.parse_args()
     global DENSE_N, MEMORY
     DENSE_N = args.dense_n
@@ -260,24 +326,19 @@ def main() -> None:
         f"(generated or found in {time.perf_counter() - t:.1f} s)"
     )
     rows = []
-    for engine in args.engines.split(","):
-        home = Path(tempfile.mkdtemp(prefix="nb_scale_home_", dir=args.workdir))
-        out = folder / f"{engine}.trec"
-        row = run_child(engine, folder, args.shard_docs, out, home)
-        rows.append(row)
-        stages = ", ".join(
-            f"{k} {v:.4f}"
-            if "recall" in k
-            else f"{k} {v:.2f}"
-            if "GB" in k
-            else f"{k} {v:.1f}" + ("" if "/s" in k or "plan" in k or "GB" in k else " s")
-            for k, v in row["stages"].items()
-        )
-        print(
-            f"{engine:8s} wall {row['wall_s']:7.1f} s  peak RSS {row['peak_rss_gb']:5.2f} GB  "
-            f"queries/s {1000 / row['stages']['search']:7.1f}  | {stages}",
-            flush=True,
-        )
+    engines = args.engines.split(",")
+    for rep in range(args.repeat):  # interleaved: a b a b ..., each run from a cold home
+        for engine in engines:
+            home = Path(tempfile.mkdtemp(prefix="nb_scale_home_", dir=args.workdir))
+            out = folder / f"{engine}.trec"
+            row = run_child(engine, folder, args.shard_docs, out, home)
+            if args.repeat > 1:
+                shutil.rmtree(home, ignore_errors=True)  # repeats would fill the disk
+            row["repeat"] = rep
+            row["run_sha256"] = hashlib.sha256(out.read_bytes()).hexdigest() if out.exists() else ""
+            rows.append(row)
+            _print_row(row, args.repeat)
+    _summary(rows, engines, args.repeat)
     a = folder / "single.trec"
     for other in ("sharded", "sharded-mm"):
         b = folder / f"{other}.trec"
@@ -291,9 +352,8 @@ def main() -> None:
         same_scores = _scores_by_query(la) == _scores_by_query(lb)
         print(
             f"single and {other} TREC runs differ in {diff} lines; per-query score lists "
-            f"{'identical' if same_scores else 'DIFFERENT'} (so the lines differ only in "
-            "which tied documents fill the last places: bm25s' single index cuts a tie at "
-            "the k-th score arbitrarily, the sharded one by doc id descending)"
+            f"{'identical' if same_scores else 'DIFFERENT'} (both indexes should cut a tie "
+            "at the k-th score by doc id descending: a bug)"
         )
     print(json.dumps(rows))
 

@@ -84,13 +84,15 @@ class BM25Options(Options):
     )
     shard_docs: int = option(
         0,
-        "documents per index shard, built in bounded memory with global statistics (same run); 0: one index",
+        "documents per index shard, built in bounded memory with global statistics (same run); "
+        "0: chosen from the corpus and the memory (see memory)",
         minimum=0,
     )
     memory: str | None = option(
         None,
         "peak memory budget (4G, 800M, bytes if bare): the single index if its estimated peak "
-        "fits, else shards sized to fit (same run); not with shard_docs or backend=lucene",
+        "fits, else shards sized to fit (same run); unset: 2G, or half the available memory if "
+        "less, so a large corpus is sharded; not with shard_docs or backend=lucene",
     )
 
 

@@ -11,6 +11,7 @@ id as everywhere), because a pool's ranking must cover the pool.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -64,6 +65,23 @@ def numba_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("numba") is not None
+
+
+def trec_top(scores: np.ndarray, k: int, ids_at: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Positions into *scores* (shape ``(m,)``) of its first *k* in trec_eval's order (score
+    descending, doc id descending), in no particular order; *ids_at* gives the doc ids at some of
+    those positions (an object array), and is asked only for the ties at the k-th score. Both
+    the single and the sharded index cut a ranking with it, so a tie at the k-th place is cut
+    the same way whatever the layout."""
+    if len(scores) <= k:
+        return np.arange(len(scores))
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    sure = np.flatnonzero(scores > kth)
+    ties = np.flatnonzero(scores == kth)
+    need = k - len(sure)
+    if len(ties) > need:
+        ties = ties[np.argsort(ids_at(ties), kind="stable")[::-1][:need]]
+    return np.concatenate([sure, ties])
 
 
 def _compact(codes: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,10 +187,15 @@ class BM25Index(IndexBase):
         self, token_ids: list[list[int]], batch: list[int], k: int
     ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """bm25s' top-k of the unrestricted queries *batch* (positions into *token_ids*): a list
-        of ``(query positions, doc rows, scores)``, without documents that share no query term."""
+        of ``(query positions, doc rows, scores)``, without documents that share no query term.
+
+        bm25s cuts a tie at the k-th score arbitrarily (``argpartition``), so one more than *k* is
+        retrieved: a query whose k-th and (k+1)-th scores differ keeps the k best, one whose
+        scores tie there is ranked over the whole index and cut by :func:`trec_top` (doc id
+        descending), as the sharded index cuts it: the run does not depend on the layout."""
         if not batch:
             return []
-        kk = min(k, len(self.doc_ids))
+        kk = min(k + 1, len(self.doc_ids))
         backend = self._backend(len(batch))
         threads = (
             (-1 if self.retriever.threads == 0 else self.retriever.threads)
@@ -194,8 +217,21 @@ class BM25Index(IndexBase):
         scores = np.asarray(scores)
         floor = np.array([self._no_match_score(token_ids[i]) for i in batch])
         keep = scores > floor[:, None]
+        tied = np.zeros(len(batch), dtype=bool)
+        if kk > k:  # drop each row's (k+1)-th; a row whose two lowest scores tie is redone
+            low = scores.argmin(axis=1)
+            lowest = scores[np.arange(len(batch)), low]
+            tied = ((scores == lowest[:, None]).sum(axis=1) > 1) & (lowest > floor)
+            keep[np.arange(len(batch)), low] = False
+            keep[tied] = False
         rows = np.repeat(np.asarray(batch, dtype=np.int64), keep.sum(axis=1))
-        return [(rows, indices[keep].astype(np.int64, copy=False), scores[keep])]
+        out = [(rows, indices[keep].astype(np.int64, copy=False), scores[keep])]
+        for j in np.flatnonzero(tied):
+            full = np.asarray(self.bm25.get_scores(token_ids[batch[j]]))
+            pos = np.flatnonzero(full > floor[j])
+            pos = pos[trec_top(full[pos], k, lambda t, pos=pos: self._doc_array[pos[t]])]
+            out.append((np.full(len(pos), batch[j], dtype=np.int64), pos, full[pos]))
+        return out
 
     def _search_pools(
         self, token_ids: list[list[int]], single: list[int], pools: list[Any], k: int
@@ -214,7 +250,7 @@ class BM25Index(IndexBase):
             else:
                 sub = np.zeros(len(cand))
             if len(cand) > k:
-                top = np.argpartition(-sub, k - 1)[:k]
+                top = trec_top(sub, k, lambda t, cand=cand: self._doc_array[cand[t]])
                 cand, sub = cand[top], sub[top]
             rows = np.full(len(cand), i, dtype=np.int64)
             out.append((rows, np.asarray(cand, dtype=np.int64), sub))

@@ -8,6 +8,19 @@ index, and run, of plain ``bm25``); otherwise the sharded index
 fits (rounded down to a multiple of 1,000 documents when that still fits); if no shard size fits,
 a :class:`~nuggetbench.errors.SpecError` names the smallest budget that would.
 
+**Plain ``bm25``** (no ``memory=``, no ``shard_docs``; methods ``lucene``, ``robertson``,
+``atire``) is planned the same way under a default budget (:func:`plan_default`):
+:data:`DEFAULT_BUDGET` (2 GiB), or half of :func:`available_memory` when that is less. A corpus
+whose single index is estimated under it keeps the single index (up to about 180 MB of
+``corpus.jsonl``, some 600,000 passages of 300 bytes); a larger one gets the sharded index with
+the largest shards that fit, exactly what ``bm25:memory=2G`` builds. Why 2 GiB and not all the
+free memory: beyond that size the sharded build is not slower than the single one but bounded
+(2M synthetic passages: the single index peaked at 5,144 MB in 179 s, ``memory=2G`` at 953 MB in
+126 s, the same run), so a larger budget would only cost memory. Where nothing fits (a machine
+with little free memory), the cheapest layout is taken with a warning rather than an error: the
+default never refuses a corpus. The run is the same whatever the layout (both indexes cut ties
+at the k-th score by doc id), so the choice changes memory and time, never results.
+
 **Corpus size.** ``corpus_bytes`` is the size of the corpus as BEIR JSON lines: for a file-backed
 corpus (``JsonlCorpus``, ``IndexedJsonlCorpus``) the file's size (``stat``, nothing read); for
 any other corpus the mean over its first :data:`SAMPLE_DOCS` documents of ``title + " " + text``
@@ -59,11 +72,13 @@ command (``python benchmarks/scale.py``)                        ids    peak     
 ``--n 8800000 --engines memory --memory 8G`` (1,423,000)        mmap   4,802    8,189     1.71
 ``--n 1000000 --engines sharded-mm --shard-docs 200000``        mmap   954      1,274     1.34
 ``--n 1000000 --engines memory --memory 1.5G`` (164,000)        mmap   993      1,082     1.09
+``--n 2000000 --engines default,memory --memory 2G`` (335,000)  mmap   1,397    2,044     1.46
 the imports alone (``BM25``, ``JsonlCorpus``)                          114.8
 ==============================================================  =====  =======  ========  =====
 
-(corpora of 30.2 MB, 60.4 MB, 0.30 GB, 1.52 GB and 2.67 GB; the 8.8M run's shard size, in
-brackets, was chosen by this model; peaks printed in GiB are times 1,024;
+(corpora of 30.2 MB, 60.4 MB, 0.30 GB, 0.61 GB, 1.52 GB and 2.67 GB; the 8.8M and 2M runs' shard
+sizes, in brackets, were chosen by this model (the 2M row: the highest of six runs, plain
+``bm25`` and ``memory=2G`` alternately, ``--repeat 3``); peaks printed in GiB are times 1,024;
 ``tests/test_bm25_memory.py`` holds the same table and checks every estimate against it.) The
 sharded rows were measured on 27 Nov 2026 with the search mapping one shard at a time, except the
 last two, which are build-bound and were measured the day before (the search's change does not
@@ -105,7 +120,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +128,18 @@ from nuggetbench.data import Corpus, JsonlCorpus
 from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
 from nuggetbench.errors import SpecError
 
-__all__ = ["COST_MODEL", "CostModel", "MemoryPlan", "format_size", "parse_size", "plan_memory"]
+__all__ = [
+    "COST_MODEL",
+    "CostModel",
+    "DEFAULT_BUDGET",
+    "MemoryPlan",
+    "available_memory",
+    "default_budget",
+    "format_size",
+    "parse_size",
+    "plan_default",
+    "plan_memory",
+]
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +151,11 @@ GIB = 1024**3
 SAMPLE_DOCS = 2000
 #: bytes of a BEIR JSON line beyond the id and the text (``{"_id": "", "title": "", "text": ""}``)
 LINE_OVERHEAD = 40
+
+#: the budget of plain ``bm25`` (no ``memory=``), unless half the available memory is less
+DEFAULT_BUDGET = 2 * GIB
+#: the share of the available memory that plain ``bm25`` may plan for
+AVAILABLE_SHARE = 0.5
 
 _UNITS = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": 1024**4}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
@@ -285,6 +316,8 @@ class MemoryPlan:
     corpus_bytes: int
     corpus_bytes_from: str
     ids_mapped: bool = False
+    chosen_by: str = "memory="
+    available: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -293,8 +326,12 @@ class MemoryPlan:
         what = "the single index"
         if self.engine == "sharded":
             what = f"the sharded index, shard_docs={self.shard_docs}"
+        budget = f"memory={format_size(self.budget)}"
+        if self.chosen_by == "default":
+            free = "unknown" if self.available is None else format_size(self.available)
+            budget = f"default budget {format_size(self.budget)} (available memory {free})"
         return (
-            f"bm25 memory={format_size(self.budget)}: {what} (estimated peak "
+            f"bm25 {budget}: {what} (estimated peak "
             f"{format_size(self.estimate)}; single index {format_size(self.single_estimate)}; "
             f"{self.n_docs} documents, {format_size(self.corpus_bytes)} from {self.corpus_bytes_from}"
             f"{', ids memory-mapped' if self.ids_mapped else ''})"
@@ -323,12 +360,78 @@ def corpus_bytes(corpus: Corpus, n_docs: int) -> tuple[int, str]:
     return int(math.ceil(total / seen * n_docs)), f"a sample of {seen} documents"
 
 
-def plan_memory(corpus: Corpus, budget: int, model: CostModel | None = None) -> MemoryPlan:
+def available_memory() -> int | None:
+    """Bytes this process could still use: ``MemAvailable`` of ``/proc/meminfo``, or less when a
+    cgroup (v2 ``memory.max``, v1 ``memory.limit_in_bytes``) limits the process further; ``None``
+    where neither can be read (not Linux)."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * KIB)
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit, usage in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        ),
+    ):
+        try:
+            cap = Path(limit).read_text().strip()
+            if cap != "max" and int(cap) < 1 << 60:
+                found.append(max(int(cap) - int(Path(usage).read_text().strip()), 0))
+                break
+        except (OSError, ValueError):
+            continue
+    return min(found) if found else None
+
+
+def default_budget(available: int | None) -> int:
+    """The budget of plain ``bm25``: :data:`DEFAULT_BUDGET` (2 GiB), or :data:`AVAILABLE_SHARE`
+    of *available* bytes when that is less (``None``: unknown, the 2 GiB)."""
+    if available is None:
+        return DEFAULT_BUDGET
+    return max(min(DEFAULT_BUDGET, int(available * AVAILABLE_SHARE)), 1)
+
+
+def plan_default(
+    corpus: Corpus, *, available: int | None = None, model: CostModel | None = None
+) -> MemoryPlan:
+    """The layout of plain ``bm25`` for *corpus*: :func:`plan_memory` under
+    :func:`default_budget` of *available* bytes (``None``: :func:`available_memory` now), so a
+    corpus whose single index would peak above 2 GiB (about 180 MB of ``corpus.jsonl``, 600,000
+    passages of 300 bytes) or above half the free memory is sharded. Never refuses: when no
+    layout fits, the cheapest one is taken (logged as a warning)."""
+    free = available_memory() if available is None else available
+    budget = default_budget(free)
+    plan = plan_memory(corpus, budget, model, cheapest_if_none_fits=True)
+    if plan.estimate > budget:
+        log.warning(
+            "bm25: no index layout fits the default budget %s (%s available); using the cheapest, "
+            "estimated at %s; set bm25:memory=SIZE to choose",
+            format_size(budget),
+            "unknown" if free is None else format_size(free),
+            format_size(plan.estimate),
+        )
+    return replace(plan, chosen_by="default", available=free)
+
+
+def plan_memory(
+    corpus: Corpus,
+    budget: int,
+    model: CostModel | None = None,
+    *,
+    cheapest_if_none_fits: bool = False,
+) -> MemoryPlan:
     """The index layout for *corpus* within *budget* bytes (see the module docstring).
 
     Raises:
         SpecError: neither the single index nor any shard size fits (the message names the
-            smallest budget that would: the cheapest layout's estimate).
+            smallest budget that would: the cheapest layout's estimate), unless
+            *cheapest_if_none_fits*: then the layout of the least estimate is returned.
     """
     model = model or COST_MODEL
     n = len(corpus)
@@ -347,6 +450,10 @@ def plan_memory(corpus: Corpus, budget: int, model: CostModel | None = None) -> 
         return MemoryPlan("single", 0, single, **common)
     low = model.cheapest_shard(n, size)
     need = model.sharded(n, size, low, mapped_ids=mapped)
+    if need > budget and cheapest_if_none_fits:
+        if single <= need:
+            return MemoryPlan("single", 0, single, **common)
+        return MemoryPlan("sharded", low, need, **common)
     if need > budget:
         raise SpecError(
             f"bm25: memory={format_size(budget)} is too small for this corpus ({n} documents, "

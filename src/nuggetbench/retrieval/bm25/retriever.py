@@ -24,6 +24,14 @@ sharded index (:mod:`nuggetbench.retrieval.bm25.sharded`) with shards sized to f
 (:mod:`nuggetbench.retrieval.bm25.memory`: the cost model and its calibration). Either way the
 index is the one plain ``bm25`` or ``bm25:shard_docs=N`` builds (same artifact, same scores).
 
+Plain ``bm25`` (no ``memory=``, no ``shard_docs``, method ``lucene``/``robertson``/``atire``)
+plans its layout the same way under a default budget
+(:func:`~nuggetbench.retrieval.bm25.memory.plan_default`): 2 GiB, or half the available memory
+when that is less; so a small corpus keeps the single index and a large one (about 600,000
+passages and up) is sharded, in bounded memory. The layout never changes the run: both indexes
+cut a tie at the k-th score by doc id (trec_eval's order), so ``bm25``, ``bm25:memory=SIZE`` and
+``bm25:shard_docs=N`` write the same run byte for byte, and share the run cache.
+
 The index is an artifact of the store (:mod:`nuggetbench.store`), ``<home>/cache/bm25/<spec>-<key>/``,
 in bm25s' own save format (npy + JSON, no pickle) plus ``doc_ids.json`` and ``meta.json``; the
 key hashes the corpus fingerprint, every scoring and tokenization parameter, and the bm25s version.
@@ -47,7 +55,7 @@ from nuggetbench.retrieval.bm25.index import BM25Index, numba_available, tokeniz
 from nuggetbench.retrieval.bm25.lucene import EXTRA as LUCENE_EXTRA
 from nuggetbench.retrieval.bm25.lucene import LuceneIndex, build_lucene_index, lucene_available
 from nuggetbench.retrieval.bm25.lucene import index_key as lucene_index_key
-from nuggetbench.retrieval.bm25.memory import MemoryPlan, parse_size, plan_memory
+from nuggetbench.retrieval.bm25.memory import MemoryPlan, parse_size, plan_default, plan_memory
 from nuggetbench.retrieval.bm25.sharded import (
     SHARDED_METHODS,
     ShardedBM25Index,
@@ -67,6 +75,9 @@ __all__ = ["BM25", "BM25Options", "METHODS", "STOPWORDS"]
 log = logging.getLogger(__name__)
 
 CACHE_FORMAT = 1
+#: how a run is cut at the k-th score, in the run cache's identity (runs cut by bm25s' arbitrary
+#: tie order, before both layouts cut ties by doc id, are not served again)
+TIE_ORDER = "score desc, doc id desc"
 _NONOCCURRENCE_METHODS = ("bm25l", "bm25+")
 
 
@@ -153,10 +164,10 @@ class BM25(Composable):
         self.memory = memory  # the budget in bytes (None: no budget)
         self._plan: tuple[Any, MemoryPlan] | None = None  # (weak ref to the corpus, its plan)
         self.fields = self.options.fields
-        if self.backend == "lucene":  # the run cache keys on it (bm25s keys stay name + params)
+        if self.backend == "lucene":  # the run cache keys on it
             self.identity = self._lucene_identity
-        elif self.memory is not None:
-            self.identity = self._budget_identity
+        else:
+            self.identity = self._bm25s_identity
 
     # --- description -----------------------------------------------------------------------
     @property
@@ -196,16 +207,15 @@ class BM25(Composable):
             "engine": lucene_index_key(self.fields),
         }
 
-    def _budget_identity(self) -> dict[str, Any]:
-        """What identifies a ``memory=`` run in the run cache: name and params plus the budget.
-        The layout depends on the corpus, and the sharded index cuts ties at the k-th score by
-        doc id where the single one cuts them as bm25s does, so these runs are not served from
-        (nor to) plain ``bm25``'s cached runs; the index itself is shared (:meth:`_layout`)."""
+    def _bm25s_identity(self) -> dict[str, Any]:
+        """What identifies a bm25s run in the run cache: name, params and :data:`TIE_ORDER`.
+        Not the layout (``memory=``, ``shard_docs``): the single and the sharded index give the
+        same run, ties at the k-th score included, so their runs are served to each other."""
         return {
             "name": self.name,
             "params": self.params,
             "class": f"{type(self).__module__}.{type(self).__qualname__}",
-            "memory": self.memory,
+            "ties": TIE_ORDER,
         }
 
     def cache_key(self, corpus: Corpus) -> str:
@@ -220,25 +230,38 @@ class BM25(Composable):
             label=self.name,
         )
 
+    @property
+    def plans_layout(self) -> bool:
+        """Whether the layout is chosen from the corpus and a memory budget: with ``memory=``,
+        and for plain ``bm25`` (the default budget), but not with ``shard_docs``,
+        ``backend=lucene`` or ``bm25l``/``bm25+`` (single index only)."""
+        if self.memory is not None:
+            return True
+        return not self.shard_docs and self.backend != "lucene" and self.method in SHARDED_METHODS
+
     def memory_plan(self, corpus: Corpus) -> MemoryPlan | None:
-        """With ``memory=``, the layout chosen for *corpus*
-        (:func:`~nuggetbench.retrieval.bm25.memory.plan_memory`, logged once per corpus);
-        ``None`` without a budget.
+        """The layout chosen for *corpus* (logged once per corpus): with ``memory=``,
+        :func:`~nuggetbench.retrieval.bm25.memory.plan_memory` under that budget; for plain
+        ``bm25``, :func:`~nuggetbench.retrieval.bm25.memory.plan_default` (2 GiB, or half the
+        available memory when less; never refused); ``None`` when not :attr:`plans_layout`.
 
         Raises:
-            SpecError: the budget is too small even for the smallest shards.
+            SpecError: ``memory=`` is too small even for the smallest shards.
         """
-        if self.memory is None:
+        if not self.plans_layout:
             return None
         if self._plan is None or self._plan[0]() is not corpus:
-            plan = plan_memory(corpus, self.memory)
+            if self.memory is None:
+                plan = plan_default(corpus)
+            else:
+                plan = plan_memory(corpus, self.memory)
             log.info("%s", plan.describe())
             self._plan = (weakref.ref(corpus), plan)
         return self._plan[1]
 
     def _layout(self, corpus: Corpus) -> int:
         """Documents per shard of the index of *corpus*: ``shard_docs``, or the one chosen for
-        the ``memory=`` budget; 0 for the single index."""
+        the budget (:meth:`memory_plan`); 0 for the single index."""
         plan = self.memory_plan(corpus)
         return self.shard_docs if plan is None else plan.shard_docs
 
@@ -277,8 +300,7 @@ class BM25(Composable):
             )
         clone = copy.copy(self)
         clone.analyzer = name
-        if self.memory is not None:  # bound to the clone, whose params name its analyzer
-            clone.identity = clone._budget_identity
+        clone.identity = clone._bm25s_identity  # bound to the clone, whose params name its analyzer
         return clone
 
     def tokenize(self, texts: list[str], *, return_ids: bool = False, show_progress: bool = False):
@@ -448,7 +470,8 @@ class BM25(Composable):
         return ShardedBM25Index(self, artifact.path, from_cache=False)
 
     def _plan_meta(self, corpus: Corpus) -> dict[str, Any]:
-        """``{"memory_plan": ...}`` for the index's meta.json when a budget chose the layout."""
+        """``{"memory_plan": ...}`` for the index's meta.json when a budget (given or the
+        default) chose the layout."""
         plan = self.memory_plan(corpus)
         return {} if plan is None else {"memory_plan": plan.as_dict()}
 

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nuggetbench.data import Queries, Run
+from nuggetbench.retrieval.bm25.index import trec_top
 from nuggetbench.retrieval.bm25.shard_build import build_sharded, finish
 from nuggetbench.retrieval.protocols import DocFilter, IndexBase, check_k
 from nuggetbench.retrieval.shardmap import Mapper, active, serial_map
@@ -341,15 +342,8 @@ class ShardedBM25Index(IndexBase):
     def _trec_top(self, pos: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
         """Which of the candidates *pos* (scores *scores*, shape ``(m,)``, m > k) are the first
         *k* in trec_eval's order (score desc, doc id desc); doc ids are decoded only for the
-        ties at the k-th score."""
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-        sure = np.flatnonzero(scores > kth)
-        ties = np.flatnonzero(scores == kth)
-        need = k - len(sure)
-        if len(ties) > need:
-            tied_ids = self.doc_ids.take(pos[ties])
-            ties = ties[np.argsort(tied_ids, kind="stable")[::-1][:need]]
-        return np.concatenate([sure, ties])
+        ties at the k-th score (:func:`~nuggetbench.retrieval.bm25.index.trec_top`)."""
+        return trec_top(scores, k, lambda t: self.doc_ids.take(pos[t]))
 
     def _candidates(self, doc_ids) -> tuple[np.ndarray, int]:
         if self._position is None:
