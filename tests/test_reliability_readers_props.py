@@ -48,7 +48,7 @@ from nuggetbench.data.formats.freshstack import (  # noqa: E402
 from nuggetbench.data.formats.rankfile import read_rank_file  # noqa: E402
 from nuggetbench.data.formats.safepickle import load_builtin  # noqa: E402
 from nuggetbench.data.source import decode_id_text  # noqa: E402
-from nuggetbench.errors import NuggetbenchError  # noqa: E402
+from nuggetbench.errors import FormatError, NuggetbenchError  # noqa: E402
 
 EXAMPLES = 150
 FUZZ_EXAMPLES = 200
@@ -467,3 +467,18 @@ def test_freshstack_queries_read_write_read_is_identity(rows, bom):
         q2, n2 = read_freshstack_queries(again)
     assert dict(q2) == dict(queries)
     assert _nugget_view(n2) == _nugget_view(nuggets)
+
+
+@pytest.mark.parametrize("head", [b"\x80\x01", b"\x80 ", b"\x80\x04"])
+def test_a_trec_run_starting_with_byte_0x80_is_not_taken_for_a_pickle(tmp_path, head):
+    """Pickle's PROTO opcode is byte 0x80; a TREC run whose first query id starts with that byte
+    (found by the property test above) is still read as a TREC run, and a real pickle named
+    ``.pkl`` that is broken still fails as a pickle."""
+    path = tmp_path / "run.txt"
+    path.write_bytes(head + b" Q0 d1 1 0.5 tag\n")
+    run = load_run(path)
+    assert [d for docs in run.to_dict().values() for d in docs] == ["d1"]
+    broken = tmp_path / "run.pkl"
+    broken.write_bytes(head + b" Q0 d1 1 0.5 tag\n")
+    with pytest.raises(FormatError):
+        load_run(broken)

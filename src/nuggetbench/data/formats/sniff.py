@@ -9,12 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from nuggetbench.data.formats.beir import read_beir_qrels, read_json_qrels, read_json_run
-from nuggetbench.data.formats.rankfile import looks_like_rank_file, read_rank_file
+from nuggetbench.data.formats.rankfile import (
+    _PICKLE_SUFFIXES,
+    looks_like_rank_file,
+    read_rank_file,
+)
 from nuggetbench.data.formats.trec import read_run_owned, read_trec_qrels
 from nuggetbench.data.qrels import Qrels
 from nuggetbench.data.run import DUPLICATE_POLICIES, Run
 from nuggetbench.data.source import read_source
-from nuggetbench.errors import InputError
+from nuggetbench.errors import FormatError, InputError
 
 
 def _first_data_line(data: bytes) -> bytes:
@@ -54,9 +58,14 @@ def read_run(
         )
     path = Path(path)
     data = read_source(path, what="run")
-    if looks_like_rank_file(path, data):
-        return read_rank_file(path, name=name, duplicates=duplicates or "first", content=data)
     first = _first_data_line(data).lstrip()
+    if looks_like_rank_file(path, data):
+        try:
+            return read_rank_file(path, name=name, duplicates=duplicates or "first", content=data)
+        except FormatError:
+            # a TREC run whose first query id starts with byte 0x80 (pickle's PROTO opcode)
+            if path.suffix.lower() in {*_PICKLE_SUFFIXES, ".json"} or len(first.split()) != 6:
+                raise
     if path.suffix == ".json" or first.startswith(b"{"):
         return read_json_run(path, name=name, duplicates=duplicates or "error", content=data)
     box = [data]  # the reader drops the bytes once parsed (a run file's size off the peak)
