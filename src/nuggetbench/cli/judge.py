@@ -11,6 +11,7 @@ from nuggetbench.cli._common import (
     endpoint_options,
     info,
     parse_options,
+    request_bounds,
 )
 from nuggetbench.cli._globals import count_bar
 from nuggetbench.errors import LLMError
@@ -33,8 +34,8 @@ CLIENT_KEYS = (
 
 def llm_options(command):
     """``--model``, ``--base-url``, ``--no-api-key`` (:func:`~._common.endpoint_options`, shared
-    with ``build``), ``--api-key-env``, ``--concurrency``, ``--timeout``, ``--max-retries``,
-    ``--price``, ``--max-repairs``."""
+    with ``build``), ``--api-key-env``, ``--concurrency``, ``--timeout`` and ``--max-retries``
+    (:func:`~._common.request_bounds`, also shared with ``build``), ``--price``, ``--max-repairs``."""
     for opt in reversed(
         [
             click.option(
@@ -52,22 +53,7 @@ def llm_options(command):
                 show_default=True,
                 help="Requests in flight at once.",
             ),
-            click.option(
-                "--timeout",
-                type=click.FloatRange(min=0.1),
-                default=120.0,
-                show_default=True,
-                metavar="SECONDS",
-                help="Seconds one request may take, from connecting to the last byte of the answer.",
-            ),
-            click.option(
-                "--max-retries",
-                type=click.IntRange(min=0),
-                default=6,
-                show_default=True,
-                help="Retries of a request that timed out or failed (backoff 1 s, doubling, at most "
-                "60 s); after that the command stops sending requests.",
-            ),
+            request_bounds(),
             click.option(
                 "--price",
                 default=None,
