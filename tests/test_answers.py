@@ -322,3 +322,47 @@ def test_fastbook_answer_components_are_the_nuggets(shared_data):
     sets = read_nuggets(shared_data / "fastbook" / "fastbook-benchmark.json")
     assert len(sets) == 191 and sum(len(s.nuggets) for s in sets.values()) == 357
     assert all(n.importance == "vital" for s in sets.values() for n in s.nuggets)
+
+
+def test_out_names_each_file_it_writes(server, tmp_path):
+    """``answers -o`` names every file it writes on stderr, as ``judge -o`` does; the JSON output
+    lists them under ``files``."""
+    _synthetic(tmp_path)
+    out = tmp_path / "o"
+    args = ["answers", str(tmp_path / "nuggets.jsonl"), str(tmp_path / "A.jsonl"), "--model", "m"]
+    result = CliRunner(env={"COLUMNS": "300"}).invoke(cli, [*args, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    written = sorted(p.name for p in out.iterdir())
+    assert written == ["answers.json", "assignments.jsonl"]
+    named = [line for line in result.stderr.splitlines() if line.startswith("wrote ")]
+    assert sorted(line.split()[1] for line in named) == [str(out / n) for n in written]
+    assert f"wrote {out / 'answers.json'} (the summary)" in named
+    assert f"wrote {out / 'assignments.jsonl'} (every assignment)" in named
+    shown = json.loads(_invoke(*args, "-o", str(tmp_path / "j"), "--format", "json"))
+    assert shown["files"] == {
+        "assignments": str(tmp_path / "j" / "assignments.jsonl"),
+        "summary": str(tmp_path / "j" / "answers.json"),
+    }
+    assert json.loads((tmp_path / "j" / "answers.json").read_text())["files"] == shown["files"]
+    assert "files" not in json.loads(_invoke(*args, "--format", "json"))  # nothing written
+
+
+def test_strict_exits_2_when_answers_stay_unusable(server, tmp_path, capsys):
+    """``--strict`` as on ``judge``: the results are still shown and written, then exit 2."""
+    from nuggetbench.cli import main
+
+    _synthetic(tmp_path)
+    args = ["answers", str(tmp_path / "nuggets.jsonl"), str(tmp_path / "A.jsonl")]
+    args += ["--max-repairs", "0", "--no-progress", "--format", "json"]
+    assert "files" not in json.loads(_invoke(*args, "--model", "m", "--strict"))  # exit 0
+    server.malformed, server.malformed_repairs = 1.0, True
+    args += ["--model", "m2"]  # answers of m are cached
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        main([*args, "--strict", "-o", str(tmp_path / "o")])
+    assert stop.value.code == 2
+    shown, err = capsys.readouterr()
+    failures = json.loads(shown)["failures"]["A"]
+    assert failures > 0 and f"--strict: {failures} answers stayed unusable" in err
+    assert (tmp_path / "o" / "assignments.jsonl").exists()  # still written
+    assert CliRunner().invoke(cli, args).exit_code == 0  # without --strict: a warning only

@@ -169,3 +169,31 @@ def test_progress_bars_only_on_a_terminal(server, inputs, tmp_path):
     )
     assert terminal.exit_code == 0, terminal.output
     assert "\r" in terminal.stderr and "nuggets:" in terminal.stderr
+
+
+def _bounded(folder: Path, inputs, *, timeout: float, max_retries: int) -> Path:
+    """The test plan with its ``[llm] timeout`` and ``max_retries`` replaced."""
+    plan = write_plan(folder, inputs)
+    text = plan.read_text()
+    assert "\ntimeout = 5\n" in text and "\nmax_retries = 2\n" in text
+    text = text.replace("\ntimeout = 5\n", f"\ntimeout = {timeout}\n")
+    plan.write_text(text.replace("\nmax_retries = 2\n", f"\nmax_retries = {max_retries}\n"))
+    return plan
+
+
+def test_timeout_and_max_retries_flags_win_over_the_plan(server, inputs, tmp_path):
+    """``--timeout`` / ``--max-retries`` as on judge/answers/nuggets: the flag, then the plan's
+    ``[llm]``, then the defaults. The server hangs (10 s) on the first request only."""
+    slow = _bounded(tmp_path / "slow", inputs, timeout=30, max_retries=0)
+    server.inject("hang")
+    flag = _invoke(str(slow), "--no-progress", "--timeout", "0.5")
+    assert flag.exit_code != 0 and "within 0.5 s" in str(flag.exception)  # not 30 s: the flag
+    quick = _bounded(tmp_path / "quick", inputs, timeout=0.5, max_retries=0)
+    server.inject("hang")
+    plan = _invoke(str(quick), "--no-progress")
+    assert plan.exit_code != 0 and "within 0.5 s" in str(plan.exception)  # the plan's [llm]
+    server.inject("hang")
+    retried = _invoke(str(quick), "--no-progress", "--max-retries", "1")
+    assert retried.exit_code == 0, retried.output  # the hung request was asked again
+    assert load_plan(quick, llm={"timeout": None, "max_retries": 2}).llm.max_retries == 2
+    assert load_plan(quick).llm.timeout == 0.5

@@ -131,3 +131,18 @@ def test_helpers():
     for bad in ('{"importance": ["vital"]}', '{"importance": ["high", "okay"]}', "vital, okay"):
         with pytest.raises(InvalidAnswer):
             validate_importance(bad, n=2)
+
+
+def test_strict_fails_when_a_query_got_no_nuggets(server, tmp_path):
+    """``--strict`` as on ``judge``: unusable answers (after their re-asks) are an error, and the
+    file is still written, without those queries."""
+    folder, _ = _dataset(tmp_path)
+    out = tmp_path / "n.jsonl"
+    args = ["nuggets", str(folder), "--model", "m", "-o", str(out), "--no-progress", "--strict"]
+    assert json.loads(_invoke(*args, "--format", "json"))["failed"] == {}  # all usable: exit 0
+    server.malformed, server.malformed_repairs = 1.0, True
+    result = CliRunner().invoke(cli, [*args, "--model", "m2", "--max-repairs", "0"])
+    assert result.exit_code != 0
+    assert "--strict: 2 queries' answers stayed unusable" in str(result.exception)
+    assert type(result.exception).__name__ == "LLMError"  # exit 2 from the entry point
+    assert out.read_text() == ""  # still written: q0 and q1 failed, q2 has no relevant document

@@ -115,6 +115,42 @@ def endpoint_options(*, plan: bool = False):
     return decorate
 
 
+def request_bounds(*, plan: bool = False):
+    """``--timeout`` and ``--max-retries`` (one decorator): how long one request may
+    take and how often a failed one is retried. One meaning for ``judge``, ``nuggets``,
+    ``answers`` and ``build``; with *plan* (``build``) their default is ``None`` so that the plan's
+    ``[llm] timeout`` / ``max_retries`` apply when the flag is not given (else the library's
+    defaults, 120 s and 6)."""
+    over = "the plan's [llm] {key}, else " if plan else ""
+    options = [
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=0.1),
+            default=None if plan else 120.0,
+            show_default=not plan,
+            metavar="SECONDS",
+            help="Seconds one request may take, from connecting to the last byte of the answer"
+            + (f" (default: {over.format(key='timeout')}120)." if plan else "."),
+        ),
+        click.option(
+            "--max-retries",
+            type=click.IntRange(min=0),
+            default=None if plan else 6,
+            show_default=not plan,
+            help="Retries of a request that timed out or failed (backoff 1 s, doubling, at most "
+            "60 s); after that the command stops sending requests"
+            + (f" (default: {over.format(key='max_retries')}6)." if plan else "."),
+        ),
+    ]
+
+    def decorate(command):
+        for opt in reversed(options):
+            command = opt(command)
+        return command
+
+    return decorate
+
+
 def stats_options(command):
     """``--test``, ``--correction``, ``--resamples`` and ``--seed``: the paired-comparison options
     of ``compare`` and ``answers`` (passed on to :func:`nuggetbench.compare.compare`)."""

@@ -6,7 +6,7 @@ import click
 
 from nuggetbench.cli._common import console, echo_json, render_means_table, stats_options, warn
 from nuggetbench.cli._globals import count_bar
-from nuggetbench.cli.judge import CLIENT_KEYS, llm_options
+from nuggetbench.cli.judge import CLIENT_KEYS, fail_if_strict, llm_options, strict_option, wrote
 from nuggetbench.judging import answers_files, judging_client
 
 SCORES = ("vital_score", "strict_vital_score", "all_score", "strict_all_score")
@@ -21,7 +21,8 @@ SCORES = ("vital_score", "strict_vital_score", "all_score", "strict_all_score")
     "out_dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Also write every assignment (assignments.jsonl) and the summary (answers.json).",
+    help="Also write every assignment (assignments.jsonl) and the summary (answers.json); each "
+    "file written is named on stderr.",
 )
 @click.option(
     "--baseline", default=None, metavar="NAME", help="Baseline system (default: the first)."
@@ -31,6 +32,7 @@ SCORES = ("vital_score", "strict_vital_score", "all_score", "strict_all_score")
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
+@strict_option("they are still written, their nuggets scored as 'failed'")
 def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
     """Label the NUGGETS of each question as supported, partly supported or not supported by
     each system's ANSWERS (one file per system, named by its stem) and print nuggetizer's
@@ -62,9 +64,19 @@ def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
             warn(f"{s}: {res.missing[s]} questions have no answer; scored on an empty answer")
     if fmt == "json":
         echo_json(res.to_dict())
-        return
+    else:
+        _render(res)
+    fail_if_strict(sum(res.failures.values()), kept="their nuggets scored as 'failed'")
+
+
+def _render(res) -> None:
     render_means_table("nugget scores (mean over questions)", res.results, SCORES)
     console().print(f"requests: {res.windows} windows of at most 10 nuggets; sent now: {res.sent}")
     if res.comparison is not None:
         out = console()
         out.print(res.comparison.to_rich(width=out.width))
+    wrote(res.files, _FILE_ROLES)
+
+
+#: What each file of ``answers -o`` holds, for the lines naming them.
+_FILE_ROLES = {"assignments": "every assignment", "summary": "the summary"}

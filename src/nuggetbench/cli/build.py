@@ -8,7 +8,7 @@ from rich.table import Table
 
 from nuggetbench.builder.pipeline import STAGES, check_build, run_build
 from nuggetbench.builder.plan import load_plan
-from nuggetbench.cli._common import console, echo_json, endpoint_options
+from nuggetbench.cli._common import console, echo_json, endpoint_options, request_bounds
 from nuggetbench.cli._globals import progress_wanted
 
 
@@ -42,6 +42,7 @@ from nuggetbench.cli._globals import progress_wanted
     "what would run, and run nothing.",
 )
 @endpoint_options(plan=True)
+@request_bounds(plan=True)
 @click.option(
     "--format",
     "fmt",
@@ -58,8 +59,9 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
 
     Stages: questions, corpus, nuggets, pool, judge, export, calibrate. Every LLM answer is cached
     in <output>/_build/llm_cache.sqlite as it arrives: run the same command again to resume an
-    interrupted build without paying twice. The endpoint: --model / --base-url / --no-api-key,
-    else the plan's [llm] model / base_url / no_api_key, else NUGGETBENCH_LLM_MODEL /
+    interrupted build without paying twice. The endpoint: --model / --base-url / --no-api-key /
+    --timeout / --max-retries, else the plan's [llm] model / base_url / no_api_key / timeout /
+    max_retries, else NUGGETBENCH_LLM_MODEL /
     NUGGETBENCH_LLM_BASE_URL (the first given wins); the key from OPENAI_API_KEY (or the variable
     named by [llm] api_key_env).
 
@@ -71,7 +73,7 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
       nuggetbench build plan.toml --model M --base-url http://127.0.0.1:8000/v1 --no-api-key
     """
 
-    loaded = load_plan(plan, llm=endpoint)  # --model, --base-url, --no-api-key over [llm]
+    loaded = load_plan(plan, llm=endpoint)  # --model ... --max-retries over [llm]
     if check_only:
         described = {"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)}
         if fmt == "json":

@@ -11,6 +11,7 @@ from nuggetbench.cli._common import (
     endpoint_options,
     info,
     parse_options,
+    request_bounds,
 )
 from nuggetbench.cli._globals import count_bar
 from nuggetbench.errors import LLMError
@@ -33,8 +34,8 @@ CLIENT_KEYS = (
 
 def llm_options(command):
     """``--model``, ``--base-url``, ``--no-api-key`` (:func:`~._common.endpoint_options`, shared
-    with ``build``), ``--api-key-env``, ``--concurrency``, ``--timeout``, ``--max-retries``,
-    ``--price``, ``--max-repairs``."""
+    with ``build``), ``--api-key-env``, ``--concurrency``, ``--timeout`` and ``--max-retries``
+    (:func:`~._common.request_bounds`, also shared with ``build``), ``--price``, ``--max-repairs``."""
     for opt in reversed(
         [
             click.option(
@@ -52,22 +53,7 @@ def llm_options(command):
                 show_default=True,
                 help="Requests in flight at once.",
             ),
-            click.option(
-                "--timeout",
-                type=click.FloatRange(min=0.1),
-                default=120.0,
-                show_default=True,
-                metavar="SECONDS",
-                help="Seconds one request may take, from connecting to the last byte of the answer.",
-            ),
-            click.option(
-                "--max-retries",
-                type=click.IntRange(min=0),
-                default=6,
-                show_default=True,
-                help="Retries of a request that timed out or failed (backoff 1 s, doubling, at most "
-                "60 s); after that the command stops sending requests.",
-            ),
+            request_bounds(),
             click.option(
                 "--price",
                 default=None,
@@ -86,6 +72,18 @@ def llm_options(command):
     ):
         command = opt(command)
     return endpoint_options()(command)
+
+
+def strict_option(written: str = "they are still written, as failures"):
+    """``--strict`` (``judge``, ``answers``, ``nuggets``): exit 2 when answers stayed unusable
+    after their re-asks; *written* says what becomes of them. Read by :func:`fail_if_strict`."""
+    return click.option(
+        "--strict",
+        is_flag=True,
+        expose_value=False,
+        callback=lambda ctx, _param, value: ctx.meta.__setitem__(STRICT, value),
+        help=f"Exit 2 when answers stayed unusable after their re-asks ({written}).",
+    )
 
 
 @click.command("judge", context_settings={"help_option_names": ["-h", "--help"]})
@@ -141,14 +139,7 @@ def llm_options(command):
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-@click.option(
-    "--strict",
-    is_flag=True,
-    expose_value=False,
-    callback=lambda ctx, _param, value: ctx.meta.__setitem__(STRICT, value),
-    help="Exit 2 when answers stayed unusable after their re-asks (they are still written, "
-    "as failures).",
-)
+@strict_option()
 def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
     """Judge the holes of RUNS on DATASET with an LLM (UMBRELA's 0-3 scale), or with
     --agreement re-judge judged pairs and compare with the human qrels.
@@ -191,19 +182,22 @@ def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
         client.close()
 
 
-def _fail_if_strict(failures: int) -> None:
-    """Under ``--strict``, unusable answers are an error (exit 2) once the results are shown."""
+def fail_if_strict(
+    failures: int, what: str = "answers", kept: str = "recorded as failures, left out of the qrels"
+) -> None:
+    """Under ``--strict``, unusable answers are an error (exit 2) once the results are shown:
+    *failures* counts *what* stayed unusable after the re-asks; *kept* says what became of them."""
     if failures and click.get_current_context().meta.get(STRICT):
         raise LLMError(
-            f"--strict: {failures} answers stayed unusable after their re-asks (recorded as "
-            "failures, left out of the qrels); run again to ask them again"
+            f"--strict: {failures} {what} stayed unusable after their re-asks ({kept}); run "
+            "again to ask them again"
         )
 
 
 def _render_holes(res, fmt: str) -> None:
     if fmt == "json":
         echo_json({"judge": res.to_dict()})
-        return _fail_if_strict(res.failures)
+        return fail_if_strict(res.failures)
     from rich.table import Table
 
     info(
@@ -216,8 +210,8 @@ def _render_holes(res, fmt: str) -> None:
     for name in res.judged_before:
         table.add_row(name, f"{res.judged_before[name]:.4f}", f"{res.judged_after[name]:.4f}")
     console().print(table)
-    _wrote(res.files)
-    _fail_if_strict(res.failures)
+    wrote(res.files)
+    fail_if_strict(res.failures)
 
 
 #: What each file of ``judge -o`` holds, for the lines naming them.
@@ -228,16 +222,18 @@ _FILE_ROLES = {
 }
 
 
-def _wrote(files: dict) -> None:
-    """One stderr line per file written (``wrote PATH (what it holds)``)."""
+def wrote(files: dict, roles: dict | None = None) -> None:
+    """One stderr line per file written (``wrote PATH (what it holds)``); *roles* maps the keys
+    of *files* to what each holds (default: ``judge``'s)."""
+    roles = _FILE_ROLES if roles is None else roles
     for key, path in (files or {}).items():
-        info(f"wrote {path} ({_FILE_ROLES.get(key, key)})")
+        info(f"wrote {path} ({roles.get(key, key)})")
 
 
 def _render_agreement(res, fmt: str) -> None:
     if fmt == "json":
         echo_json({"agreement": res.to_dict()})
-        return _fail_if_strict(res.failures)
+        return fail_if_strict(res.failures)
     from rich.table import Table
 
     out = console()
@@ -257,5 +253,5 @@ def _render_agreement(res, fmt: str) -> None:
     out.print(table)
     if res.measure is not None:
         out.print(f"Kendall's tau of the system orders by {res.measure}: {res.tau:.4f}")
-    _wrote(res.files)
-    _fail_if_strict(res.failures)
+    wrote(res.files)
+    fail_if_strict(res.failures)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from nuggetbench.cli._common import dataset_option, echo_json, info, parse_options, warn
-from nuggetbench.cli.judge import CLIENT_KEYS, llm_options
+from nuggetbench.cli.judge import CLIENT_KEYS, fail_if_strict, llm_options, strict_option
 from nuggetbench.judging import judging_client, nuggets_for_dataset
 
 
@@ -44,6 +44,7 @@ from nuggetbench.judging import judging_client, nuggets_for_dataset
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
+@strict_option("the file is still written, without those queries")
 def nuggets_command(dataset, out, dataset_options, fmt, **kw):
     """Create nuggets for the queries of DATASET from their relevant documents (AutoNuggetizer's
     creation in windows of 10 documents, at most 30 nuggets, then vital/okay), for
@@ -64,10 +65,13 @@ def nuggets_command(dataset, out, dataset_options, fmt, **kw):
         warn(f"query {q}: no nuggets ({why})")
     if fmt == "json":
         echo_json(res.to_dict())
-        return
-    d = res.to_dict()
-    info(
-        f"{d['queries']} queries, {d['nuggets']} nuggets ({d['vital']} vital); requests: "
-        f"{d['creation_windows']} creation + {d['importance_windows']} importance windows, "
-        f"{d['requests_sent']} sent now; wrote {out}"
+    else:
+        d = res.to_dict()
+        info(
+            f"{d['queries']} queries, {d['nuggets']} nuggets ({d['vital']} vital); requests: "
+            f"{d['creation_windows']} creation + {d['importance_windows']} importance windows, "
+            f"{d['requests_sent']} sent now; wrote {out}"
+        )
+    fail_if_strict(
+        len(res.failed), "queries' answers", kept=f"those queries have no nuggets in {out}"
     )

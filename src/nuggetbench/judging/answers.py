@@ -262,6 +262,8 @@ class AnswersOutcome:
         missing: ``{system: questions it did not answer}``.
         assignments: one row per (system, question, nugget).
         usage: the ledger's totals.
+        files: ``{"assignments": path, "summary": path}`` of the files written (empty when
+            none were).
     """
 
     results: dict[str, dict[str, float]]
@@ -273,6 +275,7 @@ class AnswersOutcome:
     assignments: list[dict] = field(repr=False)
     usage: dict[str, Any] = field(default_factory=dict)
     comparison: Any = None
+    files: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -285,6 +288,8 @@ class AnswersOutcome:
         }
         if self.comparison is not None:
             out["comparison"] = self.comparison.to_dict()
+        if self.files:
+            out["files"] = self.files
         return out
 
 

@@ -96,7 +96,7 @@ def answers_files(
     (:func:`nuggetbench.compare.compare` with *compare_options*: ``baseline``, ``test``,
     ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``) when there are two or more, and
     with *out_dir* write ``assignments.jsonl`` (one row per system, question and nugget) and
-    ``answers.json`` (the summary).
+    ``answers.json`` (the summary), named in the outcome's ``files``.
 
     Raises:
         InputError / FormatError: from the readers; LLMError / BudgetError: from the client.
@@ -112,7 +112,10 @@ def answers_files(
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        write_rows(out / "assignments.jsonl", outcome.assignments)
+        outcome.files = {
+            "assignments": str(write_rows(out / "assignments.jsonl", outcome.assignments)),
+            "summary": str(out / "answers.json"),
+        }
         write_json(out / "answers.json", outcome.to_dict())
     return outcome
 

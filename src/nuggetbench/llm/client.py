@@ -50,8 +50,8 @@ ENV_MODEL = "NUGGETBENCH_LLM_MODEL"
 ENV_API_KEY = "NUGGETBENCH_LLM_API_KEY"
 #: Where the time bounds are set, named in the error of a request that kept failing.
 BOUNDS_HINT = (
-    "raise the timeout or max_retries (--timeout/--max-retries for judge, answers and nuggets; "
-    "timeout=/max_retries= in an llm_* retriever spec; [llm] timeout/max_retries in a plan)"
+    "raise the timeout or max_retries (--timeout/--max-retries for judge, answers, nuggets and "
+    "build; timeout=/max_retries= in an llm_* retriever spec; [llm] timeout/max_retries in a plan)"
 )
 
 
