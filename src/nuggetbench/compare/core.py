@@ -50,12 +50,6 @@ def compare(
     system and measure: the mean paired difference to the baseline with its (paired) bootstrap
     interval, a two-sided paired test, the corrected p-value and Cohen's d_z.
 
-    Count measures whose family aggregates by a sum (trec_eval's ``num_q``, ``num_ret``,
-    ``num_rel``, ``num_rel_ret``...) are reported as ``evaluate`` reports them: the total over
-    the compared queries, the difference of totals, and intervals scaled the same way (n times
-    the mean's); their tests, p-values and effect sizes are those of the per-query values. They
-    are listed in the report's ``totals``.
-
     Args:
         results: the systems' per-query values, one of
             - a sequence of ``Results``-like objects (attributes ``query_ids`` and ``per_query``, a
@@ -83,7 +77,7 @@ def compare(
         query_ids: query ids for the ``name -> {measure: array}`` input form.
 
     Returns:
-        A :class:`ComparisonReport`.
+        A :class:`ComparisonReport`; count measures (``num_rel``...) as totals (its ``totals``).
 
     Raises:
         InputError: fewer than two systems, systems evaluated on different query sets (the

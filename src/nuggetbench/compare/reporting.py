@@ -99,9 +99,10 @@ class ComparisonReport:
             random seed.
         deltas: ``{system: {measure: {query_id: system - baseline}}}`` for every non-baseline
             system, over the queries compared (see :meth:`delta_records`).
-        totals: the count measures (a family aggregated by a sum, e.g. ``num_rel``) whose
-            estimates' ``mean``, differences and intervals are totals over the queries, as
-            ``evaluate`` prints them, rather than means.
+        totals: the count measures (a family aggregated by a sum: ``num_q``, ``num_rel``...)
+            whose estimates' ``mean``, differences and intervals are totals over the compared
+            queries (n times the means), as ``evaluate`` prints them; their tests, p-values and
+            effect sizes are those of the per-query values, as for any measure.
     """
 
     systems: list[str]
