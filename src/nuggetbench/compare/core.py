@@ -19,7 +19,9 @@ from nuggetbench.compare.stats import (
     percentile_interval,
     randomization_many,
 )
-from nuggetbench.errors import InputError, UnknownNameError, suggest
+from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
+from nuggetbench.measures.measure import parse_measure
+from nuggetbench.measures.registry import get_family
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +77,7 @@ def compare(
         query_ids: query ids for the ``name -> {measure: array}`` input form.
 
     Returns:
-        A :class:`ComparisonReport`.
+        A :class:`ComparisonReport`; count measures (``num_rel``...) as totals (its ``totals``).
 
     Raises:
         InputError: fewer than two systems, systems evaluated on different query sets (the
@@ -124,8 +126,37 @@ def _fill(report: ComparisonReport, aligned: Mapping[str, Mapping[str, np.ndarra
                 f"{m}: {int((~mask).sum())} of {len(qids)} queries not averaged (NaN for every system)"
             )
         methods |= _compare_measure(report, m, matrix[:, mask])
+        if _is_total(m):
+            _scale_to_totals(report, m, int(mask.sum()))
         _add_deltas(report, m, matrix[:, mask], [q for q, keep in zip(qids, mask) if keep])
     report.test_method = "; ".join(sorted(methods)) or report.test
+
+
+def _is_total(measure: str) -> bool:
+    """*measure*'s family aggregates per-query values by their sum (a count such as
+    ``num_rel``); ``False`` for a name not known to the measure registry."""
+    try:
+        return get_family(parse_measure(measure).family).aggregate == "sum"
+    except (NuggetbenchError, ValueError):
+        return False
+
+
+def _scale_to_totals(report: ComparisonReport, m: str, n: int) -> None:
+    """Multiply *m*'s means, differences and intervals by *n* (the sum is n times the mean);
+    the paired tests and effect sizes are unchanged."""
+    report.totals.append(m)
+    report.estimates[:] = [
+        replace(e, mean=e.mean * n, ci_low=e.ci_low * n, ci_high=e.ci_high * n)
+        if e.measure == m
+        else e
+        for e in report.estimates
+    ]
+    report.differences[:] = [
+        replace(d, diff=d.diff * n, ci_low=d.ci_low * n, ci_high=d.ci_high * n)
+        if d.measure == m
+        else d
+        for d in report.differences
+    ]
 
 
 def _ordered(names: list[str], baseline: str | int | None) -> tuple[str, list[str]]:

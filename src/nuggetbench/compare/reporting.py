@@ -99,6 +99,10 @@ class ComparisonReport:
             random seed.
         deltas: ``{system: {measure: {query_id: system - baseline}}}`` for every non-baseline
             system, over the queries compared (see :meth:`delta_records`).
+        totals: the count measures (a family aggregated by a sum: ``num_q``, ``num_rel``...)
+            whose estimates' ``mean``, differences and intervals are totals over the compared
+            queries (n times the means), as ``evaluate`` prints them; their tests, p-values and
+            effect sizes are those of the per-query values, as for any measure.
     """
 
     systems: list[str]
@@ -116,6 +120,7 @@ class ComparisonReport:
     seed: int | None
     notes: list[str] = field(default_factory=list)
     deltas: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    totals: list[str] = field(default_factory=list)
 
     # --- lookup -------------------------------------------------------------------------
     def estimate(self, system: str, measure: str) -> Estimate:
@@ -157,10 +162,11 @@ class ComparisonReport:
         name shortened for a terminal table)."""
         baseline = short_label(self.baseline) if short else self.baseline
         corr = "" if self.correction == "none" else f", {self.correction}-corrected"
+        totals = f"; {', '.join(self.totals)}: totals, not means" if self.totals else ""
         return (
             f"{len(self.query_ids)} queries; [{self.ci:.0%} bootstrap CI, {self.n_resamples} resamples]; "
             f"{MARK} significant difference to {baseline!r} ({self.test_method}{corr}, p < {self.alpha:g}); "
-            "W/T/L: queries won/tied/lost against it"
+            f"W/T/L: queries won/tied/lost against it{totals}"
         )
 
     # --- records ------------------------------------------------------------------------
@@ -177,6 +183,7 @@ class ComparisonReport:
                         "system": system,
                         "measure": measure,
                         "n_queries": e.n_queries,
+                        "aggregate": "sum" if measure in self.totals else "mean",
                         "mean": e.mean,
                         "ci_low": e.ci_low,
                         "ci_high": e.ci_high,
@@ -214,6 +221,7 @@ class ComparisonReport:
                 "estimates": [asdict(e) for e in self.estimates],
                 "differences": [asdict(d) for d in self.differences],
                 "deltas": self.deltas,
+                "totals": list(self.totals),
             }
         )
 
@@ -249,9 +257,12 @@ class ComparisonReport:
 
     # --- tables -------------------------------------------------------------------------
     def _digits(self, measure: str, digits: int | None) -> int:
-        """*digits*, or automatically 2 for percent-scaled measures (a mean above 1.5) else 4."""
+        """*digits*, or automatically 0 for totals of counts (see ``totals``), 2 for
+        percent-scaled measures (a mean above 1.5) else 4."""
         if digits is not None:
             return digits
+        if measure in self.totals:
+            return 0
         big = any(
             abs(e.mean) > 1.5
             for e in self.estimates
@@ -427,7 +438,8 @@ class ComparisonReport:
             labels = {s: f"S{i + 1}" for i, s in enumerate(self.systems)}
             word = len("system")
         for m in self.measures:
-            table = Table(title=m, title_justify="left")
+            title = f"{m} (total over the queries)" if m in self.totals else m
+            table = Table(title=title, title_justify="left")
             table.add_column("system", overflow="fold", min_width=min(word, width // 2))
             table.add_column(head, justify="right", no_wrap=True)
             for col, least in (("diff", 7), ("p", 6), ("W/T/L", wtl)):

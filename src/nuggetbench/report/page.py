@@ -16,10 +16,12 @@ import math
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from nuggetbench._outfolder import incomplete_note
 from nuggetbench._version import __version__
 from nuggetbench.report.data import LABEL_CHARS, ReportData, system_keys
 from nuggetbench.report.svg import delta_svg, depth_svg, scatter_svg
@@ -152,6 +154,16 @@ def _depth_figures(data: ReportData) -> list[str]:
     ]
 
 
+def _incomplete(data: ReportData, source: str) -> str | None:
+    """Why the experiment of the output folder *source* is incomplete, or ``None`` (complete,
+    or not from a folder)."""
+    if not source or source.startswith("<"):
+        return None
+    folder = Path(source)
+    file = folder if folder.name == "results.json" else folder / "results.json"
+    return incomplete_note(data.results, file)
+
+
 def _json_for_script(payload: dict) -> str:
     """Compact JSON that cannot end its ``<script>`` element (``<`` escaped)."""
     text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -163,7 +175,9 @@ def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> 
 
     Args:
         data: from :func:`~nuggetbench.report.data.build_report_data`.
-        source: where the results came from (shown in the provenance).
+        source: where the results came from (shown in the provenance); for an output folder,
+            a warning banner tops the page when its experiment is incomplete (an interrupted
+            run: see :func:`nuggetbench._outfolder.incomplete_note`).
         figures: embed the SVG charts (per measure and system: sorted deltas and the scatter
             against the baseline; the depth curves), drawn without matplotlib.
     """
@@ -186,6 +200,7 @@ def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> 
         cells=_cells(data),
         method=_method(data),
         notes=data.results.get("notes") or [],
+        incomplete=_incomplete(data, source),
         summaries=[
             (
                 t.title,
