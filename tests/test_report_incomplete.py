@@ -8,10 +8,10 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from report_fixtures import SYSTEMS, beir_folder, run_folder
 
 from nuggetbench import report
 from nuggetbench.cli import cli
+from report_fixtures import SYSTEMS, beir_folder, run_folder
 
 pytest.importorskip("matplotlib")
 
