@@ -23,9 +23,9 @@ import secrets
 import shutil
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,7 @@ _HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
 _OWNED = re.compile(r"\.nb(?P<pid>\d+)h(?P<host>[0-9a-f]{6})\.[^.]+(?:\.tmp|\.part|\.extract)$")
 _LEGACY = re.compile(r"^\..+\.[a-z0-9_]{8}(?:\.tmp|\.part|\.extract)$")  # tempfile's 8 characters
 _CLEANED: set[str] = set()
+_T = TypeVar("_T")
 
 
 def staging_prefix(name: str) -> str:
@@ -59,13 +60,7 @@ def make_temp(folder: str | Path, prefix: str, suffix: str = ".tmp") -> tuple[in
     Raises:
         OSError: the folder cannot be written.
     """
-    for _ in range(100):
-        path = os.path.join(folder, f"{prefix}{secrets.token_hex(4)}{suffix}")
-        try:
-            return os.open(path, _TEMP_FLAGS, 0o666), path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name in {folder} for {prefix}*{suffix}")
+    return _fresh(folder, prefix, suffix, lambda path: (os.open(path, _TEMP_FLAGS, 0o666), path))
 
 
 def make_temp_dir(folder: str | Path, prefix: str, suffix: str = ".tmp") -> str:
@@ -75,17 +70,24 @@ def make_temp_dir(folder: str | Path, prefix: str, suffix: str = ".tmp") -> str:
     Raises:
         OSError: the parent folder cannot be written.
     """
+    return _fresh(folder, prefix, suffix, lambda path: (os.mkdir(path, 0o777), path)[1])
+
+
+def _fresh(folder: str | Path, prefix: str, suffix: str, create: Callable[[str], _T]) -> _T:
+    """``create(path)`` for the first free random name ``<folder>/<prefix><random><suffix>``
+    (*create* raises :class:`FileExistsError` when the name is taken)."""
     for _ in range(100):
         path = os.path.join(folder, f"{prefix}{secrets.token_hex(4)}{suffix}")
         try:
-            os.mkdir(path, 0o777)
-            return path
+            return create(path)
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary name in {folder} for {prefix}*{suffix}")
 
 
-def _dead(pid: int) -> bool:
+def process_gone(pid: int) -> bool:
+    """Whether process *pid* of this host is known to have ended (``False`` when that cannot
+    be told: another user's process, or no safe probe on this platform)."""
     if os.name != "posix":  # no safe liveness probe: age decides
         return False
     try:
@@ -106,7 +108,7 @@ def _is_stale(entry: os.DirEntry, now: float, max_age: float) -> bool:
         return False  # not ours: never touched
     if owned is not None and owned["host"] == _HOST:
         pid = int(owned["pid"])
-        if pid != os.getpid() and _dead(pid):
+        if pid != os.getpid() and process_gone(pid):
             return True
     try:
         return now - entry.stat(follow_symlinks=False).st_mtime > max_age

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nuggetbench._atomic import clean_stale, make_temp_dir, staging_prefix
+from nuggetbench._atomic import clean_stale, make_temp_dir, process_gone, staging_prefix
 from nuggetbench.errors import InputError
 from nuggetbench.measures import get_family, get_profile, parse_measure
 
@@ -49,19 +49,6 @@ __all__ = [
 LOCK_NAME = ".nuggetbench.lock"
 
 
-def _alive(pid: int) -> bool:
-    """Whether process *pid* of this host exists (``True`` when that cannot be told)."""
-    if os.name != "posix":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, another user's
-        return True
-    return True
-
-
 def lock_holder(folder: str | Path) -> dict | None:
     """The live holder of *folder*'s lock (``{"pid", "host", "started", "command"}``), or
     ``None`` when the folder is not locked or its lock is stale (its process is gone)."""
@@ -75,7 +62,7 @@ def lock_holder(folder: str | Path) -> dict | None:
     if not isinstance(holder, dict):
         return {"pid": "?", "host": "?", "started": "?", "command": "unreadable lock file"}
     pid = holder.get("pid")
-    if holder.get("host") == socket.gethostname() and isinstance(pid, int) and not _alive(pid):
+    if holder.get("host") == socket.gethostname() and isinstance(pid, int) and process_gone(pid):
         return None
     return holder
 
