@@ -475,3 +475,32 @@ def test_inline_charts_stay_small_and_labelled():
     assert "<sys>" not in scatter_svg(x, y, "AP", "A", "<sys>")  # labels escaped
     svg = depth_svg(list(range(1, 101)), {"A bm25": np.linspace(0, 1, 100)}, "R")
     assert svg.count("<polyline") == 1 and "mean R@k" in svg
+
+
+def test_means_figure_of_a_count_measure_plots_the_total_inside_its_interval(tmp_path):
+    """A count measure (num_rel_ret) is compared as a total (``compare`` scales its interval by
+    the number of queries): the means figure's point is that total, inside its interval, and its
+    axis says "total", not a per-query mean beside an interval of totals."""
+    import matplotlib.pyplot as plt
+
+    ds = beir_folder(tmp_path / "ds")
+    out = tmp_path / "out"
+    run_experiment(
+        str(ds), SYSTEMS, k=30, outdir=out, cache_runs=False, measures=["num_rel_ret", "AP"]
+    )
+    data = report.report_data(out)
+    assert "num_rel_ret" in data.comparison["totals"]
+    fig = report.means_figure(data, "num_rel_ret")
+    (ax,) = fig.axes
+    points = ax.lines[0].get_xdata()
+    for s, x in zip(data.systems, points):
+        total = float(np.nansum(data.per_query[s]["num_rel_ret"]))
+        assert x == pytest.approx(total)
+        (e,) = [
+            e
+            for e in data.comparison["estimates"]
+            if e["system"] == s and e["measure"] == "num_rel_ret"
+        ]
+        assert e["ci_low"] <= x <= e["ci_high"]
+    assert ax.get_xlabel().startswith("total num_rel_ret")
+    plt.close(fig)

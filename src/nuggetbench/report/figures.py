@@ -209,7 +209,15 @@ def _draw_means(ax: Any, data: ReportData, measure: str, labels: bool = True) ->
         for e in (data.comparison or {}).get("estimates", [])
         if e["measure"] == measure
     }
-    means = [float(np.nanmean(data.per_query[s][measure])) for s in data.systems]
+    # a count measure's comparison is of totals (compare.core._scale_to_totals): its point is
+    # the comparison's total, so that point and interval share one aggregate
+    total = measure in (data.comparison or {}).get("totals", ())
+    means = [
+        float(est[s]["mean"])
+        if total and s in est
+        else float(np.nanmean(data.per_query[s][measure]))
+        for s in data.systems
+    ]
     lo = [means[i] - est[s]["ci_low"] if s in est else 0 for i, s in enumerate(data.systems)]
     hi = [est[s]["ci_high"] - means[i] if s in est else 0 for i, s in enumerate(data.systems)]
     y = np.arange(len(data.systems))[::-1]
@@ -223,7 +231,8 @@ def _draw_means(ax: Any, data: ReportData, measure: str, labels: bool = True) ->
 
 def _ci_label(data: ReportData, measure: str, with_ci: bool) -> str:
     level = round(100 * (data.comparison or {}).get("ci", 0.95))
-    return f"mean {measure}\n({level}% bootstrap CI)" if with_ci else f"mean {measure}"
+    what = "total" if measure in (data.comparison or {}).get("totals", ()) else "mean"
+    return f"{what} {measure}\n({level}% bootstrap CI)" if with_ci else f"mean {measure}"
 
 
 def means_figure(data: ReportData, measure: str) -> Any:
