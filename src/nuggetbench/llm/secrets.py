@@ -21,7 +21,7 @@
   of the LLM cache key saying which server answered.
 * :func:`base_url_problem` says, in one line that does not quote credentials, why a base URL
   cannot be an endpoint (no ``http://`` or ``https://``, no host, a port that is not a number
-  from 1 to 65535).
+  from 1 to 65535, a query string the request's path would be appended to).
 * :func:`spec_key_problem` says, without quoting it, that a spec holds a key (a value shaped like
   one, or the value of a known key): specs name systems, files and cache folders, so a key in a
   spec is refused as a key in a plan is.
@@ -283,8 +283,10 @@ OPENAI_ENDPOINT = "https://api.openai.com/v1"
 
 def base_url_problem(url: str) -> str | None:
     """Why *url* cannot be an endpoint's base URL, in one line that quotes it masked
-    (:func:`redact_url`), or ``None``: it needs ``http://`` or ``https://``, a host, and a port
-    (when given) from 1 to 65535."""
+    (:func:`redact_url`), or ``None``: it needs ``http://`` or ``https://``, a host, a port
+    (when given) from 1 to 65535, and no query string or fragment (the ``openai`` client
+    appends the request's path after the whole URL: ``/v1?api-key=K`` posts to
+    ``/v1/?api-key=K/chat/completions``)."""
     shown = redact_url(url)
     try:
         parts = urlsplit(url)
@@ -297,6 +299,12 @@ def base_url_problem(url: str) -> str | None:
         return f"base URL {shown!r} names no host; {_URL_FORM}"
     if port == 0:
         return f"base URL {shown!r}: port 0 is not a port (1-65535); {_URL_FORM}"
+    if parts.query or parts.fragment:  # the openai client appends the request's path after it
+        return (
+            f"base URL {shown!r} has a query string or #fragment, which the request's path "
+            "would be appended to (every request fails); give the endpoint without it, and the "
+            "key in OPENAI_API_KEY (or the variable named by api_key_env)"
+        )
     return None
 
 
