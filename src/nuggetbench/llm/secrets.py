@@ -13,8 +13,8 @@
   the value of every ``Authorization``/``api-key`` header, the user info of every URL
   (``http://user:password@host`` -> ``http://***@host``) and every credential-named query
   parameter (``?api-key=``, ``key=``, ``token=``, ``access_token=``...).
-* :class:`SecretFilter` is a :class:`logging.Filter` applying :func:`mask_secrets` to every
-  record (message, arguments, traceback). The library never installs it (it changes no
+* :class:`SecretFilter` is a logging filter applying :func:`mask_secrets` to every record
+  (message, arguments, traceback). The library never installs it (it changes no
   process-wide state); the command line puts it on its log handlers, so that every logger's
   lines (ours, ``httpx``'s request lines, ``httpcore``'s, ``openai``'s) are masked.
 * :func:`endpoint_id` is an endpoint's address normalised, its credentials stripped: the part
@@ -34,9 +34,6 @@ variable names by convention are not.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import logging
 import os
 import re
 from collections.abc import Iterable
@@ -57,9 +54,11 @@ __all__ = [
 ]
 
 MASK = "***"
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+# patterns as text: re compiles (and caches) each on first use, so importing this module (as the
+# command line does for every command) compiles nothing
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 _KEY_PREFIXES = ("sk-", "sk_", "rk-", "pk-", "hf_", "ghp_", "gho_", "github_pat_", "aiza", "xox")
-_HEX = re.compile(r"^[0-9a-fA-F]{32,}$")
+_HEX = r"^[0-9a-fA-F]{32,}$"
 _CREDENTIAL_PARAMS = {
     "api_key",
     "apikey",
@@ -84,7 +83,7 @@ def looks_like_key(value: str) -> bool:
     low = v.lower()
     if low.startswith(_KEY_PREFIXES) or low.startswith("bearer "):
         return True
-    if _HEX.match(v):
+    if re.match(_HEX, v):
         return True
     has_digit = any(c.isdigit() for c in v)
     has_lower = any(c.islower() for c in v)
@@ -155,7 +154,7 @@ def key_name_problem(value: object, *, field: str = "[llm] api_key_env") -> str 
             '(e.g. api_key_env = "OPENAI_API_KEY") and the key in that variable; if the key was '
             "shared, revoke it"
         )
-    if not _ENV_NAME.match(value):
+    if not re.match(_ENV_NAME, value):
         return (
             f"{field} = {value!r} is not an environment variable name (letters, digits and _, "
             "not starting with a digit), like OPENAI_API_KEY"
@@ -164,26 +163,26 @@ def key_name_problem(value: object, *, field: str = "[llm] api_key_env") -> str 
 
 
 # a provider's key or a bearer token inside running text (an error message)
-_KEY_IN_TEXT = re.compile(
+_KEY_IN_TEXT = (
     r"(?i)\b(?:sk-|sk_|rk-|pk-|hf_|ghp_|gho_|github_pat_|aiza|xox[a-z]-)[A-Za-z0-9_\-]{8,}"
 )
-_BEARER_IN_TEXT = re.compile(r"(?i)\b(bearer)\s+(?!\*\*\*)[^\s\"',;)]+")
-_BASIC_IN_TEXT = re.compile(r"(?i)\b(basic)\s+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])")
+_BEARER_IN_TEXT = r"(?i)\b(bearer)\s+(?!\*\*\*)[^\s\"',;)]+"
+_BASIC_IN_TEXT = r"(?i)\b(basic)\s+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"
 # a header or field carrying a credential, whatever its scheme: Authorization: Token abc,
 # "api-key": "abc", x-api-key=abc (the scheme word, when there is one, is kept)
-_HEADER_IN_TEXT = re.compile(
+_HEADER_IN_TEXT = (
     r"(?i)\b((?:proxy-)?authorization|x-api-key|api[-_]key|x-goog-api-key|"
     r"ocp-apim-subscription-key|access[-_]token|password)"
     r"([\"']?\s*[:=]\s*[\"']?)(?:(bearer|basic|token|digest|apikey|key)\s+)?"
     r"(\*\*\*|[^\s\"',;)}\]&]+)"
 )
 # the user info of a URL (scheme://user:password@host)
-_USERINFO_IN_TEXT = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)(?!\*\*\*@)[^\s/@\"'<>]+@")
+_USERINFO_IN_TEXT = r"(?i)\b([a-z][a-z0-9+.\-]*://)(?!\*\*\*@)[^\s/@\"'<>]+@"
 # a query parameter (after ? or &) and its value
-_QUERY_IN_TEXT = re.compile(r"([?&])([A-Za-z0-9_.\-]+)=([^&\s\"'#<>]*)")
-_SPEC_TOKEN = re.compile(r"[^\s=,;:()<>\[\]{}\"'|]+")
-_SPEC_ITEM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^,;()]*)")
-_LONG_TOKEN = re.compile(r"^[A-Za-z0-9_\-]{32,}$")
+_QUERY_IN_TEXT = r"([?&])([A-Za-z0-9_.\-]+)=([^&\s\"'#<>]*)"
+_SPEC_TOKEN = r"[^\s=,;:()<>\[\]{}\"'|]+"
+_SPEC_ITEM = r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^,;()]*)"
+_LONG_TOKEN = r"^[A-Za-z0-9_\-]{32,}$"
 
 
 def known_secrets(extra: Iterable[str | None] = ()) -> list[str]:
@@ -209,12 +208,12 @@ def mask_secrets(text: str, extra: Iterable[str | None] = ()) -> str:
     out = str(text)
     for secret in known_secrets(extra):
         out = out.replace(secret, MASK)
-    out = _HEADER_IN_TEXT.sub(_mask_header, out)
-    out = _BEARER_IN_TEXT.sub(lambda m: f"{m.group(1)} {MASK}", out)
-    out = _BASIC_IN_TEXT.sub(_mask_basic, out)
-    out = _USERINFO_IN_TEXT.sub(lambda m: f"{m.group(1)}{MASK}@", out)
-    out = _QUERY_IN_TEXT.sub(_mask_query_item, out)
-    return _KEY_IN_TEXT.sub(MASK, out)
+    out = re.sub(_HEADER_IN_TEXT, _mask_header, out)
+    out = re.sub(_BEARER_IN_TEXT, lambda m: f"{m.group(1)} {MASK}", out)
+    out = re.sub(_BASIC_IN_TEXT, _mask_basic, out)
+    out = re.sub(_USERINFO_IN_TEXT, lambda m: f"{m.group(1)}{MASK}@", out)
+    out = re.sub(_QUERY_IN_TEXT, _mask_query_item, out)
+    return re.sub(_KEY_IN_TEXT, MASK, out)
 
 
 def _mask_header(m: re.Match) -> str:
@@ -227,6 +226,9 @@ def _mask_header(m: re.Match) -> str:
 def _mask_basic(m: re.Match) -> str:
     """``Basic <token>`` masked when the token is base64 of ``user:password`` (so that the word
     "basic" in prose keeps the word after it)."""
+    import base64  # lazy: only when a text holds "basic" and a base64-looking word
+    import binascii
+
     token = m.group(2)
     try:
         decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
@@ -242,9 +244,11 @@ def _mask_query_item(m: re.Match) -> str:
     return m.group(0)
 
 
-class SecretFilter(logging.Filter):
+class SecretFilter:
     """A logging filter masking credentials (:func:`mask_secrets`) in every record it sees: the
-    message with its arguments, the traceback and the stack. It never drops a record.
+    message with its arguments, the traceback and the stack. It never drops a record. (Any
+    object with a ``filter(record)`` method is a logging filter; this one needs no import of
+    :mod:`logging` until a record arrives.)
 
     Put it on a *handler* (``handler.addFilter(SecretFilter())``) to mask the lines of every
     logger whose records reach that handler, third-party ones included (a filter on a logger
@@ -256,18 +260,20 @@ class SecretFilter(logging.Filter):
     """
 
     def __init__(self, extra: Iterable[str | None] = ()):
-        super().__init__()
         self.extra = [e for e in extra if e]
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def filter(self, record) -> bool:
+        """Mask *record* (a :class:`logging.LogRecord`) in place; always ``True``."""
         try:
             message = record.getMessage()
-        except Exception:  # a bad format string: logging reports it itself, unmasked nothing
+        except Exception:  # a bad format string: logging reports it itself
             message = str(record.msg)
         masked = mask_secrets(message, self.extra)
         if masked != message or record.args:
             record.msg, record.args = masked, None
         if record.exc_info and not record.exc_text:
+            import logging  # lazy: a record with a traceback has imported it already
+
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = mask_secrets(record.exc_text, self.extra)
@@ -345,10 +351,10 @@ def _key_shaped(token: str) -> bool:
     low = token.lower()
     if low.startswith(_KEY_PREFIXES) and len(token) >= 12:
         return True
-    if _HEX.match(token):
+    if re.match(_HEX, token):
         return True
     return bool(
-        _LONG_TOKEN.match(token)
+        re.match(_LONG_TOKEN, token)
         and any(c.isdigit() for c in token)
         and any(c.islower() for c in token)
         and any(c.isupper() for c in token)
@@ -359,12 +365,12 @@ def spec_key_problem(spec: str, *, what: str = "retriever spec") -> str | None:
     """Why *spec* must be refused because it holds a key, in words that do not quote it (the
     option holding it is named when there is one), or ``None``."""
     secrets = set(known_secrets())
-    if not any(t in secrets or _key_shaped(t) for t in _SPEC_TOKEN.findall(spec)):
+    if not any(t in secrets or _key_shaped(t) for t in re.findall(_SPEC_TOKEN, spec)):
         return None
     names = [
         name
-        for name, value in _SPEC_ITEM.findall(spec)
-        if any(t in secrets or _key_shaped(t) for t in _SPEC_TOKEN.findall(value))
+        for name, value in re.findall(_SPEC_ITEM, spec)
+        if any(t in secrets or _key_shaped(t) for t in re.findall(_SPEC_TOKEN, value))
     ]
     where = f" (option {', '.join(repr(n) for n in names)})" if names else ""
     return (
