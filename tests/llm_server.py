@@ -34,8 +34,9 @@ Every request is logged (:attr:`LLMServer.log`: path, task, body, status, whethe
 Faults are queued with :meth:`LLMServer.inject` and consumed by the next matching requests:
 ``"429"`` (rate limited, ``Retry-After: 0``), ``"500"``, ``"garbage"`` (HTTP 200 with a body that
 is not JSON), ``"not_json"`` (a well-formed completion whose *content* is not JSON), ``"partial"``
-(a judge answer covering only half the pairs) and ``"hang"`` (no answer until the server stops or
-``hang_seconds`` pass: the client times out). :attr:`LLMServer.on_request` is called with each log
+(a judge answer covering only half the pairs), ``"huge"`` (a well-formed completion whose content is
+:attr:`LLMServer.huge_chars` characters of prose holding no grade or JSON) and ``"hang"`` (no answer
+until the server stops or ``hang_seconds`` pass: the client times out). :attr:`LLMServer.on_request` is called with each log
 entry before it is answered; when it returns true the request is dropped unanswered (tests use it
 to kill a build in flight).
 """
@@ -304,6 +305,7 @@ class LLMServer:
         self.faults: list[tuple[str, str | None]] = []
         self.on_request: Callable[[Entry], bool | None] | None = None
         self.hang_seconds = hang_seconds
+        self.huge_chars = 10_000_000
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -312,7 +314,7 @@ class LLMServer:
     # --- control ----------------------------------------------------------------------
     def inject(self, kind: str, *, times: int = 1, task: str | None = None) -> None:
         """Queue *times* faults of *kind* for the next requests (of *task* when given)."""
-        assert kind in {"429", "500", "garbage", "not_json", "partial", "hang"}, kind
+        assert kind in {"429", "500", "garbage", "not_json", "partial", "hang", "huge"}, kind
         with self._lock:
             self.faults.extend([(kind, task)] * times)
 
@@ -439,6 +441,8 @@ class LLMServer:
         bad = first_turn and _unit(key, "malformed") < self.malformed
         if fault == "not_json":
             content = "Sure! Here are the facts you asked for, in prose rather than JSON."
+        elif fault == "huge":
+            content = ("blah " * (self.huge_chars // 5 + 1))[: self.huge_chars]
         elif task == "listwise":
             content = answer_listwise(  # a repair turn ranks the first turn's passages
                 messages[1].get("content", "") if not first_turn else last_user,

@@ -168,9 +168,10 @@ def _topk(rows, k):
 
 
 def _invoke(*args):
+    """stdout of a command that must succeed (warnings go to stderr)."""
     result = CliRunner().invoke(cli, [*args, "--no-progress"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout
 
 
 def test_judge_fills_holes_and_a_rerun_sends_nothing(beir, server, tmp_path):

@@ -9,6 +9,9 @@ instead of JSON, pairs the judge never answered) is **not** recorded as done: th
 are removed from the cache, and the next run re-sends exactly the failed requests
 (``accept_failures=True`` records the stage with its failures listed instead). ``run(stage=...)`` runs one stage, reading its
 inputs from earlier runs (an input that is missing or stale is an error naming the stage to run).
+The keys of the stages that ask the model name the endpoint (``[llm] base_url`` normalised,
+credentials removed) beside the model, so a build pointed at another server runs them again; with
+``read_cache=False`` (``build --no-cache``) those stages run again and every request is sent again.
 
 The benchmark (:mod:`.export`) is written to ``<output>/``; its ``manifest.json`` is deterministic
 (no timestamps; usage counts every distinct request of the build, paid now or earlier), so an
@@ -84,8 +87,10 @@ class Builder:
         show_progress: bool = False,
         transport=None,
         accept_failures: bool = False,
+        read_cache: bool = True,
     ):
         self.plan = plan
+        self.read_cache = read_cache
         self.show_progress = show_progress
         self.accept_failures = accept_failures
         self.store = StageStore(plan.workdir)
@@ -105,6 +110,7 @@ class Builder:
                 self.plan.workdir / "llm_cache.sqlite",
                 ledger=self.ledger,
                 transport=self._transport,
+                read_cache=self.read_cache,
             )
         return self._client
 
@@ -145,6 +151,7 @@ class Builder:
                 )
             self.report.stages.setdefault(stage, {"status": "cached"})
             return load()
+        force = force or (not self.read_cache and stage in LLM_STAGES)
         if target is None and not force and self.store.done(stage, key):
             self.report.stages[stage] = {
                 "status": "cached",
@@ -273,10 +280,15 @@ def run_build(
     show_progress: bool = False,
     transport=None,
     accept_failures: bool = False,
+    read_cache: bool = True,
 ) -> BuildReport:
     """Run a plan (all stages, or one); see :class:`Builder`."""
     builder = Builder(
-        plan, show_progress=show_progress, transport=transport, accept_failures=accept_failures
+        plan,
+        show_progress=show_progress,
+        transport=transport,
+        accept_failures=accept_failures,
+        read_cache=read_cache,
     )
     return builder.run(stage)
 

@@ -119,11 +119,17 @@ def corpus(b: Builder, target: str | None = None):
     return JsonlCorpus(b.store.rows_path("corpus"), name=b.plan.name)
 
 
+def _answered_by(b: Builder) -> dict[str, str]:
+    """The key fields naming who answers a stage's requests: the endpoint (normalised,
+    credentials removed) and the model."""
+    return {"endpoint": b.plan.llm.endpoint_id(), "model": b.plan.llm.model}
+
+
 def nuggets(b: Builder, questions, target: str | None = None):
     """Generate each question's nuggets (:mod:`.nuggets`)."""
     opts = b.plan.nuggets
     prompt = load_prompt("nuggets", opts.prompt_version)
-    params = {"options": asdict(opts), "model": b.plan.llm.model, "prompt": prompt.sha256}
+    params = {"options": asdict(opts), **_answered_by(b), "prompt": prompt.sha256}
 
     def compute():
         with b.progress(len(questions), "nuggets") as step:
@@ -160,7 +166,7 @@ def pool(b: Builder, questions, nuggets, corpus, target: str | None = None):
     params = {
         "pooling": asdict(popts),
         "rewrite": asdict(ropts),
-        "model": b.plan.llm.model,
+        **_answered_by(b),
         "prompts": prompts,
     }
     inputs = [b.keys["questions"], b.keys["nuggets"], b.keys["corpus"]]
@@ -218,7 +224,7 @@ def judge(b: Builder, questions, nuggets, pool, corpus, target: str | None = Non
     """Judge every (nugget, pooled chunk) pair (:mod:`.judge`)."""
     opts = b.plan.judge
     prompt = load_prompt("judge", opts.prompt_version)
-    params = {"options": asdict(opts), "model": b.plan.llm.model, "prompt": prompt.sha256}
+    params = {"options": asdict(opts), **_answered_by(b), "prompt": prompt.sha256}
     inputs = [b.keys["pool"], b.keys["nuggets"], b.keys["corpus"]]
 
     def compute():

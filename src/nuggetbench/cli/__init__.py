@@ -15,6 +15,7 @@ import click
 from nuggetbench._version import __version__
 from nuggetbench.cli._globals import configure_logging, global_params
 from nuggetbench.errors import NuggetbenchError
+from nuggetbench.llm.secrets import mask_secrets
 
 # name -> (module:attribute, one-line help shown by `nuggetbench --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -145,19 +146,22 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Aborted.", err=True)
         sys.exit(130)
     except click.ClickException as exc:
+        exc.message = mask_secrets(exc.message)  # an option's value is quoted in its error
         exc.show()
         sys.exit(exc.exit_code)
-    except NuggetbenchError as exc:
-        click.echo(f"error: {exc}", err=True)
+    except NuggetbenchError as exc:  # every message is masked once more here, whatever made it
+        click.echo(f"error: {mask_secrets(str(exc))}", err=True)
         sys.exit(2)
     except OSError as exc:  # a full disk, a read-only folder: say which file, no traceback
         where = f"{exc.filename}: " if exc.filename else ""
         reason = exc.strerror or str(exc) or type(exc).__name__
         click.echo(
-            f"error: {where}{reason}"
-            + (f" [errno {exc.errno}]" if exc.errno else "")
-            + ". "
-            + _os_advice(exc.errno),
+            mask_secrets(
+                f"error: {where}{reason}"
+                + (f" [errno {exc.errno}]" if exc.errno else "")
+                + ". "
+                + _os_advice(exc.errno)
+            ),
             err=True,
         )
         sys.exit(2)

@@ -13,6 +13,8 @@ import click
 from nuggetbench.cli._formats import measure_digits
 from nuggetbench.cli._tables import Grid, print_grid
 from nuggetbench.errors import NuggetbenchError
+from nuggetbench.llm.secrets import mask_secrets
+from nuggetbench.llm.settings import MAX_REPLY_CHARS
 from nuggetbench.measures import get_profile, measure_keys
 
 
@@ -23,12 +25,13 @@ def console(stderr: bool = False):
 
 
 def warn(message: str) -> None:
-    """Print a warning to stderr (yellow)."""
-    console(stderr=True).print(f"[yellow]warning:[/yellow] {message}", markup=True)
+    """Print a warning to stderr (yellow), credentials masked."""
+    console(stderr=True).print(f"[yellow]warning:[/yellow] {mask_secrets(message)}", markup=True)
 
 
 def info(message: str) -> None:
-    console(stderr=True).print(message, markup=False)
+    """Print a line to stderr, credentials masked."""
+    console(stderr=True).print(mask_secrets(message), markup=False)
 
 
 def _checked_measures(ctx: click.Context, param: click.Parameter, value):
@@ -115,12 +118,24 @@ def endpoint_options(*, plan: bool = False):
     return decorate
 
 
+def no_cache_option(what: str = "judgments"):
+    """``--no-cache``: send every LLM request again instead of serving answers cached before
+    (the new answers replace them); one meaning for ``judge``, ``answers``, ``nuggets`` and
+    ``build`` (as ``cache=false`` in an ``llm_*`` retriever spec)."""
+    return click.option(
+        "--no-cache",
+        is_flag=True,
+        help="Send every LLM request again, serving no answer cached before (the new answers "
+        f"replace the cached ones): fresh {what} from the endpoint as it is now.",
+    )
+
+
 def request_bounds(*, plan: bool = False):
-    """``--timeout`` and ``--max-retries`` (one decorator): how long one request may
-    take and how often a failed one is retried. One meaning for ``judge``, ``nuggets``,
-    ``answers`` and ``build``; with *plan* (``build``) their default is ``None`` so that the plan's
-    ``[llm] timeout`` / ``max_retries`` apply when the flag is not given (else the library's
-    defaults, 120 s and 6)."""
+    """``--timeout``, ``--max-retries`` and ``--max-reply-chars`` (one decorator): how long one
+    request may take, how often a failed one is retried, how long a reply may be. One meaning
+    for ``judge``, ``nuggets``, ``answers`` and ``build``; with *plan* (``build``) their default
+    is ``None`` so that the plan's ``[llm] timeout`` / ``max_retries`` / ``max_reply_chars``
+    apply when the flag is not given (else the library's defaults, 120 s, 6 and 1 MiB)."""
     over = "the plan's [llm] {key}, else " if plan else ""
     options = [
         click.option(
@@ -140,6 +155,21 @@ def request_bounds(*, plan: bool = False):
             help="Retries of a request that timed out or failed (backoff 1 s, doubling, at most "
             "60 s); after that the command stops sending requests"
             + (f" (default: {over.format(key='max_retries')}6)." if plan else "."),
+        ),
+        click.option(
+            "--max-reply-chars",
+            type=click.IntRange(min=1),
+            default=None if plan else MAX_REPLY_CHARS,
+            show_default=not plan,
+            metavar="N",
+            help="Longest reply kept, in characters (1 MiB of text by default; a grade or JSON "
+            "answer is far shorter): a longer one is cut there, stored cut with its length "
+            "noted, and counted as unusable"
+            + (
+                f" (default: {over.format(key='max_reply_chars')}{MAX_REPLY_CHARS})."
+                if plan
+                else "."
+            ),
         ),
     ]
 

@@ -11,9 +11,13 @@ from collections.abc import Callable, Iterator
 
 import click
 
+from nuggetbench.llm.secrets import SecretFilter
+
 
 def configure_logging(verbose: int) -> None:
-    """Log level from the ``-v`` count (0 warnings, 1 info, 2+ debug), on stderr."""
+    """Log level from the ``-v`` count (0 warnings, 1 info, 2+ debug), on stderr; every handler
+    masks credentials (:class:`~nuggetbench.llm.secrets.SecretFilter`), so no logger's line,
+    ours or a library's (``httpx``'s request lines carry the URL), shows a key or password."""
     import logging
 
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
@@ -21,8 +25,14 @@ def configure_logging(verbose: int) -> None:
     logging.getLogger().setLevel(level)
     for handler in logging.getLogger().handlers:  # some libraries set their own loggers to DEBUG
         handler.setLevel(level)
+    loggers = [logging.getLogger()]
     for name in ("huggingface_hub", "datasets"):  # they print through their own handler: once
         logging.getLogger(name).propagate = False
+        loggers.append(logging.getLogger(name))
+    for logger in loggers:
+        for handler in logger.handlers:
+            if not any(isinstance(f, SecretFilter) for f in handler.filters):
+                handler.addFilter(SecretFilter())
 
 
 def _verbose_callback(ctx: click.Context, param: click.Parameter, value: int) -> None:

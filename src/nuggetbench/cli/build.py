@@ -8,7 +8,13 @@ from rich.table import Table
 
 from nuggetbench.builder.pipeline import STAGES, check_build, run_build
 from nuggetbench.builder.plan import load_plan
-from nuggetbench.cli._common import console, echo_json, endpoint_options, request_bounds
+from nuggetbench.cli._common import (
+    console,
+    echo_json,
+    endpoint_options,
+    no_cache_option,
+    request_bounds,
+)
 from nuggetbench.cli._globals import progress_wanted
 
 
@@ -43,6 +49,7 @@ from nuggetbench.cli._globals import progress_wanted
 )
 @endpoint_options(plan=True)
 @request_bounds(plan=True)
+@no_cache_option("stage outputs")
 @click.option(
     "--format",
     "fmt",
@@ -59,9 +66,10 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
 
     Stages: questions, corpus, nuggets, pool, judge, export, calibrate. Every LLM answer is cached
     in <output>/_build/llm_cache.sqlite as it arrives: run the same command again to resume an
-    interrupted build without paying twice. The endpoint: --model / --base-url / --no-api-key /
-    --timeout / --max-retries, else the plan's [llm] model / base_url / no_api_key / timeout /
-    max_retries, else NUGGETBENCH_LLM_MODEL /
+    interrupted build without paying twice (--no-cache: the stages that ask the model run again
+    and every request is sent again). The endpoint: --model / --base-url / --no-api-key /
+    --timeout / --max-retries / --max-reply-chars, else the plan's [llm] model / base_url /
+    no_api_key / timeout / max_retries / max_reply_chars, else NUGGETBENCH_LLM_MODEL /
     NUGGETBENCH_LLM_BASE_URL (the first given wins); the key from OPENAI_API_KEY (or the variable
     named by [llm] api_key_env).
 
@@ -73,7 +81,8 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
       nuggetbench build plan.toml --model M --base-url http://127.0.0.1:8000/v1 --no-api-key
     """
 
-    loaded = load_plan(plan, llm=endpoint)  # --model ... --max-retries over [llm]
+    no_cache = endpoint.pop("no_cache")
+    loaded = load_plan(plan, llm=endpoint)  # --model ... --max-reply-chars over [llm]
     if check_only:
         described = {"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)}
         if fmt == "json":
@@ -86,6 +95,7 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
         stage=stage,
         show_progress=not no_progress and progress_wanted(),
         accept_failures=accept_failures,
+        read_cache=not no_cache,
     )
     _render(report, top_tags, console(stderr=True))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import click
 
 from nuggetbench.cli._common import (
@@ -10,12 +12,15 @@ from nuggetbench.cli._common import (
     echo_json,
     endpoint_options,
     info,
+    no_cache_option,
     parse_options,
     request_bounds,
+    warn,
 )
 from nuggetbench.cli._globals import count_bar
 from nuggetbench.errors import LLMError
 from nuggetbench.judging import agreement_run_files, judge_run_files, judging_client
+from nuggetbench.judging.holes import LLM_MARK
 
 #: ``ctx.meta`` key of ``--strict``.
 STRICT = "nuggetbench.strict"
@@ -29,13 +34,16 @@ CLIENT_KEYS = (
     "price",
     "timeout",
     "max_retries",
+    "max_reply_chars",
+    "no_cache",
 )
 
 
 def llm_options(command):
     """``--model``, ``--base-url``, ``--no-api-key`` (:func:`~._common.endpoint_options`, shared
-    with ``build``), ``--api-key-env``, ``--concurrency``, ``--timeout`` and ``--max-retries``
-    (:func:`~._common.request_bounds`, also shared with ``build``), ``--price``, ``--max-repairs``."""
+    with ``build``), ``--api-key-env``, ``--concurrency``, ``--timeout``, ``--max-retries`` and
+    ``--max-reply-chars`` (:func:`~._common.request_bounds`, also shared with ``build``),
+    ``--price``, ``--max-repairs``, ``--no-cache`` (shared with ``build``)."""
     for opt in reversed(
         [
             click.option(
@@ -68,6 +76,7 @@ def llm_options(command):
                 show_default=True,
                 help="Re-asks of an answer that cannot be parsed; then it is recorded as a failure.",
             ),
+            no_cache_option("answers"),
         ]
     ):
         command = opt(command)
@@ -194,7 +203,30 @@ def fail_if_strict(
         )
 
 
+def warn_failures(judgments, consequence: str) -> None:
+    """A warning when judgments failed (every one, or some), with the commonest reason;
+    *consequence* says what it means for the outputs. Shown in every format, before
+    ``--strict`` turns it into an error."""
+    errors = Counter(j.error for j in judgments if j.grade is None)
+    failures, of = sum(errors.values()), len(judgments)
+    if not failures:
+        return
+    why = errors.most_common(1)[0][0] or "no answer"
+    if failures == of:
+        warn(
+            f"every one of the {of} judgments failed ({why}): {consequence}. Check the model "
+            "and the endpoint (judgments.jsonl holds each reply and why it was not used), then "
+            "run again"
+        )
+    else:
+        warn(
+            f"{failures} of {of} judgments failed (commonest reason: {why}): {consequence}; "
+            "run again to ask them again"
+        )
+
+
 def _render_holes(res, fmt: str) -> None:
+    warn_failures(res.judgments, "those pairs stay unjudged in qrels.txt (no grade was added)")
     if fmt == "json":
         echo_json({"judge": res.to_dict()})
         return fail_if_strict(res.failures)
@@ -202,7 +234,8 @@ def _render_holes(res, fmt: str) -> None:
 
     info(
         f"holes found in the top {res.depth}: {res.holes}; requests sent: {res.sent}; "
-        f"failures: {res.failures}"
+        f"failures: {res.failures}; model grades added to the qrels: {res.llm_grades} "
+        f"(marked '{LLM_MARK}' in their second column)"
     )
     table = Table(title=f"Judged@{res.depth}", title_justify="left")
     for col in ("run", "before", "after"):
@@ -231,6 +264,7 @@ def wrote(files: dict, roles: dict | None = None) -> None:
 
 
 def _render_agreement(res, fmt: str) -> None:
+    warn_failures(res.judgments, "the agreement figures leave those pairs out")
     if fmt == "json":
         echo_json({"agreement": res.to_dict()})
         return fail_if_strict(res.failures)

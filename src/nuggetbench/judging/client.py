@@ -40,6 +40,8 @@ def judging_client(
     max_retries: int | None = None,
     price: tuple[float, float] | str | None = None,
     max_calls: int | None = None,
+    max_reply_chars: int | None = None,
+    no_cache: bool = False,
 ) -> LLMClient:
     """A client for *model* (else ``NUGGETBENCH_LLM_MODEL``) at *base_url* (else
     ``NUGGETBENCH_LLM_BASE_URL`` / ``OPENAI_BASE_URL``), caching every answer in
@@ -48,7 +50,10 @@ def judging_client(
     *no_api_key* states that the server needs none (none is sent).
 
     *price* is USD per million ``(input, output)`` tokens, or the text ``"IN,OUT"``; *timeout*
-    (seconds for one whole request) and *max_retries* default to :class:`LLMSettings`'s.
+    (seconds for one whole request), *max_retries* and *max_reply_chars* (the longest reply
+    kept) default to :class:`LLMSettings`'s. *no_cache* sends every request again instead of
+    serving answers cached before (the new answers replace them); the cache is keyed by the
+    endpoint as well as the request, so another server is always asked anew.
 
     Raises:
         InputError: no model named; a bad price; a bad setting.
@@ -67,5 +72,6 @@ def judging_client(
         max_retries=max_retries,
         price=price,
         max_calls=max_calls,
+        max_reply_chars=max_reply_chars,
     )
-    return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite")
+    return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite", read_cache=not no_cache)

@@ -122,10 +122,12 @@ class Judgment:
         query_id, doc_id: the pair.
         grade: the model's grade 0-3, ``None`` when every round failed.
         human_grade: the human judgment, when one exists.
-        reply: the raw text of the last answer.
+        reply: the raw text of the last answer (a reply cut at ``max_reply_chars``: its first
+            characters and a note of its length).
         attempts: requests made for the pair (1 + repair turns).
         error: why the last answer could not be used (``None`` when parsed).
         cached: the first answer came from the cache.
+        reply_chars: the last answer's full length when it was cut, else ``None``.
     """
 
     query_id: str
@@ -136,6 +138,7 @@ class Judgment:
     attempts: int
     error: str | None = None
     cached: bool = False
+    reply_chars: int | None = None
 
     def record(self, model: str, prompt_version: str) -> dict:
         """The row written to ``judgments.jsonl``."""
@@ -151,6 +154,8 @@ class Judgment:
         }
         if self.error is not None:
             row["error"] = self.error
+        if self.reply_chars is not None:
+            row["reply_chars"] = self.reply_chars
         return row
 
 
@@ -197,6 +202,6 @@ def judge_pairs(
         progress_on="sent",
     )
     return [
-        Judgment(q, d, a.value, human(q, d), a.reply, a.attempts, a.error, a.cached)
+        Judgment(q, d, a.value, human(q, d), a.reply, a.attempts, a.error, a.cached, a.reply_chars)
         for (q, d), a in zip(pairs, asked)
     ]

@@ -6,12 +6,18 @@ not judge. Rankings are trec_eval's (score descending, doc id descending on ties
 built; the rank column of a TREC file is ignored). Each hole is judged once
 (:func:`~.grading.judge_pairs`); the output folder gets
 
-* ``qrels.txt``: TREC qrels (``query_id 0 doc_id grade``): every human judgment untouched, plus the
-  model's grade of each hole (a human judgment always wins; a failed judgment is left out);
+* ``qrels.txt``: TREC qrels (``query_id iteration doc_id grade``): every human judgment untouched
+  (iteration ``0``), plus the model's grade of each hole, marked by the iteration :data:`LLM_MARK`
+  (``llm``): ``q1 llm doc7 2``. trec_eval, pytrec_eval, ir_measures, ranx and nuggetbench read
+  the iteration column and ignore it, so the file scores as plain qrels, while ``awk '$2 ==
+  "llm"'`` (or ``!=``) separates the model's grades from the human ones. A human judgment always
+  wins; a failed judgment is left out;
 * ``judgments.jsonl``: one row per judged pair (``query_id``, ``doc_id``, ``grade``,
-  ``human_grade``, ``reply``, ``model``, ``prompt``, ``attempts``, ``error`` when failed);
-* ``judge.json``: the summary (holes, requests sent, failures, Judged@k before and after per run,
-  token usage and cost; the endpoint's key is never written).
+  ``human_grade``, ``reply``, ``model``, ``prompt``, ``attempts``, ``error`` when failed,
+  ``reply_chars`` when the reply was cut at ``max_reply_chars``: ``reply`` then holds its
+  beginning);
+* ``judge.json``: the summary (holes, requests sent, failures, model grades added and their mark,
+  Judged@k before and after per run, token usage and cost; the endpoint's key is never written).
 
 Judged@k is ir_measures' judgment rate (the ``Judged`` family) under the ``trec_eval`` profile
 (averaged over the queries of both the run and the qrels).
@@ -36,6 +42,7 @@ from nuggetbench.llm.prompts import load_prompt
 from nuggetbench.measures import score
 
 __all__ = [
+    "LLM_MARK",
     "JudgeOutcome",
     "text_lookups",
     "write_json",
@@ -45,6 +52,10 @@ __all__ = [
     "judge_holes",
     "write_rows",
 ]
+
+
+#: The iteration column of the model's grades in ``qrels.txt`` (the dataset's keep ``0``).
+LLM_MARK = "llm"
 
 
 def find_holes(qrels: Qrels, runs: Mapping[str, Run], depth: int) -> list[tuple[str, str]]:
@@ -121,6 +132,7 @@ class JudgeOutcome:
         usage: the ledger's totals (requests, tokens, cost).
         judgments: one per hole.
         files: the files written.
+        llm_grades: the model's grades added to ``qrels.txt`` (marked :data:`LLM_MARK`).
     """
 
     depth: int
@@ -132,6 +144,7 @@ class JudgeOutcome:
     usage: dict[str, Any]
     judgments: list[Judgment] = field(repr=False)
     files: dict[str, str] = field(default_factory=dict)
+    llm_grades: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +152,8 @@ class JudgeOutcome:
             "holes": self.holes,
             "requests_sent": self.sent,
             "failures": self.failures,
+            "llm_grades": self.llm_grades,
+            "llm_mark": LLM_MARK,
             "judged_before": self.judged_before,
             "judged_after": self.judged_after,
             "usage": self.usage,
@@ -220,8 +235,13 @@ def judge_holes(
     out.mkdir(parents=True, exist_ok=True)
     version = load_prompt(JUDGE_PROMPT).version
     model = client.settings.model
+    marks = {
+        (j.query_id, j.doc_id): LLM_MARK
+        for j in judgments
+        if j.grade is not None and j.doc_id not in qrels.get(j.query_id, {})
+    }
     files = {
-        "qrels": str(write_qrels(merged, out / "qrels.txt")),
+        "qrels": str(write_qrels(merged, out / "qrels.txt", marks)),
         "judgments": str(
             write_rows(out / "judgments.jsonl", [j.record(model, version) for j in judgments])
         ),
@@ -235,6 +255,7 @@ def judge_holes(
         judged_after={n: judged_at(merged, r, depth) for n, r in runs.items()},
         usage={"model": model, "prompt": version, **client.ledger.totals()},
         judgments=judgments,
+        llm_grades=len(marks),
     )
     outcome.files = {**files, "summary": str(out / "judge.json")}
     write_json(out / "judge.json", outcome.to_dict())

@@ -5,6 +5,10 @@ Round 0 sends every request; each answer that the validator rejects is followed 
 expected form), up to ``max_repairs`` rounds. A repair request differs from the first one, so it
 has its own cache entry: a resumed build replays all rounds from the cache for free.
 
+A reply cut at ``max_reply_chars`` (:attr:`~.client.ChatResult.reply_chars`) is rejected without
+being read (its start is not the answer), and its repair turn repeats only its beginning
+(:meth:`~.client.ChatResult.echo`).
+
 An item whose every round was rejected is a failure, and failures are never cached as results:
 the answers of its rounds are removed from the cache (:meth:`~.client.LLMClient.forget`), so the
 next run sends its first request again rather than replaying the unusable answers.
@@ -16,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from nuggetbench.llm.client import ChatRequest, LLMClient
+from nuggetbench.llm.client import ChatRequest, ChatResult, LLMClient
 from nuggetbench.llm.jsonout import InvalidAnswer
 
 T = TypeVar("T")
@@ -29,9 +33,11 @@ class Asked:
     Attributes:
         value: the validated value, ``None`` when every round was rejected.
         error: the last rejection's message (``None`` when valid).
-        reply: the text of the last answer.
+        reply: the text of the last answer (when it was cut at ``max_reply_chars``: its first
+            characters and a note, :meth:`~.client.ChatResult.echo`).
         attempts: requests made (1 + repair turns).
         cached: whether the first answer came from the cache.
+        reply_chars: the last answer's full length when it was cut, else ``None``.
     """
 
     value: Any
@@ -39,6 +45,7 @@ class Asked:
     reply: str
     attempts: int
     cached: bool
+    reply_chars: int | None = None
 
 
 def ask(
@@ -79,6 +86,7 @@ def ask(
     values: list[Any] = [None] * n
     errors: list[str | None] = [None] * n
     replies = [""] * n
+    lengths: list[int | None] = [None] * n
     attempts = [0] * n
     cached = [False] * n
     chains: dict[int, list[str]] = {i: [] for i in range(n)}
@@ -92,21 +100,38 @@ def ask(
         retry: dict[int, ChatRequest] = {}
         for i, res in zip(order, results):
             chains[i].append(res.key)
-            replies[i] = res.text
+            replies[i], lengths[i] = res.echo(), res.reply_chars
             attempts[i] += 1
             cached[i] = cached[i] if round_no else res.cached
             try:
+                check_length(res, client.settings.max_reply_chars)
                 values[i] = checks[i](res.text)
                 errors[i] = None
             except InvalidAnswer as exc:
                 errors[i] = str(exc)
                 if round_no < max_repairs:
-                    retry[i] = _repair(current[i], res.text, str(exc), notes[i])
+                    retry[i] = _repair(current[i], res.echo(), str(exc), notes[i])
             if progress and progress_on == "settled" and i not in retry:
                 progress(1)
         current = retry
     client.forget([k for i, keys in chains.items() if errors[i] is not None for k in keys])
-    return [Asked(values[i], errors[i], replies[i], attempts[i], cached[i]) for i in range(n)]
+    return [
+        Asked(values[i], errors[i], replies[i], attempts[i], cached[i], lengths[i])
+        for i in range(n)
+    ]
+
+
+def check_length(result: ChatResult, cap: int) -> None:
+    """Reject a reply that was cut at *cap* characters (``max_reply_chars``).
+
+    Raises:
+        InvalidAnswer: naming its length and the cap.
+    """
+    if result.reply_chars is not None:
+        raise InvalidAnswer(
+            f"the reply was {result.reply_chars:,} characters long, over max_reply_chars = "
+            f"{cap:,}; it was cut and not read"
+        )
 
 
 def _repair(request: ChatRequest, answer: str, problem: str, instruction: str) -> ChatRequest:
@@ -140,4 +165,4 @@ def ask_validated(
     return [a.value for a in asked], [a.error for a in asked]
 
 
-__all__ = ["Asked", "ask", "ask_validated", "InvalidAnswer"]
+__all__ = ["Asked", "ask", "ask_validated", "check_length", "InvalidAnswer"]

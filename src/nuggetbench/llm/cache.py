@@ -1,15 +1,24 @@
 """The SQLite cache of LLM requests and responses, and the per-stage usage ledger.
 
-Every answered request is stored under a key made of the model, the prompt version, the messages
-and the sampling parameters (never the endpoint's address or credentials), and committed as soon as
-it arrives (WAL journal), so a build killed at any point resumes without losing or repeating an
-answered call. The request stored is the JSON body sent to the endpoint: it holds no API key.
+Every answered request is stored under a key made of the endpoint that answered (its base URL
+normalised, credentials removed: :func:`~.secrets.endpoint_id`), the model, the prompt version, the
+messages and the sampling parameters, and committed as soon as it arrives (WAL journal), so a build
+killed at any point resumes without losing or repeating an answered call, and a second server
+serving a model of the same name is never answered from the first one's replies. The request stored
+is the JSON body sent to the endpoint, and the ``endpoint`` column the credential-free address: no
+API key, password or credential query parameter is written.
+
+The file is compacted after deletions: a new database is created with ``auto_vacuum =
+INCREMENTAL``, and :meth:`LLMCache.discard` returns the freed pages to the file system (``PRAGMA
+incremental_vacuum``; a database made before, without auto-vacuum, is converted by one ``VACUUM``)
+and truncates the write-ahead log, so unusable answers that were deleted do not keep their space.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -20,13 +29,24 @@ from typing import Any
 
 from nuggetbench.errors import CacheError
 
+log = logging.getLogger(__name__)
+
 SCHEMA_VERSION = 1
+#: The write-ahead log is truncated to this size after a transaction that grew it (bytes).
+WAL_LIMIT = 16 << 20
 
 
 def request_key(
-    model: str, prompt_version: str, messages: list[dict], params: dict[str, Any]
+    model: str,
+    prompt_version: str,
+    messages: list[dict],
+    params: dict[str, Any],
+    *,
+    endpoint: str | None = None,
 ) -> str:
-    """SHA-256 (hex) of the canonical JSON of ``(model, prompt_version, messages, params)``."""
+    """SHA-256 (hex) of the canonical JSON of ``(endpoint, model, prompt_version, messages,
+    params)``; *endpoint* is the answering server (:func:`~.secrets.endpoint_id`, which holds no
+    credential). Without one, the key of the rows written before the endpoint was part of it."""
     payload = {
         "model": model,
         "prompt_version": prompt_version,
@@ -34,6 +54,8 @@ def request_key(
         "params": params,
         "v": SCHEMA_VERSION,
     }
+    if endpoint is not None:
+        payload["endpoint"] = endpoint
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -64,8 +86,10 @@ class LLMCache:
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+            self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # takes effect on a new file only
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
                 "stage TEXT NOT NULL, prompt_version TEXT NOT NULL, request TEXT NOT NULL, "
@@ -75,6 +99,8 @@ class LLMCache:
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
             if "extra" not in columns:  # caches written before answers carried log-probabilities
                 self._db.execute("ALTER TABLE responses ADD COLUMN extra TEXT")
+            if "endpoint" not in columns:  # caches written before the endpoint was recorded
+                self._db.execute("ALTER TABLE responses ADD COLUMN endpoint TEXT")
             self._db.commit()
         except sqlite3.DatabaseError as exc:
             raise CacheError(
@@ -107,15 +133,20 @@ class LLMCache:
         prompt_tokens: int,
         completion_tokens: int,
         extra: dict | None = None,
+        endpoint: str | None = None,
+        replace: bool = False,
     ) -> None:
-        """Store one answer and commit at once (a later identical key keeps the first answer).
-        *extra* holds what the answer carries besides its text (``{"top_logprobs": ...}``)."""
+        """Store one answer and commit at once. A later identical key keeps the first answer,
+        unless *replace* (a request sent again on purpose: ``--no-cache``). *extra* holds what
+        the answer carries besides its text (``{"top_logprobs": ...}``, ``{"reply_chars": N}``);
+        *endpoint* is the answering server without credentials (:func:`~.secrets.endpoint_id`)."""
         blob = json.dumps(request, sort_keys=True, ensure_ascii=False)
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with self._lock:
             self._db.execute(
-                "INSERT OR IGNORE INTO responses (key, model, stage, prompt_version, request, "
-                "response, prompt_tokens, completion_tokens, created, extra) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"{verb} INTO responses (key, model, stage, prompt_version, request, "
+                "response, prompt_tokens, completion_tokens, created, extra, endpoint) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     model,
@@ -127,20 +158,49 @@ class LLMCache:
                     int(completion_tokens),
                     time.time(),
                     json.dumps(extra) if extra else None,
+                    endpoint,
                 ),
             )
             self._db.commit()
 
     def discard(self, keys: Iterable[str]) -> int:
-        """Delete the answers stored under *keys* (unusable answers must not be served again);
-        returns how many were stored. Commits at once."""
+        """Delete the answers stored under *keys* (unusable answers must not be served again)
+        and compact the file (:meth:`compact`); returns how many were stored. Commits at once."""
         keys = list(dict.fromkeys(keys))
         if not keys:
             return 0
         with self._lock:
             cur = self._db.executemany("DELETE FROM responses WHERE key = ?", [(k,) for k in keys])
             self._db.commit()
-            return int(cur.rowcount)
+            removed = int(cur.rowcount)
+        if removed:
+            self.compact()
+        return removed
+
+    def compact(self) -> bool:
+        """Give the free pages of the file back to the file system and truncate the write-ahead
+        log; returns whether it could (another process holding the file busy past the timeout
+        leaves it for the next deletion, logged at DEBUG). A database made without auto-vacuum
+        is converted to ``auto_vacuum = INCREMENTAL`` by one ``VACUUM``."""
+        with self._lock:
+            try:
+                mode = int(self._db.execute("PRAGMA auto_vacuum").fetchone()[0])
+                if mode == 0:  # made before: VACUUM applies the mode set when it was opened
+                    self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                    self._db.execute("VACUUM")
+                else:  # a script steps the pragma to its end (one execute frees one page)
+                    self._db.executescript("PRAGMA incremental_vacuum;")
+                self._db.commit()
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                return True
+            except sqlite3.OperationalError as exc:  # busy: another process reads or writes
+                log.debug("%s: not compacted now (%s)", self.path, exc)
+                return False
+
+    def file_bytes(self) -> int:
+        """Bytes on disk: the database file and its write-ahead log."""
+        wal = self.path.with_name(self.path.name + "-wal")
+        return sum(p.stat().st_size for p in (self.path, wal) if p.exists())
 
     def __len__(self) -> int:
         with self._lock:

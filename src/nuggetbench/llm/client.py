@@ -19,8 +19,15 @@ chat-completions protocol, through the ``openai`` package (imported on first use
   client: requests in flight stop at their next retry and no new one is sent (each fails at
   once with the same cause). Authentication, unknown model and bad-request answers are not
   retried.
-* **Cache**: every answer is committed to SQLite (:mod:`.llmcache`) as it arrives, keyed by
-  (model, prompt version, messages, parameters); a repeated request costs nothing.
+* **Cache**: every answer is committed to SQLite (:mod:`.cache`) as it arrives, keyed by
+  (endpoint, model, prompt version, messages, parameters): a repeated request to the same server
+  costs nothing, and a second server serving a model of the same name is asked anew. The
+  endpoint is :meth:`~.settings.LLMSettings.endpoint_id` (the base URL normalised, credentials
+  removed). With ``read_cache=False`` no answer stored before is served (each request is sent
+  again and its new answer replaces the stored one); answers this client received are served.
+* **Bounded replies**: a reply longer than ``max_reply_chars`` (default 1 MiB of text) is cut
+  there and its full length noted (``ChatResult.reply_chars``); it is stored cut, and the
+  callers treat it as unusable (:mod:`.asking`).
 * **Concurrency**: :meth:`LLMClient.complete_many` runs up to ``concurrency`` requests at once in
   threads.
 * **Budgets**: ``max_calls`` / ``max_cost_usd`` bound what one process may pay for; reaching one
@@ -30,7 +37,6 @@ chat-completions protocol, through the ``openai`` package (imported on first use
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -38,131 +44,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nuggetbench.errors import BudgetError, InputError, LLMError
+from nuggetbench.errors import BudgetError, LLMError
 from nuggetbench.llm.cache import LLMCache, UsageLedger, request_key
 from nuggetbench.llm.deadline import DeadlineExceeded, call_within
-from nuggetbench.llm.secrets import key_name_problem, mask_secrets, redact_url, spec_key_problem
-
-log = logging.getLogger(__name__)
-
-ENV_BASE_URL = "NUGGETBENCH_LLM_BASE_URL"
-ENV_MODEL = "NUGGETBENCH_LLM_MODEL"
-ENV_API_KEY = "NUGGETBENCH_LLM_API_KEY"
-#: Where the time bounds are set, named in the error of a request that kept failing.
-BOUNDS_HINT = (
-    "raise the timeout or max_retries (--timeout/--max-retries for judge, answers, nuggets and "
-    "build; timeout=/max_retries= in an llm_* retriever spec; [llm] timeout/max_retries in a plan)"
+from nuggetbench.llm.secrets import mask_secrets
+from nuggetbench.llm.settings import (
+    BOUNDS_HINT,
+    ENV_API_KEY,
+    ENV_BASE_URL,
+    ENV_MODEL,
+    MAX_REPLY_CHARS,
+    LLMSettings,
 )
 
-
-@dataclass(frozen=True)
-class LLMSettings:
-    """Where and how to call the model.
-
-    Attributes:
-        model: model (or Azure deployment) name.
-        base_url: endpoint ending in ``/v1`` for OpenAI-compatible servers; ``None``: the
-            ``openai`` default (api.openai.com). For Azure, the resource endpoint.
-        provider: ``"openai"`` (any compatible server) or ``"azure"``.
-        api_version: Azure API version.
-        api_key_env: environment variable holding the key (never the key itself; a value
-            shaped like a key is refused without being quoted).
-        no_api_key: the endpoint needs no key (a local vLLM, Ollama, llama.cpp server): none is
-            read or sent. Without it a missing key is an error for every endpoint built from a
-            plan (:func:`key_problem`), never a silent placeholder.
-        timeout: seconds one request may take, from connecting to the last byte of its body.
-        max_retries: retries after the first attempt on retryable failures.
-        backoff, backoff_max: first retry delay and cap, seconds.
-        concurrency: requests in flight at once.
-        max_calls, max_cost_usd: budgets for the calls one process pays for (``None``: none).
-        price: USD per million ``(input, output)`` tokens, ``None`` when unknown.
-    """
-
-    model: str
-    base_url: str | None = None
-    provider: str = "openai"
-    api_version: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    no_api_key: bool = False
-    timeout: float = 120.0
-    max_retries: int = 6
-    backoff: float = 1.0
-    backoff_max: float = 60.0
-    concurrency: int = 4
-    max_calls: int | None = None
-    max_cost_usd: float | None = None
-    price: tuple[float, float] | None = None
-
-    def __post_init__(self) -> None:
-        if not self.model:
-            raise InputError(
-                f"no LLM model given: set [llm] model in the plan, give --model, or set {ENV_MODEL}"
-            )
-        if self.provider not in ("openai", "azure"):
-            raise InputError(f"[llm] provider must be 'openai' or 'azure', got {self.provider!r}")
-        if self.concurrency < 1 or self.max_retries < 0 or self.timeout <= 0:
-            raise InputError("[llm] concurrency must be >= 1, max_retries >= 0 and timeout > 0")
-        problem = key_name_problem(self.api_key_env)
-        if problem:
-            raise InputError(problem)
-        problem = spec_key_problem(self.model, what="model name")
-        if problem:  # the model names cache rows, run files and results (issue 29, case 10)
-            raise InputError(problem)
-        if self.no_api_key and (self.base_url is None or self.provider == "azure"):
-            raise InputError(
-                "[llm] no_api_key = true is for a local OpenAI-compatible server: give its "
-                "base_url (provider 'openai'); OpenAI and Azure endpoints need a key"
-            )
-
-    @classmethod
-    def from_env(cls, **overrides: Any) -> LLMSettings:
-        """Settings from ``NUGGETBENCH_LLM_BASE_URL`` / ``OPENAI_BASE_URL`` and
-        ``NUGGETBENCH_LLM_MODEL``; explicit *overrides* (not ``None``) win."""
-        values: dict[str, Any] = {
-            "base_url": os.environ.get(ENV_BASE_URL) or os.environ.get("OPENAI_BASE_URL") or None,
-            "model": os.environ.get(ENV_MODEL, ""),
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
-
-    def api_key(self) -> str | None:
-        """The key from the environment (``NUGGETBENCH_LLM_API_KEY`` first, then ``api_key_env``);
-        ``None`` with ``no_api_key``."""
-        if self.no_api_key:
-            return None
-        return os.environ.get(ENV_API_KEY) or os.environ.get(self.api_key_env) or None
-
-    def key_problem(self) -> str | None:
-        """Why no usable key is available (``None``: a key is set, or ``no_api_key`` is stated)."""
-        if self.no_api_key or self.api_key() is not None:
-            return None
-        local = (
-            f"; for a server that needs no key ({redact_url(self.base_url)}), state it: "
-            "[llm] no_api_key = true in a build plan, no_api_key=true in a retriever spec "
-            "(llm_listwise(..., no_api_key=true)), --no-api-key for judge/answers/nuggets"
-            if self.base_url is not None and self.provider != "azure"
-            else ""
-        )
-        return (
-            f"no API key: set {self.api_key_env} (the variable named by api_key_env) or "
-            f"{ENV_API_KEY} in the environment; keys are never read from plans or specs{local}"
-        )
-
-    def endpoint(self) -> str:
-        """The endpoint for messages, credentials masked."""
-        return redact_url(self.base_url) or "the OpenAI API"
-
-    def describe(self) -> dict[str, Any]:
-        """What may be written to a manifest: everything but credentials (the ``base_url`` is
-        passed through :func:`~.secrets.redact_url`)."""
-        return {
-            "model": self.model,
-            "base_url": redact_url(self.base_url),
-            "provider": self.provider,
-            "api_version": self.api_version,
-            "api_key_env": self.api_key_env,
-            "no_api_key": self.no_api_key,
-        }
+log = logging.getLogger(__name__)
+#: Characters of a cut reply repeated in a repair turn (:meth:`ChatResult.echo`).
+ECHO_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -189,7 +86,9 @@ class ChatResult:
 
     ``extra`` holds what the answer carries besides its text: ``{"top_logprobs": [[token,
     logprob], ...]}`` (the first answer token's alternatives) when the request asked for
-    ``logprobs`` and the endpoint returned them; ``None`` otherwise.
+    ``logprobs`` and the endpoint returned them; ``{"reply_chars": N}`` when the reply was longer
+    than ``max_reply_chars`` (*text* then holds its first ``max_reply_chars`` characters);
+    ``None`` otherwise.
     """
 
     text: str
@@ -198,6 +97,30 @@ class ChatResult:
     cached: bool
     key: str
     extra: dict | None = None
+
+    @property
+    def reply_chars(self) -> int | None:
+        """The length of the reply as received when it was cut at ``max_reply_chars`` (the
+        text holds its start), else ``None``."""
+        value = (self.extra or {}).get("reply_chars")
+        return int(value) if value is not None else None
+
+    def echo(self) -> str:
+        """The text a repair turn repeats as the assistant's message: the reply, or, when it
+        was cut, its first :data:`ECHO_CHARS` characters and a note of its length (a cut reply
+        repeated whole would cost as much again and exceed most context windows)."""
+        n = self.reply_chars
+        if n is None:
+            return self.text
+        return f"{self.text[:ECHO_CHARS]}\n[... the reply was {n:,} characters; the rest is cut]"
+
+
+def cap_reply(text: str, extra: dict | None, cap: int) -> tuple[str, dict | None]:
+    """``(text, extra)`` of a reply kept within *cap* characters: unchanged when it fits, else
+    its first *cap* characters with ``extra["reply_chars"]`` = its full length."""
+    if len(text) <= cap:
+        return text, extra
+    return text[:cap], {**(extra or {}), "reply_chars": len(text)}
 
 
 class _Retryable(Exception):
@@ -216,6 +139,10 @@ class LLMClient:
         ledger: where usage is recorded (a new one by default).
         transport: for tests, a callable ``(body: dict) -> (text, prompt_tokens,
             completion_tokens[, extra])`` used instead of the ``openai`` package.
+        read_cache: serve answers stored before this client was made (default); ``False``
+            (``--no-cache``, ``cache=false``): send every request again, the new answer
+            replacing the stored one (answers this client received are still served, so a
+            request repeated in one run is sent once).
 
     Raises:
         LLMError: the ``openai`` package is missing.
@@ -228,9 +155,12 @@ class LLMClient:
         *,
         ledger: UsageLedger | None = None,
         transport: Callable[[dict], tuple] | None = None,
+        read_cache: bool = True,
     ):
         self.settings = settings
         self.cache = cache if isinstance(cache, LLMCache) else LLMCache(cache)
+        self.read_cache = read_cache
+        self._fresh: set[str] = set()  # keys answered through this client
         self.ledger = ledger or UsageLedger(settings.price)
         self._transport = transport
         self._client: Any = None
@@ -345,13 +275,20 @@ class LLMClient:
         }
 
     def key(self, request: ChatRequest) -> str:
-        """The cache key of *request* (:func:`~.llmcache.request_key`)."""
+        """The cache key of *request* (:func:`~.cache.request_key`), the endpoint included."""
         return request_key(
             self.settings.model,
             request.prompt_version,
             [dict(m) for m in request.messages],
             dict(request.params),
+            endpoint=self.settings.endpoint_id(),
         )
+
+    def _lookup(self, key: str):
+        """The stored answer under *key* that this client may serve (see ``read_cache``)."""
+        if not self.read_cache and key not in self._fresh:
+            return None
+        return self.cache.get(key)
 
     def _reserve(self, stage: str) -> None:
         s = self.settings
@@ -379,7 +316,7 @@ class LLMClient:
             BudgetError: a budget is spent.
         """
         key = self.key(request)
-        hit = self.cache.get(key)
+        hit = self._lookup(key)
         if hit is not None:
             self.ledger.record(
                 request.stage, key, hit.prompt_tokens, hit.completion_tokens, cached=True
@@ -395,6 +332,14 @@ class LLMClient:
         finally:
             with self._budget_lock:
                 self._reserved -= 1
+        text, extra = cap_reply(text, extra, self.settings.max_reply_chars)
+        if extra and "reply_chars" in extra:
+            log.info(  # the command's summary says how many answers were unusable, and why
+                "stage %r: a reply of %d characters was cut at max_reply_chars = %d (not used)",
+                request.stage,
+                extra["reply_chars"],
+                self.settings.max_reply_chars,
+            )
         self.cache.put(
             key,
             model=self.settings.model,
@@ -405,7 +350,10 @@ class LLMClient:
             prompt_tokens=p,
             completion_tokens=c,
             extra=extra,
+            endpoint=self.settings.endpoint_id(),
+            replace=not self.read_cache,
         )
+        self._fresh.add(key)
         self.ledger.record(request.stage, key, p, c, cached=False)
         return ChatResult(text, p, c, False, key, extra)
 
@@ -478,7 +426,7 @@ class LLMClient:
         todo = []
         for i, req in enumerate(requests):
             key = self.key(req)
-            hit = self.cache.get(key)
+            hit = self._lookup(key)
             if hit is None:
                 todo.append(i)
                 continue
@@ -570,7 +518,10 @@ __all__ = [
     "LLMClient",
     "ChatRequest",
     "ChatResult",
+    "cap_reply",
     "ENV_BASE_URL",
     "ENV_MODEL",
     "ENV_API_KEY",
+    "BOUNDS_HINT",
+    "MAX_REPLY_CHARS",
 ]

@@ -260,6 +260,14 @@ def _max_retries() -> Any:
     )
 
 
+def _llm_cache() -> Any:
+    return option(
+        True,
+        "serve LLM answers cached before; false: send every request again (the new answers "
+        "replace the cached ones) and never serve this system's run from the run cache",
+    )
+
+
 def _temperature() -> Any:
     return option(0.0, "sampling temperature (0: reproducible rewrites)", minimum=0)
 
@@ -275,6 +283,7 @@ class HyDEOptions(Options):
     temperature: float = _temperature()
     timeout: float = _timeout()
     max_retries: int = _max_retries()
+    cache: bool = _llm_cache()
     max_words: int = option(300, "longest closed-book answer, in words", minimum=1)
 
 
@@ -289,6 +298,7 @@ class SubQOptions(Options):
     temperature: float = _temperature()
     timeout: float = _timeout()
     max_retries: int = _max_retries()
+    cache: bool = _llm_cache()
     max_subquestions: int = option(5, "most sub-questions asked for", minimum=1)
 
 
@@ -322,6 +332,7 @@ class _LLMRerankOptions(Options):
     concurrency: int = option(4, "requests in flight at once", minimum=1)
     timeout: float = _timeout()
     max_retries: int = _max_retries()
+    cache: bool = _llm_cache()
     price_in: float | None = option(None, "USD per million prompt tokens (for the cost)")
     price_out: float | None = option(None, "USD per million answer tokens (for the cost)")
 

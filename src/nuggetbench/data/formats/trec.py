@@ -582,8 +582,9 @@ def _column_blocks(run: Run, tag: str):
     return _trec_write.run_chunks(qids, starts, uniques, codes, run.score_column(), tag)
 
 
-def write_qrels(qrels: Qrels, path: str | Path) -> Path:
-    """Write *qrels* as a TREC qrels file, atomically."""
+def write_qrels(qrels: Qrels, path: str | Path, marks: dict | None = None) -> Path:
+    """Write *qrels* as a TREC qrels file, atomically; the second column (the "iteration", read
+    and ignored by trec_eval and its peers) is ``0``, or ``marks[(query id, doc id)]``."""
     qids, starts, docids, rels = qrels.arrays()
     lines = []
     for i, q in enumerate(qids.tolist()):
@@ -591,7 +592,7 @@ def write_qrels(qrels: Qrels, path: str | Path) -> Path:
         a, b = int(starts[i]), int(starts[i + 1])
         for d, r in zip(docids[a:b].tolist(), rels[a:b].tolist()):
             _check_id(d, "doc id")
-            lines.append(f"{q} 0 {d} {r}\n")
+            lines.append(f"{q} {(marks or {}).get((q, d), '0')} {d} {r}\n")
     with atomic_write(path, "wb") as fh:
         fh.write(encode_id_text("".join(lines)))
     return Path(path)

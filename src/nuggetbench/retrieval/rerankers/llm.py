@@ -60,7 +60,8 @@ from nuggetbench.llm.rankout import (
     parse_scale,
     sliding_windows,
 )
-from nuggetbench.llm.secrets import key_name_problem
+from nuggetbench.llm.secrets import endpoint_id, key_name_problem
+from nuggetbench.llm.settings import env_base_url
 from nuggetbench.retrieval.compose.pipeline import Composable
 from nuggetbench.retrieval.models.topk import with_empty_queries
 from nuggetbench.retrieval.options import LLMListwiseOptions, LLMPointwiseOptions
@@ -82,6 +83,7 @@ _TRANSPORT = (
     "price_out",
     "timeout",
     "max_retries",
+    "cache",
 )
 
 
@@ -127,11 +129,16 @@ class _LLMReranker(Composable):
         """The model in effect: the ``model`` option, else ``NUGGETBENCH_LLM_MODEL``."""
         return self.options.model or os.environ.get(ENV_MODEL, "")
 
-    def identity(self) -> dict[str, Any]:
-        """What the reranked runs depend on: kind, model in effect, options and prompt file hash
-        (not the endpoint, key or concurrency)."""
+    def identity(self) -> dict[str, Any] | None:
+        """What the reranked runs depend on: kind, the endpoint and model in effect (the
+        endpoint normalised, credentials removed: :func:`~nuggetbench.llm.secrets.endpoint_id`),
+        options and prompt file hash (not the key or concurrency). ``None`` with ``cache=false``:
+        the runs are then never served from the run cache."""
+        if not self.options.cache:
+            return None
         return {
             "reranker": self.KIND,
+            "endpoint": endpoint_id(self.options.base_url or env_base_url()),
             "model": self.model(),
             "params": self.params,
             "prompt": self.prompt.sha256,
@@ -162,7 +169,9 @@ class _LLMReranker(Composable):
             max_retries=o.max_retries,
             price=price,
         )
-        return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite")
+        return LLMClient(
+            settings, _home.cache_dir("llm") / "cache.sqlite", read_cache=bool(o.cache)
+        )
 
     def _system_objective(self, objective: str | None) -> str:
         return f"\nThe task's objective: {objective.strip()}" if objective else ""
@@ -342,7 +351,7 @@ class LLMListwise(_LLMReranker):
             perm = parse_permutation(res.text, n)
             out.append((perm, [res.key], perm))
             if perm.repaired:
-                bad[j] = (requests[j], res.text)
+                bad[j] = (requests[j], res.echo())
         for _ in range(self.options.max_repairs):
             if not bad:
                 break
@@ -352,7 +361,7 @@ class LLMListwise(_LLMReranker):
                 perm = parse_permutation(res.text, sizes[j])
                 out[j] = (perm, [*out[j][1], res.key], out[j][2])
                 if perm.repaired:
-                    bad[j] = (req, res.text)
+                    bad[j] = (req, res.echo())
                 else:
                     del bad[j]
         return out
@@ -410,8 +419,11 @@ class LLMPointwise(_LLMReranker):
         """``(grade, from log-probabilities)`` of one answer.
 
         Raises:
-            InvalidAnswer: no log-probabilities of a grade and no grade in the text.
+            InvalidAnswer: no log-probabilities of a grade and no grade in the text; a reply cut
+                at ``max_reply_chars``.
         """
+        if result.reply_chars is not None:
+            raise InvalidAnswer(f"the reply was {result.reply_chars:,} characters long, cut")
         top = (result.extra or {}).get("top_logprobs")
         if top:
             # the token the model chose; in answers cached without it, the likeliest alternative
@@ -441,7 +453,7 @@ class LLMPointwise(_LLMReranker):
                 grades[j], from_logprobs = self.grade(res)
                 counts["expected_grades"] += int(from_logprobs)
             except InvalidAnswer as exc:
-                errors[j] = (requests[j], res.text, str(exc))
+                errors[j] = (requests[j], res.echo(), str(exc))
         for _ in range(self.options.max_repairs):
             if not errors:
                 break
@@ -454,7 +466,7 @@ class LLMPointwise(_LLMReranker):
                     counts["repaired"] += 1
                     del errors[j]
                 except InvalidAnswer as exc:
-                    errors[j] = (req, res.text, str(exc))
+                    errors[j] = (req, res.echo(), str(exc))
         if errors:
             counts["unparsed"] = counts["failed"] = len(errors)
             # unusable answers are not kept (as ask_validated): a later run asks again

@@ -31,6 +31,8 @@ from nuggetbench.llm.asking import ask_validated
 from nuggetbench.llm.client import ENV_MODEL, ChatRequest, LLMClient, LLMSettings
 from nuggetbench.llm.jsonout import validate_subquestions
 from nuggetbench.llm.prompts import chat_request, load_prompt, sampling
+from nuggetbench.llm.secrets import endpoint_id
+from nuggetbench.llm.settings import env_base_url
 from nuggetbench.retrieval.compose.caching import retriever_identity
 from nuggetbench.retrieval.compose.pipeline import Composable
 from nuggetbench.retrieval.options import HyDEOptions, SubQOptions
@@ -109,11 +111,13 @@ def generate_hyde(
 def _env_client(model: str, base_url: str, options: Any = None) -> LLMClient:
     bounds = {k: getattr(options, k, None) for k in ("timeout", "max_retries")}
     settings = LLMSettings.from_env(model=model or None, base_url=base_url or None, **bounds)
-    return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite")
+    read = bool(getattr(options, "cache", True))
+    return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite", read_cache=read)
 
 
-#: How long and how often to try: not part of names, identities or cache keys.
-_TRANSPORT = ("timeout", "max_retries")
+#: How long and how often to try, and whether cached answers are served: not part of names,
+#: identities or cache keys.
+_TRANSPORT = ("timeout", "max_retries", "cache")
 
 
 class _Rewriter(Composable):
@@ -137,12 +141,17 @@ class _Rewriter(Composable):
         opts = [f"{k}={v}" for k, v in changed.items()]
         self.name = f"{self.kind}({retriever.name}" + ("; " + ",".join(opts) if opts else "") + ")"
 
-    def identity(self) -> dict[str, Any]:
-        """What the runs depend on: the inner retriever, the model in effect, options and prompt."""
+    def identity(self) -> dict[str, Any] | None:
+        """What the runs depend on: the inner retriever, the endpoint (normalised, credentials
+        removed) and model in effect, options and prompt; ``None`` with ``cache=false`` (the
+        runs are then never served from the run cache)."""
+        if not self.options.cache:
+            return None
         model = self.model or os.environ.get(ENV_MODEL, "")
         prompt = load_prompt(self.kind, getattr(RewriteOptions(), f"{self.kind}_version"))
         return {
             "rewriter": self.kind,
+            "endpoint": endpoint_id(self.base_url or env_base_url()),
             "model": model,
             "params": self.params,
             "prompt": prompt.sha256,
