@@ -150,6 +150,21 @@ def _cut(data: bytes, reader: Reader) -> bytes:
     return data[:-1].rsplit(b"\t" if reader.tsv else b" ", 1)[0]
 
 
+@pytest.mark.parametrize("transform", ["bom", "latin1", "nbsp"])
+@pytest.mark.parametrize("reader", [READERS[0], READERS[2]], ids=["trec run", "trec qrels"])
+def test_large_files_take_the_fast_path_and_read_the_same(tmp_path, reader, transform) -> None:
+    """TREC files over 1 MiB are parsed by pyarrow (``trec_arrow``), not line by line: the
+    same ids as the line reader, hostile bytes included."""
+    rows = ROWS + [(f"q{i % 40}", f"doc{i}", i % 3) for i in range(80_000)]
+    data = TRANSFORMS[transform](_plain(reader, rows), reader)
+    assert len(data) > 1 << 20  # trec_arrow.MIN_BYTES
+    path = tmp_path / "large.txt"
+    path.write_bytes(data)
+    got = reader.read(path)
+    new = HOSTILE_IDS[transform][1] if transform in HOSTILE_IDS else "cafe"
+    assert got == {tuple(new if x == "cafe" else x for x in (q, d)) for q, d, _ in rows}
+
+
 def _gzip_cut(data: bytes) -> bytes:
     packed = gzip.compress(data * 50)
     return packed[: len(packed) // 2]
