@@ -407,3 +407,18 @@ def test_irds_document_line_without_text_is_one_error_line(tmp_path, monkeypatch
     assert len(lines) == 1, err
     assert "docs.tsv, line 2: expected 'doc_id<TAB>text', got 1 field: 'cafe'" in lines[0]
     assert dataset in lines[0]
+
+
+# --- the layer itself --------------------------------------------------------------------------------
+@pytest.mark.parametrize("block", [1, 2, 3, 5, 64])
+def test_streamed_lines_equal_the_whole_file_read_at_once(tmp_path, monkeypatch, block) -> None:
+    """``stream_lines`` decodes blocks of whole lines: any block size gives the lines (and line
+    numbers) of ``read_text``, multi-byte characters, invalid bytes, a BOM and gzip included."""
+    from nuggetbench.data import lines as layer
+
+    monkeypatch.setattr(layer, "BLOCK", block)
+    data = b"\xef\xbb\xbfq\xc3\xa9 0\r\n\ncaf\xe9\t\xe3\x80\x80x\n\x00\x1c\xc2\x85 end"
+    for name, raw in (("plain.txt", data), ("packed.gz", gzip.compress(data))):
+        path = tmp_path / name
+        path.write_bytes(raw)
+        assert list(layer.stream_lines(path)) == list(layer.text_lines(layer.read_text(path)))

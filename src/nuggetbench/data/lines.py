@@ -40,6 +40,9 @@ from nuggetbench.data.source import (
 )
 from nuggetbench.errors import FormatError, InputError
 
+#: bytes read at a time by :func:`stream_lines`
+BLOCK = 1 << 20
+
 __all__ = [
     "field_lines",
     "layout_error",
@@ -91,19 +94,46 @@ def stream_lines(path: str | Path, *, what: str = "input") -> Iterator[tuple[int
         head = raw.peek(2)[:2]  # a pipe cannot seek back
         gz = head == GZIP_MAGIC or (path.suffix == ".gz" and bool(head))
         fh = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
-        number = 0
         try:
-            for number, data in enumerate(fh, start=1):
-                if number == 1 and data.startswith(BOM):
-                    data = data[len(BOM) :]
-                try:
-                    yield number, decode_id_text(data.rstrip(b"\n"), path=path)
-                except FormatError as exc:
-                    raise FormatError(path, number, exc.message) from None
+            yield from _blocks_to_lines(fh, path)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise FormatError(
-                path, number + 1, f"not a complete gzip file ({exc or 'truncated'}); fetch it again"
+                path, None, f"not a complete gzip file ({exc or 'truncated'}); fetch it again"
             ) from None
+
+
+def _blocks_to_lines(fh, path: Path) -> Iterator[tuple[int, str]]:
+    """The numbered lines of binary stream *fh*, decoded a block of whole lines at a time (a
+    ``"\n"`` byte never lies inside a UTF-8 sequence, so a block cut there decodes as the
+    whole file would)."""
+    rest = b""
+    while len(rest) < len(BOM):  # a pipe may give the mark in pieces
+        block = fh.read(BLOCK)
+        if not block:
+            break
+        rest += block
+    rest, number = strip_bom(rest), 0
+    while True:
+        cut = rest.rfind(b"\n")
+        if cut >= 0:
+            lines = _decoded(rest[:cut], path, number).split("\n")
+            yield from enumerate(lines, start=number + 1)
+            number += len(lines)
+            rest = rest[cut + 1 :]
+        block = fh.read(BLOCK)
+        if not block:
+            break
+        rest += block
+    if rest:
+        yield number + 1, _decoded(rest, path, number)
+
+
+def _decoded(data: bytes, path: Path, before: int) -> str:
+    """:func:`.source.decode_id_text` of lines that follow line *before* of *path*."""
+    try:
+        return decode_id_text(data, path=path)
+    except FormatError as exc:
+        raise FormatError(path, before + (exc.line or 1), exc.message) from None
 
 
 def field_lines(
@@ -125,8 +155,9 @@ def tab_lines(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, list[str]
     """``(line number, fields)`` of each non-blank TSV line, split at tabs only (a ``"\\r"``
     ending the line dropped; a line of white space only is blank). Fields are not stripped."""
     for number, line in lines:
-        line = line[:-1] if line.endswith("\r") else line
-        if line.strip(SPACES):
+        if line.endswith("\r"):
+            line = line[:-1]
+        if line and (line[0] not in SPACES or line.strip(SPACES)):
             yield number, line.split("\t")
 
 

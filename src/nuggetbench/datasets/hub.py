@@ -436,4 +436,4 @@ def read_tsv_pairs(path: Path) -> Iterator[tuple[str, str]]:
         for lineno, fields in tab_lines(lines):
             if len(fields) < 2:
                 raise layout_error(path, lineno, "id<TAB>text", fields)
-            yield fields[0].strip(SPACES), "\t".join(fields[1:])
+            yield fields[0].strip(SPACES), fields[1] if len(fields) == 2 else "\t".join(fields[1:])
