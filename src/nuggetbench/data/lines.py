@@ -77,8 +77,9 @@ def text_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def stream_lines(path: str | Path, *, what: str = "input") -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of *path* read line by line (never whole): gzip recognised by
-    its magic bytes, a leading BOM dropped, each line decoded byte-exact, without its ``"\\n"``.
+    """``(line number, line)`` of *path* read in blocks of whole lines (never the whole file at
+    once): gzip recognised by its magic bytes, a leading BOM dropped, each line decoded
+    byte-exact, without its ``"\\n"`` (a ``"\\r"`` before it stays).
 
     Raises:
         InputError: the path does not exist or is a folder.
@@ -104,7 +105,7 @@ def stream_lines(path: str | Path, *, what: str = "input") -> Iterator[tuple[int
 
 def _blocks_to_lines(fh, path: Path) -> Iterator[tuple[int, str]]:
     """The numbered lines of binary stream *fh*, decoded a block of whole lines at a time (a
-    ``"\n"`` byte never lies inside a UTF-8 sequence, so a block cut there decodes as the
+    ``"\\n"`` byte never lies inside a UTF-8 sequence, so a block cut there decodes as the
     whole file would)."""
     rest = b""
     while len(rest) < len(BOM):  # a pipe may give the mark in pieces

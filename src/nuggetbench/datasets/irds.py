@@ -31,7 +31,9 @@ What ir_datasets declares (source files, errors, fingerprint) is read by :mod:`.
 
 Datasets registered in ir_datasets at run time (``ir_datasets.registry.register(name, ds)``, e.g.
 ``ir_datasets.create_dataset(docs_tsv=..., queries_tsv=..., qrels_trec=...)``) are served like
-its own, in the same process.
+its own, in the same process, and read from their current files (:mod:`.irds_local`: a docstore
+older than its documents file is cleared; local queries and judgments go through nuggetbench's
+reading layer; a malformed documents line is named with its file and line).
 """
 
 from __future__ import annotations
