@@ -329,6 +329,16 @@ def test_json_readers_drop_a_bom_and_keep_bytes(tmp_path: Path) -> None:
     path.write_bytes(b'{"_id": "q1", "text": "a"}\n{"_id": "caf\xe9", "text": "b"}\n')
     with pytest.raises(FormatError, match=r"queries.jsonl, line 2: not valid utf-8"):
         read_queries_jsonl(path)
+    # hub records (JSON lines or a JSON array): a BOM dropped, a Latin-1 byte one clear error
+    from nuggetbench.datasets.hub import iter_records
+
+    lines, array = tmp_path / "records.jsonl", tmp_path / "records.json"
+    lines.write_bytes(b'\xef\xbb\xbf{"_id": "a"}\r\n{"_id": "b"}\n')
+    array.write_bytes(b'\xef\xbb\xbf[{"_id": "c"}]')
+    assert [r["_id"] for r in iter_records([lines, array])] == ["a", "b", "c"]
+    lines.write_bytes(b'{"_id": "a"}\n{"_id": "caf\xe9"}\n')
+    with pytest.raises(FormatError, match=r"records.jsonl: not valid UTF-8"):
+        list(iter_records([lines]))
 
 
 # --- the local files of a dataset registered in ir_datasets ------------------------------------------

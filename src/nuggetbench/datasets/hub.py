@@ -400,6 +400,23 @@ def _open_text(path: Path) -> io.TextIOBase:
 
 
 def _iter_json(path: Path) -> Iterator[dict]:
+    """The records of a JSON array or JSON lines file (``.gz`` too), a byte-order mark dropped.
+
+    Raises:
+        FormatError: not JSON, a line that is not an object, or bytes that are not UTF-8 (the
+            file named, and the line where known).
+    """
+    try:
+        yield from _json_records(path)
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            path,
+            None,
+            f"not valid UTF-8 ({exc.reason} at byte {exc.start} of a block); re-encode the file",
+        ) from None
+
+
+def _json_records(path: Path) -> Iterator[dict]:
     with _open_text(path) as fh:
         first = ""
         while True:
