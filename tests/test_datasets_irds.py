@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -149,6 +150,62 @@ def test_fingerprint_is_declared_and_follows_the_files(tmp_path):
     docs = tmp_path / "irds" / "docs.tsv"
     docs.write_text(docs.read_text() + "d6\tone more document\n")
     assert load_dataset(did).corpus.fingerprint() != first.corpus.fingerprint()
+
+
+def test_an_edited_docs_file_is_read_as_it_is_now(tmp_path, caplog):
+    """ir_datasets builds ``docs.tsv.pklz4/`` on the first lookup and reads it ever after (also
+    for docs_iter and the count): an edited file was scored on its old texts while the
+    fingerprint named the new file. The stale store is cleared, so texts, ids, count, a BM25
+    run and the fingerprint all follow the file."""
+    did = _register_tiny(tmp_path, titles=False)  # ir_datasets.create_dataset
+    first = load_dataset(did)
+    assert first.corpus["d1"].text.endswith("the cat sat on the mat")  # builds the store
+    store = tmp_path / "irds" / "docs.tsv.pklz4"
+    assert store.is_dir()
+    now = time.time_ns()  # file times tick coarsely: the store built 10 s ago, the edit 5 s ago
+    for f in store.iterdir():
+        os.utime(f, ns=(now - 10**10, now - 10**10))
+    docs = tmp_path / "irds" / "docs.tsv"
+    lines = docs.read_text().splitlines()
+    lines[0] = "d1\tparrots talk all day"
+    docs.write_text("\n".join([*lines, "d6\tthe cat sat on the mat"]) + "\n")
+    os.utime(docs, ns=(now - 5 * 10**9, now - 5 * 10**9))
+    with caplog.at_level("WARNING"):
+        again = load_dataset(did)
+    assert "older than" in caplog.text and "docs.tsv" in caplog.text
+    assert again.corpus["d1"].text == "parrots talk all day"
+    assert [d.doc_id for d in again.corpus.iter_documents()][-1] == "d6"
+    assert len(again.corpus) == len(DOCS) + 1
+    assert again.fingerprint() != first.fingerprint()
+    result = run_experiment(again, ["bm25"], measures=["nDCG@10"], cache_runs=False)
+    run = result.systems["bm25"].run
+    top = run.arrays()[2][run.arrays()[1][0]]  # q1 "cat mat": the cat sentence moved to d6
+    assert top == "d6"
+    with caplog.at_level("WARNING"):
+        caplog.clear()
+        load_dataset(did)  # the rebuilt store is current: not cleared again
+    assert "older than" not in caplog.text
+
+
+def test_ir_datasets_home_naming_a_file_is_blamed_on_it(tmp_path):
+    """Before: "File exists [errno 17] ... choose another folder (-o, NUGGETBENCH_HOME)". In a
+    fresh process (ir_datasets fixes its folders on first use)."""
+    afile = tmp_path / "not-a-folder"
+    afile.write_text("")
+    (tmp_path / "run").write_text("1 Q0 d1 1 2.0 t\n")
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "IR_DATASETS_HOME": str(afile), "PYTHONPATH": src}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nuggetbench", "evaluate", "irds:beir/scifact/test"]
+        + [str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"IR_DATASETS_HOME={afile} is a file, not a folder" in proc.stderr
+    assert "irds:beir/scifact/test" in proc.stderr and "NUGGETBENCH_HOME" not in proc.stderr
 
 
 def test_document_types_map_to_title_and_text():

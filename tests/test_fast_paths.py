@@ -308,18 +308,24 @@ def test_qrels_sniff_fast_path_answers_as_the_line_loop(seed, tmp_path, monkeypa
             want = diversity_io.sniff_nugget_qrels(path, max_lines=max_lines)
         assert got == want, text
     assert fast_hits > 10  # the fast path was taken often enough to be tested
-    for name, text in [
-        ("fs.jsonl", '{"query_id": "q1", "nuggets": []}\n'),
-        ("nbsp.txt", "q0\u00a00 d1 1\nq0 1 d1 1\n"),  # a non-ASCII space splits str only
-        ("fs.txt", "q0\x1c0 d1 1\nq0 1 d1 1\n"),  # so does an ASCII separator
-        ("cr.txt", "q0 0 d1 1\rq0 1 d1 1\n"),  # text mode ends a line at a lone CR
+    # the sniff splits lines and fields as the readers do (data/lines.py): a no-break space or
+    # \x1c is inside a field, a lone CR separates fields and never ends a line
+    for name, text, expected in [
+        ("fs.jsonl", '{"query_id": "q1", "nuggets": []}\n', "freshstack"),
+        ("bom.jsonl", '\ufeff{"query_id": "q1", "nuggets": []}\n', "freshstack"),
+        ("nbsp.txt", "q0\u00a00 d1 1\nq0 1 d1 1\n", None),
+        ("nbsp2.txt", "q\u00a00 0 d1 1\nq\u00a00 1 d1 1\n", "ndeval"),
+        ("fs.txt", "q0\x1c0 d1 1\nq0 1 d1 1\n", None),
+        ("fs2.txt", "q\x1c0 0 d1 1\nq\x1c0 1 d1 1\n", "ndeval"),
+        ("cr.txt", "q0 0 d1 1\rq0 1 d1 1\n", None),
+        ("crlf.txt", "q0 0 d1 1\r\nq0 1 d1 1\r\n", "ndeval"),
     ]:
         path = tmp_path / name
         path.write_bytes(text.encode("utf-8"))
         with monkeypatch.context() as m:
             m.setattr(diversity_io, "_plain_document_qrels", lambda *a: False)
             want = diversity_io.sniff_nugget_qrels(path)
-        assert want is not None
+        assert want == expected, name
         assert diversity_io.sniff_nugget_qrels(path) == want
 
 

@@ -293,9 +293,10 @@ def _evaluate_prefs(
     if not isinstance(path, (str, Path)) or is_dataset_id(str(path)):
         raise InputError(f"preference judgments are read from a {kind} file, got {path!r}")
     measures = list(measures or ["all_prefs"])
-    entries = trec_selection([m for m in measures if is_trec_spec(m)])
-    wrong = [m for m in measures if not is_trec_spec(m)]
-    wrong += [e.key for e in entries if e.text not in ("prefs", "runid") and e.key != "num_q"]
+    # trec_eval computes its preference measures, runid and num_q from preference judgments
+    # (measures.c's all_prefs); any other measure stops it ("Can't calculate measure")
+    entries = trec_selection(measures)
+    wrong = [e.key for e in entries if e.text not in ("prefs", "runid") and e.key != "num_q"]
     if wrong:
         raise InputError(
             f"with -R {kind} only trec_eval's preference measures (all_prefs, prefs_simp...), "
@@ -409,6 +410,7 @@ def trec_eval_text(
     source.update({e.key: e.key for e in entries if e.text == "prefs"})
     values = {k: results.per_query[v] for k, v in source.items()}
     means = {k: results.means[v] for k, v in source.items()}
+    totals = {}
     if (
         "num_rel" in means
         and ev.target is not None
@@ -416,10 +418,13 @@ def trec_eval_text(
         and prof.average_over == "qrels"
     ):
         # -c: trec_eval's all line counts every judgment with grade > 0 of every judged query,
-        # whatever -l, -J or -M say (m_num_rel.c, te_calc_avg_num_rel)
-        means["num_rel"] = float((ev.target.qrels.arrays()[3] > 0).sum())
+        # whatever -l, -J, -M or -Z say (m_num_rel.c, te_calc_avg_num_rel runs after the z)
+        totals["num_rel"] = means["num_rel"] = float((ev.target.qrels.arrays()[3] > 0).sum())
     if zscores is not None:
-        values, means = standardise(_aggregates(entries), values, results.query_ids, zscores)
+        aggregates = {k: "total" if k in totals else how for k, how in _aggregates(entries).items()}
+        values, means = standardise(
+            aggregates, values, results.query_ids, zscores, totals=totals, unevaluated=missing
+        )
     return format_trec_eval(
         entries,
         values,

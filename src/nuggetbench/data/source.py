@@ -74,8 +74,14 @@ def _max_bytes() -> int:
 def short(value: object, limit: int = 60) -> str:
     """``repr`` of *value* cut to at most *limit* characters (never builds a huge string).
 
-    Strings and bytes are sliced before ``repr`` is taken, so quoting a 2 GB id costs nothing.
+    Strings and bytes are sliced before ``repr`` is taken, so quoting a 2 GB id costs nothing. A
+    string holding bytes that were not valid UTF-8 (see :func:`decode_id_text`) is shown as the
+    bytes it was read from (``b'caf\\xe9'``).
     """
+    if isinstance(value, str) and any(ch >= _FIRST_ESCAPE for ch in value[:limit]):
+        return repr(encode_id_text(value[:limit])) + (
+            f"... ({len(value)} long)" if len(value) > limit else ""
+        )
     if isinstance(value, (str, bytes, bytearray)) and len(value) > limit:
         return repr(value[:limit]) + f"... ({len(value)} long)"
     if isinstance(value, (list, tuple, set, frozenset, dict)) and len(value) > 8:
@@ -98,6 +104,7 @@ def strip_bom(data: bytes) -> bytes:
 
 _RESERVED = re.compile(b"\xf4\x8f[\xbe\xbf][\x80-\xbf]")  # UTF-8 of U+10FF80..U+10FFFF
 _ESCAPE_BASE = 0x10FF00
+_FIRST_ESCAPE = chr(_ESCAPE_BASE + 0x80)
 ERRORS = "nuggetbench-bytes"
 
 

@@ -38,7 +38,14 @@ from nuggetbench.datasets import hub
 from nuggetbench.datasets._ids import FRESHSTACK_TOPICS as TOPICS
 from nuggetbench.datasets.dataset import Dataset
 from nuggetbench.datasets.family import DOWNLOAD, SHOW_PROGRESS, ModuleFamily, Target
-from nuggetbench.errors import DatasetError, DownloadError, UnknownNameError, suggest
+from nuggetbench.errors import (
+    DatasetError,
+    DownloadError,
+    FormatError,
+    UnknownNameError,
+    suggest,
+)
+from nuggetbench.jsonl import iter_jsonl
 from nuggetbench.spec import Param, params_table
 
 log = logging.getLogger(__name__)
@@ -339,14 +346,11 @@ class FreshStackFamily(ModuleFamily):
             return False
         if not (folder / "corpus.jsonl").is_file():
             return False
-        with open(queries, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        return False
-                    return isinstance(row, dict) and "nuggets" in row
+        try:  # the first row, as every JSONL reader reads it (a byte-order mark dropped)
+            for _, row in iter_jsonl(queries):
+                return isinstance(row, dict) and "nuggets" in row
+        except FormatError:
+            return False
         return False
 
     def load_folder(self, folder: Path, **options: Any) -> Dataset:

@@ -31,6 +31,7 @@ minute in retries, and the one error names the files and the folder to fill. ``m
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import itertools
@@ -45,6 +46,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from nuggetbench import home as _home
+from nuggetbench.data.lines import layout_error, stream_lines, tab_lines
+from nuggetbench.data.source import SPACES
 from nuggetbench.errors import DatasetError, DownloadError, FormatError
 from nuggetbench.jsonl import iter_jsonl
 
@@ -392,11 +395,28 @@ def iter_records(paths: Iterable[Path], *, columns: Sequence[str] | None = None)
 
 def _open_text(path: Path) -> io.TextIOBase:
     if path.name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
 
 
 def _iter_json(path: Path) -> Iterator[dict]:
+    """The records of a JSON array or JSON lines file (``.gz`` too), a byte-order mark dropped.
+
+    Raises:
+        FormatError: not JSON, a line that is not an object, or bytes that are not UTF-8 (the
+            file named, and the line where known).
+    """
+    try:
+        yield from _json_records(path)
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            path,
+            None,
+            f"not valid UTF-8 ({exc.reason} at byte {exc.start} of a block); re-encode the file",
+        ) from None
+
+
+def _json_records(path: Path) -> Iterator[dict]:
     with _open_text(path) as fh:
         first = ""
         while True:
@@ -421,17 +441,16 @@ def _iter_json(path: Path) -> Iterator[dict]:
 
 
 def read_tsv_pairs(path: Path) -> Iterator[tuple[str, str]]:
-    """``id<TAB>text`` lines (MIRACL topics, mMARCO collections and queries), streamed.
+    """``id<TAB>text`` lines (MIRACL topics, mMARCO collections and queries), streamed through
+    the reading layer (:func:`nuggetbench.data.lines.stream_lines`: ``.gz``, a byte-order mark
+    dropped, ids byte-exact); the id is stripped of ASCII white space only, the text keeps any
+    further tab.
 
     Raises:
-        FormatError: a non-empty line without a tab (file and line named).
+        FormatError: a non-empty line without a tab (file, line and value named).
     """
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            key, tab, text = line.partition("\t")
-            if not tab:
-                raise FormatError(path, lineno, "expected 'id<TAB>text'")
-            yield key.strip(), text
+    with contextlib.closing(stream_lines(path, what="TSV")) as lines:
+        for lineno, fields in tab_lines(lines):
+            if len(fields) < 2:
+                raise layout_error(path, lineno, "id<TAB>text", fields)
+            yield fields[0].strip(SPACES), fields[1] if len(fields) == 2 else "\t".join(fields[1:])

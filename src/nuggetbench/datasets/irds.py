@@ -31,7 +31,9 @@ What ir_datasets declares (source files, errors, fingerprint) is read by :mod:`.
 
 Datasets registered in ir_datasets at run time (``ir_datasets.registry.register(name, ds)``, e.g.
 ``ir_datasets.create_dataset(docs_tsv=..., queries_tsv=..., qrels_trec=...)``) are served like
-its own, in the same process.
+its own, in the same process, and read from their current files (:mod:`.irds_local`: a docstore
+older than its documents file is cleared; local queries and judgments go through nuggetbench's
+reading layer; a malformed documents line is named with its file and line).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import Any
 from nuggetbench.data import Corpus, Document, Qrels, Queries
 from nuggetbench.datasets.dataset import Dataset
 from nuggetbench.datasets.family import DatasetFamily
+from nuggetbench.datasets.irds_local import bom_id, local_qrels, local_queries, refresh_docstore
 from nuggetbench.datasets.irds_sources import (
     CATALOGUE,
     catalogue_url,
@@ -52,6 +55,7 @@ from nuggetbench.datasets.irds_sources import (
     handle,
     ir_datasets_module,
     irds_name,
+    local_sources,
     source_files,
     translated,
 )
@@ -120,6 +124,7 @@ class IrdsCorpus(Corpus):
         self._len: int | None = None
         self._fp: str | None = None
         self._on_disk = False
+        self._bom: str | None | bool = False  # False: not looked at yet
         self.name = dataset_id
 
     def on_disk(self) -> bool:
@@ -128,10 +133,27 @@ class IrdsCorpus(Corpus):
             self._on_disk = all(s.present for s in source_files(self._ds, ["docs"]))
         return self._on_disk
 
+    def _first_id(self) -> str | None:
+        """The first document id as ir_datasets keeps it when a local documents file starts
+        with a byte-order mark (``"\ufeff" + id``; see :func:`.irds_local.bom_id`), else None."""
+        if self._bom is False:
+            with translated(self._id, self._ds, "docs"):
+                self._bom = bom_id(self._ds)
+        return self._bom or None
+
+    def _key(self, doc_id: str) -> str:
+        """The id ir_datasets' docstore knows *doc_id* by (the byte-order mark put back)."""
+        first = self._first_id()
+        return first if first is not None and doc_id == first[1:] else doc_id
+
     def _docs(self) -> Iterator[Any]:
         check_present(self._id, self._ds, ["docs"], self._download)
+        first = self._first_id()
         with translated(self._id, self._ds, "docs"):
-            yield from self._ds.docs_iter()
+            for doc in self._ds.docs_iter():
+                if first is not None and doc.doc_id == first:
+                    doc = doc._replace(doc_id=first[1:])  # the mark dropped, as every reader
+                yield doc
 
     def iter_documents(self) -> Iterator[Document]:
         for doc in self._docs():
@@ -157,8 +179,10 @@ class IrdsCorpus(Corpus):
 
     def __getitem__(self, doc_id: str) -> Document:
         store = self._docstore()
+        key = self._key(doc_id)
         with translated(self._id, self._ds, "docs"):
-            return to_document(store.get(doc_id))  # KeyError when absent
+            found = store.get(key)  # KeyError when absent
+        return to_document(found._replace(doc_id=doc_id) if key != doc_id else found)
 
     def __contains__(self, doc_id: object) -> bool:
         if not self.on_disk():
@@ -172,9 +196,10 @@ class IrdsCorpus(Corpus):
     def texts(self, doc_ids: Iterable[str], *, with_title: bool = True) -> list[str]:
         ids = list(doc_ids)
         store = self._docstore()
+        keys = [self._key(d) for d in ids]
         with translated(self._id, self._ds, "docs"):
-            found = store.get_many(ids)
-        docs = [to_document(found[d]) for d in ids]  # KeyError when absent, as __getitem__
+            found = store.get_many(keys)
+        docs = [to_document(found[k]) for k in keys]  # KeyError when absent, as __getitem__
         return [d.full_text if with_title else d.text for d in docs]
 
     def fingerprint(self) -> str:
@@ -193,6 +218,9 @@ def _judgments(dataset_id: str, ds: Any) -> Qrels:
             f"{dataset_id} has no judgments (qrels) in ir_datasets; pick one of its ids that has "
             f"(e.g. a /judged or test subset): {catalogue_url(irds_name(dataset_id))}"
         )
+    local = local_qrels(dataset_id, ds)  # a local qrels file: through the reading layer
+    if local is not None:
+        return local
     q: list[str] = []
     d: list[str] = []
     r: list[int] = []
@@ -210,7 +238,8 @@ def _queries(dataset_id: str, ds: Any, judged: set[str], field: str | None) -> Q
         raise DatasetError(f"{dataset_id} has no queries in ir_datasets")
     texts: dict[str, str] = {}
     with translated(dataset_id, ds, "queries"):
-        for query in ds.queries_iter():
+        records = local_queries(dataset_id, ds)  # a local TSV file: through the reading layer
+        for query in ds.queries_iter() if records is None else records:
             qid = str(query.query_id)
             if qid in judged:
                 texts[qid] = query_text(query, field, dataset_id)
@@ -263,6 +292,8 @@ def load(
     if not ds.has("docs"):
         raise DatasetError(f"{dataset_id} has no documents in ir_datasets: {catalogue_url(name)}")
     check_present(dataset_id, ds, ["queries", "qrels"], download)
+    with translated(dataset_id, ds, "docs"):  # read from the current files (irds_local)
+        refresh_docstore(dataset_id, ds, local_sources(ds))
     qrels = _judgments(dataset_id, ds)
     queries = _queries(dataset_id, ds, set(qrels.query_ids), query_field)
     corpus = IrdsCorpus(dataset_id, ds, download=download)

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import html
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nuggetbench import home as _home
+from nuggetbench.datasets.irds_local import local_docs_fault
 from nuggetbench.errors import (
     ChecksumError,
     DatasetError,
@@ -31,6 +33,7 @@ from nuggetbench.errors import (
 
 __all__ = [
     "CATALOGUE",
+    "HOME_VARIABLES",
     "PREFIX",
     "SourceFile",
     "catalogue_url",
@@ -38,8 +41,10 @@ __all__ = [
     "docs_fingerprint",
     "download_missing",
     "handle",
+    "home_error",
     "ir_datasets_module",
     "irds_name",
+    "local_sources",
     "missing_error",
     "source_files",
     "translated",
@@ -50,14 +55,18 @@ CATALOGUE = "https://ir-datasets.com/"
 EXTRA = "pip install 'nuggetbench[irds]'"
 
 
-def ir_datasets_module():
-    """The ``ir_datasets`` module, imported now (never on ``import nuggetbench``).
+def ir_datasets_module(dataset_id: str | None = None):
+    """The ``ir_datasets`` module, imported now (never on ``import nuggetbench``); *dataset_id*
+    (the id being loaded) is named in errors.
 
     Raises:
-        DatasetError: it is not installed (the message names the extra to install).
+        DatasetError: it is not installed (the message names the extra to install), or its
+            import fails on its folder (``IR_DATASETS_HOME`` naming a file).
     """
     try:
         import ir_datasets  # lazy: an optional dependency, slow to import (its whole catalogue)
+    except OSError as exc:  # its catalogue makes folders under IR_DATASETS_HOME on import
+        raise home_error(dataset_id, exc) or exc from None
     except ImportError as exc:
         raise DatasetError(
             f"'{PREFIX}' dataset ids are served by the ir_datasets package, which is not "
@@ -94,14 +103,56 @@ def handle(dataset_id: str) -> Any:
         DatasetError: ir_datasets is not installed.
     """
     name = irds_name(dataset_id)
-    ir = ir_datasets_module()
+    ir = ir_datasets_module(dataset_id)
     try:
         return ir.load(name)
+    except OSError as exc:
+        raise home_error(dataset_id, exc) or exc from None
     except KeyError:
         raise UnknownNameError(
             f"ir_datasets has no dataset {name!r} (from {dataset_id!r}).{suggest(name, list(ir.registry))} "
             f"Its catalogue of ids: {CATALOGUE}"
         ) from None
+
+
+#: ir_datasets' folders, named by the environment (``ir_datasets.util.home_path``/``tmp_path``)
+HOME_VARIABLES = ("IR_DATASETS_HOME", "IR_DATASETS_TMP")
+
+
+def home_error(dataset_id: str | None, exc: OSError) -> DatasetError | None:
+    """*exc* (raised inside ir_datasets) as a :class:`DatasetError` naming the ir_datasets
+    variable whose folder it concerns (``IR_DATASETS_HOME`` naming a file made ir_datasets fail
+    with ``FileExistsError``, which read as a nuggetbench folder's fault), or ``None`` when the
+    path is not under one."""
+    where = Path(str(exc.filename)) if exc.filename else None
+    who = f"{dataset_id}: " if dataset_id else ""
+    for variable in HOME_VARIABLES:
+        value = os.environ.get(variable)
+        base = Path(value) if value else None
+        if variable == "IR_DATASETS_HOME" and base is None:
+            base = Path.home() / ".ir_datasets"
+        if where is None or base is None or not (where == base or base in where.parents):
+            continue
+        if base.exists() and not base.is_dir():
+            return DatasetError(
+                f"{who}{variable}={base} is a file, not a folder: ir_datasets keeps its files "
+                f"in that folder; point {variable} at a folder (or unset it)"
+            )
+        return DatasetError(
+            f"{who}ir_datasets cannot use its folder {base} ({variable}): "
+            f"{exc.strerror or exc} [{where}]; point {variable} at a folder this user can write"
+        )
+    return None
+
+
+def local_sources(ds: Any) -> list[Path]:
+    """The local files (no MD5: a ``LocalDownload`` or a folder ir_datasets unpacked into) the
+    documents of *ds* are read from, that exist."""
+    return [
+        Path(s.path)
+        for s in source_files(ds, ["docs"])
+        if s.md5 is None and s.path and Path(s.path).is_file()
+    ]
 
 
 # --- downloads: what ir_datasets declares, and what is missing --------------------------------------
@@ -234,8 +285,13 @@ def missing_error(
 
 @contextlib.contextmanager
 def translated(dataset_id: str, ds: Any, part: str) -> Iterator[None]:
-    """Turn a failure of ir_datasets while it reads *part* into a :class:`DownloadError` naming
-    what to fetch, when files of *part* are missing (other errors pass unchanged)."""
+    """Turn a failure of ir_datasets while it reads *part* into one of ours, naming the dataset
+    and its files: a :class:`DownloadError` naming what to fetch when files of *part* are
+    missing; a :class:`DatasetError` naming ``IR_DATASETS_HOME`` for its folder's faults; a
+    :class:`FormatError` naming the file, line and value for a local documents file it cannot
+    parse (:func:`.irds_local.local_docs_fault`); else a :class:`DatasetError` naming the
+    dataset, the part, its files and ir_datasets' message. ``KeyError`` (a document not found)
+    and our own errors pass unchanged."""
     try:
         yield
     except (NuggetbenchError, KeyError):
@@ -243,7 +299,16 @@ def translated(dataset_id: str, ds: Any, part: str) -> Iterator[None]:
     except Exception as exc:
         if any(not s.present for s in source_files(ds, [part])):
             raise missing_error(dataset_id, ds, [part], exc) from exc
-        raise
+        if isinstance(exc, OSError) and home_error(dataset_id, exc) is not None:
+            raise home_error(dataset_id, exc) from exc
+        fault = local_docs_fault(dataset_id, ds, exc) if part == "docs" else None
+        if fault is not None:
+            raise fault from exc
+        files = "; ".join(s.describe() for s in source_files(ds, [part])) or "no file declared"
+        raise DatasetError(
+            f"{dataset_id}: ir_datasets could not read its {part} ({type(exc).__name__}: "
+            f"{str(exc)[:300]}); its files: {files}"
+        ) from exc
 
 
 def check_present(dataset_id: str, ds: Any, parts: list[str], download: bool) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 from nuggetbench._atomic import atomic_write
 from nuggetbench.data.corpus import Corpus, Document, JsonlCorpus, Queries
 from nuggetbench.data.formats.jsonl_index import IndexedJsonlCorpus
+from nuggetbench.data.lines import layout_error, read_text, tab_lines, text_lines
 from nuggetbench.data.qrels import Qrels
 from nuggetbench.data.run import Run
 from nuggetbench.data.source import (
@@ -47,20 +48,11 @@ def read_beir_qrels(
     q: list[int] = []
     d: list[int] = []
     r: list[int] = []
-    for lineno, line in enumerate(decode_id_text(data, path=path).split("\n"), start=1):
-        line = line.rstrip("\r")
-        if not line.strip():
-            continue
-        parts = line.split("\t")
+    for lineno, parts in tab_lines(text_lines(read_text(path, what="qrels", content=data))):
         if lineno == 1 and parse_grade(parts[-1]) is None:
             continue  # header row
         if len(parts) != 3:
-            raise FormatError(
-                path,
-                lineno,
-                f"expected 3 tab-separated fields (query-id, corpus-id, score), found {len(parts)}: "
-                + short(line, 120),
-            )
+            raise layout_error(path, lineno, "query-id<TAB>corpus-id<TAB>score", parts, sep="\t")
         grade = parse_grade(parts[2])
         if grade is None or not -(2**63) <= grade < 2**63:
             raise FormatError(

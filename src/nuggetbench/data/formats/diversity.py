@@ -18,8 +18,10 @@ judgments in ``qrels.nuggets``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +32,10 @@ from nuggetbench.data.formats.freshstack import (
     read_freshstack_queries,
     write_freshstack_queries,
 )
+from nuggetbench.data.lines import field_lines, read_text, stream_lines, text_lines
 from nuggetbench.data.nugget_qrels import Nugget, NuggetQrels
 from nuggetbench.data.qrels import Qrels
-from nuggetbench.data.source import decode_id_text, read_source, short, split_fields
+from nuggetbench.data.source import INT64_MAX, INT64_MIN, SPACES, parse_grade, short, split_fields
 from nuggetbench.errors import DuplicateError, FormatError, InputError
 
 log = logging.getLogger(__name__)
@@ -84,26 +87,24 @@ def read_ndeval_qrels(path: str | Path, *, name: str | None = None) -> NuggetQre
         raise InputError(f"{path}: no such file")
     seen: dict[tuple[str, str, str], tuple[int, int]] = {}
     subtopics: dict[str, set[str]] = {}
-    text = decode_id_text(read_source(path, what="qrels"), path=path)
     # one pass over the lines of a file read once (ids keep their bytes)
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        parts = split_fields(line)
-        if not parts or line.startswith("#"):
-            continue
+    for lineno, parts in field_lines(text_lines(read_text(path, what="qrels"))):
         if len(parts) != 4:
             raise FormatError(
                 path,
                 lineno,
                 "expected 4 whitespace-separated columns "
-                f"(topic subtopic docno judgment), found {len(parts)}: {short(line.strip(), 120)}",
+                f"(topic subtopic docno judgment), found {len(parts)}: "
+                f"{short(' '.join(parts), 120)}",
             )
         topic, sub, doc, grade_text = parts
-        try:
-            grade = int(grade_text)
-        except ValueError:
+        grade = parse_grade(grade_text)
+        if grade is None or not INT64_MIN <= grade <= INT64_MAX:
             raise FormatError(
-                path, lineno, f"judgment must be an integer, got {short(grade_text)}"
-            ) from None
+                path,
+                lineno,
+                f"judgment must be an integer in the 64-bit range, got {short(grade_text)}",
+            )
         key = (topic, sub, doc)
         prev = seen.get(key)
         if prev is not None:
@@ -144,34 +145,37 @@ def sniff_nugget_qrels(path: str | Path, *, max_lines: int = 200_000) -> str | N
     path = Path(path)
     if _plain_document_qrels(path, max_lines):
         return None
+    with contextlib.closing(stream_lines(path, what="qrels")) as lines:
+        return _sniff_lines(path, lines, max_lines)
+
+
+def _sniff_lines(path: Path, lines: Iterator[tuple[int, str]], max_lines: int) -> str | None:
+    """:func:`sniff_nugget_qrels` of the numbered lines of a file that is not plain qrels."""
     seen: dict[tuple[str, str], str] = {}
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for count, line in enumerate(fh):
-            if not line.strip() or line.startswith("#"):
-                continue
-            if not seen and line.lstrip().startswith("{"):
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError:
-                    return None
-                return (
-                    "freshstack"
-                    if isinstance(obj, dict) and ("nuggets" in obj or "query_id" in obj)
-                    else None
-                )
-            parts = line.split()
-            if len(parts) != 4:
+    for count, line in lines:
+        if not line.strip(SPACES) or line.startswith("#"):
+            continue
+        if not seen and line.lstrip(SPACES).startswith("{"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
                 return None
-            if not seen and any(
-                hint in path.name.lower() for hint in ("ndeval", "divers", "subtopic")
-            ):
-                return "ndeval"
-            key = (parts[0], parts[2])
-            other = seen.setdefault(key, parts[1])
-            if other != parts[1]:
-                return "ndeval"
-            if count >= max_lines:
-                break
+            return (
+                "freshstack"
+                if isinstance(obj, dict) and ("nuggets" in obj or "query_id" in obj)
+                else None
+            )
+        parts = split_fields(line)
+        if len(parts) != 4:
+            return None
+        if not seen and any(hint in path.name.lower() for hint in ("ndeval", "divers", "subtopic")):
+            return "ndeval"
+        key = (parts[0], parts[2])
+        other = seen.setdefault(key, parts[1])
+        if other != parts[1]:
+            return "ndeval"
+        if count > max_lines:
+            break
     return None
 
 

@@ -10,15 +10,17 @@
   preferences: each group has a single sub-group, so every higher grade is preferred to every
   lower one.
 
-Blank lines and lines whose first character is ``#`` are skipped (trec_eval 10.0).
+The file is read through the reading layer (:mod:`nuggetbench.data.lines`): a ``.gz`` file or a
+pipe too, a byte-order mark dropped, ids byte-exact, fields split at ASCII white space; blank
+lines and lines whose first character is ``#`` are skipped (trec_eval 10.0).
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import NamedTuple
 
+from nuggetbench.data.lines import field_lines, layout_error, parse_real, read_text, text_lines
 from nuggetbench.errors import FormatError
 
 __all__ = ["PrefJudgment", "read_prefs", "read_qrels_prefs"]
@@ -39,8 +41,9 @@ def read_prefs(path: str | Path) -> dict[str, list[PrefJudgment]]:
     file order).
 
     Raises:
-        FormatError: a line has not 5 fields or its rel_level is not a finite number (file and
-            line named); the file holds no judgment.
+        InputError: the file does not exist.
+        FormatError: a line has not 5 fields or its rel_level is not a finite number (file,
+            line and value named); the file holds no judgment.
     """
     return _read(Path(path), 5, "query_id judgment_group judgment_subgroup doc_id rel_level")
 
@@ -50,34 +53,22 @@ def read_qrels_prefs(path: str | Path) -> dict[str, list[PrefJudgment]]:
     every line's sub-group ``"0"``.
 
     Raises:
-        FormatError: a line has not 4 fields or its relevance is not a finite number (file and
-            line named); the file holds no judgment.
+        InputError: the file does not exist.
+        FormatError: a line has not 4 fields or its relevance is not a finite number (file,
+            line and value named); the file holds no judgment.
     """
     return _read(Path(path), 4, "query_id judgment_group doc_id rel_level")
 
 
 def _read(path: Path, ncols: int, layout: str) -> dict[str, list[PrefJudgment]]:
     by_query: dict[str, list[PrefJudgment]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            fields = line.split()
-            if not fields or line.startswith("#"):
-                continue
-            if len(fields) != ncols:
-                raise FormatError(
-                    path, number, f"expected '{layout}', got {len(fields)} fields: {line.strip()!r}"
-                )
-            try:
-                level = float(fields[-1])
-            except ValueError:
-                level = math.nan
-            if not math.isfinite(level):
-                raise FormatError(
-                    path, number, f"rel_level must be a finite number, got {fields[-1]!r}"
-                )
-            group, subgroup = (fields[1], fields[2]) if ncols == 5 else (fields[1], "0")
-            judgment = PrefJudgment(group, subgroup, fields[-2], level)
-            by_query.setdefault(fields[0], []).append(judgment)
+    for number, fields in field_lines(text_lines(read_text(path, what="preferences"))):
+        if len(fields) != ncols:
+            raise layout_error(path, number, layout, fields)
+        level = parse_real(fields[-1], path, number, "rel_level")
+        group, subgroup = (fields[1], fields[2]) if ncols == 5 else (fields[1], "0")
+        judgment = PrefJudgment(group, subgroup, fields[-2], level)
+        by_query.setdefault(fields[0], []).append(judgment)
     if not by_query:
         raise FormatError(path, None, "no judgment found: the file is empty")
     return {q: by_query[q] for q in sorted(by_query)}

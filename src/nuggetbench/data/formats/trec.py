@@ -20,6 +20,7 @@ from nuggetbench._atomic import atomic_write
 from nuggetbench.data.columns import sorted_query_codes
 from nuggetbench.data.formats import trec_arrow as _arrow_trec
 from nuggetbench.data.formats import trec_write as _trec_write
+from nuggetbench.data.lines import field_lines, text_lines
 from nuggetbench.data.qrels import Qrels
 from nuggetbench.data.ranking import score_order
 from nuggetbench.data.run import Run
@@ -34,7 +35,6 @@ from nuggetbench.data.source import (
     parse_grade,
     read_source,
     short,
-    split_fields,
 )
 from nuggetbench.errors import DuplicateError, FormatError, InputError
 
@@ -104,17 +104,13 @@ def _slow_lines(data: bytes, path: str, ncols: int, what: str, *, trailing: str 
     ``trailing="ignore"`` accepts extra fields after the last column (trec_eval ignores the rest
     of a run line after the tag: its own ``results.trunc`` test file has such lines)."""
     cols: list[list[str]] = [[] for _ in range(ncols)]
-    text = decode_id_text(data, path=path)
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        parts = split_fields(line)
-        if not parts or line.startswith("#"):
-            continue
+    for lineno, parts in field_lines(text_lines(decode_id_text(data, path=path))):
         if len(parts) != ncols and not (trailing == "ignore" and len(parts) > ncols):
             raise FormatError(
                 path,
                 lineno,
-                f"expected {ncols} whitespace-separated columns in a {what} line, found {len(parts)}: {short(line.strip(), 120)}"
-                + _columns_hint(parts, ncols, what),
+                f"expected {ncols} whitespace-separated columns in a {what} line, found "
+                f"{len(parts)}: {short(' '.join(parts), 120)}" + _columns_hint(parts, ncols, what),
             )
         for c, part in zip(cols, parts):
             c.append(part)
@@ -157,11 +153,7 @@ def _parse_scores(
 
 def _line_of_entry(data: bytes, index: int) -> int:
     """1-based line number of the *index*-th data line (skipping blanks and comments)."""
-    count = -1
-    for lineno, line in enumerate(decode_id_text(data).split("\n"), start=1):
-        if not split_fields(line) or line.startswith("#"):
-            continue
-        count += 1
+    for count, (lineno, _) in enumerate(field_lines(text_lines(decode_id_text(data)))):
         if count == index:
             return lineno
     return 0

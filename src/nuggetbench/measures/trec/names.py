@@ -305,13 +305,16 @@ def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:
 
 
 def _value(entry: TrecEntry, value: float, z: bool = False) -> str:
-    if value != value:  # NaN: trec_eval's 0/0, which C's printf("%6.4f") shows as "  -nan"
+    """C's ``printf("%6.4f")`` of *value* (``%ld`` of a count without ``-Z``): an infinity (a
+    z value that overflowed) is ``"   inf"`` / ``"  -inf"``, NaN (trec_eval's 0/0, whose sign
+    bit x86 sets) ``"  -nan"``."""
+    if value != value:
         return "  -nan"
     if not z and entry.text == "prefs" and entry.key in PREFS_COUNTS:
         return str(int(round(value)))
     if not z and entry.measure is not None and entry.measure.family in _COUNTS:
         return str(int(round(value)))
-    return f"{value:.4f}"
+    return f"{value:6.4f}"
 
 
 def format_trec_eval(
