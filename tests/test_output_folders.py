@@ -141,7 +141,7 @@ def test_overwrite_that_fails_keeps_the_old_experiment(folder, tmp_path, monkeyp
     assert list(exp.systems) == ["bm25:b=0.3"]
     assert exp.systems["bm25:b=0.3"].run_path == out / "runs" / "bm25_b=0.3.trec"
     saved = json.loads((out / "results.json").read_text())
-    assert saved["systems"]["bm25:b=0.3"]["run_file"] == str(out / "runs" / "bm25_b=0.3.trec")
+    assert saved["systems"]["bm25:b=0.3"]["run_file"] == "runs/bm25_b=0.3.trec"  # the folder's own
     assert sorted(p.name for p in out.iterdir()) == ["results.json", "runs"]  # stale report gone
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["bm25_b=0.3.trec"]
 

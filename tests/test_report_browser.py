@@ -154,12 +154,14 @@ def _row_values(pg: Page) -> list[list[str]]:
     )
 
 
-def _check_query(pg: Page, results: dict, qid: str, qrels: dict, top: int = 20) -> None:
+def _check_query(
+    pg: Page, results: dict, qid: str, qrels: dict, top: int = 20, folder: Path | None = None
+) -> None:
     pg.page.goto(pg.page.url.split("#")[0] + "#q=" + qid)
     pg.page.wait_for_selector("#qv .doc")
     lists = {}
     for s, entry in results["systems"].items():
-        run = read_trec(entry["run_file"]).get(qid, [])[:top]
+        run = read_trec((folder or Path()) / entry["run_file"]).get(qid, [])[:top]
         col = f'#qv .col[data-system="{s}"]'
         ids = pg.attrs(f"{col} .doc", "data-docid")
         assert ids == [d for d, _ in run]
@@ -188,7 +190,7 @@ def test_scifact_bm25_vs_pyserini(browser, shared_data, tmp_path, monkeypatch):
     pg.page.click("#pq-table tbody tr a.qlink")
     pg.page.wait_for_selector("section#query.on #qv .doc")
     for qid in results["systems"]["bm25"]["query_ids"][:5]:
-        _check_query(pg, results, qid, qrels)
+        _check_query(pg, results, qid, qrels, folder=tmp_path / "out")
     pg.view("depth")
     r100 = pg.texts('table.depth[data-family="R"] tr[data-system="bm25"] td')[-1]
     assert r100 == f"{results['systems']['bm25']['means']['R@100']:.4f}"
@@ -262,7 +264,7 @@ def test_freshstack_folder(browser, tmp_path):
         }
         for r in rows
     }
-    _check_query(pg, results, orphan_q, qrels)
+    _check_query(pg, results, orphan_q, qrels, folder=tmp_path / "out")
     pg.close(tmp_path / "freshstack.png")
 
 
@@ -274,7 +276,9 @@ def test_beir_folder_markup_and_unknown_query(browser, tmp_path):
     pg = Page(browser, path)
     _check_summary(pg, results)
     _check_per_query(pg, results, SYSTEMS[1], SYSTEMS[0], "nDCG@10")
-    _check_query(pg, results, "q0", _qrels_tsv(folder / "qrels" / "test.tsv"))
+    _check_query(
+        pg, results, "q0", _qrels_tsv(folder / "qrels" / "test.tsv"), folder=tmp_path / "out"
+    )
     assert pg.page.inner_text("#qv .qtext").endswith("</script><b>bold</b>")
     assert pg.page.locator("#qv .qtext b").count() == 0
     pg.page.goto(path.as_uri() + "#q=nope")
