@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nuggetbench._outfolder import writing
-from nuggetbench.compare import compare
+from nuggetbench.compare import baseline_at, compare
 from nuggetbench.data import Run
 from nuggetbench.data.formats.sniff import read_run
 from nuggetbench.datasets import Dataset
@@ -133,7 +133,9 @@ def _assigned(
     """The assignments and scores of :func:`answers_files`, and the comparison of 2+ systems."""
     outcome = assign_answers(sets, systems, client, max_repairs=max_repairs, progress=progress)
     if len(systems) > 1:
-        outcome.comparison = compare(outcome.per_query, **compare_options)
+        options = dict(compare_options)
+        options["baseline"] = baseline_at(options.get("baseline"), list(systems))  # 1-based
+        outcome.comparison = compare(outcome.per_query, **options)
     return outcome
 
 
