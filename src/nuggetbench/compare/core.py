@@ -64,8 +64,7 @@ def compare(
             NaN marks a query a measure does not average (e.g. the ``birco`` profile's recall
             over queries without relevant documents); NaNs must fall on the same queries for
             every system and those queries are left out of that measure.
-        baseline: name or 0-based position of the baseline (default: the first system); a
-            position counts from the first system only (no negative positions).
+        baseline: name or 0-based position (not negative) of the baseline (default: the first).
         measures: measure strings to compare (default: those every system has, in the first
             system's order).
         test: ``"t"`` (paired t-test), ``"wilcoxon"`` (signed-rank) or ``"randomization"``
@@ -73,18 +72,13 @@ def compare(
         correction: ``"holm"``, ``"bonferroni"``, ``"bh"`` or ``"none"``; default ``"holm"`` with
             more than two systems, else ``"none"``. The family is every comparison with the
             baseline on one measure.
-        alpha: significance level applied to the corrected p-values.
-        ci: confidence level of the bootstrap intervals.
+        alpha, ci: significance level (of the corrected p-values); the intervals' level.
         n_resamples: bootstrap resamples (and Monte Carlo sign flips of the randomisation test).
-        seed: seed of the :class:`numpy.random.Generator` used for resampling; the same seed and
-            inputs give the same report.
+        seed: seed of the resampling :class:`numpy.random.Generator` (same seed, same report).
         query_ids: query ids for the ``name -> {measure: array}`` input form.
-        intervals: compute the bootstrap intervals (``False``: NaN intervals, for checking the
-            other numbers of a stored comparison quickly: :func:`check_stored`).
-
-    A measure with a value for every system on fewer than two queries cannot be tested: its
-    intervals, tests and p-values are NaN (unavailable, said in the report's notes), never
-    significant; the other measures are compared as usual.
+        intervals: compute the bootstrap intervals (``False``: NaN, to check a stored
+            comparison's other numbers quickly). A measure of fewer than two queries gets NaN
+            intervals and tests (unavailable, noted), never significant.
 
     Returns:
         A :class:`ComparisonReport`; count measures (``num_rel``...) as totals (its ``totals``).
@@ -95,17 +89,15 @@ def compare(
             NaNs on different queries, bad levels.
         UnknownNameError: unknown test, correction or baseline name.
     """
-
     systems = _normalise(results, query_ids)
     base, names = _ordered(list(systems), baseline)
     test_name, corr = _settings(test, correction, alpha, ci, len(names))
     qids = _check_same_queries(systems, base)
     aligned = {n: _align(systems[n], qids) for n in names}
-    measure_list = _choose_measures(aligned, names, measures)
     report = ComparisonReport(
         systems=names,
         baseline=base,
-        measures=measure_list,
+        measures=_choose_measures(aligned, names, measures),
         query_ids=qids,
         estimates=[],
         differences=[],

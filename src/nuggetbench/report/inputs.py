@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nuggetbench._outfolder import current_file, read_results_file, run_file
+from nuggetbench._outfolder import current_file, incomplete_note, read_results_file, run_file
 from nuggetbench.data import Corpus, Qrels, Queries, Run, read_run
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError
@@ -202,6 +202,9 @@ def load_inputs(
         origin = str(source.outdir) if source.outdir else "<experiment>"
     else:
         results, folder = read_results(source)
+        if not results["systems"]:  # the plan of a run that has finished no system yet
+            note = incomplete_note(results, folder / "results.json")
+            raise InputError(f"{note or folder}: no system to report yet")
         runs = {
             name: _read_checked(name, entry, folder) for name, entry in results["systems"].items()
         }
