@@ -128,6 +128,8 @@ def _check_results(data: Any) -> None:
         raise _Bad("'systems': empty; is it the results.json of `nuggetbench run`?")
     for name, entry in systems.items():
         _check_system(name, entry, measures)
+    if data.get("baseline") is not None and systems and data["baseline"] not in systems:
+        raise _Bad(f"'baseline': {_short(data['baseline'])} is not one of its systems")
 
 
 def _check_system(name: str, entry: Any, measures: list[str]) -> None:

@@ -415,6 +415,12 @@ def build_report_data(
     results = inputs.results
     systems = inputs.systems
     stored = (results.get("comparison") or {}).get("baseline")
+    if baseline is None and stored is not None and stored not in systems:
+        where = Path(inputs.source) / "results.json"
+        raise InputError(
+            f"{where}: comparison.baseline: {str(stored)[:40]!r} is not one of its systems; the "
+            "file was edited or damaged: run the experiment again"
+        )
     baseline = baseline or stored or systems[0]
     if baseline not in systems:
         raise InputError(f"unknown baseline {baseline!r}; the systems are {', '.join(systems)}")
