@@ -131,7 +131,7 @@ def _take(folder: Path, mine: dict) -> None:
             os.fsync(fh.fileno())
         for _ in range(3):
             try:
-                os.link(staged, path)
+                _link(staged, path)
                 return
             except FileExistsError:
                 holder = lock_holder(folder)
@@ -143,6 +143,27 @@ def _take(folder: Path, mine: dict) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(staged)
+
+
+def _link(staged: str, path: Path) -> None:
+    """``os.link(staged, path)``; where the file system has no hard links, the lock is created
+    with ``O_EXCL`` and written (whole unless the process dies within that write).
+
+    Raises:
+        FileExistsError: *path* exists.
+    """
+    try:
+        os.link(staged, path)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some network or FAT file systems)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as fh, open(staged, "rb") as src:
+                fh.write(src.read())
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
 
 
 @contextlib.contextmanager
