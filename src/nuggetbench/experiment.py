@@ -346,12 +346,14 @@ def run_experiment(
             the same retriever, corpus, queries, filter and objective were searched before at the
             same or a greater depth (so several specs sharing a first stage reuse it).
         existing: what to do when *outdir* already holds an experiment: ``"error"`` (default:
-            refuse, before any work), ``"overwrite"`` (build the new experiment beside it, then
-            replace the files its ``results.json`` names, only on success) or ``"append"``
+            refuse, before any work; an interrupted experiment of the same systems and settings
+            is resumed instead), ``"overwrite"`` (build the new experiment beside it and commit
+            it in one step once every file is written, then delete the files the old
+            ``results.json`` names: :func:`nuggetbench._outfolder.staged`) or ``"append"``
             (add these systems to it; dataset, measures, profile and depth must match, and a
-            system already there is an error). The folder is locked while the experiment runs
-            (:func:`nuggetbench._outfolder.folder_lock`); ``results.json`` records ``finished``
-            only when every system is done.
+            system already there is an error). The folder is locked (another kind of output
+            refused: :func:`nuggetbench._outfolder.folder_lock`); ``results.json`` names each
+            run file before it is written and records ``finished`` when every system is done.
         baseline: the system the comparison measures the others against: a spec (or ``name=``
             label) given, or its 1-based position; default the first.
 
@@ -375,7 +377,8 @@ def run_experiment(
     public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
     labels = system_labels(public)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
-    lock = folder_lock(exp.outdir, "nuggetbench run", kind="run") if exp.outdir else None
+    command = f"nuggetbench run {dataset.id} " + " ".join(f"-r {p}" for p in public)
+    lock = folder_lock(exp.outdir, command, kind="run") if exp.outdir else None
     with lock or contextlib.nullcontext():
         old = reuse(exp, existing, labels) if exp.outdir is not None else None
         _plan(exp, dataset, retrievers, labels, public, baseline, with_objective)

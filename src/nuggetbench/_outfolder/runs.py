@@ -172,19 +172,25 @@ def staged(exp: Any, old: list[Path] | None) -> Iterator[None]:
     (staging / "runs").mkdir()
     try:
         yield
+        committed = False
         if not exp.unsaved:
             try:
                 commit(staging, final, old)
+                committed = True
             except OSError as exc:
-                exp.unsaved[str(final / COMMIT_NAME)] = f"{exc.strerror or exc}"
-        if exp.unsaved:
+                committed = (final / COMMIT_NAME).is_dir()  # the rename was made: it is the new
+                exp.unsaved[str(final / COMMIT_NAME)] = f"{exc.strerror or exc}" + (
+                    "; committed: the next command on this folder finishes moving it in"
+                    if committed
+                    else ""
+                )
+        if not committed:
             exp.unsaved[str(final)] = (
                 "not replaced: the experiment already there is kept as it was, whole"
             )
-        else:
-            for system in exp.systems.values():
-                if system.run_path is not None and system.run_path.is_relative_to(staging):
-                    system.run_path = final / system.run_path.relative_to(staging)
+        for system in exp.systems.values() if committed else ():
+            if system.run_path is not None and system.run_path.is_relative_to(staging):
+                system.run_path = final / system.run_path.relative_to(staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         exp.outdir = final

@@ -19,7 +19,6 @@ is ever moved or deleted.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -161,5 +160,4 @@ def _move_in(pending: Path, folder: Path, rel: str) -> None:
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(source, target)
-    with contextlib.suppress(OSError):
-        fsync_dir(target.parent)
+    fsync_dir(target.parent)
