@@ -131,7 +131,7 @@ def test_errors_name_the_real_cause(tmp_path, capsys, monkeypatch):
     assert "Not a directory" in err and "a file, not a folder" in err
     assert "Free some space" not in err
 
-    def denied(path, command="nuggetbench run"):
+    def denied(path, command="nuggetbench run", **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
 
     monkeypatch.setattr(experiment, "folder_lock", denied)

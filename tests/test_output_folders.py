@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import nuggetbench.experiment as experiment
-from nuggetbench import Experiment
+from nuggetbench import Experiment, report
 from nuggetbench._outfolder import LOCK_NAME, folder_lock, lock_holder
 from nuggetbench.cli import cli
 from nuggetbench.errors import InputError
@@ -141,7 +142,7 @@ def test_overwrite_that_fails_keeps_the_old_experiment(folder, tmp_path, monkeyp
     assert list(exp.systems) == ["bm25:b=0.3"]
     assert exp.systems["bm25:b=0.3"].run_path == out / "runs" / "bm25_b=0.3.trec"
     saved = json.loads((out / "results.json").read_text())
-    assert saved["systems"]["bm25:b=0.3"]["run_file"] == str(out / "runs" / "bm25_b=0.3.trec")
+    assert saved["systems"]["bm25:b=0.3"]["run_file"] == "runs/bm25_b=0.3.trec"  # the folder's own
     assert sorted(p.name for p in out.iterdir()) == ["results.json", "runs"]  # stale report gone
     assert sorted(p.name for p in (out / "runs").iterdir()) == ["bm25_b=0.3.trec"]
 
@@ -316,3 +317,85 @@ def test_compare_of_folders_refuses_an_edited_results_json(folder, tmp_path):
     message = str(result.exception)
     assert message.startswith(f"{b / 'results.json'}: systems['bm25:k1=0.5'].means['RR']: 0.2")
     assert "options" not in message and "\n" not in message
+
+
+# Issue 35: run file names, paths relative to the folder, readers naming the writer.
+
+
+def test_run_files_never_collide(folder, tmp_path):
+    """Systems ``x y`` and ``x_y`` both slug to ``x_y``: ``--append`` silently replaced the
+    first system's run with the second's. Each system now has its own file."""
+    out = tmp_path / "out"
+    assert _run(folder, out, "-r", "bm25:name=x y").exit_code == 0
+    first = (out / "runs" / "x_y.trec").read_bytes()
+    assert _run(folder, out, "-r", "bm25:k1=0.2,name=x_y", "--append").exit_code == 0
+    assert (out / "runs" / "x_y.trec").read_bytes() == first
+    saved = json.loads((out / "results.json").read_text())
+    files = {name: entry["run_file"] for name, entry in saved["systems"].items()}
+    assert files == {"x y": "runs/x_y.trec", "x_y": "runs/x_y~2.trec"}
+    exp = Experiment.load(out)  # each run read back is the run scored (fingerprints)
+    assert exp.systems["x y"].run.fingerprint() != exp.systems["x_y"].run.fingerprint()
+    both = _run(folder, tmp_path / "both", "-r", "bm25:name=a b", "-r", "bm25:k1=0.2,name=a_b")
+    assert both.exit_code == 0, both.output
+    assert sorted(p.name for p in (tmp_path / "both" / "runs").iterdir()) == [
+        "a_b.trec",
+        "a_b~2.trec",
+    ]
+
+
+def test_a_copied_folder_reads_its_own_runs(folder, tmp_path, monkeypatch):
+    """Run files were recorded relative to the working directory and read before the folder's
+    own ``runs/``: a copy loaded the other folder's run, unchecked. Now ``runs/<name>`` is the
+    folder's own, and a run that is not the one scored is refused (its fingerprint)."""
+    monkeypatch.chdir(tmp_path)
+    assert _run(folder, Path("out"), "-r", "bm25:name=sys").exit_code == 0
+    shutil.copytree("out", "copy")
+    mine = (tmp_path / "copy" / "runs" / "sys.trec").read_bytes()
+    replaced = _run(folder, Path("out"), "-r", "bm25:k1=0.1,b=0.1,name=sys", "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
+    assert (tmp_path / "out" / "runs" / "sys.trec").read_bytes() != mine
+    for where in (tmp_path / "copy", Path("copy")):
+        exp = Experiment.load(where)
+        assert exp.systems["sys"].run_path.resolve() == (tmp_path / "copy/runs/sys.trec")
+        assert report.report_data(where).systems == ["sys"]
+    # an older results.json (paths relative to the working directory): the own copy first
+    _edit(tmp_path / "copy", lambda d: d["systems"]["sys"].update(run_file="out/runs/sys.trec"))
+    assert Experiment.load("copy").systems["sys"].run_path == Path("copy/runs/sys.trec")
+    # a run that is not the one scored is refused by every reader, naming the file
+    (tmp_path / "copy" / "runs" / "sys.trec").write_bytes(mine.split(b"\n", 1)[1])  # a line less
+    with pytest.raises(InputError, match=r"copy/runs/sys.trec: this run .* is not the one scored"):
+        Experiment.load("copy")
+    with pytest.raises(InputError, match="not the one scored"):
+        report.report_data("copy")
+
+
+def test_readers_of_a_folder_being_written_name_the_writer(folder, tmp_path):
+    """``report`` of a folder another process is writing said "no results.json"; it now names
+    that process (pid and command), as ``Experiment.load`` does."""
+    out = tmp_path / "out"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from nuggetbench._outfolder import folder_lock\n"
+            "with folder_lock(sys.argv[1], 'nuggetbench run beir/x'):\n"
+            "    print('held', flush=True); time.sleep(120)",
+            str(out),
+        ],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = CliRunner().invoke(cli, ["report", str(out)])
+        assert result.exit_code != 0
+        message = str(result.exception)
+        assert f"pid {holder.pid}" in message and "nuggetbench run beir/x" in message
+        with pytest.raises(InputError, match=f"no results.json yet.*pid {holder.pid}"):
+            Experiment.load(out)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with pytest.raises(InputError, match="no results.json here"):
+        Experiment.load(out)  # the writer is gone: the plain message

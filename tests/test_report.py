@@ -74,7 +74,7 @@ def test_page_data_matches_results_and_runs(beir_out):
             codes = data["outcome"][s][m]
             w, t, lo = wtl(results, s, SYSTEMS[0], m)
             assert (codes.count(1), codes.count(0), codes.count(-1)) == (w, t, lo)
-        run = read_trec(entry["run_file"])
+        run = read_trec(out / entry["run_file"])
         top = data["top"][s]
         for qi, q in enumerate(data["qids"]):
             expected = run.get(q, [])[:20]
@@ -127,7 +127,7 @@ def test_depth_curves_agree_with_recall_computed_here(beir_out):
     qrels = _qrels(folder)
     qids = results["systems"][SYSTEMS[0]]["query_ids"]
     for s in SYSTEMS:
-        run = read_trec(results["systems"][s]["run_file"])
+        run = read_trec(out / results["systems"][s]["run_file"])
         for k in (1, 5, 10, 30):
             values = []
             for q in qids:
@@ -160,7 +160,7 @@ def test_freshstack_nuggets(tmp_path):
         N = data["nuggets"][str(qi)]
         assert N["ids"] == [n["_id"] for n in rows[q]["nuggets"]]
         for s in SYSTEMS:
-            ranked = [d for d, _ in read_trec(results["systems"][s]["run_file"]).get(q, [])]
+            ranked = [d for d, _ in read_trec(out / results["systems"][s]["run_file"]).get(q, [])]
             for j, nug in enumerate(rows[q]["nuggets"]):
                 hits = [r for r, d in enumerate(ranked, 1) if d in nug["relevant_corpus_ids"]]
                 assert N["first"][s][j] == (hits[0] if hits else None)
@@ -354,7 +354,7 @@ def test_query_docs_ranks_from_the_runs(six_out):
     results = json.loads((six_out / "results.json").read_text())
     data = report.report_data(six_out)
     qrels = report.load_inputs(six_out).qrels
-    runs = {s: read_trec(e["run_file"]) for s, e in results["systems"].items()}
+    runs = {s: read_trec(six_out / e["run_file"]) for s, e in results["systems"].items()}
     docs = data.payload["docs"]
     for qi, q in enumerate(data.query_ids):
         entry = data.payload["qdocs"][qi]
@@ -411,7 +411,7 @@ def test_birco_bootstrap_table_as_evaluate_prints_it(shared_data, tmp_path, monk
     [table] = data.summaries
     results = json.loads((out / "results.json").read_text())
     for s in SYSTEMS:
-        ev = evaluate_dataset("birco/arguana", results["systems"][s]["run_file"])
+        ev = evaluate_dataset("birco/arguana", out / results["systems"][s]["run_file"])
         [expected] = ev.summaries
         assert table.title == expected.title
         for label, row in expected.rows.items():

@@ -154,6 +154,15 @@ def _row_values(pg: Page) -> list[list[str]]:
     )
 
 
+def _results(folder: Path) -> dict:
+    """The folder's results.json with each run file as a path from here (it records them
+    relative to the folder)."""
+    results = json.loads((folder / "results.json").read_text())
+    for entry in results["systems"].values():
+        entry["run_file"] = str(folder / entry["run_file"])  # an absolute path stays itself
+    return results
+
+
 def _check_query(pg: Page, results: dict, qid: str, qrels: dict, top: int = 20) -> None:
     pg.page.goto(pg.page.url.split("#")[0] + "#q=" + qid)
     pg.page.wait_for_selector("#qv .doc")
@@ -179,7 +188,7 @@ def test_scifact_bm25_vs_pyserini(browser, shared_data, tmp_path, monkeypatch):
     systems = ["bm25", "bm25:preset=pyserini"]
     run_experiment("beir/scifact", systems, k=100, outdir=tmp_path / "out", cache_runs=False)
     path = report.html(tmp_path / "out")
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    results = _results(tmp_path / "out")
     pg = Page(browser, path)
     _check_summary(pg, results)
     for m in ("nDCG@10", "AP"):
@@ -200,7 +209,7 @@ def test_fastbook_nuggets_and_spans(browser, shared_data, tmp_path, monkeypatch)
     monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
     run_experiment("fastbook", SYSTEMS, k=100, outdir=tmp_path / "out", cache_runs=False)
     path = report.html(tmp_path / "out")
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    results = _results(tmp_path / "out")
     ds = load_dataset("fastbook")
     pg = Page(browser, path)
     _check_summary(pg, results)
@@ -236,7 +245,7 @@ def test_freshstack_folder(browser, tmp_path):
     folder = freshstack_folder(tmp_path)
     run_folder(folder, tmp_path / "out")
     path = report.html(tmp_path / "out")
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    results = _results(tmp_path / "out")
     rows = [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()]
     pg = Page(browser, path)
     _check_summary(pg, results)
@@ -270,7 +279,7 @@ def test_beir_folder_markup_and_unknown_query(browser, tmp_path):
     folder = beir_folder(tmp_path)
     run_folder(folder, tmp_path / "out")
     path = report.html(tmp_path / "out")
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    results = _results(tmp_path / "out")
     pg = Page(browser, path)
     _check_summary(pg, results)
     _check_per_query(pg, results, SYSTEMS[1], SYSTEMS[0], "nDCG@10")
@@ -286,7 +295,7 @@ def test_fastbook_format_spans_highlighted(browser, tmp_path, monkeypatch):
     monkeypatch.setenv("NUGGETBENCH_DATA", str(fastbook_root(tmp_path)))
     run_experiment("fastbook", SYSTEMS, k=30, outdir=tmp_path / "out", cache_runs=False)
     path = report.html(tmp_path / "out")
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    results = _results(tmp_path / "out")
     ds = load_dataset("fastbook")
     pg = Page(browser, path)
     _check_summary(pg, results)
@@ -320,7 +329,7 @@ def test_single_system_many_queries_show_all(browser, tmp_path):
     folder = beir_folder(tmp_path, n_queries=1100, n_docs=150)
     run_experiment(str(folder), ["bm25"], k=20, outdir=tmp_path / "out", cache_runs=False)
     path = report.html(tmp_path / "out")
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    results = _results(tmp_path / "out")
     pg = Page(browser, path)
     _check_summary(pg, results)
     assert "One system" in pg.page.inner_text("#method")
@@ -369,7 +378,7 @@ def test_compare_folder_of_a_qrels_file(browser, tmp_path):
     runs = sorted((tmp_path / "out" / "runs").glob("*.trec"))
     compare_to_folder(qrels, runs, tmp_path / "cmp")
     path = report.html(tmp_path / "cmp")
-    results = json.loads((tmp_path / "cmp" / "results.json").read_text())
+    results = _results(tmp_path / "cmp")
     names = list(results["systems"])
     pg = Page(browser, path)
     _check_summary(pg, results)
@@ -445,7 +454,7 @@ def test_six_long_named_systems_fit_1300px(browser, tmp_path):
     folder = beir_folder(tmp_path)
     run_experiment(str(folder), SIX, k=30, outdir=tmp_path / "out", cache_runs=False)
     path = report.html(tmp_path / "out")
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    results = _results(tmp_path / "out")
     pg = Page(browser, path, width=1300)
     assert pg.page.inner_text("header h1").endswith("12 queries \u00b7 6 systems")
     for view in ("summary", "perquery", "query", "depth"):
@@ -496,7 +505,7 @@ def test_scifact_six_systems_fit_1300px(browser, shared_data, tmp_path, monkeypa
     monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
     run_experiment("beir/scifact", SIX, k=100, outdir=tmp_path / "out", cache_runs=False)
     path = report.html(tmp_path / "out")
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    results = _results(tmp_path / "out")
     pg = Page(browser, path, width=1300)
     for view in ("summary", "perquery", "query", "depth"):
         pg.view(view)

@@ -91,6 +91,13 @@ def test_one_query_experiment_keeps_its_scores(tmp_path):
         ],
     )
     assert out.exit_code == 0, out.output
-    assert "no comparison" in out.stderr and "1.0000" in out.stdout
+    # one query: the means are compared, their intervals and tests are unavailable (issue 35;
+    # before, the comparison was refused as a whole)
+    assert "1.0000" in out.stdout and "n/a" in out.stdout
+    assert "RR: 1 query has a value for every system" in out.stderr
     saved = json.loads((tmp_path / "o" / "results.json").read_text())
-    assert "error" in saved["comparison"] and saved["systems"]["bm25"]["means"]["RR"] == 1.0
+    assert saved["systems"]["bm25"]["means"]["RR"] == 1.0
+    diff = saved["comparison"]["differences"][0]
+    assert diff["diff"] == 0.0 and diff["p_value"] is None and diff["significant"] is False
+    assert saved["comparison"]["estimates"][0]["ci_low"] is None
+    assert "report written" in CliRunner().invoke(cli, ["report", str(tmp_path / "o")]).output

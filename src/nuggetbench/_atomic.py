@@ -21,6 +21,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -85,18 +86,78 @@ def _fresh(folder: str | Path, prefix: str, suffix: str, create: Callable[[str],
     raise FileExistsError(f"no free temporary name in {folder} for {prefix}*{suffix}")
 
 
+#: the largest process id any system hands out (Linux: 2**22; 32-bit ``pid_t`` elsewhere)
+MAX_PID = 2**31 - 1
+
+
+def valid_pid(pid: object) -> bool:
+    """Whether *pid* can be a process id (an ``int``, not a ``bool``, in ``1..MAX_PID``); a
+    probe of ``0`` or a negative number would signal a process group, a larger one overflows."""
+    return isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid <= MAX_PID
+
+
 def process_gone(pid: int) -> bool:
     """Whether process *pid* of this host is known to have ended (``False`` when that cannot
-    be told: another user's process, or no safe probe on this platform)."""
+    be told: another user's process, no safe probe on this platform). A number that cannot be a
+    process id (:func:`valid_pid`: zero, negative, overflowing) names no live process: ``True``.
+    Never raises."""
+    if not valid_pid(pid):
+        return True
     if os.name != "posix":  # no safe liveness probe: age decides
         return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except OSError:  # alive, another user's
+    except (OSError, OverflowError):  # alive, another user's
         return False
     return False
+
+
+def fsync_dir(folder: str | Path) -> None:
+    """Flush *folder*'s entries (the renames and creations in it) to the disk; a file system
+    that cannot open or sync a folder (some network and Windows file systems) is let be."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+#: The environment variable of the fault-injection hook (:func:`fault_point`), for tests only.
+FAULT_ENV = "NUGGETBENCH_TEST_FAULT"
+
+
+_FAULT_SEEN: dict[str, int] = {}  # fault_point's passes per step, counted only under FAULT_ENV
+
+
+def fault_point(step: str) -> None:
+    """A test hook: the savers call it between the steps of a save (the steps are listed in
+    :data:`nuggetbench._outfolder.FAULT_POINTS`). When the environment variable
+    ``NUGGETBENCH_TEST_FAULT`` is ``STEP:kill`` (or ``STEP:stop``, or ``STEP#N:kill`` for the
+    N-th pass) and *step* is ``STEP``, the process sends itself ``SIGKILL`` (``SIGSTOP``): a
+    crash, or a pause another process ends with ``SIGCONT``, at that exact moment. Unset
+    (always, outside tests) it does nothing."""
+    wanted = os.environ.get(FAULT_ENV)
+    if not wanted:
+        return
+    name, _, action = wanted.rpartition(":")
+    name, _, nth = name.partition("#")
+    if name != step:
+        return
+    _FAULT_SEEN[step] = seen = _FAULT_SEEN.get(step, 0) + 1
+    if seen != (int(nth) if nth.isdigit() else 1):
+        return
+    sig = (
+        {"kill": signal.SIGKILL, "stop": signal.SIGSTOP}.get(action) if os.name == "posix" else None
+    )
+    if sig is not None:
+        os.kill(os.getpid(), sig)
 
 
 def _is_stale(entry: os.DirEntry, now: float, max_age: float) -> bool:

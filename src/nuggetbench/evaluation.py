@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from nuggetbench._runtime import alongside, usable_cpus
-from nuggetbench.compare import ComparisonReport, Summary, profile_summaries
+from nuggetbench.compare import ComparisonReport, Summary, baseline_at, profile_summaries
 from nuggetbench.compare.runs import compare_runs
 from nuggetbench.data import Corpus, JsonlCorpus, Run, read_run
 from nuggetbench.data.checks import Finding, check_findings
@@ -527,10 +527,7 @@ def compare_run_files(
         loaded[name] = read_run(
             path, name=name, keep_rank=True, trailing=trailing, duplicates=duplicates
         )
-    if isinstance(baseline, str) and baseline.isdigit() and baseline not in loaded:
-        baseline = int(baseline)
-    if isinstance(baseline, int):
-        baseline = baseline - 1
+    baseline = baseline_at(baseline, list(loaded))  # a 1-based position (0 is refused) or name
     return compare_runs(
         target.qrels,
         loaded,

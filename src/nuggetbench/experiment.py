@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from nuggetbench import home as _home
-from nuggetbench._atomic import atomic_write, copy_file
+from nuggetbench._atomic import atomic_write, copy_file, fault_point
 from nuggetbench._outfolder import (
-    check_append,
     folder_lock,
-    overwrite_plan,
     read_results_file,
+    relative_run_file,
+    reuse,
+    run_file,
     staged,
 )
 from nuggetbench._version import __version__
@@ -116,7 +117,8 @@ class Experiment:
                 file is gone or *runs* is false).
 
         Raises:
-            InputError: no ``results.json``, or an invalid one (file and field named).
+            InputError: no ``results.json``, an invalid one (file and field named), or a run
+                file that is not the run scored (its fingerprint differs from the recorded one).
         """
         data, file = read_results_file(path)  # validated: one-line errors naming the field
         try:
@@ -237,7 +239,9 @@ class Experiment:
         systems = {}
         for name, s in self.systems.items():
             entry = s.results.to_dict() if per_query else {"means": dict(s.results.means)}
-            entry["run_file"] = str(s.run_path) if s.run_path else None
+            entry["run_file"] = (
+                relative_run_file(s.run_path, self.outdir or Path.cwd()) if s.run_path else None
+            )
             entry["seconds"] = s.seconds
             entry["run_metadata"] = _jsonable(
                 s.run.metadata if s.run is not None else s.run_metadata
@@ -268,16 +272,22 @@ def _comparison_dict(exp: Experiment) -> dict | None:
 
 
 def _load_outcome(name: str, entry: dict, folder: Path, read_runs: bool) -> SystemOutcome:
-    """One system of a saved experiment; its run is read when its file is still there."""
+    """One system of a saved experiment; its run is read when its file is there (a relative
+    path is the folder's own: :func:`nuggetbench._outfolder.run_file`) and must be the run
+    scored (the recorded fingerprint)."""
     results = Results.from_dict(entry)
-    run_path = Path(entry["run_file"]) if entry.get("run_file") else None
-    if run_path is not None and not run_path.exists():
-        moved = folder / "runs" / run_path.name  # the folder was moved or copied
-        run_path = moved if moved.exists() else run_path
+    run_path = run_file(folder, entry["run_file"]) if entry.get("run_file") else None
     metadata = dict(entry.get("run_metadata") or {})
     run = None
     if read_runs and run_path is not None and run_path.exists():
         run = read_trec_run(run_path, name=name).with_name(name, metadata)
+        recorded = (entry.get("provenance") or {}).get("run_fingerprint")
+        if recorded and recorded != run.fingerprint():
+            raise InputError(
+                f"{run_path}: this run (fingerprint {run.fingerprint()}) is not the one scored "
+                f"in {folder / 'results.json'} for {name!r} ({recorded}); it changed since, or "
+                "is another folder's: keep each folder's runs/ beside its results.json"
+            )
     return SystemOutcome(name, run, results, run_path, dict(entry.get("seconds") or {}), metadata)
 
 
@@ -336,12 +346,14 @@ def run_experiment(
             the same retriever, corpus, queries, filter and objective were searched before at the
             same or a greater depth (so several specs sharing a first stage reuse it).
         existing: what to do when *outdir* already holds an experiment: ``"error"`` (default:
-            refuse, before any work), ``"overwrite"`` (build the new experiment beside it, then
-            replace the files its ``results.json`` names, only on success) or ``"append"``
+            refuse, before any work; an interrupted experiment of the same systems and settings
+            is resumed instead), ``"overwrite"`` (build the new experiment beside it and commit
+            it in one step once every file is written, then delete the files the old
+            ``results.json`` names: :func:`nuggetbench._outfolder.staged`) or ``"append"``
             (add these systems to it; dataset, measures, profile and depth must match, and a
-            system already there is an error). The folder is locked while the experiment runs
-            (:func:`nuggetbench._outfolder.folder_lock`); ``results.json`` records ``finished``
-            only when every system is done.
+            system already there is an error). The folder is locked (another kind of output
+            refused: :func:`nuggetbench._outfolder.folder_lock`); ``results.json`` names each
+            run file before it is written and records ``finished`` when every system is done.
         baseline: the system the comparison measures the others against: a spec (or ``name=``
             label) given, or its 1-based position; default the first.
 
@@ -365,16 +377,26 @@ def run_experiment(
     public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
     labels = system_labels(public)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
-    with folder_lock(exp.outdir) if exp.outdir is not None else contextlib.nullcontext():
-        old = _reuse(exp, existing, labels) if exp.outdir is not None else None
+    command = f"nuggetbench run {dataset.id} " + " ".join(f"-r {p}" for p in public)
+    lock = folder_lock(exp.outdir, command, kind="run") if exp.outdir else None
+    with lock or contextlib.nullcontext():
+        old = reuse(exp, existing, labels) if exp.outdir is not None else None
         _plan(exp, dataset, retrievers, labels, public, baseline, with_objective)
         objective = dataset.objective if with_objective else None
-        with staged(exp, old), use_ray(ray_address(ray)):  # --overwrite: swapped on success
+        with staged(exp, old), use_ray(ray_address(ray)):  # --overwrite: committed when whole
+            _save(exp)  # the plan first: results.json names every run file before it exists
             _run_all(exp, dataset, labels, parsed, objective, show_progress)
             exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        if exp.outdir:
-            _saving(exp, exp.outdir / "results.json", save_experiment, exp)
+            _save(exp)
     return exp
+
+
+def _save(exp: Experiment) -> None:
+    """Write ``results.json`` into the output folder (if any); a failure is recorded in
+    ``exp.unsaved``."""
+    path = exp.outdir / "results.json" if exp.outdir else None
+    if path is not None and _saving(exp, path, save_experiment, exp) is not None:
+        fault_point("save.results-written")
 
 
 def _plan(exp, dataset, retrievers, labels, public, baseline, with_objective) -> None:
@@ -397,14 +419,15 @@ def _run_all(exp, dataset, labels, parsed, objective, show_progress) -> None:
     """Retrieve with each system in turn, saving ``results.json`` after each; then note the
     judged documents missing from the corpus (as ``evaluate`` warns)."""
     for label, (spec, retriever) in zip(labels, parsed):
+        if label in exp.systems:  # a resumed experiment: finished before it was interrupted
+            continue
         if objective and not uses_objective(retriever):
             exp.notes.append(f"{label} does not take instructions; the task objective was not used")
         use = objective if uses_objective(retriever) else None
         outcome = _run_one(exp, dataset, label, retriever, use, show_progress)
         outcome.spec = spec
         exp.systems[label] = outcome
-        if exp.outdir:
-            _saving(exp, exp.outdir / "results.json", save_experiment, exp)
+        _save(exp)
     with unlogged():  # said once, as a note
         found = check_corpus_coverage(dataset.qrels, dataset.corpus, metadata=dataset.metadata)
     for finding in found:
@@ -466,9 +489,6 @@ def _new_experiment(
         "profile": profile,
         "remove_self_hits": bool(dataset.remove_self_hits),
     }
-    if exp.outdir:
-        runs = exp.outdir / "runs"
-        _saving(exp, runs, runs.mkdir, parents=True, exist_ok=True)
     return exp
 
 
@@ -512,39 +532,6 @@ def _baseline_name(
     )
 
 
-EXISTING = ("error", "overwrite", "append")
-
-
-def _reuse(exp: Experiment, existing: str, specs: list[str]) -> list[Path] | None:
-    """Apply the *existing* policy to an output folder that already holds an experiment.
-
-    Returns:
-        With ``"overwrite"`` and a ``results.json`` there, the files it names (to delete once
-        the new experiment is complete); else ``None``.
-    """
-    if existing not in EXISTING:
-        raise InputError(f"existing must be one of {', '.join(EXISTING)}, got {existing!r}")
-    results = exp.outdir / "results.json"
-    runs = sorted((exp.outdir / "runs").glob("*.trec"))
-    if not results.exists() and not runs:
-        return None
-    if existing == "error":
-        raise InputError(
-            f"{exp.outdir} already holds an experiment ({len(runs)} run file(s)"
-            f"{', results.json' if results.exists() else ''}); add --append to add these systems "
-            "to it, --overwrite to replace it, or choose another -o folder"
-        )
-    if existing == "overwrite":
-        return overwrite_plan(exp.outdir, [f"{slug(label)}.trec" for label in specs])
-    old = Experiment.load(exp.outdir)
-    check_append(exp.outdir, exp, old, specs)
-    exp.systems.update(old.systems)
-    exp.provenance["systems"] = dict(old.provenance.get("systems") or {})
-    exp.notes[:0] = old.notes
-    exp.provenance["appended_to"] = old.provenance.get("started")
-    return None
-
-
 def _run_one(
     exp: Experiment,
     dataset: Dataset,
@@ -576,11 +563,13 @@ def _run_one(
     run = run.with_name(spec, {**run.metadata, "retriever": full, "k": exp.k})
     run_path = None
     if exp.outdir:
-        path = exp.outdir / "runs" / f"{slug(spec)}.trec"
+        path = exp.outdir / exp.provenance["run_files"][spec]  # never another system's file
         if source is not None:
             run_path = _saving(exp, path, copy_file, source, path)
         else:
             run_path = _saving(exp, path, write_run, run, path, tag=slug(spec))
+        if run_path is not None:
+            fault_point("save.run-written")
     results = score(dataset.qrels, run, exp.measures, profile=exp.profile)
     # a cached retriever builds its index inside the first search that misses the cache
     built = float(getattr(index, "index_seconds", 0.0))

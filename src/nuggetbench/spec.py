@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -31,6 +31,7 @@ from nuggetbench.errors import SpecError, UnknownNameError, suggest
 
 __all__ = [
     "short_label",
+    "short_labels",
     "REQUIRED",
     "Options",
     "Param",
@@ -447,3 +448,30 @@ def short_label(spec: str, width: int = 24) -> str:
         return text
     head = (width - 1) * 2 // 3
     return text[:head] + "\u2026" + text[len(text) - (width - 1 - head) :]
+
+
+def short_labels(specs: Sequence[str], width: int = 24) -> list[str]:
+    """:func:`short_label` of each of *specs*, made distinct: different specs whose short labels
+    are equal (``dense:/a/e5`` and ``dense:/b/e5``; two long specs that differ in the middle)
+    get ``~1``, ``~2``... within *width*, in order (then, should those still meet another
+    label, ``#<position>``). Equal specs keep equal labels."""
+    keys = [s.strip() for s in specs]
+    out = [short_label(s, width) for s in specs]
+    for idx in _clashes(out, keys):
+        numbers: dict[str, int] = {}
+        for i in idx:
+            tag = f"~{numbers.setdefault(keys[i], len(numbers) + 1)}"
+            out[i] = short_label(specs[i], max(1, width - len(tag))) + tag
+    for idx in _clashes(out, keys):
+        for i in idx:
+            tag = f"#{keys.index(keys[i]) + 1}"
+            out[i] = short_label(specs[i], max(1, width - len(tag))) + tag
+    return out
+
+
+def _clashes(labels: list[str], keys: list[str]) -> list[list[int]]:
+    """Positions sharing a label though their *keys* differ, grouped by label."""
+    groups: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        groups.setdefault(label, []).append(i)
+    return [idx for idx in groups.values() if len({keys[i] for i in idx}) > 1]

@@ -25,7 +25,10 @@ SCORES = ("vital_score", "strict_vital_score", "all_score", "strict_all_score")
     "file written is named on stderr.",
 )
 @click.option(
-    "--baseline", default=None, metavar="NAME", help="Baseline system (default: the first)."
+    "--baseline",
+    default=None,
+    metavar="NAME",
+    help="Baseline system: its name (file stem) or 1-based position (default: the first).",
 )
 @stats_options
 @llm_options

@@ -189,8 +189,10 @@ def _render(exp: Experiment, fmt: str, cells=None) -> None:
     if len(exp.systems) > 1:
         try:
             report = exp.comparison()
-        except InputError as exc:  # e.g. a single query: the means are still shown
+        except InputError as exc:  # e.g. NaNs on other queries: the means are still shown
             warn(f"no comparison: {exc}")
+        for note in report.notes if report is not None else ():
+            warn(note)  # e.g. a measure of one query: its intervals and tests unavailable
     if fmt == "json":
         out = {"dataset": exp.dataset_id, "results": means}
         if report is not None:

@@ -4,7 +4,7 @@
 :class:`ComparisonReport` that renders as a terminal table, Markdown, LaTeX, CSV or JSON.
 """
 
-from nuggetbench.compare.core import compare
+from nuggetbench.compare.core import baseline_at, compare
 from nuggetbench.compare.corrections import CORRECTIONS, adjust_pvalues
 from nuggetbench.compare.reporting import (
     CELLS,
@@ -28,9 +28,13 @@ from nuggetbench.compare.stats import (
     wilcoxon,
 )
 from nuggetbench.compare.summaries import Summary, profile_summaries
+from nuggetbench.compare.verify import check_settings, check_stored
 
 __all__ = [
     "compare",
+    "baseline_at",
+    "check_settings",
+    "check_stored",
     "Summary",
     "profile_summaries",
     "ComparisonReport",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -13,6 +14,7 @@ from nuggetbench.compare.corrections import adjust_pvalues, normalize_correction
 from nuggetbench.compare.reporting import TIE_TOLERANCE, ComparisonReport, Difference, Estimate
 from nuggetbench.compare.stats import (
     TESTS,
+    TestResult,
     bootstrap_means,
     cohens_d,
     paired_test,
@@ -25,7 +27,7 @@ from nuggetbench.measures.registry import get_family
 
 log = logging.getLogger(__name__)
 
-__all__ = ["compare", "PerQuery"]
+__all__ = ["compare", "PerQuery", "baseline_at"]
 
 #: The normalised input of one system: query ids and ``{measure: per-query values}``.
 PerQuery = tuple[list[str], dict[str, np.ndarray]]
@@ -43,6 +45,7 @@ def compare(
     n_resamples: int = 10_000,
     seed: int | None = 0,
     query_ids: Sequence[str] | None = None,
+    intervals: bool = True,
 ) -> ComparisonReport:
     """Compare systems evaluated on the same queries against a baseline.
 
@@ -61,7 +64,7 @@ def compare(
             NaN marks a query a measure does not average (e.g. the ``birco`` profile's recall
             over queries without relevant documents); NaNs must fall on the same queries for
             every system and those queries are left out of that measure.
-        baseline: name or position of the baseline (default: the first system).
+        baseline: name or 0-based position (not negative) of the baseline (default: the first).
         measures: measure strings to compare (default: those every system has, in the first
             system's order).
         test: ``"t"`` (paired t-test), ``"wilcoxon"`` (signed-rank) or ``"randomization"``
@@ -69,12 +72,13 @@ def compare(
         correction: ``"holm"``, ``"bonferroni"``, ``"bh"`` or ``"none"``; default ``"holm"`` with
             more than two systems, else ``"none"``. The family is every comparison with the
             baseline on one measure.
-        alpha: significance level applied to the corrected p-values.
-        ci: confidence level of the bootstrap intervals.
+        alpha, ci: significance level (of the corrected p-values); the intervals' level.
         n_resamples: bootstrap resamples (and Monte Carlo sign flips of the randomisation test).
-        seed: seed of the :class:`numpy.random.Generator` used for resampling; the same seed and
-            inputs give the same report.
+        seed: seed of the resampling :class:`numpy.random.Generator` (same seed, same report).
         query_ids: query ids for the ``name -> {measure: array}`` input form.
+        intervals: compute the bootstrap intervals (``False``: NaN, to check a stored
+            comparison's other numbers quickly). A measure of fewer than two queries gets NaN
+            intervals and tests (unavailable, noted), never significant.
 
     Returns:
         A :class:`ComparisonReport`; count measures (``num_rel``...) as totals (its ``totals``).
@@ -85,17 +89,15 @@ def compare(
             NaNs on different queries, bad levels.
         UnknownNameError: unknown test, correction or baseline name.
     """
-
     systems = _normalise(results, query_ids)
     base, names = _ordered(list(systems), baseline)
     test_name, corr = _settings(test, correction, alpha, ci, len(names))
     qids = _check_same_queries(systems, base)
     aligned = {n: _align(systems[n], qids) for n in names}
-    measure_list = _choose_measures(aligned, names, measures)
     report = ComparisonReport(
         systems=names,
         baseline=base,
-        measures=measure_list,
+        measures=_choose_measures(aligned, names, measures),
         query_ids=qids,
         estimates=[],
         differences=[],
@@ -108,11 +110,13 @@ def compare(
         seed=seed,
         notes=[],
     )
-    _fill(report, aligned)
+    _fill(report, aligned, intervals)
     return report
 
 
-def _fill(report: ComparisonReport, aligned: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+def _fill(
+    report: ComparisonReport, aligned: Mapping[str, Mapping[str, np.ndarray]], intervals: bool
+) -> None:
     """Every measure's estimates, differences and tests into *report* (*aligned*: each
     system's per-query values on the report's queries); queries NaN for every system are left
     out of that measure, with a note."""
@@ -125,7 +129,7 @@ def _fill(report: ComparisonReport, aligned: Mapping[str, Mapping[str, np.ndarra
             report.notes.append(
                 f"{m}: {int((~mask).sum())} of {len(qids)} queries not averaged (NaN for every system)"
             )
-        methods |= _compare_measure(report, m, matrix[:, mask])
+        methods |= _compare_measure(report, m, matrix[:, mask], intervals)
         if _is_total(m):
             _scale_to_totals(report, m, int(mask.sum()))
         _add_deltas(report, m, matrix[:, mask], [q for q, keep in zip(qids, mask) if keep])
@@ -209,10 +213,11 @@ def _add_deltas(report: ComparisonReport, m: str, matrix: np.ndarray, qids: list
 
 def _baseline(names: list[str], baseline: str | int | None) -> str:
     """The baseline's name from a name, a position or ``None`` (the first system)."""
-    if isinstance(baseline, int):
-        if not -len(names) <= baseline < len(names):
+    if isinstance(baseline, int) and not isinstance(baseline, bool):
+        if not 0 <= baseline < len(names):
             raise InputError(
-                f"baseline position {baseline} is out of range for {len(names)} systems"
+                f"baseline position {baseline} (0-based) is out of range for {len(names)} "
+                f"systems (0..{len(names) - 1})"
             )
         return names[baseline]
     if baseline is None:
@@ -222,6 +227,29 @@ def _baseline(names: list[str], baseline: str | int | None) -> str:
     raise UnknownNameError(
         f"baseline {baseline!r} is not one of the systems {names}." + suggest(baseline, names)
     )
+
+
+def baseline_at(baseline: str | int | None, names: Sequence[str]) -> str | None:
+    """The baseline a user named: one of *names*, or its 1-based position (an ``int`` or
+    digits; ``--baseline 1`` is the first system); ``None`` stays ``None`` (the first) and
+    any other text is returned for :func:`compare` to name the systems and the nearest.
+
+    Raises:
+        InputError: a position outside ``1..len(names)`` (0 included: positions start at 1).
+    """
+    if baseline is None or (isinstance(baseline, str) and baseline in names):
+        return baseline
+    text = str(baseline)
+    if isinstance(baseline, int) and not isinstance(baseline, bool) or text.isdigit():
+        position = int(text)
+        if not 1 <= position <= len(names):
+            raise InputError(
+                f"baseline position {text}: positions start at 1 and there are {len(names)} "
+                f"systems (1 = {names[0]!r} ... {len(names)} = {names[-1]!r}); give a "
+                "position in that range or a system's name"
+            )
+        return names[position - 1]
+    return text
 
 
 def _test_name(test: str) -> str:
@@ -238,37 +266,53 @@ def _test_name(test: str) -> str:
     return name
 
 
-def _compare_measure(report: ComparisonReport, m: str, matrix: np.ndarray) -> set[str]:
+def _compare_measure(
+    report: ComparisonReport, m: str, matrix: np.ndarray, intervals: bool = True
+) -> set[str]:
     """Append the estimates and differences of measure *m* to *report*.
 
     Args:
         report: the report being filled (systems, baseline first, and the settings).
         m: the measure.
         matrix: (systems, queries) values, NaN-free.
+        intervals: compute the bootstrap intervals (else NaN).
 
     Returns:
-        The names of the test methods used.
+        The names of the test methods used (none for a measure of fewer than two queries:
+        its intervals and tests are NaN, said in the notes).
     """
     names, n_resamples, seed, ci = report.systems, report.n_resamples, report.seed, report.ci
-    if matrix.shape[1] == 0:
-        raise InputError(f"measure {m!r} has no query with a value for every system")
-    boot = bootstrap_means(matrix, n_resamples=n_resamples, seed=seed)
-    means = matrix.mean(axis=1)
-    for i, n in enumerate(names):
-        lo, hi = percentile_interval(boot[i], ci)
-        report.estimates.append(Estimate(n, m, int(matrix.shape[1]), float(means[i]), lo, hi))
-    if matrix.shape[1] < 2:
-        raise InputError(f"measure {m!r}: a paired test needs at least 2 queries")
-    if report.test == "randomization":  # one set of sign flips for every comparison
+    n = int(matrix.shape[1])
+    testable = n >= 2
+    means = matrix.mean(axis=1) if n else np.full(len(names), np.nan)
+    boot = (
+        bootstrap_means(matrix, n_resamples=n_resamples, seed=seed)
+        if intervals and testable
+        else None
+    )
+    for i, name in enumerate(names):
+        lo, hi = percentile_interval(boot[i], ci) if boot is not None else (math.nan, math.nan)
+        report.estimates.append(Estimate(name, m, n, float(means[i]), lo, hi))
+    if not testable:
+        report.notes.append(
+            f"{m}: {n} {'query has' if n == 1 else 'queries have'} a value for every system; "
+            "its intervals and paired tests need at least 2 (shown as unavailable)"
+        )
+        tests = [TestResult(math.nan, math.nan, "") for _ in names[1:]]
+    elif report.test == "randomization":  # one set of sign flips for every comparison
         tests = randomization_many(matrix[0], matrix[1:], n_resamples=n_resamples, seed=seed)
     else:
         tests = [
             paired_test(matrix[0], matrix[i], report.test, n_resamples=n_resamples, seed=seed)
             for i in range(1, len(names))
         ]
-    adjusted = adjust_pvalues([r.p_value for r in tests], report.correction)
+    adjusted = (
+        adjust_pvalues([r.p_value for r in tests], report.correction)
+        if testable
+        else [math.nan] * len(tests)
+    )
     for i, (res, p_adj) in enumerate(zip(tests, adjusted), start=1):
-        lo, hi = percentile_interval(boot[i] - boot[0], ci)
+        lo, hi = percentile_interval(boot[i] - boot[0], ci) if boot is not None else (math.nan,) * 2
         report.differences.append(
             Difference(
                 system=names[i],
@@ -281,10 +325,10 @@ def _compare_measure(report: ComparisonReport, m: str, matrix: np.ndarray) -> se
                 p_value=res.p_value,
                 p_adjusted=float(p_adj),
                 significant=bool(p_adj < report.alpha),
-                effect_size=cohens_d(matrix[0], matrix[i]),
+                effect_size=cohens_d(matrix[0], matrix[i]) if testable else math.nan,
             )
         )
-    return {res.method for res in tests}
+    return {res.method for res in tests if res.method}
 
 
 # --- input normalisation ------------------------------------------------------------------

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nuggetbench.errors import UnknownNameError, suggest
-from nuggetbench.spec import short_label
+from nuggetbench.spec import short_label, short_labels
 
 __all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS", "CELLS", "parse_cells"]
 
@@ -160,7 +160,7 @@ class ComparisonReport:
     def legend(self, *, short: bool = False) -> str:
         """One line explaining intervals and the significance mark (*short*: the baseline's
         name shortened for a terminal table)."""
-        baseline = short_label(self.baseline) if short else self.baseline
+        baseline = self._short(self.baseline) if short else self.baseline
         corr = "" if self.correction == "none" else f", {self.correction}-corrected"
         totals = f"; {', '.join(self.totals)}: totals, not means" if self.totals else ""
         return (
@@ -357,13 +357,18 @@ class ComparisonReport:
         system. ``width=None``: always the wide table.
         """
         cells = {(s, m): self._lines(s, m, digits) for s in self.systems for m in self.measures}
-        short = {s: short_label(s) for s in self.systems}  # full names: every other format
+        # distinct short labels (full names: every other format)
+        short = dict(zip(self.systems, short_labels(self.systems)))
         names = {
             s: f"{short[s]}\n(baseline)" if s == self.baseline else short[s] for s in self.systems
         }
         if width is None or width >= self._wide_width(cells, names):
             return self._wide(cells, names)
         return self._stacked(cells, names, digits, width)
+
+    def _short(self, system: str) -> str:
+        """*system*'s label in terminal tables (distinct from the other systems')."""
+        return dict(zip(self.systems, short_labels(self.systems))).get(system, short_label(system))
 
     def _lines(self, s: str, m: str, digits: int | None) -> list[tuple[str, str]]:
         """``(text, style)`` lines of one cell: mean (with the mark), interval, difference and
@@ -398,7 +403,7 @@ class ComparisonReport:
         from rich.text import Text
 
         table = Table(
-            title=f"Comparison with {short_label(self.baseline)}",
+            title=f"Comparison with {self._short(self.baseline)}",
             title_justify="left",
             caption=self.legend(short=True),
             caption_justify="left",
@@ -426,7 +431,7 @@ class ComparisonReport:
         from rich.table import Table
         from rich.text import Text
 
-        parts: list = [Text(f"Comparison with {short_label(self.baseline)}")]
+        parts: list = [Text(f"Comparison with {self._short(self.baseline)}")]
         wtl = max((len(d.wtl) for d in self.differences), default=5)  # same widths in every table
         head = f"mean [{self.ci:.0%} CI]"
         mean_w = max([len(head)] + [len(f"{c[0][0]} {c[1][0]}") for c in cells.values()])
@@ -509,23 +514,32 @@ def parse_cells(cells: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(c for c in CELLS if c in items or c == "mean")
 
 
+#: What a table shows for a number that could not be computed (an interval or a test of a
+#: measure with fewer than two queries).
+UNAVAILABLE = "n/a"
+
+
+def _missing(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _f(value: float, digits: int) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "nan"
-    return f"{value:.{digits}f}"
+    return UNAVAILABLE if _missing(value) else f"{value:.{digits}f}"
 
 
 def _signed(value: float, digits: int) -> str:
-    return f"{value:+.{digits}f}"
+    return UNAVAILABLE if _missing(value) else f"{value:+.{digits}f}"
 
 
 def _p(value: float) -> str:
+    if _missing(value):
+        return UNAVAILABLE
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _eq(p: float) -> str:
     text = _p(p)
-    return text if text.startswith("<") else "=" + text
+    return text if text.startswith("<") else (" " if text == UNAVAILABLE else "=") + text
 
 
 def _md_escape(text: str) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
+from nuggetbench._outfolder import writing
 from nuggetbench.data import Qrels, Run
 from nuggetbench.datasets import Dataset
 from nuggetbench.errors import InputError
@@ -192,7 +193,9 @@ def judge_agreement(
     Args:
         dataset: the dataset (qrels, corpus, queries).
         client: the LLM client.
-        out_dir: when given, ``judgments.jsonl`` and ``agreement.json`` are written there.
+        out_dir: when given, ``judgments.jsonl`` and ``agreement.json`` are written there
+            (locked from the start, refused when it holds another kind of output, the two
+            files replaced together: :func:`nuggetbench._outfolder.writing`).
         sample, seed: how many judged pairs to draw (default all), and the seed.
         rel_level: binary threshold (default: the profile's, see :func:`default_rel_level`).
         runs: ``{name: run}`` for Kendall's tau of the system orders.
@@ -203,6 +206,42 @@ def judge_agreement(
         InputError: the dataset has no judged pair, or every judgment failed.
         LLMError / BudgetError: from the client.
     """
+    settings = {
+        "sample": sample,
+        "seed": seed,
+        "rel_level": rel_level,
+        "runs": runs,
+        "measure": measure,
+        "profile": profile,
+        "max_repairs": max_repairs,
+        "max_words": max_words,
+        "progress": progress,
+    }
+    if out_dir is None:
+        return _agreement(dataset, client, None, **settings)
+    command = "nuggetbench judge --agreement -o"
+    with writing(out_dir, "agreement", command) as stage:  # refused before any request
+        outcome = _agreement(dataset, client, stage, **settings)
+    outcome.files = {k: str(Path(out_dir) / Path(v).name) for k, v in outcome.files.items()}
+    return outcome
+
+
+def _agreement(
+    dataset: Dataset,
+    client: LLMClient,
+    stage: Path | None,
+    *,
+    sample: int | None,
+    seed: int,
+    rel_level: int | None,
+    runs: Mapping[str, Run] | None,
+    measure: str | None,
+    profile: str | None,
+    max_repairs: int,
+    max_words: int,
+    progress: Any,
+) -> AgreementOutcome:
+    """:func:`judge_agreement`, its files written into *stage* (if given)."""
     profile = profile or dataset.default_profile
     level = default_rel_level(profile) if rel_level is None else int(rel_level)
     pairs = sample_pairs(dataset.qrels, sample, seed)
@@ -249,8 +288,8 @@ def judge_agreement(
     if runs:
         measure = measure or dataset.default_measures[0]
         _add_system_order(outcome, ok, runs, measure, profile)
-    if out_dir is not None:
-        _save(outcome, Path(out_dir), client.settings.model)
+    if stage is not None:
+        _save(outcome, stage, client.settings.model)
     return outcome
 
 

@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nuggetbench.compare import compare
+from nuggetbench._outfolder import writing
+from nuggetbench.compare import baseline_at, compare
 from nuggetbench.data import Run
 from nuggetbench.data.formats.sniff import read_run
 from nuggetbench.datasets import Dataset
@@ -96,7 +97,9 @@ def answers_files(
     (:func:`nuggetbench.compare.compare` with *compare_options*: ``baseline``, ``test``,
     ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``) when there are two or more, and
     with *out_dir* write ``assignments.jsonl`` (one row per system, question and nugget) and
-    ``answers.json`` (the summary), named in the outcome's ``files``.
+    ``answers.json`` (the summary), named in the outcome's ``files`` (the folder locked from
+    the start, refused when it holds another kind of output, both files replaced together:
+    :func:`nuggetbench._outfolder.writing`).
 
     Raises:
         InputError / FormatError: from the readers; LLMError / BudgetError: from the client.
@@ -106,17 +109,33 @@ def answers_files(
     for path in answers:
         name = Path(path).stem
         systems[str(path) if name in systems else name] = read_answers(path)
+    if out_dir is None:
+        return _assigned(sets, systems, client, max_repairs, progress, compare_options)
+    with writing(out_dir, "answers", "nuggetbench answers -o") as stage:  # before any request
+        outcome = _assigned(sets, systems, client, max_repairs, progress, compare_options)
+        write_rows(stage / "assignments.jsonl", outcome.assignments)
+        outcome.files = {
+            "assignments": str(Path(out_dir) / "assignments.jsonl"),
+            "summary": str(Path(out_dir) / "answers.json"),
+        }
+        write_json(stage / "answers.json", outcome.to_dict())
+    return outcome
+
+
+def _assigned(
+    sets: Any,
+    systems: dict[str, dict[str, str]],
+    client: LLMClient,
+    max_repairs: int,
+    progress: Callable[[int], None] | None,
+    compare_options: dict[str, Any],
+) -> AnswersOutcome:
+    """The assignments and scores of :func:`answers_files`, and the comparison of 2+ systems."""
     outcome = assign_answers(sets, systems, client, max_repairs=max_repairs, progress=progress)
     if len(systems) > 1:
-        outcome.comparison = compare(outcome.per_query, **compare_options)
-    if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        outcome.files = {
-            "assignments": str(write_rows(out / "assignments.jsonl", outcome.assignments)),
-            "summary": str(out / "answers.json"),
-        }
-        write_json(out / "answers.json", outcome.to_dict())
+        options = dict(compare_options)
+        options["baseline"] = baseline_at(options.get("baseline"), list(systems))  # 1-based
+        outcome.comparison = compare(outcome.per_query, **options)
     return outcome
 
 

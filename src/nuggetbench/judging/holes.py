@@ -19,6 +19,9 @@ built; the rank column of a TREC file is ignored). Each hole is judged once
 * ``judge.json``: the summary (holes, requests sent, failures, model grades added and their mark,
   Judged@k before and after per run, token usage and cost; the endpoint's key is never written).
 
+The folder is locked for the whole judging and refused when it holds another kind of output
+(:func:`nuggetbench._outfolder.writing`); the three files replace the old ones together.
+
 Judged@k is ir_measures' judgment rate (the ``Judged`` family) under the ``trec_eval`` profile
 (averaged over the queries of both the run and the qrels).
 """
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from nuggetbench._atomic import atomic_write
+from nuggetbench._outfolder import writing
 from nuggetbench.data import Qrels, Run
 from nuggetbench.data.formats.trec import write_qrels
 from nuggetbench.datasets import Dataset
@@ -217,46 +221,46 @@ def judge_holes(
     """
     if not runs:
         raise InputError("judge: give at least one RUN file whose holes to fill")
-    qrels = dataset.qrels
-    holes = find_holes(qrels, runs, depth)
-    query_text, doc_text = text_lookups(dataset)
-    paid_before = client.ledger.paid()[0]
-    judgments = judge_pairs(
-        client,
-        holes,
-        query_text,
-        doc_text,
-        max_repairs=max_repairs,
-        max_words=max_words,
-        progress=progress,
-    )
-    merged = merge_qrels(qrels, judgments, name=f"{qrels.name or dataset.id}+llm")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    version = load_prompt(JUDGE_PROMPT).version
-    model = client.settings.model
-    marks = {
-        (j.query_id, j.doc_id): LLM_MARK
-        for j in judgments
-        if j.grade is not None and j.doc_id not in qrels.get(j.query_id, {})
-    }
-    files = {
-        "qrels": str(write_qrels(merged, out / "qrels.txt", marks)),
-        "judgments": str(
-            write_rows(out / "judgments.jsonl", [j.record(model, version) for j in judgments])
-        ),
-    }
-    outcome = JudgeOutcome(
-        depth=depth,
-        holes=len(holes),
-        sent=client.ledger.paid()[0] - paid_before,
-        failures=sum(j.grade is None for j in judgments),
-        judged_before={n: judged_at(qrels, r, depth) for n, r in runs.items()},
-        judged_after={n: judged_at(merged, r, depth) for n, r in runs.items()},
-        usage={"model": model, "prompt": version, **client.ledger.totals()},
-        judgments=judgments,
-        llm_grades=len(marks),
-    )
-    outcome.files = {**files, "summary": str(out / "judge.json")}
-    write_json(out / "judge.json", outcome.to_dict())
+    with writing(out_dir, "judge", "nuggetbench judge -o") as stage:  # refused before any request
+        qrels = dataset.qrels
+        holes = find_holes(qrels, runs, depth)
+        query_text, doc_text = text_lookups(dataset)
+        paid_before = client.ledger.paid()[0]
+        judgments = judge_pairs(
+            client,
+            holes,
+            query_text,
+            doc_text,
+            max_repairs=max_repairs,
+            max_words=max_words,
+            progress=progress,
+        )
+        merged = merge_qrels(qrels, judgments, name=f"{qrels.name or dataset.id}+llm")
+        version = load_prompt(JUDGE_PROMPT).version
+        model = client.settings.model
+        marks = {
+            (j.query_id, j.doc_id): LLM_MARK
+            for j in judgments
+            if j.grade is not None and j.doc_id not in qrels.get(j.query_id, {})
+        }
+        write_qrels(merged, stage / "qrels.txt", marks)
+        write_rows(stage / "judgments.jsonl", [j.record(model, version) for j in judgments])
+        outcome = JudgeOutcome(
+            depth=depth,
+            holes=len(holes),
+            sent=client.ledger.paid()[0] - paid_before,
+            failures=sum(j.grade is None for j in judgments),
+            judged_before={n: judged_at(qrels, r, depth) for n, r in runs.items()},
+            judged_after={n: judged_at(merged, r, depth) for n, r in runs.items()},
+            usage={"model": model, "prompt": version, **client.ledger.totals()},
+            judgments=judgments,
+            llm_grades=len(marks),
+        )
+        out = Path(out_dir)
+        outcome.files = {
+            "qrels": str(out / "qrels.txt"),
+            "judgments": str(out / "judgments.jsonl"),
+            "summary": str(out / "judge.json"),
+        }
+        write_json(stage / "judge.json", outcome.to_dict())
     return outcome

@@ -16,11 +16,13 @@ PNG, PDF and SVG (the ``report`` extra).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from nuggetbench._atomic import atomic_write
+from nuggetbench._outfolder import folder_lock
 from nuggetbench.datasets import Dataset
 from nuggetbench.errors import InputError
 from nuggetbench.experiment import Experiment
@@ -104,18 +106,39 @@ def html(
 
     Raises:
         InputError: unreadable results or runs, a dataset that differs from the one scored, an
-            unknown baseline, or no path and no output folder.
+            unknown baseline, or no path and no output folder; a report written into the
+            output folder takes its lock first (:func:`nuggetbench._outfolder.folder_lock`):
+            a folder another process is writing is refused, naming that process.
     """
-    inputs = load_inputs(source, dataset=dataset, options=options)
+    folder = _folder_of(source)
     if path is None:
-        if inputs.source == "<experiment>":
+        if folder is None:
             raise InputError("the experiment has no output folder; give the report's path")
-        path = Path(inputs.source) / "report.html"
-    data = build_report_data(inputs, **settings)
-    text = render_page(data, source=inputs.source)
+        path = folder / "report.html"
     path = Path(path)
-    with atomic_write(path) as fh:
-        fh.write(text)
+    own = folder is not None and folder.is_dir() and _same(path.parent, folder)
+    with folder_lock(folder, "nuggetbench report") if own else contextlib.nullcontext():
+        inputs = load_inputs(source, dataset=dataset, options=options)
+        data = build_report_data(inputs, **settings)
+        text = render_page(data, source=inputs.source)
+        with atomic_write(path) as fh:
+            fh.write(text)
     if plots is not None:
         write_plots(data, plots)
     return path
+
+
+def _folder_of(source: Experiment | str | Path) -> Path | None:
+    """The output folder of *source* (an experiment's ``outdir``, a folder, or the folder of a
+    ``results.json``), ``None`` for an experiment kept in memory."""
+    if isinstance(source, Experiment):
+        return Path(source.outdir) if source.outdir else None
+    source = Path(source)
+    return source.parent if source.name == "results.json" and not source.is_dir() else source
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False

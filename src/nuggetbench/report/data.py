@@ -15,18 +15,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nuggetbench.compare import Summary, compare, profile_summaries
+from nuggetbench.compare import Summary, check_settings, check_stored, compare, profile_summaries
 from nuggetbench.compare.reporting import TIE_TOLERANCE  # one tie rule for the report and `compare`
 from nuggetbench.corpus.spans import fix
 from nuggetbench.data import NuggetQrels
 from nuggetbench.errors import InputError
 from nuggetbench.measures import Results, score
 from nuggetbench.report.inputs import ReportInputs
-from nuggetbench.spec import short_label
+from nuggetbench.spec import short_labels
 
 __all__ = [
     "ReportData",
@@ -138,15 +139,20 @@ def _wtl(per_query: dict, baseline: str, measures: Sequence[str]) -> dict:
 
 
 def _comparison(results: dict, per_query: dict, baseline: str, qids: list[str]) -> dict | None:
-    """The stored comparison when its baseline is *baseline*; else a new one with the stored
-    settings (test, correction, alpha, CI level, resamples, seed) or ``compare``'s defaults."""
+    """The stored comparison when its baseline is *baseline* (checked against the per-query
+    values: :func:`nuggetbench.compare.check_stored`); else a new one with the stored settings
+    (test, correction, alpha, CI level, resamples, seed, checked as well) or ``compare``'s
+    defaults."""
     if len(per_query) < 2:
         return None
     stored = results.get("comparison") or {}
-    if stored.get("baseline") == baseline:
+    if stored.get("baseline") == baseline and "estimates" in stored:
+        values = {n: {m: v.tolist() for m, v in pq.items()} for n, pq in per_query.items()}
+        check_stored(stored, values, qids)  # an edited comparison is refused, never shown
         return stored
     keys = ("test", "correction", "alpha", "ci", "n_resamples", "seed")
-    settings = {k: stored[k] for k in keys if k in stored}
+    settings = {k: stored[k] for k in keys if k in stored and "estimates" in stored}
+    check_settings(settings)
     report = compare(
         {n: {m: dict(zip(qids, v.tolist())) for m, v in pq.items()} for n, pq in per_query.items()},
         baseline=baseline,
@@ -359,7 +365,7 @@ def _payload(
     payload = {
         "systems": systems,
         "keys": system_keys(len(systems)),
-        "labels": [short_label(s, LABEL_CHARS) for s in systems],
+        "labels": short_labels(systems, LABEL_CHARS),  # distinct, whatever the names
         "baseline": baseline,
         "measures": results["measures"],
         "qids": qids,
@@ -409,6 +415,12 @@ def build_report_data(
     results = inputs.results
     systems = inputs.systems
     stored = (results.get("comparison") or {}).get("baseline")
+    if baseline is None and stored is not None and stored not in systems:
+        where = Path(inputs.source) / "results.json"
+        raise InputError(
+            f"{where}: comparison.baseline: {str(stored)[:40]!r} is not one of its systems; the "
+            "file was edited or damaged: run the experiment again"
+        )
     baseline = baseline or stored or systems[0]
     if baseline not in systems:
         raise InputError(f"unknown baseline {baseline!r}; the systems are {', '.join(systems)}")
@@ -421,7 +433,11 @@ def build_report_data(
     docs = _Docs(inputs.corpus, chars, fixed=span_judged)
     ks, curves = _depth(inputs, depth)
     wtl = _wtl(per_query, baseline, results["measures"])
-    comparison = _comparison(results, per_query, baseline, qids)
+    try:
+        comparison = _comparison(results, per_query, baseline, qids)
+    except InputError as exc:  # an edited comparison block: the file and the field named
+        where = "<experiment>" if inputs.source == "<experiment>" else inputs.source
+        raise InputError(f"{Path(where) / 'results.json'}: {exc}") from None
     payload = _payload(inputs, qids, per_query, baseline, top, docs, span_judged, query_chars)
     payload["docs"] = docs.rows
     n = len(qids)

@@ -19,6 +19,7 @@ dependency (``pip install nuggetbench[report]``).
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,10 @@ def _figure(wide: bool = False, height: float | None = None) -> tuple[Any, Any]:
     return fig, ax
 
 
-def _label(name: str) -> str:
-    return short_label(name, LABEL_CHARS)
+def _label(data: ReportData, name: str) -> str:
+    """*name*'s short label, distinct from the other systems' (``spec.short_labels``)."""
+    labels = dict(zip(data.systems, data.payload.get("labels") or ()))
+    return labels.get(name) or short_label(name, LABEL_CHARS)
 
 
 def _check(data: ReportData, system: str, measure: str) -> None:
@@ -131,7 +134,9 @@ def delta_figure(
     with plt.rc_context(_STYLE):
         fig, ax = _figure(wide)
         w, t, lo = _draw_delta(ax, _deltas(data, measure, system, baseline))
-        ax.set_title(f"{_label(system)} \u2212 {_label(baseline)}\n{w} wins, {t} ties, {lo} losses")
+        ax.set_title(
+            f"{_label(data, system)} \u2212 {_label(data, baseline)}\n{w} wins, {t} ties, {lo} losses"
+        )
         ax.set_xlabel("queries, sorted by difference")
         ax.set_ylabel(f"\u0394 {measure}")
     return fig
@@ -159,8 +164,8 @@ def scatter_figure(data: ReportData, measure: str, system_a: str, system_b: str)
     with plt.rc_context(_STYLE):
         fig, ax = _figure(height=COLUMN[0] * 0.9)
         _draw_scatter(ax, data.per_query[system_a][measure], data.per_query[system_b][measure])
-        ax.set_xlabel(f"{measure}: {_label(system_a)}")
-        ax.set_ylabel(f"{measure}: {_label(system_b)}")
+        ax.set_xlabel(f"{measure}: {_label(data, system_a)}")
+        ax.set_ylabel(f"{measure}: {_label(data, system_b)}")
     return fig
 
 
@@ -174,7 +179,7 @@ def _check_family(data: ReportData, family: str) -> None:
 
 def _draw_depth(ax: Any, data: ReportData, family: str) -> None:
     for name, curve in data.depth[family].items():
-        ax.plot(data.depth_k, curve, lw=1.2, label=_label(name))
+        ax.plot(data.depth_k, curve, lw=1.2, label=_label(data, name))
     ax.set_xscale("log")
     kmax = max(data.depth_k)
     ax.set_xticks([k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if k <= kmax])
@@ -218,15 +223,23 @@ def _draw_means(ax: Any, data: ReportData, measure: str, labels: bool = True) ->
         else float(np.nanmean(data.per_query[s][measure]))
         for s in data.systems
     ]
-    lo = [means[i] - est[s]["ci_low"] if s in est else 0 for i, s in enumerate(data.systems)]
-    hi = [est[s]["ci_high"] - means[i] if s in est else 0 for i, s in enumerate(data.systems)]
+    # an interval that could not be computed (a measure of fewer than two queries): no bar
+    low = [_finite((est.get(s) or {}).get("ci_low")) for s in data.systems]
+    high = [_finite((est.get(s) or {}).get("ci_high")) for s in data.systems]
+    lo = [max(0.0, m - v) if v is not None else 0 for m, v in zip(means, low)]
+    hi = [max(0.0, v - m) if v is not None else 0 for m, v in zip(means, high)]
     y = np.arange(len(data.systems))[::-1]
     ax.errorbar(means, y, xerr=[lo, hi], fmt="o", ms=3, capsize=2, color="#1f5f9f")
-    ax.set_yticks(y, [_label(s) for s in data.systems] if labels else [])
+    ax.set_yticks(y, [_label(data, s) for s in data.systems] if labels else [])
     ax.set_ylim(-0.6, len(data.systems) - 0.4)
     ax.grid(axis="x", alpha=0.3, lw=0.4)
     ax.xaxis.set_major_locator(_plt().MaxNLocator(4))
-    return bool(est)
+    return any(v is not None for v in low)
+
+
+def _finite(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
 
 
 def _ci_label(data: ReportData, measure: str, with_ci: bool) -> str:
@@ -327,7 +340,7 @@ def _panel_pair(data: ReportData, ax: Any, kind: str, m: str, s: str, last: bool
 def _key_legend(fig: Any, data: ReportData) -> None:
     """The systems' keys and short labels, below the panels (a legend without handles)."""
     plt = _plt()
-    labels = [f"{k}: {_label(s)}" for k, s in zip(data.payload["keys"], data.systems)]
+    labels = [f"{k}: {_label(data, s)}" for k, s in zip(data.payload["keys"], data.systems)]
     handles = [plt.Line2D([], [], lw=0) for _ in labels]
     fig.legend(
         handles,

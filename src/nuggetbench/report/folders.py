@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nuggetbench.compare import ComparisonReport, compare
+from nuggetbench.compare import ComparisonReport, baseline_at, compare
 from nuggetbench.data.formats.rankfile import check_pools
 from nuggetbench.errors import InputError
 from nuggetbench.measures import Results, plain_measures, score
@@ -163,14 +163,14 @@ def _recorded_profile(inputs: dict[str, ReportInputs]) -> str:
     return next(iter(profiles.values()))
 
 
-def _baseline(baseline: str | int | None, own: dict[str, str]) -> str | int | None:
+def _baseline(baseline: str | int | None, own: dict[str, str]) -> str | None:
     """A system's full name, its name within one folder (when unique; *own*: full name ->
-    name in its folder), or a 0-based index from a 1-based position."""
+    name in its folder), or its 1-based position (0 and beyond the last are refused)."""
     if baseline is None or baseline in own:
         return baseline
     text = str(baseline)
-    if text.isdigit():
-        return int(text) - 1
+    if isinstance(baseline, int) or text.isdigit():
+        return baseline_at(baseline, list(own))
     matches = [n for n, system in own.items() if system == text]
     if len(matches) == 1:
         return matches[0]

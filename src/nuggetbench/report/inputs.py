@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nuggetbench._outfolder import read_results_file
+from nuggetbench._outfolder import current_file, incomplete_note, read_results_file, run_file
 from nuggetbench.data import Corpus, Qrels, Queries, Run, read_run
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError
@@ -85,14 +85,13 @@ def read_results(path: str | Path) -> tuple[dict, Path]:
 
 
 def _run_path(name: str, entry: Mapping[str, Any], folder: Path) -> Path:
-    """The run file of one system: the recorded path (or its name under ``runs/``), else
-    ``runs/<slug>.trec`` beside results.json."""
+    """The run file of one system: the recorded one (a relative path is the folder's own, an
+    absolute one is looked for in the folder's ``runs/`` first:
+    :func:`nuggetbench._outfolder.run_file`), else ``runs/<slug>.trec`` beside results.json."""
     candidates = []
     if entry.get("run_file"):
-        recorded = Path(entry["run_file"])
-        candidates.append(recorded)
-        candidates.append(folder / "runs" / recorded.name)
-    candidates.append(folder / "runs" / f"{slug(name)}.trec")
+        candidates.append(run_file(folder, str(entry["run_file"])))
+    candidates.append(current_file(folder, f"runs/{slug(name)}.trec"))
     for c in candidates:
         if c.is_file():
             return c
@@ -203,6 +202,9 @@ def load_inputs(
         origin = str(source.outdir) if source.outdir else "<experiment>"
     else:
         results, folder = read_results(source)
+        if not results["systems"]:  # the plan of a run that has finished no system yet
+            note = incomplete_note(results, folder / "results.json")
+            raise InputError(f"{note or folder}: no system to report yet")
         runs = {
             name: _read_checked(name, entry, folder) for name, entry in results["systems"].items()
         }

@@ -23,9 +23,8 @@ import jinja2
 
 from nuggetbench._outfolder import incomplete_note
 from nuggetbench._version import __version__
-from nuggetbench.report.data import LABEL_CHARS, ReportData, system_keys
+from nuggetbench.report.data import ReportData, system_keys
 from nuggetbench.report.svg import delta_svg, depth_svg, scatter_svg
-from nuggetbench.spec import short_label
 
 __all__ = ["render_page", "DEPTH_SHOWN"]
 
@@ -56,10 +55,10 @@ def _cells(data: ReportData) -> dict[str, dict[str, dict[str, Any]]]:
             cell.update(p="", sig="")
             if e:
                 cell["ci"] = f"{_num(e['ci_low'])}, {_num(e['ci_high'])}"
-            if d:
-                cell["diff"] = f"{d['diff']:+.4f}"
-                cell["p"] = f"{d['p_adjusted']:.3g}"
-                if d["significant"]:
+            if d:  # None: not computed (a measure of fewer than two queries)
+                cell["diff"] = "\u2013" if d["diff"] is None else f"{d['diff']:+.4f}"
+                cell["p"] = "n/a" if d["p_adjusted"] is None else f"{d['p_adjusted']:.3g}"
+                if d["significant"] and d["diff"] is not None:
                     cell["sig"] = "better" if d["diff"] > 0 else "worse"
             out[s][m] = cell
     return out
@@ -109,6 +108,7 @@ def _systems(data: ReportData) -> list[dict[str, Any]]:
     rows (the retriever's parameters, the run's metadata, the seconds per step)."""
     out = []
     keys = system_keys(len(data.systems))
+    labels = dict(zip(data.systems, data.payload["labels"]))  # distinct (spec.short_labels)
     for key, s in zip(keys, data.systems):
         entry = data.results["systems"][s]
         meta = dict(entry.get("run_metadata") or {})
@@ -119,7 +119,7 @@ def _systems(data: ReportData) -> list[dict[str, Any]]:
             rows.append(("seconds", ", ".join(f"{k} {v:.2f} s" for k, v in secs.items())))
         if entry.get("run_file"):
             rows.append(("run file", str(entry["run_file"])))
-        label = short_label(s, LABEL_CHARS)
+        label = labels[s]
         out.append({"key": key, "name": s, "label": label, "rows": rows})
     return out
 

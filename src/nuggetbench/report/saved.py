@@ -3,7 +3,9 @@
 The folder holds one ``results.json`` in the schema ``nuggetbench run`` writes (``dataset``,
 ``measures``, ``profile``, ``provenance``, ``notes``, ``systems`` with per-query values and the
 absolute path of each run file, ``comparison``), so ``nuggetbench report OUTDIR`` reads both.
-The run files stay where they are (they are not copied).
+The run files stay where they are (they are not copied). The folder is written as every output
+folder is (:func:`nuggetbench._outfolder.writing`): under its lock, refused when it holds
+another kind of output (a ``run`` experiment), replaced whole.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nuggetbench._atomic import atomic_write
+from nuggetbench._outfolder import writing
 from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport
 from nuggetbench.data import read_run
@@ -59,8 +62,29 @@ def compare_to_folder(
         The :class:`~nuggetbench.compare.ComparisonReport`.
 
     Raises:
-        InputError: as ``compare_run_files``.
+        InputError: as ``compare_run_files``; *outdir* is being written by another process or
+            holds another kind of output (an experiment of ``nuggetbench run``), before any work.
     """
+    with writing(outdir, "compare", "nuggetbench compare -o", replaces=("report.html",)) as out:
+        report, results = _compared(
+            dataset, runs, measures, profile, options, trailing, duplicates, compare_options
+        )
+        with atomic_write(out / "results.json") as fh:
+            json.dump(results, fh, indent=1, default=str)
+    return report
+
+
+def _compared(
+    dataset: str | Path | Dataset,
+    runs: Sequence[str | Path],
+    measures: Sequence[str] | None,
+    profile: str | None,
+    options: Mapping[str, Any] | None,
+    trailing: str,
+    duplicates: str | None,
+    compare_options: dict[str, Any],
+) -> tuple[ComparisonReport, dict]:
+    """The comparison and the ``results.json`` dict :func:`compare_to_folder` saves."""
     target = load_target(dataset, **dict(options or {}))
     source = target.dataset if target.dataset is not None else dataset
     reading = {"trailing": trailing, "duplicates": duplicates}
@@ -95,8 +119,4 @@ def compare_to_folder(
         "systems": {system: systems[system] for system in report.systems},
         "comparison": report.to_dict(),
     }
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    with atomic_write(outdir / "results.json") as fh:
-        json.dump(results, fh, indent=1, default=str)
-    return report
+    return report, results
