@@ -16,6 +16,7 @@ from nuggetbench.reproduce import (
     listing_csv,
     listing_records,
     listing_text,
+    matches,
     reproduce,
     results_csv,
     results_markdown,
@@ -133,6 +134,7 @@ def reproduce_command(recipes, listing, conditions, datasets, run_all, fmt, **op
     loaded = [find_recipe(r) for r in recipes] if recipes else shipped_recipes()
     if listing:
         return _list(loaded, fmt)
+    loaded = _selected(loaded, conditions, datasets)
     done = [
         reproduce(
             recipe,
@@ -150,6 +152,20 @@ def reproduce_command(recipes, listing, conditions, datasets, run_all, fmt, **op
         for recipe in loaded
     ]
     _finish(done, fmt, opts)
+
+
+def _selected(loaded, conditions, datasets):
+    """With several recipes, those that declare the --condition / --dataset given (one recipe
+    is checked by ``reproduce`` itself, which names what it declares)."""
+    if len(loaded) < 2 or not (conditions or datasets):
+        return loaded
+    kept = [r for r in loaded if matches(r, list(conditions) or None, list(datasets) or None)]
+    if not kept:
+        raise click.UsageError(
+            "no recipe has expected values for --condition "
+            f"{', '.join(conditions) or 'any'} on --dataset {', '.join(datasets) or 'any'}"
+        )
+    return kept
 
 
 def _width() -> int:

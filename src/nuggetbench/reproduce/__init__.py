@@ -45,7 +45,7 @@ from nuggetbench.reproduce.render import (
     results_records,
     results_table,
 )
-from nuggetbench.reproduce.runner import reproduce, select
+from nuggetbench.reproduce.runner import matches, reproduce, select
 
 __all__ = [
     "NOT_REPRODUCED",
@@ -66,6 +66,7 @@ __all__ = [
     "listing_csv",
     "listing_records",
     "listing_text",
+    "matches",
     "merge_counts",
     "parse_recipe",
     "read_recipe",

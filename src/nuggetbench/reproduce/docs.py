@@ -1,7 +1,7 @@
 """``docs/reproductions.md``: the shipped recipes as one markdown page, generated.
 
 :func:`catalog_markdown` depends only on the recipes (never on this machine), so the page in the
-repository can be checked against it (``tests/test_reproduce_docs.py``); regenerate it with
+repository can be checked against it (``tests/test_reproduce_shipped.py``); regenerate it with
 ``nuggetbench reproduce --list --format markdown > docs/reproductions.md``.
 """
 
@@ -18,7 +18,7 @@ HEAD = """# Reproductions
 
 <!-- Generated from src/nuggetbench/recipes/*.toml by
      `nuggetbench reproduce --list --format markdown > docs/reproductions.md`;
-     tests/test_reproduce_docs.py fails when it is out of date. Do not edit by hand. -->
+     tests/test_reproduce_shipped.py fails when it is out of date. Do not edit by hand. -->
 
 Each recipe below declares datasets, conditions (a retriever, or published run files), measures
 and the values its source publishes. `nuggetbench reproduce NAME` runs it through the code of
@@ -58,7 +58,7 @@ def _condition(recipe: Recipe, cond: Condition, notes: list[str]) -> list[str]:
     extra += [f"statistic: {cond.statistic}"] if cond.statistic != "mean" else []
     extra += [f"depth {cond.depth}"] if cond.depth != 1000 else []
     lines = [
-        f"#### {cond.name}: {_md(cond.title)}",
+        f"### {cond.name}: {_md(cond.title)}",
         "",
         f"Ranking: {how}" + "".join(f"; {e}" for e in extra) + ".",
         "",

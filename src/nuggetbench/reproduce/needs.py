@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from nuggetbench import home as _home
-from nuggetbench.datasets import local_folder
+from nuggetbench.datasets import is_dataset_id, local_folder
 from nuggetbench.errors import NuggetbenchError
 from nuggetbench.reproduce.recipe import Condition, Needs, Recipe, RunFile
 
@@ -129,6 +129,8 @@ def find_run_file(run: RunFile) -> Path | None:
 
 
 def _dataset_state(dataset_id: str) -> Readiness:
+    if not is_dataset_id(dataset_id) and Path(dataset_id).expanduser().is_dir():
+        return Readiness("ready")  # a local dataset folder
     try:
         folder = local_folder(dataset_id)
     except NuggetbenchError as exc:

@@ -12,6 +12,7 @@ import csv
 import io
 import textwrap
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from nuggetbench.reproduce.needs import readiness
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 MARKS = {REPRODUCED: "OK", NOT_REPRODUCED: "FAIL"}
+#: Wrapping that never splits a word, a path or a URL (they stay copy-pasteable).
+_wrap = partial(textwrap.wrap, break_on_hyphens=False, break_long_words=False)
 
 
 def _num(value: float | None, digits: int, sign: bool = False) -> str:
@@ -71,9 +74,9 @@ class _Notes:
         out = []
         for i, text in enumerate(self.texts, 1):
             head = f"[{i}] "
-            out += textwrap.wrap(
-                text, width, initial_indent=head, subsequent_indent=" " * len(head)
-            ) or [head]
+            out += _wrap(text, width, initial_indent=head, subsequent_indent=" " * len(head)) or [
+                head
+            ]
         return out
 
 
@@ -129,8 +132,8 @@ def results_table(reproductions: Sequence[Reproduction], width: int = 80) -> str
     for rep in reproductions:
         notes = _Notes()
         r = rep.recipe
-        out += textwrap.wrap(f"{r.name}: {r.title}", width)
-        out += textwrap.wrap(f"source: {source_text(r)}", width, subsequent_indent="  ")
+        out += _wrap(f"{r.name}: {r.title}", width)
+        out += _wrap(f"source: {source_text(r)}", width, subsequent_indent="  ")
         out.append("")
         titles = {c.name: c.title for c in r.conditions}
         out += _grid(_rows(rep, notes), titles)
@@ -280,7 +283,7 @@ def listing_text(recipes: Sequence[Recipe], width: int = 80) -> str:
     and whether it can run here, wrapped to *width* columns."""
     out: list[str] = []
     for rec in listing_records(recipes):
-        out += textwrap.wrap(f"{rec['name']}: {rec['title']}", width, subsequent_indent="    ")
+        out += _wrap(f"{rec['name']}: {rec['title']}", width, subsequent_indent="    ")
         fields = [
             ("source", rec["source"]),
             ("conditions", _items(rec["conditions"])),
@@ -291,9 +294,7 @@ def listing_text(recipes: Sequence[Recipe], width: int = 80) -> str:
         ]
         for name, text in fields:
             head = f"  {name:<11}"
-            out += textwrap.wrap(
-                text, width, initial_indent=head, subsequent_indent=" " * len(head)
-            )
+            out += _wrap(text, width, initial_indent=head, subsequent_indent=" " * len(head))
         out.append("")
     out.append(f"{len(recipes)} recipes; run one with: nuggetbench reproduce NAME")
     return "\n".join(out) + "\n"

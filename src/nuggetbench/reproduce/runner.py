@@ -32,6 +32,7 @@ from nuggetbench._atomic import atomic_write
 from nuggetbench._outfolder import folder_lock
 from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import (
+    ChecksumError,
     DatasetError,
     InputError,
     ModelError,
@@ -50,13 +51,14 @@ from nuggetbench.reproduce.record import record_runs
 from nuggetbench.reproduce.runfiles import checksum_of, fetch_run_file
 from nuggetbench.retrieval.spec import public_spec
 
-__all__ = ["Pair", "reproduce", "select"]
+__all__ = ["Pair", "matches", "reproduce", "select"]
 
 log = logging.getLogger(__name__)
 
 Pair = tuple[Condition, DatasetRef, Expected]
 #: Errors that mean "cannot run here" (absent data offline, a model not to be had, a download
-#: that failed), not "wrong": their condition is skipped with the message as its reason.
+#: that failed), not "wrong": their condition is skipped with the message as its reason. A file
+#: whose checksum differs from the published one (``ChecksumError``) is an error, not a skip.
 SKIPPING = (DatasetError, ModelError)
 RESULT_NAME = "reproduction.json"
 
@@ -101,6 +103,17 @@ def select(
             f"{', '.join(conditions or names)} on dataset(s) {', '.join(datasets or ['any'])}"
         )
     return pairs
+
+
+def matches(
+    recipe: Recipe, conditions: Sequence[str] | None = None, datasets: Sequence[str] | None = None
+) -> bool:
+    """Whether *recipe* has expected values for the selection (see :func:`select`)."""
+    try:
+        select(recipe, conditions, datasets)
+    except InputError:  # UnknownNameError is an InputError too
+        return False
+    return True
 
 
 def _dataset_ids(recipe: Recipe, given: Sequence[str]) -> set[str]:
@@ -252,6 +265,8 @@ def _run_dataset(state: _State, ref: DatasetRef, todo: list[Pair], checks, out) 
     state.progress(f"loading {ref.id}")
     try:
         ds = load_dataset(ref.id, **dict(ref.options))
+    except ChecksumError:  # another file than the published one: an error, never a skip
+        raise
     except SKIPPING as exc:
         for cond in runnable:
             for v in checks[(cond.name, ref.id)]:
@@ -269,6 +284,8 @@ def _run_dataset(state: _State, ref: DatasetRef, todo: list[Pair], checks, out) 
         t0 = time.perf_counter()
         try:
             values = _values(state, ds, cond, key, folder)
+        except ChecksumError:
+            raise
         except SKIPPING as exc:
             for v in checks[(cond.name, ref.id)]:
                 v.skip(str(exc))
