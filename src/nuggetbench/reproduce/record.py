@@ -9,6 +9,7 @@ replaced experiment swapped in only on success (:func:`nuggetbench._outfolder.st
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ def _new(folder: Path, ds: Dataset, key: tuple) -> Experiment:
         "dataset": ds.id,
         "dataset_fingerprint": ds.fingerprint(),
         "split": ds.split,
-        "dataset_options": {k: str(v) for k, v in (ds.options or {}).items()},
+        "dataset_options": json.loads(json.dumps(dict(ds.options or {}), default=str)),
         "nuggetbench_version": __version__,
         "started": _now(),
         "k": depth,

@@ -203,21 +203,32 @@ def _states(recipe: Recipe) -> dict[str, list[tuple[str, str, str]]]:
     return out
 
 
+def _some(items: list[str], limit: int = 3) -> str:
+    items = list(dict.fromkeys(items))
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
 def _here(recipe: Recipe) -> str:
-    """Whether the recipe can run here: yes / partly / no, with the reasons."""
+    """Whether the recipe can run here: yes / partly / no, with what is missing (a few named)."""
     states = _states(recipe)
     total = sum(len(v) for v in states.values())
-    ready, later, blocked = (len(states[k]) for k in ("ready", "download", "blocked"))
-    if ready == total:
+    ready, later, blocked = (states[k] for k in ("ready", "download", "blocked"))
+    if len(ready) == total:
         return "yes: everything is on disk"
+    fetched = f"{len(later)} after a download ({_some([d for _, d, _ in later])})" if later else ""
     if not blocked:
-        head = "yes, after downloading: " if not ready else f"yes ({ready} of {total} on disk); "
-        return head + "; ".join(sorted({r for _, _, r in states["download"]}))
-    reasons = sorted({r for _, _, r in states["blocked"]})
-    shown = "; ".join(reasons[:2]) + (f" (and {len(reasons) - 2} more)" if len(reasons) > 2 else "")
+        return f"yes: {len(ready)} of {total} on disk" + (f", {fetched}" if fetched else "")
+    reasons = [r for _, _, r in blocked]
+    why = reasons[0] + (
+        f" (and {len(set(reasons)) - 1} more)" if len(set(reasons)) > 1 else ""
+    )
     if ready or later:
-        return f"partly: {ready + later} of {total} runs can run here; the others: {shown}"
-    return f"no: {shown}"
+        can = f"{len(ready)} on disk" + (f", {fetched}" if fetched else "")
+        return (
+            f"partly: {len(ready) + len(later)} of {total} can run ({can}); not the others: {why}"
+        )
+    return f"no: {why}"
 
 
 def listing_records(recipes: Sequence[Recipe]) -> list[dict[str, Any]]:
