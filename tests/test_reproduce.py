@@ -318,13 +318,15 @@ def test_absent_dataset_offline_is_skipped_with_what_to_fetch(tmp_path):
     assert "nfcorpus.zip" in rep.checks[0].reason  # the URL to fetch by hand
 
 
-def test_a_model_that_cannot_be_had_offline_is_skipped():
-    text = _recipe_text(Path("beir/scifact"), {"nDCG@10": 0.6451}).replace(
+def test_a_model_that_cannot_be_had_offline_is_skipped(beir):
+    pytest.importorskip("sentence_transformers")
+    text = _recipe_text(beir, {"nDCG@10": 0.5}).replace(
         'retriever = "bm25"', 'retriever = "dense:sentence-transformers/all-MiniLM-L6-v2"'
     )
     rep = reproduce(parse_recipe(text))
-    assert rep.checks[0].verdict == "skipped"  # the dataset is absent too: that comes first
-    assert "not on disk" in rep.checks[0].reason
+    assert [c.verdict for c in rep.checks] == ["skipped"]
+    assert "'sentence-transformers/all-MiniLM-L6-v2' is not in the local" in rep.checks[0].reason
+    assert rep.datasets[str(beir)]["fingerprint"]  # the data was there: the model was not
 
 
 def test_substitute_models_replaces_whole_ids_only():

@@ -279,8 +279,8 @@ def _needs_text(rec: dict[str, Any]) -> str:
     n = rec["needs"]
     parts = [f"extras {', '.join(n['extras'])}"] if n["extras"] else []
     parts += ["a GPU"] * n["gpu"] + ["an LLM endpoint"] * n["llm"]
-    parts += [f"{n['download']} download"] if n["download"] else []
-    parts += [f"about {n['runtime']}"] if n["runtime"] else []
+    parts += [f"download {n['download']}"] if n["download"] else []
+    parts += [f"run time {n['runtime']}"] if n["runtime"] else []
     return "; ".join(parts) or "nothing beyond the base install"
 
 
