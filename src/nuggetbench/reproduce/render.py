@@ -220,9 +220,7 @@ def _here(recipe: Recipe) -> str:
     if not blocked:
         return f"yes: {len(ready)} of {total} on disk" + (f", {fetched}" if fetched else "")
     reasons = [r for _, _, r in blocked]
-    why = reasons[0] + (
-        f" (and {len(set(reasons)) - 1} more)" if len(set(reasons)) > 1 else ""
-    )
+    why = reasons[0] + (f" (and {len(set(reasons)) - 1} more)" if len(set(reasons)) > 1 else "")
     if ready or later:
         can = f"{len(ready)} on disk" + (f", {fetched}" if fetched else "")
         return (
