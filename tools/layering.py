@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("retrieval", "datasets"),
     ("judging",),
     ("builder", "evaluation", "experiment", "api"),
+    ("reproduce",),
     ("report",),
     ("cli", "__init__"),
     ("_entry",),

@@ -51,6 +51,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.cache:cache_group",
         "See and clear the caches: list, size, clear [--older-than 30d].",
     ),
+    "reproduce": (
+        "nuggetbench.cli.reproduce:reproduce_command",
+        "Run published tables' recipes here and check every value (--list shows them).",
+    ),
     "report": (
         "nuggetbench.cli.report:report_command",
         "Write a self-contained HTML report (and paper figures) of a run's output folder.",

@@ -1,7 +1,7 @@
 """Verified downloads and safe, atomic archive installation.
 
 * :func:`download_file` streams a URL to a temporary file beside the target, computes its MD5
-  on the fly and keeps the file only when the size and checksum match. A corrupt or truncated
+  (or SHA-256) on the fly and keeps the file only when the size and checksum match. A corrupt or truncated
   download never stays on disk. A transfer has an overall deadline (``NUGGETBENCH_DOWNLOAD_DEADLINE``
   seconds, default 4 hours) and a stall check: fewer than ``MIN_RATE`` bytes per second over a
   window of ``NUGGETBENCH_DOWNLOAD_STALL`` seconds (default 60; a silent socket times out after
@@ -85,11 +85,12 @@ def download_file(
     md5: str | None = None,
     show_progress: bool = False,
     what: str | None = None,
+    sha256: str | None = None,
     deadline: float | None = None,
     stall: float | None = None,
     min_rate: float = MIN_RATE,
 ) -> Path:
-    """Download *url* to *dest* (atomically), verifying its MD5 when given.
+    """Download *url* to *dest* (atomically), verifying its MD5 or SHA-256 when given.
 
     Args:
         url: an ``http(s)://`` or ``file://`` URL.
@@ -97,6 +98,7 @@ def download_file(
         md5: the expected hex MD5 digest, or ``None`` to skip verification.
         show_progress: show a tqdm bar (bytes).
         what: a label for messages (e.g. the dataset id).
+        sha256: the expected hex SHA-256 digest (checked instead of *md5* when given).
         deadline: overall limit in seconds (default ``NUGGETBENCH_DOWNLOAD_DEADLINE`` or
             :data:`DEADLINE_S`).
         stall: stall window in seconds, also the socket timeout (default
@@ -109,7 +111,7 @@ def download_file(
     Raises:
         DownloadError: the network failed, the transfer ended early, stalled or passed its
             deadline (the partial file is removed; the message names *dest*).
-        ChecksumError: the file's MD5 differs from *md5* (the file is removed).
+        ChecksumError: the file's digest differs from *sha256* / *md5* (the file is removed).
     """
     dest = Path(dest)
     deadline = deadline or _seconds("NUGGETBENCH_DOWNLOAD_DEADLINE", DEADLINE_S)
@@ -119,7 +121,8 @@ def download_file(
     clean_stale(dest.parent)  # partial downloads of killed runs
     fd, tmp_name = make_temp(dest.parent, staging_prefix(dest.name), ".part")
     tmp = Path(tmp_name)
-    digest = hashlib.md5()
+    algorithm, expected = ("SHA-256", sha256) if sha256 else ("MD5", md5)
+    digest = hashlib.sha256() if sha256 else hashlib.md5()
     try:
         with os.fdopen(fd, "wb") as out:
             received = _transfer(
@@ -127,10 +130,10 @@ def download_file(
             )
             out.flush()
             os.fsync(out.fileno())
-        if md5 is not None and digest.hexdigest() != md5.lower():
+        if expected is not None and digest.hexdigest() != expected.lower():
             raise ChecksumError(
-                f"{label}: the file downloaded from {url} has MD5 {digest.hexdigest()}, expected "
-                f"{md5.lower()} ({received} bytes received); it was deleted. The download was "
+                f"{label}: the file downloaded from {url} has {algorithm} {digest.hexdigest()}, "
+                f"expected {expected.lower()} ({received} bytes received); it was deleted. The download was "
                 "corrupt or truncated, or the server's file changed: try again, or report it"
             )
         os.replace(tmp, dest)
@@ -215,7 +218,12 @@ def _transfer(
 
 def file_md5(path: str | Path) -> str:
     """Hex MD5 digest of a file (streamed)."""
-    digest = hashlib.md5()
+    return file_digest(path, "md5")
+
+
+def file_digest(path: str | Path, algorithm: str = "md5") -> str:
+    """Hex digest of a file (streamed) with a :mod:`hashlib` *algorithm* (``md5``, ``sha256``)."""
+    digest = hashlib.new(algorithm)
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(CHUNK), b""):
             digest.update(chunk)
