@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from nuggetbench._outfolder import check_append, folder_lock, overwrite_plan, staged
+from nuggetbench._outfolder import folder_lock, reuse, staged
 from nuggetbench._version import __version__
 from nuggetbench.data import Run, write_run
 from nuggetbench.datasets import Dataset
@@ -73,32 +73,21 @@ def record_runs(
             process is writing it.
     """
     labels = list(outcomes)
-    with folder_lock(folder, "nuggetbench reproduce"):
-        old = None
-        held = (folder / "results.json").exists()
+    with folder_lock(folder, "nuggetbench reproduce", kind="run"):
         exp = _new(folder, ds, key)
-        if held and existing == "append":
-            prior = Experiment.load(folder)
-            check_append(folder, exp, prior, labels)
-            exp.systems.update(prior.systems)
-            exp.provenance["systems"] = dict(prior.provenance.get("systems") or {})
-            exp.notes[:0] = prior.notes
-        elif held or any((folder / "runs").glob("*.trec")):
-            if existing != "overwrite":
-                raise InputError(
-                    f"{folder} already holds an experiment; add --overwrite to replace it, or "
-                    "choose another -o folder"
-                )
-            old = overwrite_plan(folder, [f"{slug(label)}.trec" for label in labels])
+        old = reuse(exp, existing, labels)  # refuses, resumes, appends or plans the overwrite
+        names = exp.provenance["run_files"]
         with staged(exp, old):
             (exp.outdir / "runs").mkdir(parents=True, exist_ok=True)
             for label, (run, results, seconds, meta) in outcomes.items():
                 named = run.with_name(label, {**run.metadata, **meta})
-                path = write_run(
-                    named, exp.outdir / "runs" / f"{slug(label)}.trec", tag=slug(label)
-                )
+                path = write_run(named, exp.outdir / names[label], tag=slug(label))
                 exp.systems[label] = SystemOutcome(label, named, results, path, seconds, dict(meta))
                 exp.provenance["systems"][label] = label
             exp.provenance["finished"] = _now()
-        save_experiment(exp)
+            save_experiment(exp)
+    if exp.unsaved:
+        raise InputError(
+            f"{folder}: not saved ({'; '.join(f'{k}: {v}' for k, v in exp.unsaved.items())})"
+        )
     return exp
