@@ -100,13 +100,13 @@ def test_long_labels_abbreviated_with_legend(width):
 
     from nuggetbench.cli._tables import print_grid
 
-    long = "bm25:preset=pyserini,k1=0.9,b=0.4,stemmer=porter,stopwords=none"
-    rows = {long: ["0.5000", "0.2500"], "bm25:preset=pyserini": ["0.1000", "0.2000"]}
+    long = "bm25:preset=lucene-flat,k1=0.9,b=0.4,stemmer=porter,stopwords=none"
+    rows = {long: ["0.5000", "0.2500"], "bm25:preset=lucene-flat": ["0.1000", "0.2000"]}
     console = Console(width=width, record=True, color_system=None)
     print_grid(console, "t", Grid("system", ["nDCG@10", "AP"], rows))
     text = console.export_text()
     _fits(text, width)
-    assert "bm25:preset=pyserini " in text  # whole, never "pyserin" / "i"
+    assert "bm25:preset=lucene-flat " in text  # whole, never "lucene-fl" / "at"
     legend = " ".join(text.split("└")[1].split("\n", 1)[1].split())  # the lines under the table
     assert re.fullmatch(r"bm25:\S*…\S* = " + re.escape(long), legend), legend
     assert long in text  # whole, on a line of its own when it is long
@@ -140,6 +140,7 @@ def test_retrievers_listing_readable(width):
     flat = " ".join(text.split())
     for preset, options in BM25.PRESETS.items():
         assert f"{preset} (" in flat and all(f"{k}=" in flat for k in options)
+        assert " ".join(BM25.PRESET_NOTES[preset].split()[:3]) in flat  # what it reproduces
     pointwise = flat.split("llm_pointwise:")[1].split("    ")[0]
     assert "see the" not in pointwise
     only = _invoke(width, ["retrievers", "bm25"]).stdout

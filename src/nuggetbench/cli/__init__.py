@@ -120,7 +120,7 @@ def cli(ctx: click.Context, verbose: int, no_progress: bool) -> None:
 
     \b
     Examples:
-      nuggetbench run beir/scifact -r bm25 -r bm25:preset=pyserini
+      nuggetbench run beir/scifact -r bm25 -r bm25:k1=0.9,b=0.4
       nuggetbench evaluate qrels.txt run.trec -m nDCG@10 -m AP --per-query
       nuggetbench datasets list
 

@@ -41,7 +41,7 @@ from nuggetbench.retrieval.compose.caching import failed_answers
     multiple=True,
     required=True,
     metavar="SPEC",
-    help="Retriever spec, repeatable: bm25, 'bm25:k1=0.9,b=0.4', bm25:preset=pyserini, ...",
+    help="Retriever spec, repeatable: bm25, 'bm25:k1=0.9,b=0.4', bm25:preset=lucene-flat, ...",
 )
 @measure_option
 @click.option(

@@ -1,7 +1,7 @@
 """Retriever spec strings and the retriever registry.
 
 A single retriever is ``<prefix>[:<option>=<value>,...]`` (``bm25``, ``bm25:k1=0.9,b=0.4``,
-``bm25:preset=pyserini``, ``dense:MODEL,batch_size=8``); compositions nest them:
+``bm25:preset=lucene-flat``, ``dense:MODEL,batch_size=8``); compositions nest them:
 
 * ``a >> b >> c``: a first stage and rerankers (:class:`~.compose.Pipeline`);
 * ``fuse(a, b; method=rrf,depth=100)``: fusion (:class:`~.compose.Fusion`); the retrievers are
@@ -17,7 +17,7 @@ of ``"module:Class"`` strings (nothing is imported before it is used). A registe
 its options once in ``OPTIONS``, a frozen :class:`~nuggetbench.spec.Options` dataclass (type,
 default, allowed values, bounds, description); a class without ``OPTIONS`` has them read from its
 keyword-only constructor parameters (typed by their defaults). ``PRESETS`` maps preset names to
-option dicts (``preset=pyserini``), explicit options overriding the preset; a bare first value
+option dicts (``preset=lucene-flat``), explicit options overriding the preset; a bare first value
 (``dense:MODEL``) is the class's positional argument.
 """
 
@@ -93,7 +93,13 @@ FUSE_PARAMS: dict[str, Param] = {
     "norm": Param("norm", str, None, "score normalisation: minmax, zscore, max or none"),
     "weights": Param("weights", str, None, "one weight per retriever, as 0.3/0.7"),
     "k": Param("k", float, 60.0, "the RRF constant"),
-    "preset": Param("preset", str, None, "freshstack: sum of min-max scores, depth 100"),
+    "preset": Param(
+        "preset",
+        str,
+        None,
+        "freshstack: the freshstack package's fusion (sum of min-max scores, depth 100, "
+        "rounded to 3 decimals)",
+    ),
 }
 
 _PREFIX = re.compile(r"^[a-z][a-z0-9_\-]*$")
@@ -179,7 +185,7 @@ def split_label(spec: str) -> tuple[str, str | None]:
     """Take the ``name=LABEL`` option out of a retriever spec: ``(spec without it, LABEL)``.
 
     Every spec takes ``name=``: a single retriever among its options
-    (``bm25:preset=pyserini,name=pyserini``, ``rerank:MODEL,name=ce@100``), a pipeline on its
+    (``bm25:k1=0.9,b=0.4,name=tuned``, ``rerank:MODEL,name=ce@100``), a pipeline on its
     last stage (``bm25 >> rerank:MODEL,name=ce``), ``fuse(...)`` and the wrappers after the
     ``;`` (``fuse(bm25, dense:M; method=rrf, name=hybrid)``), a retriever written as a call
     among its options (``llm_listwise(model=M, name=judge)``). The label names the system in
@@ -252,7 +258,7 @@ def public_spec(spec: str) -> str:
 def parse_retriever(spec: str):
     """Build a retriever (or a pipeline, fusion or wrapper) from its spec string.
 
-    Examples: ``bm25``, ``bm25:k1=0.9,b=0.4``, ``bm25:preset=pyserini``,
+    Examples: ``bm25``, ``bm25:k1=0.9,b=0.4``, ``bm25:preset=bm25s``,
     ``bm25 >> rerank:MODEL@100``, ``fuse(bm25, dense:MODEL; method=rrf)``, ``hyde(bm25)``.
     Any spec may carry ``name=LABEL`` (see :func:`split_label`), set as ``retriever.label``.
 
@@ -328,6 +334,9 @@ def _parse_single(spec: str, text: str):
     options: dict[str, Any] = {}
     if "preset" in raw and presets:
         preset = raw.pop("preset").strip()
+        retired = getattr(cls, "RETIRED_PRESETS", {}) or {}
+        if preset in retired:
+            raise SpecError(f"{where}: preset {preset!r} was removed: {retired[preset]}")
         if preset not in presets:
             raise SpecError(
                 f"{where}: unknown preset {preset!r} for {prefix}."

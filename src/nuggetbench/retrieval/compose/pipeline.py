@@ -253,7 +253,12 @@ class Fusion(Composable):
 
     def identity(self) -> dict:
         inputs = [retriever_identity(r) for r in self.retrievers]
-        return None if None in inputs else {"fusion": self.params, "inputs": inputs}
+        if None in inputs:
+            return None
+        # a preset's values are part of what it computes (freshstack's rounding, its epsilon)
+        preset = PRESETS.get(self.params["preset"] or "")
+        extra = {"preset_values": preset} if preset else {}
+        return {"fusion": self.params, "inputs": inputs, **extra}
 
     @property
     def depth_dependent(self) -> bool:
