@@ -39,6 +39,7 @@ from nuggetbench.data import Run, read_trec_run, write_run
 from nuggetbench.data.checks import Finding, check_corpus_coverage, unlogged
 from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import InputError, UnknownNameError, suggest
+from nuggetbench.jsonl import json_text
 from nuggetbench.measures import Results, get_profile, plain_measures, score
 from nuggetbench.measures.results import query_findings
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
@@ -593,5 +594,5 @@ def save_experiment(exp: Experiment) -> Path:
     assert exp.outdir is not None
     path = exp.outdir / "results.json"
     with atomic_write(path) as fh:
-        json.dump(_jsonable(exp.to_dict()), fh, indent=1, default=str)
+        fh.write(json_text(_jsonable(exp.to_dict()), indent=1, default=str))
     return path

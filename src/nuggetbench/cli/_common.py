@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ import click
 from nuggetbench.cli._formats import measure_digits
 from nuggetbench.cli._tables import Grid, print_grid
 from nuggetbench.errors import NuggetbenchError
+from nuggetbench.jsonl import json_text
 from nuggetbench.measures import get_profile, measure_keys
 
 
@@ -319,7 +319,9 @@ def markdown_table(
 
 
 def echo_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default))
+    """Print *obj* as indented JSON; a NaN or infinite number is ``null``, and a dict gains a
+    ``null_values`` entry saying so (JSON has no NaN: :func:`nuggetbench.jsonl.json_text`)."""
+    click.echo(json_text(obj, note=True, indent=2, ensure_ascii=False, default=_json_default))
 
 
 def _json_default(value: Any):

@@ -8,7 +8,6 @@ The run files stay where they are (they are not copied).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +19,7 @@ from nuggetbench.compare import ComparisonReport
 from nuggetbench.data import read_run
 from nuggetbench.datasets import Dataset, load_target
 from nuggetbench.evaluation import compare_run_files
+from nuggetbench.jsonl import json_text
 from nuggetbench.measures import score
 
 __all__ = ["compare_to_folder"]
@@ -98,5 +98,5 @@ def compare_to_folder(
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     with atomic_write(outdir / "results.json") as fh:
-        json.dump(results, fh, indent=1, default=str)
+        fh.write(json_text(results, indent=1, default=str))
     return report
