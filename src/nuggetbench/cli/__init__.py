@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.evaluate:evaluate_command",
         "Score an existing run file against qrels or a dataset.",
     ),
+    "trec_eval": (
+        "nuggetbench.cli.trec_eval:trec_eval_command",
+        "trec_eval's drop-in: its options, its defaults (no -c) and its text output.",
+    ),
     "datasets": (
         "nuggetbench.cli.datasets:datasets_group",
         "List, describe and download datasets.",

@@ -257,23 +257,13 @@ def judge_agreement(
     ok = [j for j in judgments if j.grade is not None]
     if not ok:
         raise InputError(f"{dataset.id}: every one of the {len(pairs)} judgments failed")
-    h = [int(j.human_grade) for j in ok]
-    m = [int(j.grade) for j in ok]
-    hb, mb = [int(x >= level) for x in h], [int(x >= level) for x in m]
-    grades = list(range(max(3, *h) + 1))
     outcome = AgreementOutcome(
         pairs=len(pairs),
         judged=len(ok),
         failures=len(judgments) - len(ok),
         sent=client.ledger.paid()[0] - paid,
         rel_level=level,
-        cohen_kappa=cohen_kappa(h, m),
-        cohen_kappa_binary=cohen_kappa(hb, mb),
-        raw_agreement=raw_agreement(h, m),
-        raw_agreement_binary=raw_agreement(hb, mb),
-        grades=grades,
-        confusion=confusion_matrix(h, m, grades),
-        confusion_binary=confusion_matrix(hb, mb, [0, 1]),
+        **_figures([int(j.human_grade) for j in ok], [int(j.grade) for j in ok], level),
         usage={
             "model": client.settings.model,
             "prompt": load_prompt(JUDGE_PROMPT).version,
@@ -287,6 +277,22 @@ def judge_agreement(
     if out_dir is not None:
         _save(outcome, Path(out_dir), client.settings.model)
     return outcome
+
+
+def _figures(h: list[int], m: list[int], level: int) -> dict[str, Any]:
+    """Agreement, kappa and confusion of the human grades *h* and the model's *m*, on the
+    grades and on binary labels (grade >= *level*)."""
+    hb, mb = [int(x >= level) for x in h], [int(x >= level) for x in m]
+    grades = list(range(max(3, *h) + 1))
+    return {
+        "cohen_kappa": cohen_kappa(h, m),
+        "cohen_kappa_binary": cohen_kappa(hb, mb),
+        "raw_agreement": raw_agreement(h, m),
+        "raw_agreement_binary": raw_agreement(hb, mb),
+        "grades": grades,
+        "confusion": confusion_matrix(h, m, grades),
+        "confusion_binary": confusion_matrix(hb, mb, [0, 1]),
+    }
 
 
 def _add_system_order(

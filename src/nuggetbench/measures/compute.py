@@ -32,6 +32,7 @@ __all__ = [
     "measure_keys",
     "measure_pairs",
     "plain_measures",
+    "run_depth",
 ]
 
 
@@ -154,11 +155,22 @@ def _provenance(qrels: Any, run: Any, profile: Profile) -> LazyProvenance:
             "qrels_fingerprint": None,
             "profile": profile.name,
             "profile_description": profile.description,
+            "run_depth": run_depth(run),
             "nuggetbench_version": __version__,
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         },
         {"run_fingerprint": fingerprint_of(run), "qrels_fingerprint": fingerprint_of(qrels)},
     )
+
+
+def run_depth(run: Any) -> int | None:
+    """The most entries one query of *run* holds (its depth: 0 when it holds none; ``None`` for
+    an object without ``lengths``)."""
+    lengths = getattr(run, "lengths", None)
+    if not callable(lengths):
+        return None
+    counts = lengths()
+    return int(counts.max()) if len(counts) else 0
 
 
 def score(
