@@ -55,7 +55,12 @@ def test_run_json_output_is_one_object(beir_folder, tmp_path):
     )
     assert result.exit_code == 0, result.output
     obj = json.loads(result.stdout)
-    assert set(obj) == {"dataset", "results", "comparison"}  # issue 18: json carries the comparison
+    # issue 18: json carries the comparison; issue 38: which queries, and the depths when a
+    # cutoff (nDCG@10) exceeds what the systems ranked (1 document a query here)
+    assert set(obj) == {"dataset", "results", "comparison", "averaged", "depths", "beyond_depth"}
+    assert obj["depths"] == {"bm25": 1, "bm25:k1=0.9,b=0.4": 1}  # bm25 returns matches only
+    assert obj["comparison"]["beyond_depth"] == {s: ["nDCG@10"] for s in obj["depths"]}
+    assert obj["averaged"]["bm25"] == "averaged over 2 queries of the qrels"
     assert obj["comparison"]["baseline"] == "bm25" and len(obj["comparison"]["differences"]) == 2
     assert set(obj["results"]) == {"bm25", "bm25:k1=0.9,b=0.4"}
     assert obj["results"]["bm25"]["RR"] == pytest.approx(1.0)

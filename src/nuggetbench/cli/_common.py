@@ -151,9 +151,23 @@ def request_bounds(*, plan: bool = False):
     return decorate
 
 
+#: ``--average-over``: which queries a comparison averages (``compare``, ``answers``, ``run``).
+average_over_option = click.option(
+    "--average-over",
+    "average_over",
+    type=click.Choice(["qrels", "common"]),
+    default="qrels",
+    show_default=True,
+    help="The queries averaged and tested: qrels (every judged query; one a system lacks is "
+    "scored 0, and a significance resting on those is marked with a double dagger) or common "
+    "(only the queries every system has). The footer and the JSON say how many each lacks.",
+)
+
+
 def stats_options(command):
-    """``--test``, ``--correction``, ``--resamples`` and ``--seed``: the paired-comparison options
-    of ``compare`` and ``answers`` (passed on to :func:`nuggetbench.compare.compare`)."""
+    """``--test``, ``--correction``, ``--resamples``, ``--seed`` and ``--average-over``: the
+    paired-comparison options of ``compare`` and ``answers`` (passed on to
+    :func:`nuggetbench.compare.compare`)."""
     for opt in reversed(
         [
             click.option(
@@ -179,6 +193,7 @@ def stats_options(command):
                 help="Bootstrap resamples (and Monte Carlo sign flips of the randomization test).",
             ),
             click.option("--seed", type=int, default=0, show_default=True, help="Random seed."),
+            average_over_option,
         ]
     ):
         command = opt(command)

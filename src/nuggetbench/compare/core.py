@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from nuggetbench.compare.corrections import adjust_pvalues, normalize_correction
+from nuggetbench.compare.missing import (
+    AVERAGE_OVER,
+    by_name,
+    common_queries,
+    lacking,
+    mark_resting_on_missing,
+)
 from nuggetbench.compare.reporting import TIE_TOLERANCE, ComparisonReport, Difference, Estimate
 from nuggetbench.compare.stats import (
     TESTS,
@@ -20,6 +27,7 @@ from nuggetbench.compare.stats import (
     randomization_many,
 )
 from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
+from nuggetbench.measures.depth import beyond_depth, depth_of
 from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.registry import get_family
 
@@ -43,6 +51,8 @@ def compare(
     n_resamples: int = 10_000,
     seed: int | None = 0,
     query_ids: Sequence[str] | None = None,
+    average_over: str = "qrels",
+    missing: Mapping[str, Collection[str]] | None = None,
 ) -> ComparisonReport:
     """Compare systems evaluated on the same queries against a baseline.
 
@@ -75,23 +85,44 @@ def compare(
         seed: seed of the :class:`numpy.random.Generator` used for resampling; the same seed and
             inputs give the same report.
         query_ids: query ids for the ``name -> {measure: array}`` input form.
+        average_over: ``"qrels"`` (every query the systems were evaluated on; a query a run
+            lacks counts as scored, 0 under ``trec_eval -c``) or ``"common"`` (only the queries
+            every system has: a system's query set, less the queries it lacks); see
+            :mod:`nuggetbench.compare.missing`.
+        missing: ``{system: query ids it lacks}`` (default: each Results' ``missing_queries``);
+            ``answers`` gives the questions a system did not answer.
 
     Returns:
-        A :class:`ComparisonReport`; count measures (``num_rel``...) as totals (its ``totals``).
+        A :class:`ComparisonReport`; count measures (``num_rel``...) as totals (its ``totals``);
+        how many queries each system lacks, and the differences whose significance rests on
+        them (``Difference.rests_on_missing``); each system's depth and the measures whose
+        cutoff exceeds it (``beyond_depth``).
 
     Raises:
-        InputError: fewer than two systems, systems evaluated on different query sets (the
-            message names the queries only one side has), a measure missing from a system,
-            NaNs on different queries, bad levels.
-        UnknownNameError: unknown test, correction or baseline name.
+        InputError: fewer than two systems, systems evaluated on different query sets under
+            ``"qrels"`` (the message names the queries only one side has), fewer than two
+            common queries, a measure missing from a system, NaNs on different queries, bad
+            levels.
+        UnknownNameError: unknown test, correction, baseline name or *average_over*.
     """
 
     systems = _normalise(results, query_ids)
     base, names = _ordered(list(systems), baseline)
     test_name, corr = _settings(test, correction, alpha, ci, len(names))
-    qids = _check_same_queries(systems, base)
+    if average_over not in AVERAGE_OVER:
+        raise UnknownNameError(
+            f"average_over must be one of {', '.join(AVERAGE_OVER)}, got {average_over!r}"
+        )
+    lacks = lacking(results, list(systems), missing)
+    left_out = 0
+    if average_over == "common":
+        qids, left_out = common_queries(systems, lacks, base)
+    else:
+        qids = _check_same_queries(systems, base)
+        left_out = len(set().union(*lacks.values()) - set(qids))  # the profile left them out
     aligned = {n: _align(systems[n], qids) for n in names}
     measure_list = _choose_measures(aligned, names, measures)
+    depths = {n: depth_of(obj) for n, obj in by_name(results, list(systems)).items()}
     report = ComparisonReport(
         systems=names,
         baseline=base,
@@ -107,8 +138,15 @@ def compare(
         n_resamples=n_resamples,
         seed=seed,
         notes=[],
+        average_over=average_over,
+        missing={n: len(lacks[n] & set(qids)) for n in names},
+        left_out=left_out,
+        depths={n: depths[n] for n in names},
+        beyond_depth={n: cut for n in names if (cut := beyond_depth(measure_list, depths[n]))},
     )
     _fill(report, aligned)
+    if average_over == "qrels":
+        mark_resting_on_missing(report, aligned, lacks)
     return report
 
 
@@ -400,7 +438,9 @@ def _check_same_queries(systems: dict[str, PerQuery], base: str) -> list[str]:
             raise InputError(
                 f"systems {base!r} ({len(qids)} queries) and {name!r} ({len(other)} queries) were evaluated "
                 f"on different query sets: {_diff_text(qids, other, repr(base), repr(name))}. Paired "
-                "comparisons need the same queries: evaluate every run against the same qrels/profile"
+                "comparisons need the same queries: evaluate every run against the same qrels/profile, "
+                "or compare over the queries every system has (average_over='common', "
+                "--average-over common)"
             )
     return list(qids)
 

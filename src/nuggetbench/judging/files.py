@@ -94,12 +94,17 @@ def answers_files(
     named by its file's stem, the whole path when two stems are equal), assign and score
     (:func:`~.answers.assign_answers`), compare the systems as ``compare`` does
     (:func:`nuggetbench.compare.compare` with *compare_options*: ``baseline``, ``test``,
-    ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``) when there are two or more, and
+    ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``, ``average_over``; a question a
+    system did not answer is what it lacks) when there are two or more, and
     with *out_dir* write ``assignments.jsonl`` (one row per system, question and nugget) and
     ``answers.json`` (the summary), named in the outcome's ``files``.
 
+    With ``average_over="common"`` the means (and the comparison) are over the questions every
+    system answered; by default (``"qrels"``) over every question, an unanswered one scored 0.
+
     Raises:
-        InputError / FormatError: from the readers; LLMError / BudgetError: from the client.
+        InputError / FormatError: from the readers, or no question answered by every system
+            under ``"common"``; LLMError / BudgetError: from the client.
     """
     sets = read_nuggets(nuggets)
     systems: dict[str, dict[str, str]] = {}
@@ -107,8 +112,19 @@ def answers_files(
         name = Path(path).stem
         systems[str(path) if name in systems else name] = read_answers(path)
     outcome = assign_answers(sets, systems, client, max_repairs=max_repairs, progress=progress)
+    unanswered = {s: [q for q in sets if q not in answered] for s, answered in systems.items()}
+    outcome.average_over = compare_options.get("average_over", "qrels")
+    if outcome.average_over == "common":  # the means too: over the questions every system answered
+        common = [q for q in sets if not any(q in lacks for lacks in unanswered.values())]
+        if not common:
+            raise InputError("--average-over common: no question is answered by every system")
+        outcome.results = {
+            s: {m: sum(v[q] for q in common) / len(common) for m, v in per.items()}
+            for s, per in outcome.per_query.items()
+        }
+        outcome.averaged = len(common)
     if len(systems) > 1:
-        outcome.comparison = compare(outcome.per_query, **compare_options)
+        outcome.comparison = compare(outcome.per_query, missing=unanswered, **compare_options)
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -26,9 +26,10 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from nuggetbench.errors import SpecError, UnknownNameError, suggest
+from nuggetbench.errors import InputError, SpecError, UnknownNameError, suggest
 from nuggetbench.llm.secrets import spec_key_problem
 from nuggetbench.plugins import Registry, call_with, lookup
 from nuggetbench.retrieval.compose.pipeline import Fusion, Pipeline
@@ -47,6 +48,7 @@ from nuggetbench.spec import (
 __all__ = [
     "RETRIEVERS",
     "WRAPPERS",
+    "baseline_label",
     "format_spec",
     "format_value",
     "list_retrievers",
@@ -59,6 +61,7 @@ __all__ = [
     "short_label",
     "spec_options",
     "split_label",
+    "system_labels",
 ]
 
 #: Single retrievers and rerankers: ``prefix -> "module:Class"``.
@@ -455,3 +458,43 @@ def _parse_wrapper(where: str, text: str, name: str):
             parse_literal(value), where=where, noun="option", text=value
         )
     return call_with(cls, where, parse_retriever(parts[0].strip()), **options)
+
+
+def system_labels(specs: Sequence[str]) -> list[str]:
+    """The label of each system: its ``name=`` (see
+    :func:`nuggetbench.retrieval.spec.split_label`), else the spec itself (tables shorten long
+    ones for display: :func:`nuggetbench.spec.short_label`); made unique with ``#2``...
+
+    Raises:
+        InputError: two specs name the same label.
+    """
+    out: list[str] = []
+    named = [split_label(spec)[1] for spec in specs]
+    taken = [n for n in named if n]
+    if len(set(taken)) != len(taken):
+        raise InputError(f"two retrievers have the same name= ({', '.join(taken)}); name each once")
+    for spec, name in zip(specs, named):
+        label = name or spec
+        base, k = label, 2
+        while label in out or (not name and label in taken):
+            label = f"{base}#{k}"
+            k += 1
+        out.append(label)
+    return out
+
+
+def baseline_label(
+    baseline: str | None, names: list[str], aliases: dict[str, str] | None = None
+) -> str | None:
+    """The baseline's system name from a name, a spec (*aliases*: spec -> label) or a 1-based
+    position (checked before any work)."""
+    if baseline is None or baseline in names:
+        return baseline
+    if aliases and baseline in aliases:
+        return aliases[baseline]
+    if baseline.isdigit() and 1 <= int(baseline) <= len(names):
+        return names[int(baseline) - 1]
+    raise UnknownNameError(
+        f"baseline {baseline!r} is not one of the systems.{suggest(baseline, names)} "
+        f"Systems: {', '.join(names)} (or give a 1-based position)"
+    )
