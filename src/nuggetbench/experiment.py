@@ -353,10 +353,8 @@ def run_experiment(
             only when every system is done.
         baseline: the system the comparison measures the others against: a spec (or ``name=``
             label) given, or its 1-based position; default the first.
-        average_over: ``"qrels"`` (every query the profile evaluates; one a run lacks scores
-            0) or ``"common"``: every system's results are kept on the queries every system's
-            run has (:func:`nuggetbench.measures.compute.restrict`), recorded in the provenance
-            with the number left out, so the means, the comparison and ``results.json`` agree.
+        average_over: ``"qrels"`` (a query a run lacks scores 0) or ``"common"``: the results
+            kept on the queries every run has (:func:`_over_common`; means, comparison, file).
 
     Returns:
         An :class:`Experiment` with a :class:`SystemOutcome` per retriever.
@@ -371,8 +369,6 @@ def run_experiment(
         dataset = load_dataset(dataset)
     if not retrievers:
         raise InputError("give at least one retriever (-r bm25)")
-    if average_over not in ("qrels", "common"):
-        raise InputError(f"average_over must be qrels or common, got {average_over!r}")
     if len(set(retrievers)) != len(retrievers):
         raise InputError("the same retriever spec is given twice; give each once")
     measures = plain_measures(measures or dataset.default_measures)  # fails before any work
@@ -382,7 +378,7 @@ def run_experiment(
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
     with folder_lock(exp.outdir) if exp.outdir is not None else contextlib.nullcontext():
         old = _reuse(exp, existing, labels) if exp.outdir is not None else None
-        _plan(exp, dataset, retrievers, labels, public, baseline, with_objective)
+        _plan(exp, dataset, retrievers, labels, public, baseline, with_objective, average_over)
         objective = dataset.objective if with_objective else None
         with staged(exp, old), use_ray(ray_address(ray)):  # --overwrite: swapped on success
             _run_all(exp, dataset, labels, parsed, objective, show_progress)
@@ -394,8 +390,10 @@ def run_experiment(
     return exp
 
 
-def _plan(exp, dataset, retrievers, labels, public, baseline, with_objective) -> None:
+def _plan(exp, dataset, retrievers, labels, public, baseline, with_objective, average_over) -> None:
     """Record the systems to run (provenance, baseline) before any work."""
+    if average_over not in ("qrels", "common"):
+        raise InputError(f"average_over must be qrels or common, got {average_over!r}")
     exp.provenance["systems"] = {
         **exp.provenance.get("systems", {}),
         **dict(zip(labels, public)),

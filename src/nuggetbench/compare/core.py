@@ -68,9 +68,8 @@ def compare(
             - a mapping ``name -> Results``-like;
             - a mapping ``name -> {measure: {query_id: value}}``;
             - a mapping ``name -> {measure: array}`` together with *query_ids* (shared order).
-            NaN marks a query a measure does not average (e.g. the ``birco`` profile's recall
-            over queries without relevant documents); NaNs must fall on the same queries for
-            every system and those queries are left out of that measure.
+            NaN marks a query a measure does not average (``birco``'s recall without relevant
+            documents): on the same queries for every system, left out of that measure.
         baseline: name or position of the baseline (default: the first system).
         measures: measure strings to compare (default: those every system has, in the first
             system's order).
@@ -85,69 +84,60 @@ def compare(
         seed: seed of the :class:`numpy.random.Generator` used for resampling; the same seed and
             inputs give the same report.
         query_ids: query ids for the ``name -> {measure: array}`` input form.
-        average_over: ``"qrels"`` (every query the systems were evaluated on; a query a run
-            lacks counts as scored, 0 under ``trec_eval -c``) or ``"common"`` (only the queries
-            every system has: a system's query set, less the queries it lacks); see
-            :mod:`nuggetbench.compare.missing`.
-        missing: ``{system: query ids it lacks}`` (default: each Results' ``missing_queries``);
-            ``answers`` gives the questions a system did not answer.
+        average_over: ``"qrels"`` (every query evaluated; one a run lacks was scored 0) or
+            ``"common"`` (the queries every system has): :mod:`nuggetbench.compare.missing`.
+        missing: ``{system: query ids it lacks}`` (default: each Results' ``missing_queries``).
 
     Returns:
-        A :class:`ComparisonReport`; count measures (``num_rel``...) as totals (its ``totals``);
-        how many queries each system lacks, and the differences whose significance rests on
-        them (``Difference.rests_on_missing``); each system's depth and the measures whose
-        cutoff exceeds it (``beyond_depth``).
+        A :class:`ComparisonReport`: count measures as totals (``totals``), what each system
+        lacks (``missing``, ``Difference.rests_on_missing``), depths (``beyond_depth``).
 
     Raises:
-        InputError: fewer than two systems, systems evaluated on different query sets under
-            ``"qrels"`` (the message names the queries only one side has), fewer than two
-            common queries, a measure missing from a system, NaNs on different queries, bad
-            levels.
+        InputError: fewer than two systems, different query sets under ``"qrels"`` (the
+            queries only one side has are named), fewer than two common queries, a measure
+            missing from a system, NaNs on different queries, bad levels.
         UnknownNameError: unknown test, correction, baseline name or *average_over*.
     """
 
     systems = _normalise(results, query_ids)
     base, names = _ordered(list(systems), baseline)
     test_name, corr = _settings(test, correction, alpha, ci, len(names))
-    if average_over not in AVERAGE_OVER:
-        raise UnknownNameError(
-            f"average_over must be one of {', '.join(AVERAGE_OVER)}, got {average_over!r}"
-        )
     lacks = lacking(results, list(systems), missing)
-    left_out = 0
-    if average_over == "common":
-        qids, left_out = common_queries(systems, lacks, base)
-    else:
-        qids = _check_same_queries(systems, base)
-        left_out = len(set().union(*lacks.values()) - set(qids))  # the profile left them out
+    qids, left_out = _compared_queries(systems, base, lacks, average_over)
     aligned = {n: _align(systems[n], qids) for n in names}
     measure_list = _choose_measures(aligned, names, measures)
-    depths = {n: depth_of(obj) for n, obj in by_name(results, list(systems)).items()}
+    depths = {n: depth_of(obj) for n, obj in by_name(results, names).items()}
+    settings = {"test": test_name, "test_method": test_name, "correction": corr, "alpha": alpha}
+    settings.update(ci=ci, n_resamples=n_resamples, seed=seed, average_over=average_over)
     report = ComparisonReport(
-        systems=names,
-        baseline=base,
-        measures=measure_list,
-        query_ids=qids,
-        estimates=[],
-        differences=[],
-        test=test_name,
-        test_method=test_name,
-        correction=corr,
-        alpha=alpha,
-        ci=ci,
-        n_resamples=n_resamples,
-        seed=seed,
-        notes=[],
-        average_over=average_over,
-        missing={n: len(lacks[n] & set(qids)) for n in names},
-        left_out=left_out,
-        depths={n: depths[n] for n in names},
-        beyond_depth={n: cut for n in names if (cut := beyond_depth(measure_list, depths[n]))},
+        names, base, measure_list, qids, [], [], notes=[], left_out=left_out, **settings
     )
+    report.missing = {n: len(lacks[n] & set(qids)) for n in names}
+    report.depths = depths
+    report.beyond_depth = {n: c for n in names if (c := beyond_depth(measure_list, depths[n]))}
     _fill(report, aligned)
     if average_over == "qrels":
         mark_resting_on_missing(report, aligned, lacks)
     return report
+
+
+def _compared_queries(
+    systems: dict[str, PerQuery], base: str, lacks: dict[str, set[str]], average_over: str
+) -> tuple[list[str], int]:
+    """``(the queries compared, how many judged queries were left out)`` under *average_over*
+    (see :mod:`nuggetbench.compare.missing`).
+
+    Raises:
+        UnknownNameError: an unknown *average_over*; InputError: as :func:`compare`.
+    """
+    if average_over not in AVERAGE_OVER:
+        raise UnknownNameError(
+            f"average_over must be one of {', '.join(AVERAGE_OVER)}, got {average_over!r}"
+        )
+    if average_over == "common":
+        return common_queries(systems, lacks, base)
+    qids = _check_same_queries(systems, base)
+    return qids, len(set().union(*lacks.values()) - set(qids))  # the profile left them out
 
 
 def _fill(report: ComparisonReport, aligned: Mapping[str, Mapping[str, np.ndarray]]) -> None:
