@@ -58,7 +58,8 @@ def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
     for s in res.failures:
         if res.failures[s]:
             warn(
-                f"{s}: {res.failures[s]} windows could not be parsed; their nuggets are 'failed' (not supported)"
+                f"{s}: {res.failures[s]} windows could not be parsed; their nuggets are 'failed', "
+                "scored as not supported (the scores are lower than the answers may deserve)"
             )
         if res.missing[s]:
             counted = (

@@ -198,7 +198,7 @@ def _render(exp: Experiment, fmt: str, cells=None) -> None:
         try:
             report = exp.comparison()
         except InputError as exc:  # e.g. a single query: the means are still shown
-            warn(f"no comparison: {exc}")
+            warn(f"no comparison (no intervals or tests; the means are unaffected): {exc}")
     averaged, cut, depths = _coverage(exp)
     if cut:
         warn(depth_warning(cut, depths))

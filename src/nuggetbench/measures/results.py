@@ -354,7 +354,7 @@ def query_findings(results: Results, profile: Profile) -> list[Finding]:
             Finding(
                 "warning",
                 "run_only_queries",
-                f"{n} run queries have no judgments and were ignored",
+                f"{n} run queries have no judgments and were ignored (they count in no mean)",
                 {"queries": n},
             )
         )
