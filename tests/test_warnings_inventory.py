@@ -63,11 +63,17 @@ def warning_sites() -> list[tuple[str, str]]:
                     kind = node.args[1]
                     kinds = [kind.body, kind.orelse] if isinstance(kind, ast.IfExp) else [kind]
                     sites += [(where, _key(k)) for k in kinds]
-            elif isinstance(f, ast.Attribute) and f.attr == "warning" or (
+            elif (
                 isinstance(f, ast.Attribute)
-                and f.attr == "warn"
-                and getattr(f.value, "id", "") == "warnings"
-            ) or isinstance(f, ast.Name) and f.id == "warn":
+                and f.attr == "warning"
+                or (
+                    isinstance(f, ast.Attribute)
+                    and f.attr == "warn"
+                    and getattr(f.value, "id", "") == "warnings"
+                )
+                or isinstance(f, ast.Name)
+                and f.id == "warn"
+            ):
                 sites.append((where, _key(first)))
     return sites
 
