@@ -64,7 +64,7 @@ def compare_runs(
         missing = res.missing_queries
         if missing:
             counted = (
-                "left out with every run's (--average-over common)"
+                "left out of the comparison for every run (--average-over common)"
                 if compare_options.get("average_over") == "common"
                 else "scored 0 in its means and tests (--average-over common compares the "
                 "queries every run has)"
