@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -123,3 +124,29 @@ def test_evaluate_marks_the_column(folder, tmp_path):
     assert table.stderr.count("cutoff beyond the depth") == 1
     shown = json.loads(CliRunner().invoke(cli, [*args, "--format", "json"]).stdout)
     assert shown["beyond_depth"] == {"measures": ["R@50"], "run_depth": 10}
+
+
+def test_a_system_ranking_whole_candidate_pools_is_not_cut(tmp_path):
+    """BIRCO-like pools of 50: R@100 over a run that ranks each whole pool is the recall of the
+    pool (no system can rank more): not marked, not warned; a run cut at -k 10 is."""
+    import pickle
+
+    rng = np.random.default_rng(0)
+    data = {"query": {}, "corpus": {}, "qrel": {}}
+    for q in range(3):
+        data["query"][f"q{q}"] = f"question {q}"
+        data["qrel"][f"q{q}"] = {}
+        for j in range(50):
+            cid = f"D{q}_{j}"
+            data["corpus"][cid] = f"passage {j} question {q} words"
+            data["qrel"][f"q{q}"][cid] = int(rng.integers(0, 3))
+    folder = tmp_path / "data" / "birco" / "wtb"
+    folder.mkdir(parents=True)
+    (folder / "test_set.pickle").write_bytes(pickle.dumps(data, protocol=4))
+    env = {"NUGGETBENCH_DATA": str(tmp_path / "data")}
+    base = ["run", "birco/wtb", "-r", "bm25", "-m", "R@100", "--format", "json"]
+    whole = CliRunner(env=env).invoke(cli, [*base, "-o", str(tmp_path / "w")])
+    assert whole.exit_code == 0, whole.output
+    assert "beyond_depth" not in json.loads(whole.stdout) and "cutoff beyond" not in whole.stderr
+    cut = CliRunner(env=env).invoke(cli, [*base, "-k", "10", "-o", str(tmp_path / "c")])
+    assert json.loads(cut.stdout)["beyond_depth"] == {"bm25": ["R@100"]}

@@ -29,6 +29,7 @@ from nuggetbench.errors import InputError, UnknownNameError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
 from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
+from nuggetbench.measures.depth import note_pools
 from nuggetbench.measures.profiles import trec_eval_version
 from nuggetbench.measures.registry import get_family
 from nuggetbench.measures.results import averaging, scoring_findings
@@ -175,6 +176,7 @@ def evaluate_dataset(
     measures = measures or measure_keys(list(target.default_measures))
     prof = get_profile(profile or target.default_profile)
     results, groups, findings = _check_and_score(target, run, measures, prof)
+    note_pools(results, target.doc_filter)
     return _summarise(target, run, measures, prof, results, groups, findings)
 
 

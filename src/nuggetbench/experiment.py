@@ -42,7 +42,7 @@ from nuggetbench.errors import InputError
 from nuggetbench.jsonl import json_text
 from nuggetbench.measures import Results, get_profile, plain_measures, score
 from nuggetbench.measures.compute import restrict
-from nuggetbench.measures.depth import depth_of
+from nuggetbench.measures.depth import depth_of, note_pools
 from nuggetbench.measures.results import query_findings
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
 from nuggetbench.retrieval.compose.caching import UNUSABLE, failed_answers
@@ -573,6 +573,7 @@ def _run_one(
         else:
             run_path = _saving(exp, path, write_run, run, path, tag=slug(spec))
     results = score(dataset.qrels, run, exp.measures, profile=exp.profile)
+    note_pools(results, dataset.doc_filter)  # ranking a whole pool is not a cut depth
     # a cached retriever builds its index inside the first search that misses the cache
     built = float(getattr(index, "index_seconds", 0.0))
     seconds = {"index": round(t1 - t0 + built, 3), "search": round(t2 - t1 - built, 3)}

@@ -55,6 +55,16 @@ def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
             )
     finally:
         client.close()
+    _warn(res)
+    if fmt == "json":
+        echo_json(res.to_dict())
+    else:
+        _render(res)
+    fail_if_strict(sum(res.failures.values()), kept="their nuggets scored as 'failed'")
+
+
+def _warn(res) -> None:
+    """What failed or is missing, and how it counts in the scores (stderr)."""
     for s in res.failures:
         if res.failures[s]:
             warn(
@@ -69,11 +79,6 @@ def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
                 "common compares the questions every system answered"
             )
             warn(f"{s}: {res.missing[s]} questions have no answer; {counted}")
-    if fmt == "json":
-        echo_json(res.to_dict())
-    else:
-        _render(res)
-    fail_if_strict(sum(res.failures.values()), kept="their nuggets scored as 'failed'")
 
 
 def _render(res) -> None:

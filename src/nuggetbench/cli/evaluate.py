@@ -24,7 +24,7 @@ from nuggetbench.cli._common import (
 from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
 from nuggetbench.data.formats.zscores import read_zscores
 from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
-from nuggetbench.measures.depth import DEPTH_MARK, beyond_depth, depth_of, depth_warning
+from nuggetbench.measures.depth import DEPTH_MARK, depth_of, depth_warning, shallow
 from nuggetbench.measures.results import averaging_text
 
 
@@ -132,7 +132,7 @@ def _render(
         info(note)
     render_findings(ev.findings)
     avg = ev.averaging()
-    cut, depth = beyond_depth(ev.measures, depth_of(ev.results)), depth_of(ev.results)
+    cut, depth = shallow(ev.results, ev.measures), depth_of(ev.results)
     if cut:
         warn(depth_warning({"": cut}, {"": depth}))
     if fmt == "trec_eval":

@@ -30,7 +30,7 @@ from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
 from nuggetbench.measures import get_profile
-from nuggetbench.measures.depth import DEPTH_MARK, beyond_depth, depth_of, depth_warning
+from nuggetbench.measures.depth import DEPTH_MARK, depth_of, depth_warning, shallow
 from nuggetbench.measures.results import averaging, averaging_text
 from nuggetbench.retrieval.compose.caching import failed_answers
 
@@ -254,5 +254,5 @@ def _coverage(exp: Experiment) -> tuple[dict, dict, dict]:
         left = exp.provenance.get("left_out") or 0
         averaged = {n: f"{t} (every system has them; {left} left out)" for n, t in averaged.items()}
     depths = {n: depth_of(s.results) for n, s in exp.systems.items()}
-    cut = {n: c for n in exp.systems if (c := beyond_depth(exp.measures, depths[n]))}
+    cut = {n: c for n, s in exp.systems.items() if (c := shallow(s.results, exp.measures))}
     return averaged, cut, depths

@@ -27,7 +27,7 @@ from nuggetbench.compare.stats import (
     randomization_many,
 )
 from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
-from nuggetbench.measures.depth import beyond_depth, depth_of
+from nuggetbench.measures.depth import depth_of, shallow
 from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.registry import get_family
 
@@ -106,15 +106,15 @@ def compare(
     qids, left_out = _compared_queries(systems, base, lacks, average_over)
     aligned = {n: _align(systems[n], qids) for n in names}
     measure_list = _choose_measures(aligned, names, measures)
-    depths = {n: depth_of(obj) for n, obj in by_name(results, names).items()}
+    given = by_name(results, names)
     settings = {"test": test_name, "test_method": test_name, "correction": corr, "alpha": alpha}
     settings.update(ci=ci, n_resamples=n_resamples, seed=seed, average_over=average_over)
     report = ComparisonReport(
         names, base, measure_list, qids, [], [], notes=[], left_out=left_out, **settings
     )
     report.missing = {n: len(lacks[n] & set(qids)) for n in names}
-    report.depths = depths
-    report.beyond_depth = {n: c for n in names if (c := beyond_depth(measure_list, depths[n]))}
+    report.depths = {n: depth_of(obj) for n, obj in given.items()}
+    report.beyond_depth = {n: c for n in names if (c := shallow(given[n], measure_list))}
     _fill(report, aligned)
     if average_over == "qrels":
         mark_resting_on_missing(report, aligned, lacks)

@@ -13,6 +13,7 @@ from nuggetbench.compare.core import compare
 from nuggetbench.compare.reporting import ComparisonReport
 from nuggetbench.data.formats.rankfile import check_pools
 from nuggetbench.measures import measure_pairs, score
+from nuggetbench.measures.depth import note_pools
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ def compare_runs(
             if not check.ok:
                 notes.append(f"{name}: {check.describe()}")
         res = score(qrels, run, given, **kwargs)
+        note_pools(res, doc_filter)  # a system that ranks whole pools is not cut
         missing = res.missing_queries
         if missing:
             counted = (

@@ -25,7 +25,7 @@ from nuggetbench._outfolder import incomplete_note
 from nuggetbench._version import __version__
 from nuggetbench.compare.missing import MISSING_MARK
 from nuggetbench.compare.reporting import MARK
-from nuggetbench.measures.depth import DEPTH_MARK, beyond_depth
+from nuggetbench.measures.depth import DEPTH_MARK, shallow
 from nuggetbench.report.data import LABEL_CHARS, ReportData, system_keys
 from nuggetbench.report.svg import delta_svg, depth_svg, scatter_svg
 from nuggetbench.spec import short_label
@@ -52,7 +52,7 @@ def _cells(data: ReportData) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for s in data.systems:
         out[s] = {}
-        cut = beyond_depth(data.measures, data.results["systems"][s].get("depth"))
+        cut = shallow(data.results["systems"][s], data.measures)
         for m in data.measures:
             mean = data.results["systems"][s]["means"][m]
             e, d = est.get((s, m)), dif.get((s, m))
@@ -76,7 +76,7 @@ def _method(data: ReportData) -> str:
     depths)."""
     c = data.comparison
     depths = {s: data.results["systems"][s].get("depth") for s in data.systems}
-    cut = {s: beyond_depth(data.measures, d) for s, d in depths.items()}
+    cut = {s: shallow(data.results["systems"][s], data.measures) for s in data.systems}
     deep = "".join(
         f" {DEPTH_MARK} {', '.join(ms)}: cutoff beyond the depth of {s} ({depths[s]} documents "
         "a query), not comparable."
