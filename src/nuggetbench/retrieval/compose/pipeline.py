@@ -230,21 +230,26 @@ def under_head(head: Run, before: Run) -> Run:
     hq, hs, hd, hsc = head.arrays()
     where = {q: i for i, q in enumerate(hq.tolist())}
     bq, bs, bd, bsc = before.arrays()
+    missing = set(where) - set(bq.tolist())  # a reranker adds no query
+    if missing:
+        raise InputError(f"the reranker returned queries it was not given: {sorted(missing)[:3]}")
     docs, scores, starts = [], [], [0]
     for i, q in enumerate(bq.tolist()):
         j = where.get(q)
-        top = hd[hs[j] : hs[j + 1]] if j is not None else hd[:0]
-        top_scores = hsc[hs[j] : hs[j + 1]] if j is not None else hsc[:0]
-        taken = set(top.tolist())
-        rest = [x for x in bd[bs[i] : bs[i + 1]].tolist() if x not in taken]
-        low = float(top_scores.min()) if len(top_scores) else 0.0
+        lo, hi = (int(hs[j]), int(hs[j + 1])) if j is not None else (0, 0)
+        top = set(hd[lo:hi].tolist())
+        first = int(bs[i])
+        if top == set(bd[first : first + hi - lo].tolist()):  # the usual case: its top, reordered
+            rest = np.arange(first + hi - lo, int(bs[i + 1]))
+        else:
+            rest = np.array(
+                [p for p in range(first, int(bs[i + 1])) if bd[p] not in top], dtype=np.int64
+            )
+        low = float(hsc[hi - 1]) if hi > lo else 0.0  # the head's lowest score
         step = max(1.0, abs(low) * 2.0**-20)
-        docs += [top, np.array(rest, dtype=object)]
-        scores += [top_scores, low - step * np.arange(1, len(rest) + 1, dtype=np.float64)]
-        starts.append(starts[-1] + len(top) + len(rest))
-    missing = [q for q in where if q not in set(bq.tolist())]  # a reranker adds no query
-    if missing:
-        raise InputError(f"the reranker returned queries it was not given: {missing[:3]}")
+        docs += [hd[lo:hi], bd[rest]]
+        scores += [hsc[lo:hi], low - step * np.arange(1, len(rest) + 1, dtype=np.float64)]
+        starts.append(starts[-1] + hi - lo + len(rest))
     return Run.from_ranked_arrays(
         bq,
         np.asarray(starts, dtype=np.int64),
