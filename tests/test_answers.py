@@ -366,3 +366,28 @@ def test_strict_exits_2_when_answers_stay_unusable(server, tmp_path, capsys):
     assert failures > 0 and f"--strict: {failures} answers stayed unusable" in err
     assert (tmp_path / "o" / "assignments.jsonl").exists()  # still written
     assert CliRunner().invoke(cli, args).exit_code == 0  # without --strict: a warning only
+
+
+def test_average_over_common_leaves_unanswered_questions_out(server, tmp_path):
+    """``--average-over common``: B did not answer t2, so the means, the interval and the
+    paired test are over the 8 questions both answered (the test equals scipy's on them), and
+    the output says so; by default t2 scores 0 for B and the JSON counts it as missing."""
+    nuggets, truth = _synthetic(tmp_path)
+    args = ["answers", str(tmp_path / "nuggets.jsonl"), str(tmp_path / "A.jsonl")]
+    args += [str(tmp_path / "B.jsonl"), "--model", "m", "--format", "json"]
+    common = json.loads(_invoke(*args, "--average-over", "common"))
+    qids = [q for q in nuggets if truth["B"][q] is not None]
+    per = {s: {q: _expected(nuggets[q], truth[s][q]) for q in qids} for s in truth}
+    for s in truth:
+        for m in ("vital_score", "all_score"):
+            assert common["results"][s][m] == pytest.approx(np.mean([per[s][q][m] for q in qids]))
+    diff = next(d for d in common["comparison"]["differences"] if d["measure"] == "all_score")
+    a, b = [per["A"][q]["all_score"] for q in qids], [per["B"][q]["all_score"] for q in qids]
+    assert diff["p_value"] == pytest.approx(ttest_rel(b, a).pvalue)
+    assert common["comparison"]["n_queries"] == 8 and common["comparison"]["left_out"] == 1
+    assert common["averaging"] == "mean over the 8 questions every system answered; 1 left out"
+    every = json.loads(_invoke(*args))
+    assert every["comparison"]["n_queries"] == 9 and every["comparison"]["missing"]["B"] == 1
+    assert (
+        every["averaging"] == "mean over 9 questions; unanswered, scored 0 (an empty answer): B 1"
+    )

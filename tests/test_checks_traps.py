@@ -110,12 +110,18 @@ def test_subset_that_keeps_judged_documents_is_flagged_as_easier():
     assert codes(check_corpus_coverage(qrels, corpus)) == []  # a full corpus: nothing to say
 
 
-def test_unsorted_results(tmp_path):
+def test_arrival_order_is_never_warned_about(tmp_path):
+    """A dict, a frame, objects or a file's lines have no order to respect: nothing is said,
+    whatever order the entries came in (the run is ranked by score either way)."""
     sorted_run = Run(["q1", "q1"], ["d2", "d1"], [2.0, 1.0])
     assert codes(check_run_sorted(sorted_run)) == []
     unsorted = Run(["q1", "q1"], ["d1", "d2"], [1.0, 2.0])  # ascending scores in input order
-    assert unsorted.input_sorted is False
-    assert codes(check_run_sorted(unsorted)) == ["unsorted"]
+    assert unsorted.input_sorted is False  # known, kept, not warned
+    assert codes(check_run_sorted(unsorted)) == []
+    path = tmp_path / "run.trec"  # lines out of order, ranks agreeing with the scores
+    path.write_text("q2 Q0 dA 1 0.9 s\nq1 Q0 dB 2 0.5 s\nq1 Q0 dA 1 0.9 s\n")
+    run = read_run(path, keep_rank=True)
+    assert run.input_sorted is False and codes(check_run_sorted(run)) == []
 
 
 def test_rank_column_that_contradicts_scores(tmp_path):
@@ -127,8 +133,25 @@ def test_rank_column_that_contradicts_scores(tmp_path):
     )
     run = read_run(path, keep_rank=True)
     found = check_run_sorted(run)
-    assert codes(found) == ["unsorted", "rank_disagrees"]
-    assert "in 1 queries (e.g. q1)" in found[1].message
+    assert codes(found) == ["rank_disagrees"]
+    assert "in 1 queries (e.g. q1)" in found[0].message
+    assert "measure another ranking" in found[0].message  # the consequence for the numbers
+
+
+def test_constant_scores_ordered_by_the_rank_column_only(tmp_path):
+    """One score for a query's documents: the rank column alone orders them; trec_eval breaks
+    the ties by doc id descending. Warned only when the two orders differ."""
+    path = tmp_path / "run.trec"
+    path.write_text(
+        "q1 Q0 dA 1 0 s\nq1 Q0 dB 2 0 s\nq1 Q0 dC 3 0 s\n"  # ranks: A B C; ties: C B A
+        "q2 Q0 dC 1 0 s\nq2 Q0 dB 2 0 s\nq2 Q0 dA 3 0 s\n"  # ranks agree with the tie order
+        "q3 Q0 dA 1 2 s\nq3 Q0 dB 2 1 s\nq3 Q0 dC 3 1 s\n"  # ties below, ranks A B C: not flat
+        "q4 Q0 dA 1 5 s\n"
+    )
+    run = read_run(path, keep_rank=True)
+    found = check_run_sorted(run)
+    assert codes(found) == ["constant_scores"]
+    assert found[0].counts == {"queries": 1} and "(e.g. q1)" in found[0].message
 
 
 def test_check_run_against_qrels_lines():
@@ -140,4 +163,4 @@ def test_check_run_against_qrels_lines():
     assert any(
         line.startswith("[warning]") and "relevant judged documents" in line for line in lines
     )
-    assert any("did not arrive sorted" in line for line in lines)
+    assert not any("did not arrive sorted" in line for line in lines)

@@ -55,7 +55,12 @@ def test_run_json_output_is_one_object(beir_folder, tmp_path):
     )
     assert result.exit_code == 0, result.output
     obj = json.loads(result.stdout)
-    assert set(obj) == {"dataset", "results", "comparison"}  # issue 18: json carries the comparison
+    # issue 18: json carries the comparison; issue 38: which queries, and the depths when a
+    # cutoff (nDCG@10) exceeds what the systems ranked (1 document a query here)
+    assert set(obj) == {"dataset", "results", "comparison", "averaged", "depths", "beyond_depth"}
+    assert obj["depths"] == {"bm25": 1, "bm25:k1=0.9,b=0.4": 1}  # bm25 returns matches only
+    assert obj["comparison"]["beyond_depth"] == {s: ["nDCG@10"] for s in obj["depths"]}
+    assert obj["averaged"]["bm25"] == "averaged over 2 queries of the qrels"
     assert obj["comparison"]["baseline"] == "bm25" and len(obj["comparison"]["differences"]) == 2
     assert set(obj["results"]) == {"bm25", "bm25:k1=0.9,b=0.4"}
     assert obj["results"]["bm25"]["RR"] == pytest.approx(1.0)
@@ -79,7 +84,10 @@ def test_run_json_output_is_one_object(beir_folder, tmp_path):
         ],
     )
     assert ev.exit_code == 0, ev.output
-    assert json.loads(ev.stdout) == pytest.approx(obj["results"]["bm25"])
+    shown = json.loads(ev.stdout)
+    assert shown.pop("averaged")["queries"] == 2  # which queries the means average
+    assert shown.pop("beyond_depth")["measures"] == ["nDCG@10"]  # 3 documents: a shallow run
+    assert shown == pytest.approx(obj["results"]["bm25"])
 
 
 def test_evaluate_per_query_tsv_and_profiles(tmp_path):
@@ -97,7 +105,12 @@ def test_evaluate_per_query_tsv_and_profiles(tmp_path):
     r2 = CliRunner().invoke(
         cli, ["evaluate", str(qrels), str(run), "P@1", "--profile", "trec_eval", "--format", "json"]
     )
-    assert json.loads(r2.stdout) == {"P@1": 1.0}
+    shown = json.loads(r2.stdout)
+    assert shown.pop("averaged")["text"] == (
+        "averaged over 1 query in both the run and the qrels; 1 missing from the run left out; "
+        "1 run queries without judgments ignored"
+    )
+    assert shown == {"P@1": 1.0}
 
 
 def test_bad_measure_and_bad_file_exit_cleanly(tmp_path, capsys):
@@ -233,6 +246,11 @@ def test_freshstack_queries_file_as_qrels_uses_freshstack_defaults(tmp_path):
     r = CliRunner().invoke(cli, ["evaluate", str(qfile), str(run), "--format", "json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
+    assert out.pop("averaged")["of"] == "profile"  # the freshstack profile picks its queries
+    assert out.pop("beyond_depth") == {
+        "measures": ["alpha_nDCG@10", "Coverage@20", "R@50"],
+        "run_depth": 2,
+    }
     assert set(out) == {"alpha_nDCG@10", "Coverage@20", "R@50"}
     # freshstack profile: query 2 (no supported nugget) still counts, scoring 0
     assert out["Coverage@20"] == pytest.approx((1 / 2 + 0) / 2)

@@ -129,6 +129,7 @@ def _base(command: str, p: dict, out: Path) -> list[str]:
     return {
         "run": ["run", str(p["beir"]), "-r", "bm25", "-m", "nDCG@10", "-o", str(out)],
         "evaluate": ["evaluate", str(p["qrels"]), runs[0], "-m", "AP"],
+        "trec_eval": ["trec_eval", str(p["qrels"]), runs[0]],
         "compare": ["compare", str(p["qrels"]), *runs, "-m", "AP", "--resamples", "50"],
         "judge": ["judge", str(p["beir"]), runs[0], "--model", "m", "--depth", "2", "-o", str(out)],
         "answers": ["answers", str(p["nuggets"]), *map(str, p["answers"]), "--model", "m"],
@@ -174,7 +175,7 @@ def _value(command: str, label: str, param: click.Parameter, p: dict, out: Path)
     }.get(label)
     if param.is_flag or param.count:
         return [label]
-    if label == "-Z":  # z-scores are a trec_eval text option
+    if label == "-Z" and command != "trec_eval":  # z-scores are a trec_eval text option
         return [label, given, "--format", "trec_eval"]
     if given is None:
         if isinstance(param.type, click.Choice):

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -542,3 +543,40 @@ def test_no_api_key_is_a_stated_choice(monkeypatch):
     assert "--no-api-key" in silent.settings.key_problem()
     help_text = CliRunner().invoke(cli, ["judge", "--help"]).output
     assert "--no-api-key" in help_text
+
+
+def test_agreement_on_one_grade_is_valid_json_with_raw_agreement(beir, server, tmp_path):
+    """A qrels of one grade (SciFact's) that the model calls relevant everywhere: the binary
+    kappa is undefined (expected agreement 1). The JSON holds null with the reason beside it,
+    never NaN; the raw agreement is there (1.0 on the binary labels, 0.0 on the grades); the
+    table says "undefined" instead of printing nan."""
+    folder, truth, human = beir
+    with open(folder / "qrels" / "test.tsv", "w") as fh:
+        fh.write("query-id\tcorpus-id\tscore\n")
+        for q, docs in human.items():
+            for d in docs:
+                fh.write(f"{q}\t{d}\t1\n")
+    server.relevance = lambda query, passage: 2.0
+    text = _invoke("judge", str(folder), "--agreement", "--model", "m", "--format", "json")
+
+    def refuse(name):
+        raise AssertionError(f"{name} in the JSON output")
+
+    shown = json.loads(text, parse_constant=refuse)["agreement"]
+    n = sum(len(docs) for docs in human.values())
+    h, m = [1] * n, [2] * n
+    assert shown["cohen_kappa"] == pytest.approx(cohen_kappa_score(h, m))  # 0: defined
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.isnan(cohen_kappa_score([1] * n, [1] * n))  # scikit-learn: undefined too
+    assert shown["cohen_kappa_binary"] is None and "undefined" in shown["cohen_kappa_binary_note"]
+    assert shown["raw_agreement"] == 0.0 and shown["raw_agreement_binary"] == 1.0
+    table = CliRunner(env={"COLUMNS": "200"}).invoke(
+        cli, ["judge", str(folder), "--agreement", "--model", "m", "--no-progress"]
+    )
+    assert table.exit_code == 0, table.output
+    assert "nan" not in table.stdout.lower()
+    assert (
+        "agreement (binary, relevant at grade >= 1): 1.0000 of the pairs; Cohen's kappa "
+        "undefined" in table.stdout
+    )

@@ -492,3 +492,32 @@ def test_rate_limits_and_server_errors_are_retried(server, tmp_path):
     llm = out.metadata["llm"]
     assert llm["retries"] == 2 and llm["paid_calls"] == 1 and llm["failed_calls"] == 0
     assert [e.status for e in server.log] == [429, 500, 200]
+
+
+def test_a_reranked_run_is_as_deep_as_its_first_stage(birco, server, tmp_path):
+    """``A >> llm_listwise(k=5)`` at depth 100 (pools of 30): the top 5 reordered by the oracle,
+    the other 25 of A below them in A's order, so R@20 (whose set the top 5 cannot change) is
+    A's, and results.json records the real depth of both systems."""
+    spec = "shuffle >> llm_listwise(model=test-model, k=5, window=5, step=5)"
+    exp = run_experiment(
+        load_dataset("birco/wtb"),
+        ["shuffle", spec],
+        measures=["nDCG@10", "R@20", "AP"],
+        k=100,
+        outdir=tmp_path / "deep",
+        cache_runs=False,
+    )
+    first, reranked = exp.system("shuffle").run, exp.system(spec).run
+    for q in first.query_ids:
+        f, r = first.doc_ids(q), reranked.doc_ids(q)
+        assert len(r) == len(f) == 30
+        assert r[5:] == f[5:] and set(r[:5]) == set(f[:5])
+        grades = [birco["qrel"][q][d] for d in r[:5]]
+        assert grades == sorted(grades, reverse=True)  # the oracle's order on top
+        scores = [s for _, s in reranked[q]]
+        assert all(a > b for a, b in zip(scores, scores[1:]))
+    assert np.array_equal(
+        exp.system("shuffle").results.per_query["R@20"], exp.system(spec).results.per_query["R@20"]
+    )
+    saved = json.loads((tmp_path / "deep" / "results.json").read_text())
+    assert {s["depth"] for s in saved["systems"].values()} == {30}

@@ -24,7 +24,7 @@ CI = re.compile(r"\[-?\d+\.\d{4}, -?\d+\.\d{4}\]")
     ("spec", "rest", "label"),
     [
         ("bm25", "bm25", None),
-        ("bm25:preset=pyserini,name=pyserini", "bm25:preset=pyserini", "pyserini"),
+        ("bm25:k1=0.9,b=0.4,name=tuned", "bm25:k1=0.9,b=0.4", "tuned"),
         ("bm25:name=x", "bm25", "x"),
         ("bm25 >> rerank:M,name=ce@100", "bm25 >> rerank:M@100", "ce"),
         (
@@ -41,8 +41,8 @@ def test_every_spec_takes_a_name(spec, rest, label):
 
 
 def test_a_named_spec_parses_as_the_unnamed_one():
-    named = parse_retriever("bm25:preset=pyserini,name=pyserini")
-    assert named.name == parse_retriever("bm25:preset=pyserini").name and named.label == "pyserini"
+    named = parse_retriever("bm25:k1=0.9,b=0.4,name=tuned")
+    assert named.name == parse_retriever("bm25:k1=0.9,b=0.4").name and named.label == "tuned"
     with pytest.raises(SpecError, match="name= needs a label"):
         split_label("bm25:name=")
 
@@ -113,7 +113,7 @@ def test_run_labels_and_provenance(tmp_path):
             "-r",
             "bm25",
             "-r",
-            "bm25:preset=pyserini,name=pyserini",
+            "bm25:preset=bm25s,name=defaults",
             "-o",
             str(tmp_path / "o"),
         ],
@@ -121,10 +121,10 @@ def test_run_labels_and_provenance(tmp_path):
     assert out.exit_code == 0, out.output
     assert max(len(line) for line in out.stdout.splitlines()) <= 80
     exp = Experiment.load(tmp_path / "o")
-    assert list(exp.systems) == ["bm25", "pyserini"]
-    assert exp.provenance["systems"]["pyserini"] == "bm25:preset=pyserini,name=pyserini"
-    assert exp.systems["pyserini"].run.metadata["retriever"] == "bm25:preset=pyserini,name=pyserini"
-    assert (tmp_path / "o" / "runs" / "pyserini.trec").exists()
+    assert list(exp.systems) == ["bm25", "defaults"]
+    assert exp.provenance["systems"]["defaults"] == "bm25:preset=bm25s,name=defaults"
+    assert exp.systems["defaults"].run.metadata["retriever"] == "bm25:preset=bm25s,name=defaults"
+    assert (tmp_path / "o" / "runs" / "defaults.trec").exists()
 
 
 def test_retrievers_listing_documents_name():

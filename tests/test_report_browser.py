@@ -1,6 +1,6 @@
 """The HTML report in a real browser: Debian's Chromium driven by playwright.
 
-Reports are built from real runs (SciFact BM25 vs the pyserini preset and fastbook when
+Reports are built from real runs (SciFact BM25 vs BM25 with k1=0.9, b=0.4 and fastbook when
 ../shared/data is there; synthetic BEIR-layout and FreshStack-format folders always). Each test
 sorts and filters the per-query table or opens a query, checks the DOM against results.json and
 the run and qrels files read independently, takes a screenshot, and fails on any console error.
@@ -183,9 +183,9 @@ def _check_query(pg: Page, results: dict, qid: str, qrels: dict, top: int = 20) 
 
 
 @pytest.mark.realdata
-def test_scifact_bm25_vs_pyserini(browser, shared_data, tmp_path, monkeypatch):
+def test_scifact_bm25_two_parameter_settings(browser, shared_data, tmp_path, monkeypatch):
     monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
-    systems = ["bm25", "bm25:preset=pyserini"]
+    systems = ["bm25", "bm25:k1=0.9,b=0.4"]
     run_experiment("beir/scifact", systems, k=100, outdir=tmp_path / "out", cache_runs=False)
     path = report.html(tmp_path / "out")
     results = _results(tmp_path / "out")

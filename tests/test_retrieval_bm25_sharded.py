@@ -55,7 +55,7 @@ def _text(run, tmp_path: Path) -> bytes:
     return path.read_bytes()
 
 
-@pytest.mark.parametrize("preset", ["", "preset=pyserini", "method=robertson", "method=atire"])
+@pytest.mark.parametrize("preset", ["", "k1=0.9,b=0.4", "method=robertson", "method=atire"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_sharded_runs_equal_single_index(tmp_path, preset, seed):
     corpus, queries = _zipf_corpus(seed, 300)

@@ -28,15 +28,36 @@ def test_typed_values():
     assert (r.method, r.stemmer, r.stopwords) == ("robertson", "porter", "none")
 
 
-def test_preset_pyserini_and_override():
-    r = parse_retriever("bm25:preset=pyserini")
-    assert (r.k1, r.b) == (0.9, 0.4)
-    assert r.name == "bm25:k1=0.9,b=0.4"
-    r = parse_retriever("bm25:preset=pyserini,b=0.6")
-    assert (r.k1, r.b) == (0.9, 0.6)
+def test_preset_and_override():
+    r = parse_retriever("bm25:preset=bm25s")
+    assert (r.k1, r.b) == (1.5, 0.75)
+    assert r.name == parse_retriever("bm25").name  # bm25s' defaults are plain bm25's
+    r = parse_retriever("bm25:preset=bm25s,b=0.6")
+    assert (r.k1, r.b) == (1.5, 0.6)
     with pytest.raises(SpecError) as exc:
-        parse_retriever("bm25:preset=pyserine")
-    assert "pyserini" in str(exc.value)
+        parse_retriever("bm25:preset=bm25")
+    assert "bm25s" in str(exc.value)
+
+
+def test_retired_pyserini_preset_says_what_to_write():
+    """``preset=pyserini`` set k1=0.9,b=0.4 on bm25s, which is not Pyserini's BM25: it is
+    refused, naming the parameters' spelling and the preset that is Pyserini's."""
+    with pytest.raises(SpecError) as exc:
+        parse_retriever("bm25:preset=pyserini")
+    msg = str(exc.value)
+    assert "bm25:k1=0.9,b=0.4" in msg and "preset=lucene-flat" in msg and "removed" in msg
+
+
+def test_every_preset_says_what_it_reproduces():
+    """No preset is named after a tool without saying what of it it reproduces; no preset
+    is named after Pyserini unless it runs Pyserini (backend=lucene)."""
+    from nuggetbench.retrieval.bm25.retriever import BM25
+
+    assert set(BM25.PRESET_NOTES) == set(BM25.PRESETS)
+    for name, options in BM25.PRESETS.items():
+        if "pyserini" in BM25.PRESET_NOTES[name].lower():
+            assert options.get("backend") == "lucene", name
+    assert not set(BM25.PRESETS) & set(BM25.RETIRED_PRESETS)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from nuggetbench.data import InMemoryCorpus, Queries, Run
@@ -90,7 +91,9 @@ def test_freshstack_preset():
         and s["d149"] == pytest.approx(1.0)
         and s["d099"] == pytest.approx(0.0)
     )
-    assert fused == fuse([many, other], method="sum", norm="minmax", depth=100)
+    plain = _scores(fuse([many, other], method="sum", norm="minmax", depth=100), "q")
+    assert set(plain) == set(s)  # the same documents; the preset's scores are rounded
+    assert all(abs(plain[d] - s[d]) <= 0.0005 + 1e-7 for d in s) and s["d001"] == 0.99
 
 
 def test_bad_arguments():
@@ -173,3 +176,32 @@ def test_importing_the_neural_modules_imports_no_model_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_freshstack_preset_equals_the_freshstack_package():
+    """``preset=freshstack`` computes what ``freshstack.util.fusion`` computes (its min-max with
+    ``+ 1e-8``, the sum, the 3-decimal rounding) on runs given sorted by score, as that
+    function reads them: random runs of several retrievers, with documents in common, a
+    constant-score query and a query only one run holds."""
+    fs_util = pytest.importorskip("freshstack.util")
+    rng = np.random.default_rng(7)
+    docs = [f"d{i:03d}" for i in range(300)]
+    dicts = []
+    for r in range(3):
+        per_query = {}
+        for q in range(6):
+            n = int(rng.integers(1, 180))
+            chosen = rng.choice(docs, size=n, replace=False)
+            scores = rng.normal(10 * r, 3, size=n) if q != 4 else np.full(n, 2.5)
+            if q == 5 and r > 0:
+                continue
+            pairs = zip(chosen.tolist(), scores.tolist())  # trec_eval's order: score, doc id desc
+            per_query[f"q{q}"] = dict(sorted(pairs, key=lambda x: (x[1], x[0]), reverse=True))
+        dicts.append(per_query)
+    dicts[0]["q4"] = {"d002": 1.0, "d001": 1.0}  # a tie, in trec_eval's order (doc id desc)
+    expected = fs_util.fusion([dict(d) for d in dicts], depth=100)
+    runs = [Run.from_dict(d) for d in dicts]
+    fused = fuse(runs, preset="freshstack").to_dict()
+    assert set(fused) == set(expected)
+    for q, want in expected.items():
+        assert fused[q] == pytest.approx(want, abs=0), q  # same documents, same scores

@@ -191,7 +191,7 @@ def test_names_and_presets():
     assert flat.name == "bm25:k1=0.9,b=0.4,backend=lucene"
     multi = parse_retriever("bm25:preset=lucene-multifield")
     assert multi.name == "bm25:k1=0.9,b=0.4,backend=lucene,fields=multifield"
-    assert parse_retriever("bm25:preset=pyserini").name == "bm25:k1=0.9,b=0.4"
+    assert parse_retriever("bm25:k1=0.9,b=0.4").name == "bm25:k1=0.9,b=0.4"
 
 
 @pytest.mark.realdata

@@ -96,7 +96,35 @@ def test_python_rshift_with_any_retriever(tiny):
     chained = dense >> rr >> CrossEncoderReranker(str(tiny.cross_encoder), depth=2, device="cpu")
     assert len(chained.stages) == 2
     run2 = chained.index(corpus).search(queries, 10)
-    assert all(len(run2.doc_ids(q)) == 2 for q in queries)
+    base = dense.index(corpus).search(queries, 10)
+    for q in queries:  # as deep as the first stage; only the top 4 reordered, then the top 2
+        got, first_docs = run2.doc_ids(q), base.doc_ids(q)
+        assert len(got) == len(first_docs) == 10
+        assert got[4:] == first_docs[4:] and set(got[:4]) == set(first_docs[:4])
+
+
+def test_documents_below_the_depth_stay_in_the_first_stage_order():
+    """``under_head``: the reranked head, then the first stage's other documents in its order,
+    scored strictly below the head and strictly decreasing (so trec_eval keeps the order); a
+    query the reranker returned nothing for keeps the first stage's order; empty queries stay."""
+    from nuggetbench.retrieval.compose.pipeline import under_head
+    from nuggetbench.retrieval.models.topk import with_empty_queries
+
+    before = Run(
+        ["a"] * 5 + ["b"] * 3,
+        ["d1", "d2", "d3", "d4", "d5", "e1", "e2", "e3"],
+        [5.0, 4.0, 3.0, 3.0, 1.0, 9.0, 8.0, 7.0],
+    )
+    before = with_empty_queries(before, ["c"])
+    head = Run(["a", "a"], ["d3", "d1"], [-0.5, -2.0], name="rr", metadata={"llm": 1})
+    out = under_head(head, before)
+    assert out.doc_ids("a") == ["d3", "d1", "d2", "d4", "d5"]  # before: d1 d2 d4 d3 d5
+    scores = [s for _, s in out["a"]]
+    assert scores[:2] == [-0.5, -2.0] and all(x > y for x, y in zip(scores, scores[1:]))
+    assert out.doc_ids("b") == ["e1", "e2", "e3"] and out.doc_ids("c") == []
+    assert "c" in out.query_ids and out.name == "rr" and out.metadata == {"llm": 1}
+    huge = under_head(Run(["a"], ["d5"], [1e20]), before)  # a step the float can hold
+    assert huge.doc_ids("a") == ["d5", "d1", "d2", "d4", "d3"]
 
 
 def test_retriever_after_rshift_reranks_through_its_index(tiny):

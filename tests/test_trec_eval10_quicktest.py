@@ -1,9 +1,12 @@
-"""trec_eval 10.0's ``make quicktest`` through ``nuggetbench evaluate --format trec_eval``.
+"""trec_eval 10.0's ``make quicktest`` through the drop-in ``nuggetbench trec_eval`` and through
+``nuggetbench evaluate --profile trec_eval --format trec_eval``.
 
-The 15 commands of ``../shared/data/README.md`` (trec_eval's own arguments, in its order, plus
-``--format trec_eval``; ``--ignore-trailing`` for ``results.trunc``, whose lines carry a 7th
-field) must print exactly the reference file (skipped when the shared data is absent). Also:
-the ``trec_eval-9.0.8`` profile, the ``-Z`` z-score file, and the errors around them.
+The 15 commands of ``../shared/data/README.md`` must print exactly the reference file (skipped
+when the shared data is absent): given to ``nuggetbench trec_eval`` as trec_eval takes them, and
+to ``evaluate`` with ``--profile trec_eval`` (trec_eval's averaging asked for by name: evaluate's
+own default is ``-c``, whatever it prints) and ``--ignore-trailing`` for ``results.trunc``, whose
+lines carry a 7th field. Also: the ``trec_eval-9.0.8`` profile, the ``-Z`` z-score file, and the
+errors around them.
 """
 
 from __future__ import annotations
@@ -57,17 +60,29 @@ def folder(shared_data: Path) -> Path:
     return path
 
 
+def _words(folder: Path, args: str) -> list[str]:
+    """trec_eval's *args*, file names resolved in *folder*."""
+    return [str(folder / w) if (folder / w).is_file() else w for w in shlex.split(args)]
+
+
 def _evaluate(folder: Path, args: str, *extra: str):
-    """``nuggetbench evaluate`` with trec_eval's *args*, file names resolved in *folder*."""
-    words = [str(folder / w) if (folder / w).is_file() else w for w in shlex.split(args)]
+    """``nuggetbench evaluate`` with trec_eval's *args* and trec_eval's averaging by name."""
+    words = _words(folder, args)
     if "results.trunc" in args:
         words.append("--ignore-trailing")
-    return CliRunner().invoke(cli, ["evaluate", *words, "--format", "trec_eval", *extra])
+    command = ["evaluate", *words, "--format", "trec_eval", "--profile", "trec_eval", *extra]
+    return CliRunner().invoke(cli, command)
 
 
+def _drop_in(folder: Path, args: str):
+    """``nuggetbench trec_eval`` with trec_eval's *args*, as trec_eval takes them."""
+    return CliRunner().invoke(cli, ["trec_eval", *_words(folder, args)])
+
+
+@pytest.mark.parametrize("how", ["trec_eval", "evaluate --profile trec_eval"])
 @pytest.mark.parametrize(("reference", "args"), QUICKTEST, ids=[a for _, a in QUICKTEST])
-def test_quicktest_command_prints_the_reference_exactly(folder: Path, reference, args) -> None:
-    result = _evaluate(folder, args)
+def test_quicktest_command_prints_the_reference_exactly(folder: Path, reference, args, how) -> None:
+    result = _drop_in(folder, args) if how == "trec_eval" else _evaluate(folder, args)
     assert result.exit_code == 0, result.output
     expected = (folder / reference).read_text()
     ours, theirs = result.stdout.splitlines(), expected.splitlines()
@@ -239,7 +254,7 @@ def test_random_all_trec_prints_what_trec_eval_prints(
     (tmp_path / "run").write_text("".join(run))
     args = ["-q", *flags.split(), "-m", "all_trec", str(tmp_path / "qrels"), str(tmp_path / "run")]
     theirs = subprocess.run([TREC_EVAL, *args], capture_output=True, text=True, check=True)
-    ours = CliRunner().invoke(cli, ["evaluate", *args, "--format", "trec_eval"])
+    ours = CliRunner().invoke(cli, ["trec_eval", *args])  # the drop-in: trec_eval's defaults
     assert ours.exit_code == 0, ours.output
     assert ours.stdout == theirs.stdout
 

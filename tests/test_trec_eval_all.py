@@ -73,7 +73,7 @@ def test_trec_eval_output_line_for_line(shared_data: Path, name: str) -> None:
     flags = dict(flags)
     per_query = flags.pop("q", False)
     measures = measures or ["official"]
-    profile = trec_eval_options(None, trec_format=True, **flags)
+    profile = trec_eval_options(None, drop_in=True, **flags)
     ev = evaluate_dataset(
         str(folder / qrels), str(folder / run), measures, profile, trailing="ignore"
     )
@@ -96,7 +96,7 @@ def test_trec_eval_tiny_graded_outputs(shared_data: Path, qrels: str, level: int
     folder = shared_data / "trec_eval" / "tiny_irmeasures"
     if not folder.is_dir():
         pytest.skip("../shared/data/trec_eval/tiny_irmeasures is absent")
-    profile = trec_eval_options(None, rel_level=level, trec_format=True)
+    profile = trec_eval_options(None, rel_level=level, drop_in=True)
     ev = evaluate_dataset(str(folder / qrels), str(folder / "run.txt"), ["all_trec"], profile)
     ours = trec_eval_text(ev, ["all_trec"], per_query=True).splitlines()
     theirs = (folder / f"out.{qrels}.l{level}.all_trec.q.txt").read_text().splitlines()
@@ -201,7 +201,7 @@ def test_every_pytrec_eval_measure_at_1e9(
         judged_docs_only_flag=judged_only,
     )
     theirs = evaluator.evaluate(run)
-    profile = trec_eval_options(None, rel_level=rel, judged_only=judged_only)
+    profile = trec_eval_options(None, rel_level=rel, judged_only=judged_only, drop_in=True)
     # pytrec_eval embeds trec_eval 9.0.x's interpolation (k = floor(r R + 0.9)): legacy=true
     legacy = [f"IPrec(recall={r / 10},legacy=true)" for r in range(11)]
     legacy += ["IPrecAvg(legacy=true)"]
@@ -317,10 +317,15 @@ def test_trec_eval_profiles_from_flags() -> None:
     prof = get_profile("trec_eval -c -J -M 2 -l 2")
     assert prof.name == "trec_eval -c -J -M 2 -l 2" and prof.average_over == "qrels"
     assert prof.options["measure_defaults"] == {"rel": 2, "judged_only": True}
-    assert trec_eval_options(None, rel_level=2).name == "trec_eval -l 2"
+    # evaluate: the flags add to the default 'trec_eval -c' (-c itself changes nothing)
+    assert trec_eval_options(None, rel_level=2).name == "trec_eval -c -l 2"
+    assert trec_eval_options(None, complete=True, max_docs=5).name == "trec_eval -c -M 5"
+    assert trec_eval_options(None) is None  # no flag: the dataset's default
+    # the drop-in (nuggetbench trec_eval): trec_eval's own defaults, no -c unless given
+    assert trec_eval_options(None, rel_level=2, drop_in=True).name == "trec_eval -l 2"
+    assert trec_eval_options(None, drop_in=True).name == "trec_eval"
     assert trec_eval_options("trec_eval -J", rel_level=2).name == "trec_eval -J -l 2"
     assert trec_eval_options("birco") == "birco"  # no flag: the profile as given
-    assert trec_eval_options(None, trec_format=True).name == "trec_eval"
     with pytest.raises(InputError, match="cannot be combined"):
         trec_eval_options("birco", complete=True)
     with pytest.raises(UnknownNameError, match="-M N"):
@@ -348,8 +353,9 @@ def test_cli_trec_eval_json_and_flags(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     means = json.loads(out.stdout)
     assert means["P_5"] == pytest.approx(0.2) and means["num_q"] == 2  # default: trec_eval -c
-    args = ["evaluate", str(qrels), str(run), "-m", "P.1,2", "-m", "runid", "-l", "2"]
-    out = CliRunner().invoke(cli, [*args, "-q", "--format", "trec_eval"])
+    # the drop-in takes trec_eval's own defaults: without -c, query 2 (not in the run) is out
+    flags = ["-m", "P.1,2", "-m", "runid", "-l", "2"]
+    out = CliRunner().invoke(cli, ["trec_eval", "-q", *flags, str(qrels), str(run)])
     assert out.exit_code == 0, out.output
     assert out.stdout.splitlines() == [
         "P_1                   \t1\t0.0000",
@@ -358,9 +364,40 @@ def test_cli_trec_eval_json_and_flags(tmp_path: Path) -> None:
         "P_1                   \tall\t0.0000",
         "P_2                   \tall\t0.5000",
     ]
+    assert "averaged over 1 query in both the run and the qrels" in out.stderr
+    # evaluate: one averaging whatever it prints (-c by default): query 2 scores 0
+    args = ["evaluate", str(qrels), str(run), *flags]
+    out = CliRunner().invoke(cli, [*args, "-q", "--format", "trec_eval"])
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines() == [
+        "P_1                   \t1\t0.0000",
+        "P_2                   \t1\t0.5000",
+        "P_1                   \t2\t0.0000",
+        "P_2                   \t2\t0.0000",
+        "runid                 \tall\ttag",
+        "P_1                   \tall\t0.0000",
+        "P_2                   \tall\t0.2500",
+    ]
+    as_json = CliRunner().invoke(cli, [*args, "--format", "json"])
+    assert json.loads(as_json.stdout)["P_2"] == pytest.approx(0.25)
+    assert "1 missing from the run scored 0" in json.loads(as_json.stdout)["averaged"]["text"]
     out = CliRunner().invoke(
         cli, ["evaluate", str(qrels), str(run), "P.2", "--format", "trec_eval"]
     )
+    assert out.exit_code == 0 and out.stdout == "P_2                   \tall\t0.5000\n"
+    out = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            str(qrels),
+            str(run),
+            "P.2",
+            "--format",
+            "trec_eval",
+            "--profile",
+            "trec_eval",
+        ],
+    )  # trec_eval's own averaging, asked for by name
     assert out.exit_code == 0 and out.stdout == "P_2                   \tall\t1.0000\n"
     bad = CliRunner().invoke(cli, [*args, "--profile", "birco", "--format", "trec_eval"])
     assert bad.exit_code != 0 and "cannot be combined" in str(bad.exception)

@@ -57,8 +57,11 @@ def test_official_measures_all_shown(files, width):
     )
     text = _invoke(width, ["evaluate", str(qrels), str(one), "-m", "official"]).stdout
     _fits(text, width)
+    cut = js.pop("beyond_depth")["measures"]  # shown with the depth mark
+    assert js.pop("averaged")["queries"] == 5
     assert len(js) > 20
     for measure, mean in js.items():  # every header whole, with its value on its line
+        measure += "\u00a7" * (measure in cut)
         line = next((ln for ln in text.splitlines() if f" {measure} " in ln), None)
         if line is None:  # the wide table (200 columns): header and value in the same column
             assert re.search(rf"[┃│] +{re.escape(measure)} +[┃│]", text), measure
@@ -100,13 +103,13 @@ def test_long_labels_abbreviated_with_legend(width):
 
     from nuggetbench.cli._tables import print_grid
 
-    long = "bm25:preset=pyserini,k1=0.9,b=0.4,stemmer=porter,stopwords=none"
-    rows = {long: ["0.5000", "0.2500"], "bm25:preset=pyserini": ["0.1000", "0.2000"]}
+    long = "bm25:preset=lucene-flat,k1=0.9,b=0.4,stemmer=porter,stopwords=none"
+    rows = {long: ["0.5000", "0.2500"], "bm25:preset=lucene-flat": ["0.1000", "0.2000"]}
     console = Console(width=width, record=True, color_system=None)
     print_grid(console, "t", Grid("system", ["nDCG@10", "AP"], rows))
     text = console.export_text()
     _fits(text, width)
-    assert "bm25:preset=pyserini " in text  # whole, never "pyserin" / "i"
+    assert "bm25:preset=lucene-flat " in text  # whole, never "lucene-fl" / "at"
     legend = " ".join(text.split("└")[1].split("\n", 1)[1].split())  # the lines under the table
     assert re.fullmatch(r"bm25:\S*…\S* = " + re.escape(long), legend), legend
     assert long in text  # whole, on a line of its own when it is long
@@ -140,6 +143,7 @@ def test_retrievers_listing_readable(width):
     flat = " ".join(text.split())
     for preset, options in BM25.PRESETS.items():
         assert f"{preset} (" in flat and all(f"{k}=" in flat for k in options)
+        assert " ".join(BM25.PRESET_NOTES[preset].split()[:3]) in flat  # what it reproduces
     pointwise = flat.split("llm_pointwise:")[1].split("    ")[0]
     assert "see the" not in pointwise
     only = _invoke(width, ["retrievers", "bm25"]).stdout
@@ -163,6 +167,7 @@ def test_evaluate_and_compare_use_the_same_names(files):
     ev = json.loads(
         _invoke(200, ["evaluate", str(qrels), str(one), *measures, "--format", "json"]).stdout
     )
+    ev = {k: v for k, v in ev.items() if k not in ("averaged", "beyond_depth")}
     cmp_args = ["compare", str(qrels), str(one), str(two), *measures, "--resamples", "50"]
     cmp = json.loads(_invoke(200, [*cmp_args, "--format", "json"]).stdout)
     assert list(ev) == cmp["measures"] == ["map", "P_5", "P_10", "ndcg_cut_10"]

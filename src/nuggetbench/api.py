@@ -102,7 +102,8 @@ def evaluate(
         EvaluationWarning: each warning ``nuggetbench evaluate`` prints (one source:
             :func:`nuggetbench.measures.results.scoring_findings`): judged queries missing from
             the run (scored 0 or left out, as the profile says), run queries without judgments,
-            and the trap checks' (ids that never match, a run outside the corpus, unsorted...).
+            and the trap checks' (ids that never match, a run outside the corpus, a rank column
+            that contradicts the scores...).
 
     Raises:
         InputError: a value of an unsupported type or shape (the message lists the shapes taken).

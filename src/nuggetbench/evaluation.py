@@ -29,9 +29,10 @@ from nuggetbench.errors import InputError, UnknownNameError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
 from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
+from nuggetbench.measures.depth import note_pools
 from nuggetbench.measures.profiles import trec_eval_version
 from nuggetbench.measures.registry import get_family
-from nuggetbench.measures.results import scoring_findings
+from nuggetbench.measures.results import averaging, scoring_findings
 from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
     TrecEntry,
@@ -94,6 +95,11 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)
     target: Target | None = None
     run: Run | None = None
+
+    def averaging(self) -> dict[str, Any]:
+        """Which queries the means average (:func:`nuggetbench.measures.results.averaging`),
+        as every output of ``evaluate`` states it."""
+        return averaging(self.results, _known_profile(self.profile))
 
 
 def evaluate_dataset(
@@ -170,6 +176,7 @@ def evaluate_dataset(
     measures = measures or measure_keys(list(target.default_measures))
     prof = get_profile(profile or target.default_profile)
     results, groups, findings = _check_and_score(target, run, measures, prof)
+    note_pools(results, target.doc_filter)
     return _summarise(target, run, measures, prof, results, groups, findings)
 
 
@@ -337,19 +344,22 @@ def trec_eval_options(
     max_docs: int | None = None,
     rel_level: int | None = None,
     judged_only: bool = False,
-    trec_format: bool = False,
+    drop_in: bool = False,
 ) -> str | Profile | None:
-    """The profile for trec_eval's flags ``-c``, ``-M``, ``-l``, ``-J`` (``nuggetbench evaluate``).
+    """The profile of trec_eval's flags ``-c``, ``-M``, ``-l``, ``-J`` added to *profile*.
 
-    Returns *profile* when no flag is given and *trec_format* is false; otherwise the
-    ``trec_eval_profile`` of the flags (so ``--format trec_eval`` without ``-c`` averages, like
-    trec_eval, over the queries in both the run and the qrels).
+    One command line has one averaging, whatever it prints: the output format plays no part.
+    ``nuggetbench evaluate`` (*drop_in* false) adds the flags to *profile*, or to the default
+    ``trec_eval -c`` (every judged query, a query missing from the run scored 0), and with no
+    flag returns *profile* as given (``None``: the dataset's default). The drop-in
+    ``nuggetbench trec_eval`` (*drop_in*) takes trec_eval's own defaults: without ``-c`` only the
+    queries in both the run and the qrels are averaged, as trec_eval does.
 
     Raises:
         InputError: a flag is combined with a *profile* that is not trec_eval's.
     """
     flags = complete or judged_only or max_docs is not None or rel_level is not None
-    if not flags and (profile is not None or not trec_format):
+    if not flags and (profile is not None or not drop_in):
         return profile
     if profile is not None and not str(profile).startswith("trec_eval"):
         raise InputError(
@@ -358,8 +368,9 @@ def trec_eval_options(
         )
     if profile is not None and not flags:
         return profile
-    words = [str(profile or "trec_eval")]  # the flags add to a trec_eval profile's own
-    words += ["-c"] * complete + ["-J"] * judged_only
+    base = str(profile or ("trec_eval" if drop_in else "trec_eval -c"))
+    words = [base]  # the flags add to a trec_eval profile's own
+    words += ["-c"] * (complete and "-c" not in base.split()) + ["-J"] * judged_only
     words += [f"-M {max_docs}"] * (max_docs is not None) + [f"-l {rel_level}"] * (
         rel_level is not None
     )

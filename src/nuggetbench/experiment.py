@@ -39,13 +39,16 @@ from nuggetbench.compare import ComparisonReport, compare
 from nuggetbench.data import Run, read_trec_run, write_run
 from nuggetbench.data.checks import Finding, check_corpus_coverage, unlogged
 from nuggetbench.datasets import Dataset, load_dataset
-from nuggetbench.errors import InputError, UnknownNameError, suggest
+from nuggetbench.errors import InputError
+from nuggetbench.jsonl import json_text
 from nuggetbench.measures import Results, get_profile, plain_measures, score
+from nuggetbench.measures.compute import restrict
+from nuggetbench.measures.depth import depth_of, note_pools
 from nuggetbench.measures.results import query_findings
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
 from nuggetbench.retrieval.compose.caching import UNUSABLE, failed_answers
 from nuggetbench.retrieval.distributed import ray_address, use_ray
-from nuggetbench.retrieval.spec import public_spec, split_label
+from nuggetbench.retrieval.spec import baseline_label, public_spec, system_labels
 from nuggetbench.store import spec_file_name
 from nuggetbench.text.analyzers import adapt_to_language
 
@@ -226,13 +229,17 @@ class Experiment:
     def comparison(self, *, baseline: str | None = None, **options: Any) -> ComparisonReport:
         """Paired comparison of the systems (first one is the baseline by default): bootstrap
         CIs of every mean and difference, paired t-test, Holm correction with more than two
-        systems. Returns a :class:`nuggetbench.compare.ComparisonReport`."""
-        return compare(
+        systems. Under ``average_over: common`` (recorded by :func:`run_experiment`) the
+        results already hold only the queries every system has, and the legend says how many
+        were left out. Returns a :class:`nuggetbench.compare.ComparisonReport`."""
+        report = compare(
             {name: s.results for name, s in self.systems.items()},
             baseline=baseline or self.baseline or next(iter(self.systems)),
             measures=self.measures,
-            **options,
+            **{"average_over": self.provenance.get("average_over", "qrels"), **options},
         )
+        report.left_out = max(report.left_out, int(self.provenance.get("left_out") or 0))
+        return report
 
     def to_dict(self, *, per_query: bool = True) -> dict:
         """A JSON-ready description: provenance, means and (optionally) per-query values."""
@@ -243,6 +250,7 @@ class Experiment:
                 relative_run_file(s.run_path, self.outdir or Path.cwd()) if s.run_path else None
             )
             entry["seconds"] = s.seconds
+            entry["depth"] = depth_of(s.results)  # the most documents it ranked for a query
             entry["run_metadata"] = _jsonable(
                 s.run.metadata if s.run is not None else s.run_metadata
             )
@@ -324,6 +332,7 @@ def run_experiment(
     existing: str = "error",
     baseline: str | None = None,
     ray: str | None = None,
+    average_over: str = "qrels",
 ) -> Experiment:
     """Retrieve with each retriever spec, apply the dataset's policies, save and score the runs.
 
@@ -356,6 +365,8 @@ def run_experiment(
             run file before it is written and records ``finished`` when every system is done.
         baseline: the system the comparison measures the others against: a spec (or ``name=``
             label) given, or its 1-based position; default the first.
+        average_over: ``"qrels"`` (a query a run lacks scores 0) or ``"common"``: the results
+            kept on the queries every run has (:func:`_over_common`; means, comparison, file).
 
     Returns:
         An :class:`Experiment` with a :class:`SystemOutcome` per retriever.
@@ -366,14 +377,7 @@ def run_experiment(
             process is writing (all before any work).
         OSError: *outdir* cannot be created or locked (read-only, not a folder; before any work).
     """
-    if isinstance(dataset, str):
-        dataset = load_dataset(dataset)
-    if not retrievers:
-        raise InputError("give at least one retriever (-r bm25)")
-    if len(set(retrievers)) != len(retrievers):
-        raise InputError("the same retriever spec is given twice; give each once")
-    measures = plain_measures(measures or dataset.default_measures)  # fails before any work
-    parsed = _retrievers(retrievers, dataset, cache_runs=cache_runs)  # fail before any work
+    dataset, measures, parsed = _prepare(dataset, retrievers, measures, cache_runs, average_over)
     public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
     labels = system_labels(public)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
@@ -386,9 +390,30 @@ def run_experiment(
         with staged(exp, old), use_ray(ray_address(ray)):  # --overwrite: committed when whole
             _save(exp)  # the plan first: results.json names every run file before it exists
             _run_all(exp, dataset, labels, parsed, objective, show_progress)
+            if average_over == "common":
+                _over_common(exp)
             exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             _save(exp)
     return exp
+
+
+def _prepare(dataset, retrievers, measures, cache_runs, average_over) -> tuple:
+    """``(dataset, measures, [(spec, retriever)])`` loaded, parsed and checked before any work.
+
+    Raises:
+        InputError: no retriever, a duplicate spec, a bad measure/spec string, an unknown
+            *average_over*.
+    """
+    if isinstance(dataset, str):
+        dataset = load_dataset(dataset)
+    if not retrievers:
+        raise InputError("give at least one retriever (-r bm25)")
+    if len(set(retrievers)) != len(retrievers):
+        raise InputError("the same retriever spec is given twice; give each once")
+    if average_over not in ("qrels", "common"):
+        raise InputError(f"average_over must be qrels or common, got {average_over!r}")
+    measures = plain_measures(measures or dataset.default_measures)
+    return dataset, measures, _retrievers(retrievers, dataset, cache_runs=cache_runs)
 
 
 def _save(exp: Experiment) -> None:
@@ -405,7 +430,7 @@ def _plan(exp, dataset, retrievers, labels, public, baseline, with_objective) ->
         **exp.provenance.get("systems", {}),
         **dict(zip(labels, public)),
     }
-    exp.baseline = _baseline_name(
+    exp.baseline = baseline_label(
         baseline,
         [*exp.systems, *labels],
         aliases={**dict(zip(retrievers, labels)), **dict(zip(public, labels))},
@@ -433,6 +458,22 @@ def _run_all(exp, dataset, labels, parsed, objective, show_progress) -> None:
     for finding in found:
         if finding.message not in exp.notes:
             exp.notes.append(finding.message)
+
+
+def _over_common(exp: Experiment) -> None:
+    """Keep every system's results on the queries every system's run has (``--average-over
+    common``); the provenance records it and how many queries were left out."""
+    sets = [set(s.results.query_ids) - set(s.results.missing_queries) for s in exp.systems.values()]
+    keep = set.intersection(*sets)
+    every = set().union(*(s.results.query_ids for s in exp.systems.values()))
+    if not keep:
+        raise InputError(
+            f"--average-over common: none of the {len(every)} evaluated queries is in every "
+            "system's run; use --average-over qrels (a query a run lacks scores 0)"
+        )
+    for s in exp.systems.values():
+        s.results = restrict(s.results, [q for q in s.results.query_ids if q in keep], exp.profile)
+    exp.provenance.update(average_over="common", left_out=len(every - keep))
 
 
 def _saving(exp: Experiment, path: Path, write: Any, *args: Any, **kwargs: Any) -> Any:
@@ -492,46 +533,6 @@ def _new_experiment(
     return exp
 
 
-def system_labels(specs: Sequence[str]) -> list[str]:
-    """The label of each system: its ``name=`` (see
-    :func:`nuggetbench.retrieval.spec.split_label`), else the spec itself (tables shorten long
-    ones for display: :func:`nuggetbench.spec.short_label`); made unique with ``#2``...
-
-    Raises:
-        InputError: two specs name the same label.
-    """
-    out: list[str] = []
-    named = [split_label(spec)[1] for spec in specs]
-    taken = [n for n in named if n]
-    if len(set(taken)) != len(taken):
-        raise InputError(f"two retrievers have the same name= ({', '.join(taken)}); name each once")
-    for spec, name in zip(specs, named):
-        label = name or spec
-        base, k = label, 2
-        while label in out or (not name and label in taken):
-            label = f"{base}#{k}"
-            k += 1
-        out.append(label)
-    return out
-
-
-def _baseline_name(
-    baseline: str | None, names: list[str], aliases: dict[str, str] | None = None
-) -> str | None:
-    """The baseline's system name from a name, a spec (*aliases*: spec -> label) or a 1-based
-    position (checked before any work)."""
-    if baseline is None or baseline in names:
-        return baseline
-    if aliases and baseline in aliases:
-        return aliases[baseline]
-    if baseline.isdigit() and 1 <= int(baseline) <= len(names):
-        return names[int(baseline) - 1]
-    raise UnknownNameError(
-        f"baseline {baseline!r} is not one of the systems.{suggest(baseline, names)} "
-        f"Systems: {', '.join(names)} (or give a 1-based position)"
-    )
-
-
 def _run_one(
     exp: Experiment,
     dataset: Dataset,
@@ -571,6 +572,7 @@ def _run_one(
         if run_path is not None:
             fault_point("save.run-written")
     results = score(dataset.qrels, run, exp.measures, profile=exp.profile)
+    note_pools(results, dataset.doc_filter)  # ranking a whole pool is not a cut depth
     # a cached retriever builds its index inside the first search that misses the cache
     built = float(getattr(index, "index_seconds", 0.0))
     seconds = {"index": round(t1 - t0 + built, 3), "search": round(t2 - t1 - built, 3)}
@@ -582,5 +584,5 @@ def save_experiment(exp: Experiment) -> Path:
     assert exp.outdir is not None
     path = exp.outdir / "results.json"
     with atomic_write(path) as fh:
-        json.dump(_jsonable(exp.to_dict()), fh, indent=1, default=str)
+        fh.write(json_text(_jsonable(exp.to_dict()), indent=1, default=str))
     return path

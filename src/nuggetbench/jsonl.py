@@ -8,6 +8,7 @@ always reported with its file and line number.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,15 +16,57 @@ from typing import Any
 from nuggetbench._atomic import atomic_write
 from nuggetbench.errors import FormatError
 
-__all__ = ["iter_jsonl", "write_jsonl"]
+__all__ = ["finite", "iter_jsonl", "json_text", "write_jsonl"]
+
+#: What a ``null`` standing for an undefined number means (``json_text(..., note=True)``).
+NULL_NOTE = (
+    "{n} value{s} null: a number that is undefined (NaN) or infinite; JSON has no NaN or "
+    "Infinity, so they are never written"
+)
+
+
+def finite(value: Any) -> tuple[Any, int]:
+    """*value* with every NaN or infinite float (Python's or numpy's, in dicts, lists and
+    tuples at any depth) replaced by ``None``, and how many were replaced. Other values are
+    returned as they are (numpy scalars as Python numbers)."""
+    count = 0
+
+    def clean(v: Any) -> Any:
+        nonlocal count
+        if isinstance(v, float) or type(v).__module__ == "numpy" and hasattr(v, "dtype"):
+            if getattr(v, "ndim", 0):
+                return [clean(x) for x in v.tolist()]
+            v = v.item() if hasattr(v, "item") else v
+            if isinstance(v, float) and not math.isfinite(v):
+                count += 1
+                return None
+            return v
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+
+    return clean(value), count
+
+
+def json_text(value: Any, *, note: bool = False, **kwargs: Any) -> str:
+    """``json.dumps(value, **kwargs)`` that never writes NaN or Infinity (not JSON): they become
+    ``null`` (:func:`finite`). With *note* and a dict *value*, a ``null_values`` entry says how
+    many there are and what they mean (callers that know the reason put it beside the value)."""
+    cleaned, n = finite(value)
+    if note and n and isinstance(cleaned, dict) and "null_values" not in cleaned:
+        cleaned["null_values"] = NULL_NOTE.format(n=n, s=" is" if n == 1 else "s are")
+    return json.dumps(cleaned, allow_nan=False, **kwargs)
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
-    """Write *rows* as JSON lines (UTF-8, not ASCII-escaped) atomically; returns the count."""
+    """Write *rows* as JSON lines (UTF-8, not ASCII-escaped) atomically; returns the count. A
+    NaN or infinite number is written ``null`` (:func:`json_text`)."""
     n = 0
     with atomic_write(path) as fh:
         for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.write(json_text(row, ensure_ascii=False) + "\n")
             n += 1
     return n
 

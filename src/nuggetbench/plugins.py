@@ -95,7 +95,12 @@ class Registry(dict):
                     importlib.import_module(module)
                 except Exception as exc:
                     self.failed[module] = f"{type(exc).__name__}: {exc}"
-                    log.warning("%s module %s failed to import: %s", self.kind, module, exc)
+                    log.warning(
+                        "%s module %s failed to import: %s (what it registers is unavailable)",
+                        self.kind,
+                        module,
+                        exc,
+                    )
                 finally:
                     self.loaded.add(module)
 

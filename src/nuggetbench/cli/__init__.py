@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nuggetbench.cli.evaluate:evaluate_command",
         "Score an existing run file against qrels or a dataset.",
     ),
+    "trec_eval": (
+        "nuggetbench.cli.trec_eval:trec_eval_command",
+        "trec_eval's drop-in: its options, its defaults (no -c) and its text output.",
+    ),
     "datasets": (
         "nuggetbench.cli.datasets:datasets_group",
         "List, describe and download datasets.",
@@ -125,7 +129,7 @@ def cli(ctx: click.Context, verbose: int, no_progress: bool) -> None:
 
     \b
     Examples:
-      nuggetbench run beir/scifact -r bm25 -r bm25:preset=pyserini
+      nuggetbench run beir/scifact -r bm25 -r bm25:k1=0.9,b=0.4
       nuggetbench evaluate qrels.txt run.trec -m nDCG@10 -m AP --per-query
       nuggetbench datasets list
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ import click
 from nuggetbench.cli._formats import measure_digits
 from nuggetbench.cli._tables import Grid, print_grid
 from nuggetbench.errors import NuggetbenchError
+from nuggetbench.jsonl import json_text
 from nuggetbench.llm.secrets import mask_secrets
 from nuggetbench.llm.settings import MAX_REPLY_CHARS
 from nuggetbench.measures import get_profile, measure_keys
@@ -181,9 +181,23 @@ def request_bounds(*, plan: bool = False):
     return decorate
 
 
+#: ``--average-over``: which queries a comparison averages (``compare``, ``answers``, ``run``).
+average_over_option = click.option(
+    "--average-over",
+    "average_over",
+    type=click.Choice(["qrels", "common"]),
+    default="qrels",
+    show_default=True,
+    help="The queries averaged and tested: qrels (every judged query; one a system lacks is "
+    "scored 0, and a significance resting on those is marked with a double dagger) or common "
+    "(only the queries every system has). The footer and the JSON say how many each lacks.",
+)
+
+
 def stats_options(command):
-    """``--test``, ``--correction``, ``--resamples`` and ``--seed``: the paired-comparison options
-    of ``compare`` and ``answers`` (passed on to :func:`nuggetbench.compare.compare`)."""
+    """``--test``, ``--correction``, ``--resamples``, ``--seed`` and ``--average-over``: the
+    paired-comparison options of ``compare`` and ``answers`` (passed on to
+    :func:`nuggetbench.compare.compare`)."""
     for opt in reversed(
         [
             click.option(
@@ -209,6 +223,7 @@ def stats_options(command):
                 help="Bootstrap resamples (and Monte Carlo sign flips of the randomization test).",
             ),
             click.option("--seed", type=int, default=0, show_default=True, help="Random seed."),
+            average_over_option,
         ]
     ):
         command = opt(command)
@@ -349,7 +364,9 @@ def markdown_table(
 
 
 def echo_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=_json_default))
+    """Print *obj* as indented JSON; a NaN or infinite number is ``null``, and a dict gains a
+    ``null_values`` entry saying so (JSON has no NaN: :func:`nuggetbench.jsonl.json_text`)."""
+    click.echo(json_text(obj, note=True, indent=2, ensure_ascii=False, default=_json_default))
 
 
 def _json_default(value: Any):

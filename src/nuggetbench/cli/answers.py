@@ -58,13 +58,7 @@ def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
             )
     finally:
         client.close()
-    for s in res.failures:
-        if res.failures[s]:
-            warn(
-                f"{s}: {res.failures[s]} windows could not be parsed; their nuggets are 'failed' (not supported)"
-            )
-        if res.missing[s]:
-            warn(f"{s}: {res.missing[s]} questions have no answer; scored on an empty answer")
+    _warn(res)
     if fmt == "json":
         echo_json(res.to_dict())
     else:
@@ -72,8 +66,27 @@ def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
     fail_if_strict(sum(res.failures.values()), kept="their nuggets scored as 'failed'")
 
 
+def _warn(res) -> None:
+    """What failed or is missing, and how it counts in the scores (stderr)."""
+    for s in res.failures:
+        if res.failures[s]:
+            warn(
+                f"{s}: {res.failures[s]} windows could not be parsed; their nuggets are 'failed', "
+                "scored as not supported (the scores are lower than the answers may deserve)"
+            )
+        if res.missing[s]:
+            counted = (
+                "left out of every mean and test (--average-over common)"
+                if res.average_over == "common"
+                else "scored on an empty answer (0) in the means and tests; --average-over "
+                "common compares the questions every system answered"
+            )
+            warn(f"{s}: {res.missing[s]} questions have no answer; {counted}")
+
+
 def _render(res) -> None:
-    render_means_table("nugget scores (mean over questions)", res.results, SCORES)
+    render_means_table("nugget scores", res.results, SCORES)
+    console().print(res.averaging(), markup=False)
     console().print(f"requests: {res.windows} windows of at most 10 nuggets; sent now: {res.sent}")
     if res.comparison is not None:
         out = console()

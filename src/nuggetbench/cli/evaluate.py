@@ -7,6 +7,7 @@ import logging
 import click
 
 from nuggetbench.cli._common import (
+    console,
     dataset_options,
     echo_json,
     fmt_value,
@@ -18,10 +19,13 @@ from nuggetbench.cli._common import (
     render_summaries,
     run_file_options,
     run_reading,
+    warn,
 )
 from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
 from nuggetbench.data.formats.zscores import read_zscores
 from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
+from nuggetbench.measures.depth import DEPTH_MARK, depth_of, depth_warning, shallow
+from nuggetbench.measures.results import averaging_text
 
 
 @click.command("evaluate", context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,12 +41,24 @@ from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_optio
     "under 'per_query'), jsonl/csv (records query, measure, value; the mean's query is null in "
     "jsonl and empty in csv), "
     "tsv (measure, query, value lines, as trec_eval -q), markdown or latex; trec_eval: "
-    "trec_eval's own text (default measures: official; averaged as trec_eval without -c). "
+    "trec_eval's own text (default measures: official). Every format prints the same values, "
+    "averaged as the command line says (-c by default; --profile trec_eval for trec_eval's "
+    "own default; `nuggetbench trec_eval` is the drop-in). "
     "trec_eval's measure names work too: all_trec, official, P.5,7,3, ndcg.1=3,2=9.",
 )
-@click.option("-c", "complete", is_flag=True, help="trec_eval -c: average over every judged query.")
 @click.option(
-    "-M", "max_docs", type=click.IntRange(min=1), help="trec_eval -M: documents kept per query."
+    "-c",
+    "complete",
+    is_flag=True,
+    help="trec_eval -c: average over every judged query (already the default of a qrels file; "
+    "with --profile trec_eval...).",
+)
+@click.option(
+    "-M",
+    "max_docs",
+    type=click.IntRange(min=1),
+    help="trec_eval -M: documents kept per query (-M/-l/-J add to the profile, 'trec_eval -c' "
+    "by default).",
 )
 @click.option("-l", "rel_level", type=int, help="trec_eval -l: the lowest relevant grade.")
 @click.option("-J", "judged_only", is_flag=True, help="trec_eval -J: rank judged documents only.")
@@ -91,7 +107,7 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
         raise click.UsageError("-Z (z-scores) applies to --format trec_eval only")
     zscores = read_zscores(opts["zscores_file"]) if opts["zscores_file"] else None
     flags = {k: opts.pop(k) for k in ("complete", "max_docs", "rel_level", "judged_only")}
-    profile = trec_eval_options(opts["profile"], trec_format=fmt == "trec_eval", **flags)
+    profile = trec_eval_options(opts["profile"], **flags)  # the format never changes it
     ev = evaluate_dataset(
         qrels,
         run,
@@ -109,42 +125,67 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
 def _render(
     ev: Evaluation, fmt: str, per_query: bool, label: str, asked: list[str], zscores=None
 ) -> None:
-    """Print the notes and findings (stderr), then the scores in *fmt* (stdout)."""
+    """Print the notes and findings (stderr), then the scores in *fmt* (stdout): every format
+    the same values, and which queries they average (a footer, a JSON field, a caption, or a
+    stderr line beside trec_eval's text and the record formats)."""
     for note in ev.notes:
         info(note)
     render_findings(ev.findings)
+    avg = ev.averaging()
+    cut, depth = shallow(ev.results, ev.measures), depth_of(ev.results)
+    if cut:
+        warn(depth_warning({"": cut}, {"": depth}))
     if fmt == "trec_eval":
         click.echo(trec_eval_text(ev, asked, per_query=per_query, zscores=zscores), nl=False)
+        info(averaging_text(avg))
         return
-    results, measures = ev.results, ev.measures
+    results = ev.results
     if fmt in ("json", "jsonl", "csv", "tsv"):
-        _machine(ev, fmt, per_query)
+        _machine(ev, fmt, per_query, avg, cut)
         return
-    rows = _rows(results, measures, per_query)
-    means = {m: results.means[m] for m in measures}
+    measures = [m + DEPTH_MARK * (m in cut) for m in ev.measures]  # the column says it
+    named = dict(zip(ev.measures, measures))
+    rows = {q: _renamed(v, named) for q, v in _rows(results, ev.measures, per_query).items()}
+    means = _renamed(results.means, named)
     title = f"{label} ({len(results.query_ids)} queries, profile {results.profile!r})"
-    digits = {m: measure_digits(m) for m in measures}
+    footer = averaging_text(avg) + (f"; {DEPTH_MARK}: cutoff beyond the run's depth" * bool(cut))
+    digits = {m: measure_digits(m.rstrip(DEPTH_MARK)) for m in measures}
     if fmt in ("markdown", "latex"):
-        text = wide_text(fmt, "query", rows, measures, digits=digits, caption=title, total=means)
+        caption = f"{title}; {footer}"
+        text = wide_text(fmt, "query", rows, measures, digits=digits, caption=caption, total=means)
         click.echo(text, nl=False)
         for s in ev.summaries:
-            click.echo("\n" + wide_text(fmt, "", s.rows, measures, caption=s.title), nl=False)
+            s_rows = {k: _renamed(v, named) for k, v in s.rows.items()}
+            click.echo("\n" + wide_text(fmt, "", s_rows, measures, caption=s.title), nl=False)
         return
     if per_query:
         render_means_table("per query", rows, measures, first="query")
-    render_means_table(title, {"mean": results.means}, measures, first="")
-    render_summaries(ev.summaries, measures)
+    render_means_table(title, {"mean": means}, measures, first="")
+    console().print(footer, markup=False)
+    render_summaries(ev.summaries, list(ev.measures))
 
 
-def _machine(ev: Evaluation, fmt: str, per_query: bool) -> None:
-    """The scores as json (one object), tsv (trec_eval -q lines) or jsonl/csv records."""
+def _renamed(values, named: dict[str, str]) -> dict:
+    """*values* keyed by the shown column names (a measure beyond the depth carries its mark)."""
+    return {named.get(k, k): v for k, v in values.items()}
+
+
+def _machine(ev: Evaluation, fmt: str, per_query: bool, avg: dict, cut: list[str]) -> None:
+    """The scores as json (one object: the means, ``averaged``, ``beyond_depth`` when a
+    cutoff exceeds the run's depth), tsv (trec_eval -q lines) or jsonl/csv records (which
+    queries they average is said on stderr)."""
     results, measures = ev.results, ev.measures
+    if fmt != "json":
+        info(averaging_text(avg))
     if fmt == "json":
         out = {m: results.means[m] for m in measures}
         if per_query:
             out = {**out, "per_query": {m: results.values(m) for m in measures}}
         if ev.summaries:
             out["summaries"] = {s.title: s.rows for s in ev.summaries}
+        out["averaged"] = {**avg, "text": averaging_text(avg)}
+        if cut:
+            out["beyond_depth"] = {"measures": cut, "run_depth": depth_of(results)}
         echo_json(out)
     elif fmt == "tsv":
         if per_query:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import click
@@ -274,10 +275,16 @@ def _render_agreement(res, fmt: str) -> None:
     info(
         f"pairs: {res.pairs}; judged: {res.judged}; failures: {res.failures}; requests sent: {res.sent}"
     )
-    out.print(f"Cohen's kappa (grades): {res.cohen_kappa:.4f}")
-    out.print(
-        f"Cohen's kappa (binary, relevant at grade >= {res.rel_level}): {res.cohen_kappa_binary:.4f}"
-    )
+    for what, raw, kappa in (
+        ("grades", res.raw_agreement, res.cohen_kappa),
+        (
+            f"binary, relevant at grade >= {res.rel_level}",
+            res.raw_agreement_binary,
+            res.cohen_kappa_binary,
+        ),
+    ):
+        shown = f"{kappa:.4f}" if math.isfinite(kappa) else "undefined (one label on both sides)"
+        out.print(f"agreement ({what}): {raw:.4f} of the pairs; Cohen's kappa {shown}")
     table = Table(title="confusion (rows: human grade, columns: model grade)", title_justify="left")
     table.add_column("human \\ model")
     for g in res.grades:
@@ -286,6 +293,7 @@ def _render_agreement(res, fmt: str) -> None:
         table.add_row(str(g), *(str(v) for v in row))
     out.print(table)
     if res.measure is not None:
-        out.print(f"Kendall's tau of the system orders by {res.measure}: {res.tau:.4f}")
+        tau = f"{res.tau:.4f}" if res.tau is not None and math.isfinite(res.tau) else "undefined"
+        out.print(f"Kendall's tau of the system orders by {res.measure}: {tau}")
     wrote(res.files)
     fail_if_strict(res.failures)

@@ -62,7 +62,7 @@ def nuggets_command(dataset, out, dataset_options, fmt, **kw):
     finally:
         client.close()
     for q, why in res.failed.items():
-        warn(f"query {q}: no nuggets ({why})")
+        warn(f"query {q}: no nuggets ({why}); it is not in the file, so `answers` cannot score it")
     if fmt == "json":
         echo_json(res.to_dict())
     else:

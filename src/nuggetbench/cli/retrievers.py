@@ -30,7 +30,7 @@ def retrievers_command(name):
     Examples:
       -r bm25:k1=0.9,b=0.4     -r dense:MODEL,batch_size=64     -r "bm25 >> rerank:MODEL@100"
       -r "fuse(bm25, dense:MODEL; method=rrf)"     -r "hyde(bm25; model=gpt-4o-mini)"
-      -r bm25:preset=pyserini,name=pyserini   (name=LABEL: the system's name in tables)
+      -r bm25:preset=lucene-flat,name=pyserini   (name=LABEL: the system's name in tables)
       nuggetbench retrievers bm25
     """
     width = console().width
@@ -68,7 +68,7 @@ def _entries() -> list[tuple[str, str, list[tuple[str, str]]]]:
             "SPEC:...,name=LABEL",
             "any spec takes name=: the system's name in tables, results and run files; written "
             "after the prefix's colon like any option (bm25:name=x, "
-            "bm25:preset=pyserini,name=pyserini; fuse(a, b; method=rrf, name=hybrid))",
+            "bm25:k1=0.9,b=0.4,name=tuned; fuse(a, b; method=rrf, name=hybrid))",
             [],
         )
     )
@@ -88,12 +88,15 @@ def _option(param) -> tuple[str, str]:
 
 
 def _presets(cls) -> list[tuple[str, str]]:
-    """``preset=`` with every preset and the options it sets."""
+    """``preset=`` with every preset, the options it sets and what it reproduces."""
     presets = getattr(cls, "PRESETS", None) or {}
     if not presets:
         return []
+    notes = getattr(cls, "PRESET_NOTES", None) or {}
     listed = "; ".join(
-        f"{name} ({', '.join(f'{k}={format_literal(v)}' for k, v in opts.items())})"
+        f"{name} ({', '.join(f'{k}={format_literal(v)}' for k, v in opts.items())}"
+        + (f": {notes[name]}" if name in notes else "")
+        + ")"
         for name, opts in presets.items()
     )
     return [("preset=", f"a named set of options (explicit options win): {listed}")]

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from nuggetbench.cli._common import (
+    average_over_option,
     console,
     dataset_options,
     echo_json,
@@ -28,6 +29,9 @@ from nuggetbench.cli._globals import hidden_alias, progress_wanted
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
+from nuggetbench.measures import get_profile
+from nuggetbench.measures.depth import DEPTH_MARK, depth_of, depth_warning, shallow
+from nuggetbench.measures.results import averaging, averaging_text
 from nuggetbench.retrieval.compose.caching import failed_answers
 
 
@@ -41,7 +45,7 @@ from nuggetbench.retrieval.compose.caching import failed_answers
     multiple=True,
     required=True,
     metavar="SPEC",
-    help="Retriever spec, repeatable: bm25, 'bm25:k1=0.9,b=0.4', bm25:preset=pyserini, ...",
+    help="Retriever spec, repeatable: bm25, 'bm25:k1=0.9,b=0.4', bm25:preset=lucene-flat, ...",
 )
 @measure_option
 @click.option(
@@ -109,6 +113,7 @@ from nuggetbench.retrieval.compose.caching import failed_answers
     "Ray cluster: auto (one running here), local (start one in this process) or HOST:PORT "
     "[env NUGGETBENCH_RAY_ADDRESS]; same runs, byte for byte.",
 )
+@average_over_option
 @click.option(
     "--strict",
     is_flag=True,
@@ -150,6 +155,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         cache_runs=not (no_cache or no_run_cache),
         existing="overwrite" if overwrite else "append" if append else "error",
         ray=more.pop("ray") or "",  # the option reads NUGGETBENCH_RAY_ADDRESS itself
+        average_over=more.pop("average_over"),
         **more,  # k, profile, with_objective
     )
     _render(exp, fmt, cells)
@@ -182,7 +188,9 @@ def _finish(exp: Experiment, ds, *, strict: bool, with_html: bool) -> None:
 
 
 def _render(exp: Experiment, fmt: str, cells=None) -> None:
-    """The experiment's warnings (stderr), then its scores in *fmt* (stdout)."""
+    """The experiment's warnings (stderr), then its scores in *fmt* (stdout): with several
+    systems the comparison (whose legend and JSON say which queries it averaged, what each
+    system lacks, and the cutoffs beyond a system's depth), with one its means and the same."""
     render_findings(exp.findings())
     means = exp.means()
     report = None
@@ -190,16 +198,22 @@ def _render(exp: Experiment, fmt: str, cells=None) -> None:
         try:
             report = exp.comparison()
         except InputError as exc:  # e.g. NaNs on other queries: the means are still shown
-            warn(f"no comparison: {exc}")
+            warn(f"no comparison (no intervals or tests; the means are unaffected): {exc}")
         for note in report.notes if report is not None else ():
             warn(note)  # e.g. a measure of one query: its intervals and tests unavailable
+    averaged, cut, depths = _coverage(exp)
+    if cut:
+        warn(depth_warning(cut, depths))
     if fmt == "json":
-        out = {"dataset": exp.dataset_id, "results": means}
+        out = {"dataset": exp.dataset_id, "results": means, "averaged": averaged}
+        out.update({"depths": depths, "beyond_depth": cut} if cut else {})
         if report is not None:
             out["comparison"] = report.to_dict()
         echo_json(out)
         return
     title = f"{exp.dataset_id} ({exp.n_queries} queries, profile {exp.profile!r})"
+    footer = "; ".join(f"{n}: {t}" for n, t in averaged.items()) if len(averaged) > 1 else ""
+    footer = footer or next(iter(averaged.values()), "")
     if report is not None and fmt != "table":
         click.echo(report.render(fmt, cells=cells), nl=False)
     elif fmt in ("jsonl", "csv", "tsv"):
@@ -209,14 +223,38 @@ def _render(exp: Experiment, fmt: str, cells=None) -> None:
             for m in exp.measures
         ]
         click.echo(records_text(fmt, records), nl=False)
+        info(footer)
     elif fmt in ("markdown", "latex"):
         digits = {m: measure_digits(m) for m in exp.measures}
+        caption = f"{title}; {footer}"
         click.echo(
-            wide_text(fmt, "system", means, exp.measures, digits=digits, caption=title), nl=False
+            wide_text(fmt, "system", means, exp.measures, digits=digits, caption=caption),
+            nl=False,
         )
     elif report is not None:
         console().print(title)
         out = console()
         out.print(report.to_rich(width=out.width))
-    else:
-        render_means_table(title, means, exp.measures)  # long names: abbreviated, with a legend
+    else:  # one system: its means (long names abbreviated, with a legend), marked
+        marked = {
+            n: {m + DEPTH_MARK * (m in cut.get(n, ())): v for m, v in row.items()}
+            for n, row in means.items()
+        }
+        columns = [m + DEPTH_MARK * any(m in c for c in cut.values()) for m in exp.measures]
+        render_means_table(title, marked, columns)
+        console().print(
+            footer + (f"; {DEPTH_MARK}: cutoff beyond the depth" if cut else ""), markup=False
+        )
+
+
+def _coverage(exp: Experiment) -> tuple[dict, dict, dict]:
+    """``({system: which queries its means average}, {system: measures beyond its depth},
+    {system: depth})``."""
+    prof = get_profile(exp.profile)
+    averaged = {n: averaging_text(averaging(s.results, prof)) for n, s in exp.systems.items()}
+    if exp.provenance.get("average_over") == "common":
+        left = exp.provenance.get("left_out") or 0
+        averaged = {n: f"{t} (every system has them; {left} left out)" for n, t in averaged.items()}
+    depths = {n: depth_of(s.results) for n, s in exp.systems.items()}
+    cut = {n: c for n, s in exp.systems.items() if (c := shallow(s.results, exp.measures))}
+    return averaged, cut, depths

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from nuggetbench.compare.corrections import adjust_pvalues, normalize_correction
+from nuggetbench.compare.missing import (
+    AVERAGE_OVER,
+    by_name,
+    common_queries,
+    lacking,
+    mark_resting_on_missing,
+)
 from nuggetbench.compare.reporting import TIE_TOLERANCE, ComparisonReport, Difference, Estimate
 from nuggetbench.compare.stats import (
     TESTS,
@@ -22,6 +29,7 @@ from nuggetbench.compare.stats import (
     randomization_many,
 )
 from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
+from nuggetbench.measures.depth import depth_of, shallow
 from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.registry import get_family
 
@@ -46,6 +54,8 @@ def compare(
     seed: int | None = 0,
     query_ids: Sequence[str] | None = None,
     intervals: bool = True,
+    average_over: str = "qrels",
+    missing: Mapping[str, Collection[str]] | None = None,
 ) -> ComparisonReport:
     """Compare systems evaluated on the same queries against a baseline.
 
@@ -61,9 +71,8 @@ def compare(
             - a mapping ``name -> Results``-like;
             - a mapping ``name -> {measure: {query_id: value}}``;
             - a mapping ``name -> {measure: array}`` together with *query_ids* (shared order).
-            NaN marks a query a measure does not average (e.g. the ``birco`` profile's recall
-            over queries without relevant documents); NaNs must fall on the same queries for
-            every system and those queries are left out of that measure.
+            NaN marks a query a measure does not average (``birco``'s recall without relevant
+            documents): on the same queries for every system, left out of that measure.
         baseline: name or 0-based position (not negative) of the baseline (default: the first).
         measures: measure strings to compare (default: those every system has, in the first
             system's order).
@@ -76,42 +85,61 @@ def compare(
         n_resamples: bootstrap resamples (and Monte Carlo sign flips of the randomisation test).
         seed: seed of the resampling :class:`numpy.random.Generator` (same seed, same report).
         query_ids: query ids for the ``name -> {measure: array}`` input form.
-        intervals: compute the bootstrap intervals (``False``: NaN, to check a stored
-            comparison's other numbers quickly). A measure of fewer than two queries gets NaN
-            intervals and tests (unavailable, noted), never significant.
+        intervals: bootstrap intervals (``False``: NaN, to check a stored comparison quickly);
+            a measure of fewer than two queries gets NaN intervals and tests, never significant.
+        average_over: ``"qrels"`` (every query evaluated; one a run lacks was scored 0) or
+            ``"common"`` (the queries every system has): :mod:`nuggetbench.compare.missing`.
+        missing: ``{system: query ids it lacks}`` (default: each Results' ``missing_queries``).
 
     Returns:
-        A :class:`ComparisonReport`; count measures (``num_rel``...) as totals (its ``totals``).
+        A :class:`ComparisonReport`: count measures as totals (``totals``), what each system
+        lacks (``missing``, ``Difference.rests_on_missing``), depths (``beyond_depth``).
 
     Raises:
-        InputError: fewer than two systems, systems evaluated on different query sets (the
-            message names the queries only one side has), a measure missing from a system,
-            NaNs on different queries, bad levels.
-        UnknownNameError: unknown test, correction or baseline name.
+        InputError: fewer than two systems, different query sets under ``"qrels"`` (the
+            queries only one side has are named), fewer than two common queries, a measure
+            missing from a system, NaNs on different queries, bad levels.
+        UnknownNameError: unknown test, correction, baseline name or *average_over*.
     """
     systems = _normalise(results, query_ids)
     base, names = _ordered(list(systems), baseline)
     test_name, corr = _settings(test, correction, alpha, ci, len(names))
-    qids = _check_same_queries(systems, base)
+    lacks = lacking(results, list(systems), missing)
+    qids, left_out = _compared_queries(systems, base, lacks, average_over)
     aligned = {n: _align(systems[n], qids) for n in names}
+    measure_list = _choose_measures(aligned, names, measures)
+    given = by_name(results, names)
+    settings = {"test": test_name, "test_method": test_name, "correction": corr, "alpha": alpha}
+    settings.update(ci=ci, n_resamples=n_resamples, seed=seed, average_over=average_over)
     report = ComparisonReport(
-        systems=names,
-        baseline=base,
-        measures=_choose_measures(aligned, names, measures),
-        query_ids=qids,
-        estimates=[],
-        differences=[],
-        test=test_name,
-        test_method=test_name,
-        correction=corr,
-        alpha=alpha,
-        ci=ci,
-        n_resamples=n_resamples,
-        seed=seed,
-        notes=[],
+        names, base, measure_list, qids, [], [], notes=[], left_out=left_out, **settings
     )
+    report.missing = {n: len(lacks[n] & set(qids)) for n in names}
+    report.depths = {n: depth_of(obj) for n, obj in given.items()}
+    report.beyond_depth = {n: c for n in names if (c := shallow(given[n], measure_list))}
     _fill(report, aligned, intervals)
+    if average_over == "qrels":
+        mark_resting_on_missing(report, aligned, lacks)
     return report
+
+
+def _compared_queries(
+    systems: dict[str, PerQuery], base: str, lacks: dict[str, set[str]], average_over: str
+) -> tuple[list[str], int]:
+    """``(the queries compared, how many judged queries were left out)`` under *average_over*
+    (see :mod:`nuggetbench.compare.missing`).
+
+    Raises:
+        UnknownNameError: an unknown *average_over*; InputError: as :func:`compare`.
+    """
+    if average_over not in AVERAGE_OVER:
+        raise UnknownNameError(
+            f"average_over must be one of {', '.join(AVERAGE_OVER)}, got {average_over!r}"
+        )
+    if average_over == "common":
+        return common_queries(systems, lacks, base)
+    qids = _check_same_queries(systems, base)
+    return qids, len(set().union(*lacks.values()) - set(qids))  # the profile left them out
 
 
 def _fill(
@@ -444,7 +472,9 @@ def _check_same_queries(systems: dict[str, PerQuery], base: str) -> list[str]:
             raise InputError(
                 f"systems {base!r} ({len(qids)} queries) and {name!r} ({len(other)} queries) were evaluated "
                 f"on different query sets: {_diff_text(qids, other, repr(base), repr(name))}. Paired "
-                "comparisons need the same queries: evaluate every run against the same qrels/profile"
+                "comparisons need the same queries: evaluate every run against the same qrels/profile, "
+                "or compare over the queries every system has (average_over='common', "
+                "--average-over common)"
             )
     return list(qids)
 

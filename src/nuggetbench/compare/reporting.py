@@ -17,7 +17,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from nuggetbench.compare.cells import finite_json, fixed, md_escape, p_eq, p_text, signed, tex
+from nuggetbench.compare.missing import MISSING_MARK, averaging_line, extra_legend
 from nuggetbench.errors import UnknownNameError, suggest
+from nuggetbench.measures.depth import DEPTH_MARK
 from nuggetbench.spec import short_label, short_labels
 
 __all__ = ["Estimate", "Difference", "ComparisonReport", "FORMATS", "CELLS", "parse_cells"]
@@ -58,6 +61,10 @@ class Difference:
         effect_size: Cohen's d_z of the per-query differences.
         wins, ties, losses: queries where *system* scores above, equal to (within
             :data:`TIE_TOLERANCE`) or below the baseline.
+        missing: compared queries that *system* or the baseline lacks (scored 0).
+        rests_on_missing: significant, but not on the queries both have (the same test and
+            correction): the significance rests on the missing queries
+            (:mod:`~nuggetbench.compare.missing`); marked with a double dagger.
     """
 
     system: str
@@ -74,6 +81,8 @@ class Difference:
     wins: int = 0
     ties: int = 0
     losses: int = 0
+    missing: int = 0
+    rests_on_missing: bool = False
 
     @property
     def wtl(self) -> str:
@@ -103,6 +112,12 @@ class ComparisonReport:
             whose estimates' ``mean``, differences and intervals are totals over the compared
             queries (n times the means), as ``evaluate`` prints them; their tests, p-values and
             effect sizes are those of the per-query values, as for any measure.
+        average_over: ``"qrels"`` (a query a system lacks scored 0) or ``"common"`` (the
+            queries every system has); *missing*: ``{system: compared queries it lacks}``;
+            *left_out*: queries left out under ``"common"``.
+        depths: ``{system: most documents ranked for one query}`` (``None``: unknown);
+            *beyond_depth*: ``{system: measures whose cutoff exceeds its depth}``, marked
+            with :data:`~nuggetbench.measures.depth.DEPTH_MARK`.
     """
 
     systems: list[str]
@@ -121,6 +136,11 @@ class ComparisonReport:
     notes: list[str] = field(default_factory=list)
     deltas: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     totals: list[str] = field(default_factory=list)
+    average_over: str = "qrels"
+    missing: dict[str, int] = field(default_factory=dict)
+    left_out: int = 0
+    depths: dict[str, int | None] = field(default_factory=dict)
+    beyond_depth: dict[str, list[str]] = field(default_factory=dict)
 
     # --- lookup -------------------------------------------------------------------------
     def estimate(self, system: str, measure: str) -> Estimate:
@@ -164,10 +184,20 @@ class ComparisonReport:
         corr = "" if self.correction == "none" else f", {self.correction}-corrected"
         totals = f"; {', '.join(self.totals)}: totals, not means" if self.totals else ""
         return (
-            f"{len(self.query_ids)} queries; [{self.ci:.0%} bootstrap CI, {self.n_resamples} resamples]; "
+            f"{averaging_line(self)}; [{self.ci:.0%} bootstrap CI, {self.n_resamples} resamples]; "
             f"{MARK} significant difference to {baseline!r} ({self.test_method}{corr}, p < {self.alpha:g}); "
-            f"W/T/L: queries won/tied/lost against it{totals}"
+            f"W/T/L: queries won/tied/lost against it{totals}{extra_legend(self)}"
         )
+
+    def _marks(self, system: str, measure: str) -> tuple[str, str]:
+        """``(mark after the mean, mark of the difference)``: the depth mark when the cutoff
+        exceeds the system's depth; the dagger, or the double dagger when the significance
+        rests on missing queries."""
+        d = self._diff_or_none(system, measure)
+        depth = DEPTH_MARK if measure in self.beyond_depth.get(system, ()) else ""
+        if d is None or not d.significant:
+            return depth, ""
+        return depth, MISSING_MARK if d.rests_on_missing else MARK
 
     # --- records ------------------------------------------------------------------------
     def rows(self) -> list[dict[str, Any]]:
@@ -198,13 +228,16 @@ class ComparisonReport:
                         "wins": d.wins if d else None,
                         "ties": d.ties if d else None,
                         "losses": d.losses if d else None,
+                        "missing": self.missing.get(system, 0),
+                        "rests_on_missing": d.rests_on_missing if d else None,
+                        "beyond_depth": measure in self.beyond_depth.get(system, ()),
                     }
                 )
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """Settings, estimates and differences as plain JSON-ready values (inf/nan become None)."""
-        return _clean(
+        return finite_json(
             {
                 "baseline": self.baseline,
                 "systems": list(self.systems),
@@ -222,6 +255,12 @@ class ComparisonReport:
                 "differences": [asdict(d) for d in self.differences],
                 "deltas": self.deltas,
                 "totals": list(self.totals),
+                "average_over": self.average_over,
+                "averaging": averaging_line(self),
+                "missing": dict(self.missing),
+                "left_out": self.left_out,
+                "depths": dict(self.depths),
+                "beyond_depth": {s: list(m) for s, m in self.beyond_depth.items()},
             }
         )
 
@@ -231,7 +270,7 @@ class ComparisonReport:
 
     def to_jsonl(self) -> str:
         """JSON Lines: one object per (system, measure), keys as in :meth:`rows`."""
-        return "".join(json.dumps(_clean(r), ensure_ascii=False) + "\n" for r in self.rows())
+        return "".join(json.dumps(finite_json(r), ensure_ascii=False) + "\n" for r in self.rows())
 
     def to_csv(self, delimiter: str = ",") -> str:
         """CSV text, one row per (system, measure), columns as in :meth:`rows` (*delimiter*
@@ -277,15 +316,17 @@ class ComparisonReport:
         k = self._digits(measure, digits)
         e = self.estimate(system, measure)
         d = self._diff_or_none(system, measure)
-        text = _f(e.mean, k)
+        text = fixed(e.mean, k)
         if self._is_best(system, measure, k):
             text = rf"\textbf{{{text}}}" if latex else f"**{text}**"
-        if "dagger" in cells and d is not None and d.significant:
-            text += r"$^{\dagger}$" if latex else MARK
-        extra = [f"[{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]"] if "ci" in cells else []
+        depth, sig = self._marks(system, measure)
+        text += (r"$^{\S}$" if latex else depth) if depth else ""
+        if "dagger" in cells and sig:
+            text += (r"$^{\ddagger}$" if sig == MISSING_MARK else r"$^{\dagger}$") if latex else sig
+        extra = [f"[{fixed(e.ci_low, k)}, {fixed(e.ci_high, k)}]"] if "ci" in cells else []
         if d is not None:
-            extra += [_signed(d.diff, k)] if "diff" in cells else []
-            inner = [f"$p{_eq(d.p_adjusted)}$" if latex else f"p{_eq(d.p_adjusted)}"]
+            extra += [signed(d.diff, k)] if "diff" in cells else []
+            inner = [f"$p{p_eq(d.p_adjusted)}$" if latex else f"p{p_eq(d.p_adjusted)}"]
             inner = (inner if "p" in cells else []) + ([f"W/T/L {d.wtl}"] if "wtl" in cells else [])
             extra += [f"({', '.join(inner)})"] if inner else []
         if not extra:
@@ -321,7 +362,7 @@ class ComparisonReport:
         for s in self.systems:
             label = f"{s} (baseline)" if s == self.baseline else s
             row = [self._cell(s, m, digits, cells) for m in self.measures]
-            lines.append("| " + " | ".join([_md_escape(label), *row]) + " |")
+            lines.append("| " + " | ".join([md_escape(label), *row]) + " |")
         return "\n".join(lines) + "\n\n" + self._paper_legend(cells) + "\n"
 
     def to_latex(self, digits: int | None = None, cells=CELLS) -> str:
@@ -334,17 +375,21 @@ class ComparisonReport:
             r"% needs \usepackage{booktabs}",
             r"\begin{tabular}{" + cols + "}",
             r"\toprule",
-            "System & " + " & ".join(_tex(m) for m in self.measures) + r" \\",
+            "System & " + " & ".join(tex(m) for m in self.measures) + r" \\",
             r"\midrule",
         ]
         for s in self.systems:
             row = [self._cell(s, m, digits, cells, latex=True) for m in self.measures]
             label = f"{s} (baseline)" if s == self.baseline else s
-            lines.append(_tex(label) + " & " + " & ".join(row) + r" \\")
+            lines.append(tex(label) + " & " + " & ".join(row) + r" \\")
         lines += [
             r"\bottomrule",
             r"\end{tabular}",
-            "% " + _tex(self._paper_legend(cells)).replace(MARK, "dagger:"),
+            "% "
+            + tex(self._paper_legend(cells))
+            .replace(MARK, "dagger:")
+            .replace(MISSING_MARK, "double dagger:")
+            .replace(DEPTH_MARK, "section sign:"),
         ]
         return "\n".join(lines) + "\n"
 
@@ -377,16 +422,15 @@ class ComparisonReport:
         e = self.estimate(s, m)
         d = self._diff_or_none(s, m)
         style = ""
-        mark = ""
-        if d is not None and d.significant:
-            mark = MARK
+        depth, mark = self._marks(s, m)
+        if mark:
             style = "bold green" if d.diff > 0 else "bold red"
         lines = [
-            (f"{_f(e.mean, k)}{mark}", style),
-            (f"[{_f(e.ci_low, k)}, {_f(e.ci_high, k)}]", "dim"),
+            (f"{fixed(e.mean, k)}{depth}{mark}", style),
+            (f"[{fixed(e.ci_low, k)}, {fixed(e.ci_high, k)}]", "dim"),
         ]
         if d is not None:
-            lines.append((f"{_signed(d.diff, k)} p{_eq(d.p_adjusted)}", "dim"))
+            lines.append((f"{signed(d.diff, k)} p{p_eq(d.p_adjusted)}", "dim"))
             lines.append((f"W/T/L {d.wtl}", "dim"))
         return lines
 
@@ -456,7 +500,9 @@ class ComparisonReport:
                 d = self._diff_or_none(s, m)
                 k = self._digits(m, digits)
                 rest = (
-                    [_signed(d.diff, k), _p(d.p_adjusted), d.wtl] if d is not None else ["", "", ""]
+                    [signed(d.diff, k), p_text(d.p_adjusted), d.wtl]
+                    if d is not None
+                    else ["", "", ""]
                 )
                 table.add_row(labels[s], mean, *rest)
             parts.append(table)
@@ -512,66 +558,3 @@ def parse_cells(cells: str | Sequence[str] | None) -> tuple[str, ...]:
                 f"{', '.join(CELLS)}.{suggest(item, CELLS)}"
             )
     return tuple(c for c in CELLS if c in items or c == "mean")
-
-
-#: What a table shows for a number that could not be computed (an interval or a test of a
-#: measure with fewer than two queries).
-UNAVAILABLE = "n/a"
-
-
-def _missing(value: float | None) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _f(value: float, digits: int) -> str:
-    return UNAVAILABLE if _missing(value) else f"{value:.{digits}f}"
-
-
-def _signed(value: float, digits: int) -> str:
-    return UNAVAILABLE if _missing(value) else f"{value:+.{digits}f}"
-
-
-def _p(value: float) -> str:
-    if _missing(value):
-        return UNAVAILABLE
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _eq(p: float) -> str:
-    text = _p(p)
-    return text if text.startswith("<") else (" " if text == UNAVAILABLE else "=") + text
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def _tex(text: str) -> str:
-    out = text
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("&", r"\&"),
-        ("%", r"\%"),
-        ("$", r"\$"),
-        ("#", r"\#"),
-        ("_", r"\_"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-        ("~", r"\textasciitilde{}"),
-        ("^", r"\^{}"),
-    ):
-        if a == "\\":
-            out = out.replace(a, "\x00")
-        else:
-            out = out.replace(a, b)
-    return out.replace("\x00", r"\textbackslash{}")
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value

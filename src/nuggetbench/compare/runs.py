@@ -13,6 +13,7 @@ from nuggetbench.compare.core import compare
 from nuggetbench.compare.reporting import ComparisonReport
 from nuggetbench.data.formats.rankfile import check_pools
 from nuggetbench.measures import measure_pairs, score
+from nuggetbench.measures.depth import note_pools
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def compare_runs(
         doc_filter: per-query candidate pools; each run is checked against them and the report's
             notes say how many ranked documents lie outside (they are not removed).
         **compare_options: passed to :func:`compare` (``baseline``, ``test``, ``correction``,
-            ``alpha``, ``ci``, ``n_resamples``, ``seed``).
+            ``alpha``, ``ci``, ``n_resamples``, ``seed``, ``average_over``).
 
     Returns:
         A :class:`ComparisonReport` (its ``notes`` also carry run-only / missing query counts).
@@ -61,9 +62,20 @@ def compare_runs(
             if not check.ok:
                 notes.append(f"{name}: {check.describe()}")
         res = score(qrels, run, given, **kwargs)
+        note_pools(res, doc_filter)  # a system that ranks whole pools is not cut
         missing = res.missing_queries
         if missing:
-            notes.append(f"{name}: {len(missing)} judged queries are missing from the run")
+            counted = (
+                "left out of the comparison for every run (--average-over common)"
+                if compare_options.get("average_over") == "common"
+                else "scored 0 in its means and tests (--average-over common compares the "
+                "queries every run has)"
+                if missing[0] in set(res.query_ids)
+                else f"left out by profile {res.profile!r}"
+            )
+            notes.append(
+                f"{name}: {len(missing)} judged queries are missing from the run, {counted}"
+            )
         results[name] = res
     report = compare(results, measures=keys, **compare_options)
     report.notes[:0] = notes

@@ -298,7 +298,11 @@ def nugget_qrels(
         try:
             doc_filter = chapter_filter(corpus, queries)
         except InputError as exc:
-            log.warning("%s; judging every question against every passage", exc)
+            log.warning(
+                "%s; judging every question against every passage (a passage of another chapter "
+                "that holds an evidence span counts as relevant too)",
+                exc,
+            )
     sources = [read_notebook(p).text for p in notebook_paths(folder).values()] or None
     judged = judge_spans(
         nuggets, corpus, source_texts=sources, doc_filter=doc_filter, name=DATASET_ID

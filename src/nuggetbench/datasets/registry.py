@@ -455,7 +455,8 @@ def _check_folder(folder: Path) -> None:
             "are read (evaluate, compare), else a registered dataset id or a BEIR-format folder"
         )
     try:
-        next(os.scandir(folder), None)
+        with os.scandir(folder) as entries:  # closed: an open iterator is a ResourceWarning
+            next(entries, None)
     except PermissionError:
         raise DatasetError(
             f"{folder}: permission denied (this user may not read the folder); check its "

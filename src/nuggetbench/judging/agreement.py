@@ -4,10 +4,15 @@ Judged pairs of the dataset (all, or ``sample`` drawn without replacement by
 ``numpy.random.default_rng(seed)`` from the pairs sorted by (query id, doc id)) are judged again by the model
 (:func:`~.grading.judge_pairs`) and compared with the human grades:
 
+* **raw agreement** ``p_o``: the share of pairs the model grades as the human did, on the grades
+  (``raw_agreement``) and on the binary labels (``raw_agreement_binary``), always defined;
 * **Cohen's kappa** (Cohen, 1960): ``kappa = (p_o - p_e) / (1 - p_e)`` with ``p_o`` the share of
   pairs given the same label and ``p_e = sum_l p_human(l) * p_model(l)``; on the grades as they
   are (``cohen_kappa``) and on binary labels ``grade >= rel_level`` (``cohen_kappa_binary``).
-  Unweighted, as ``sklearn.metrics.cohen_kappa_score`` computes it (NaN when ``p_e = 1``).
+  Unweighted, as ``sklearn.metrics.cohen_kappa_score`` computes it. Undefined (NaN; ``null``
+  in JSON, with ``cohen_kappa_note`` saying why) when ``p_e = 1``: both sides gave every pair
+  one and the same label, e.g. on a qrels of one grade (SciFact) whose pairs the model all
+  calls relevant, where the raw agreement is 1.
 * the **confusion matrix**: rows the human grades, columns the model's, over
   ``0..max(3, largest human grade)``;
 * given runs, **Kendall's tau** (``scipy.stats.kendalltau``, tau-b) between the order of the
@@ -40,6 +45,7 @@ from nuggetbench.measures import get_profile, score
 __all__ = [
     "AgreementOutcome",
     "cohen_kappa",
+    "raw_agreement",
     "confusion_matrix",
     "sample_pairs",
     "default_rel_level",
@@ -67,6 +73,23 @@ def cohen_kappa(a: Sequence[int], b: Sequence[int]) -> float:
     if p_e >= 1.0:
         return float("nan")
     return (p_o - p_e) / (1.0 - p_e)
+
+
+def raw_agreement(a: Sequence[int], b: Sequence[int]) -> float:
+    """The share of positions where *a* and *b* hold the same label (``p_o`` of kappa); 0.0
+    for empty sequences."""
+    a_arr, b_arr = np.asarray(a), np.asarray(b)
+    return float(np.mean(a_arr == b_arr)) if a_arr.size else 0.0
+
+
+#: Why a figure of :class:`AgreementOutcome` can be undefined (its JSON says so beside the null).
+UNDEFINED = {
+    "cohen_kappa": "undefined: the human and the model gave every pair the same single grade "
+    "(expected agreement 1); see raw_agreement",
+    "cohen_kappa_binary": "undefined: the human and the model gave every pair the same binary "
+    "label (expected agreement 1); see raw_agreement_binary",
+    "kendall_tau": "undefined: fewer than two runs, or one side ranks every system equal",
+}
 
 
 def confusion_matrix(
@@ -148,14 +171,20 @@ class AgreementOutcome:
     model_means: dict[str, float] = field(default_factory=dict)
     judgments: list[Judgment] = field(default_factory=list, repr=False)
     files: dict[str, str] = field(default_factory=dict)
+    raw_agreement: float = float("nan")
+    raw_agreement_binary: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
+        """The figures as JSON values: an undefined one is ``None`` with ``<name>_note`` beside
+        it (:data:`UNDEFINED`), never NaN."""
         out = {
             "pairs": self.pairs,
             "judged": self.judged,
             "failures": self.failures,
             "requests_sent": self.sent,
             "rel_level": self.rel_level,
+            "raw_agreement": self.raw_agreement,
+            "raw_agreement_binary": self.raw_agreement_binary,
             "cohen_kappa": self.cohen_kappa,
             "cohen_kappa_binary": self.cohen_kappa_binary,
             "grades": self.grades,
@@ -170,6 +199,11 @@ class AgreementOutcome:
                 human_means=self.human_means,
                 model_means=self.model_means,
             )
+        for key in list(out):
+            value = out[key]
+            if key in UNDEFINED and (value is None or not np.isfinite(value)):
+                out[key] = None
+                out[f"{key}_note"] = UNDEFINED[key]
         return out
 
 
@@ -262,22 +296,13 @@ def _agreement(
     ok = [j for j in judgments if j.grade is not None]
     if not ok:
         raise InputError(f"{dataset.id}: every one of the {len(pairs)} judgments failed")
-    h = [int(j.human_grade) for j in ok]
-    m = [int(j.grade) for j in ok]
-    grades = list(range(max(3, *h) + 1))
     outcome = AgreementOutcome(
         pairs=len(pairs),
         judged=len(ok),
         failures=len(judgments) - len(ok),
         sent=client.ledger.paid()[0] - paid,
         rel_level=level,
-        cohen_kappa=cohen_kappa(h, m),
-        cohen_kappa_binary=cohen_kappa([int(x >= level) for x in h], [int(x >= level) for x in m]),
-        grades=grades,
-        confusion=confusion_matrix(h, m, grades),
-        confusion_binary=confusion_matrix(
-            [int(x >= level) for x in h], [int(x >= level) for x in m], [0, 1]
-        ),
+        **_figures([int(j.human_grade) for j in ok], [int(j.grade) for j in ok], level),
         usage={
             "model": client.settings.model,
             "prompt": load_prompt(JUDGE_PROMPT).version,
@@ -291,6 +316,22 @@ def _agreement(
     if stage is not None:
         _save(outcome, stage, client.settings.model)
     return outcome
+
+
+def _figures(h: list[int], m: list[int], level: int) -> dict[str, Any]:
+    """Agreement, kappa and confusion of the human grades *h* and the model's *m*, on the
+    grades and on binary labels (grade >= *level*)."""
+    hb, mb = [int(x >= level) for x in h], [int(x >= level) for x in m]
+    grades = list(range(max(3, *h) + 1))
+    return {
+        "cohen_kappa": cohen_kappa(h, m),
+        "cohen_kappa_binary": cohen_kappa(hb, mb),
+        "raw_agreement": raw_agreement(h, m),
+        "raw_agreement_binary": raw_agreement(hb, mb),
+        "grades": grades,
+        "confusion": confusion_matrix(h, m, grades),
+        "confusion_binary": confusion_matrix(hb, mb, [0, 1]),
+    }
 
 
 def _add_system_order(

@@ -276,10 +276,28 @@ class AnswersOutcome:
     usage: dict[str, Any] = field(default_factory=dict)
     comparison: Any = None
     files: dict[str, str] = field(default_factory=dict)
+    average_over: str = "qrels"
+    averaged: int | None = None
+
+    def averaging(self) -> str:
+        """Which questions the means average, and how the unanswered ones count."""
+        n = len(next(iter(self.per_query.values()))[SCORES[0]]) if self.per_query else 0
+        lacks = {s: k for s, k in self.missing.items() if k}
+        if self.average_over == "common":
+            return (
+                f"mean over the {self.averaged} questions every system answered; "
+                f"{n - (self.averaged or 0)} left out"
+            )
+        listed = ", ".join(f"{s} {k}" for s, k in lacks.items())
+        return f"mean over {n} questions" + (
+            f"; unanswered, scored 0 (an empty answer): {listed}" if lacks else ""
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = {
             "results": self.results,
+            "average_over": self.average_over,
+            "averaging": self.averaging(),
             "windows": self.windows,
             "requests_sent": self.sent,
             "failures": self.failures,

@@ -95,14 +95,19 @@ def answers_files(
     named by its file's stem, the whole path when two stems are equal), assign and score
     (:func:`~.answers.assign_answers`), compare the systems as ``compare`` does
     (:func:`nuggetbench.compare.compare` with *compare_options*: ``baseline``, ``test``,
-    ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``) when there are two or more, and
+    ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``, ``average_over``; a question a
+    system did not answer is what it lacks) when there are two or more, and
     with *out_dir* write ``assignments.jsonl`` (one row per system, question and nugget) and
     ``answers.json`` (the summary), named in the outcome's ``files`` (the folder locked from
     the start, refused when it holds another kind of output, both files replaced together:
     :func:`nuggetbench._outfolder.writing`).
 
+    With ``average_over="common"`` the means (and the comparison) are over the questions every
+    system answered; by default (``"qrels"``) over every question, an unanswered one scored 0.
+
     Raises:
-        InputError / FormatError: from the readers; LLMError / BudgetError: from the client.
+        InputError / FormatError: from the readers, or no question answered by every system
+            under ``"common"``; LLMError / BudgetError: from the client.
     """
     sets = read_nuggets(nuggets)
     systems: dict[str, dict[str, str]] = {}
@@ -130,12 +135,25 @@ def _assigned(
     progress: Callable[[int], None] | None,
     compare_options: dict[str, Any],
 ) -> AnswersOutcome:
-    """The assignments and scores of :func:`answers_files`, and the comparison of 2+ systems."""
+    """The assignments and scores of :func:`answers_files` (under ``average_over="common"``
+    the means over the questions every system answered), and the comparison of 2+ systems
+    (a question a system did not answer is what it lacks)."""
     outcome = assign_answers(sets, systems, client, max_repairs=max_repairs, progress=progress)
+    unanswered = {s: [q for q in sets if q not in answered] for s, answered in systems.items()}
+    outcome.average_over = compare_options.get("average_over", "qrels")
+    if outcome.average_over == "common":  # the means too: over the questions every system answered
+        common = [q for q in sets if not any(q in lacks for lacks in unanswered.values())]
+        if not common:
+            raise InputError("--average-over common: no question is answered by every system")
+        outcome.results = {
+            s: {m: sum(v[q] for q in common) / len(common) for m, v in per.items()}
+            for s, per in outcome.per_query.items()
+        }
+        outcome.averaged = len(common)
     if len(systems) > 1:
         options = dict(compare_options)
         options["baseline"] = baseline_at(options.get("baseline"), list(systems))  # 1-based
-        outcome.comparison = compare(outcome.per_query, **options)
+        outcome.comparison = compare(outcome.per_query, missing=unanswered, **options)
     return outcome
 
 

@@ -28,7 +28,6 @@ Judged@k is ir_measures' judgment rate (the ``Judged`` family) under the ``trec_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +39,7 @@ from nuggetbench.data import Qrels, Run
 from nuggetbench.data.formats.trec import write_qrels
 from nuggetbench.datasets import Dataset
 from nuggetbench.errors import InputError
+from nuggetbench.jsonl import json_text
 from nuggetbench.judging.grading import JUDGE_PROMPT, Judgment, judge_pairs
 from nuggetbench.llm.client import LLMClient
 from nuggetbench.llm.prompts import load_prompt
@@ -112,13 +112,15 @@ def write_rows(path: Path, rows: Sequence[dict]) -> Path:
     """Write *rows* as JSON lines, atomically."""
     with atomic_write(path, "w") as fh:
         for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.write(json_text(row, ensure_ascii=False) + "\n")
     return path
 
 
 def write_json(path: Path, obj: Any) -> Path:
+    """Write *obj* as indented JSON, atomically; NaN and infinities as ``null``, noted
+    (:func:`nuggetbench.jsonl.json_text`)."""
     with atomic_write(path, "w") as fh:
-        fh.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+        fh.write(json_text(obj, note=True, indent=2, ensure_ascii=False) + "\n")
     return path
 
 

@@ -32,6 +32,8 @@ __all__ = [
     "measure_keys",
     "measure_pairs",
     "plain_measures",
+    "restrict",
+    "run_depth",
 ]
 
 
@@ -154,11 +156,22 @@ def _provenance(qrels: Any, run: Any, profile: Profile) -> LazyProvenance:
             "qrels_fingerprint": None,
             "profile": profile.name,
             "profile_description": profile.description,
+            "run_depth": run_depth(run),
             "nuggetbench_version": __version__,
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         },
         {"run_fingerprint": fingerprint_of(run), "qrels_fingerprint": fingerprint_of(qrels)},
     )
+
+
+def run_depth(run: Any) -> int | None:
+    """The most entries one query of *run* holds (its depth: 0 when it holds none; ``None`` for
+    an object without ``lengths``)."""
+    lengths = getattr(run, "lengths", None)
+    if not callable(lengths):
+        return None
+    counts = lengths()
+    return int(counts.max()) if len(counts) else 0
 
 
 def score(
@@ -193,6 +206,48 @@ def score(
     results = score_quietly(qrels, run, measures, profile=profile)
     log_query_sets(results, profile)
     return results
+
+
+def restrict(results: Results, query_ids: Iterable[str], profile: str | Profile) -> Results:
+    """*results* on some of its queries (``--average-over common``): the per-query values of
+    *query_ids* (kept in *results*' order), the means taken again as :func:`score` takes them
+    under *profile* over those queries (the profile's mean, a sum for counts, a geometric
+    mean for ``gm_*``). The queries left out are no longer missing; the provenance records
+    ``average_over: common``.
+
+    Raises:
+        InputError: *query_ids* holds a query *results* does not hold, or holds none.
+    """
+    prof = get_profile(profile)
+    wanted = {str(q) for q in query_ids}
+    unknown = wanted - set(results.query_ids)
+    if unknown or not wanted:
+        raise InputError(
+            f"cannot restrict results of {len(results.query_ids)} queries to {len(wanted)} "
+            f"queries ({len(unknown)} not among them, e.g. {sorted(unknown)[:3]})"
+        )
+    keep = np.array([q in wanted for q in results.query_ids])
+    families = {k: get_family(m.family) for k, m in measure_pairs(results.measures)}
+    per_query, means = {}, {}
+    for key in results.measures:
+        values = results.per_query[key][keep]
+        values.setflags(write=False)
+        per_query[key] = values
+        family = families[key]
+        if family.aggregate == "mean":
+            means[key] = prof.mean(family.name, values, len(wanted))
+        else:
+            means[key] = aggregate_values(values, family.aggregate)
+    return Results(
+        query_ids=[q for q in results.query_ids if q in wanted],
+        measures=list(results.measures),
+        per_query=per_query,
+        means=means,
+        profile=results.profile,
+        run_only_queries=list(results.run_only_queries),
+        missing_queries=[q for q in results.missing_queries if q in wanted],
+        provenance={**dict(results.provenance), "average_over": "common"},
+    )
 
 
 def log_query_sets(results: Results, profile: str | Profile = DEFAULT_PROFILE) -> None:

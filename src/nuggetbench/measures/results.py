@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,15 @@ from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, s
 from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.profiles import Profile
 
-__all__ = ["Results", "read_results", "LazyProvenance", "query_findings", "scoring_findings"]
+__all__ = [
+    "Results",
+    "read_results",
+    "LazyProvenance",
+    "averaging",
+    "averaging_text",
+    "query_findings",
+    "scoring_findings",
+]
 
 
 class LazyProvenance(MutableMapping):
@@ -286,6 +294,51 @@ def _clean(value: float) -> float | None:
     )
 
 
+def averaging(results: Results, profile: Profile | None) -> dict[str, Any]:
+    """Which queries *results*' means average, as every output of one command states it.
+
+    Args:
+        results: the scores.
+        profile: the :class:`~nuggetbench.measures.Profile` they were computed under (``None``:
+            one the registry does not know; its name is *results*' ``profile``).
+
+    Returns:
+        ``{"queries": n averaged, "of": "qrels" | "run_and_qrels" | "profile",
+        "missing_from_run": judged queries the run lacks, "missing_counted": "scored 0" |
+        "left out", "run_only_ignored": run queries without judgments, "profile": name}``;
+        ``of`` is ``"profile"`` when the profile chooses its queries itself (FreshStack's
+        nugget queries, BIRCO's queries with a relevant document).
+    """
+    selects = profile is not None and profile.select_queries is not None
+    over = "profile" if selects else (profile.average_over if profile is not None else "qrels")
+    counted = "scored 0" if over != "run_and_qrels" else "left out"
+    return {
+        "queries": len(results.query_ids),
+        "of": over,
+        "missing_from_run": len(results.missing_queries),
+        "missing_counted": counted,
+        "run_only_ignored": len(results.run_only_queries),
+        "profile": results.profile,
+    }
+
+
+def averaging_text(info: Mapping[str, Any]) -> str:
+    """One line for people from :func:`averaging`'s dict (``averaged over 50 queries of the
+    qrels; 1 missing from the run scored 0``)."""
+    n, missing, ignored = info["queries"], info["missing_from_run"], info["run_only_ignored"]
+    of = {
+        "qrels": "of the qrels",
+        "run_and_qrels": "in both the run and the qrels",
+        "profile": f"chosen by profile {info['profile']!r}",
+    }.get(info["of"], f"of {info['of']}")
+    text = f"averaged over {n} quer{'y' if n == 1 else 'ies'} {of}"
+    if missing:
+        text += f"; {missing} missing from the run {info['missing_counted']}"
+    if ignored:
+        text += f"; {ignored} run queries without judgments ignored"
+    return text
+
+
 def query_findings(results: Results, profile: Profile) -> list[Finding]:
     """Warnings about the query sets: run queries without judgments (ignored) and judged
     queries missing from the run (scored 0, or left out, as the profile says).
@@ -301,7 +354,7 @@ def query_findings(results: Results, profile: Profile) -> list[Finding]:
             Finding(
                 "warning",
                 "run_only_queries",
-                f"{n} run queries have no judgments and were ignored",
+                f"{n} run queries have no judgments and were ignored (they count in no mean)",
                 {"queries": n},
             )
         )

@@ -23,6 +23,9 @@ import jinja2
 
 from nuggetbench._outfolder import incomplete_note
 from nuggetbench._version import __version__
+from nuggetbench.compare.missing import MISSING_MARK
+from nuggetbench.compare.reporting import MARK
+from nuggetbench.measures.depth import DEPTH_MARK, shallow
 from nuggetbench.report.data import ReportData, system_keys
 from nuggetbench.report.svg import delta_svg, depth_svg, scatter_svg
 
@@ -48,11 +51,13 @@ def _cells(data: ReportData) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for s in data.systems:
         out[s] = {}
+        cut = shallow(data.results["systems"][s], data.measures)
         for m in data.measures:
             mean = data.results["systems"][s]["means"][m]
             e, d = est.get((s, m)), dif.get((s, m))
-            cell: dict[str, Any] = {"mean": mean, "mean_text": _num(mean), "ci": "", "diff": ""}
-            cell.update(p="", sig="")
+            text = _num(mean) + DEPTH_MARK * (m in cut)  # a cutoff beyond the system's depth
+            cell: dict[str, Any] = {"mean": mean, "mean_text": text, "ci": "", "diff": ""}
+            cell.update(p="", sig="", mark=MARK)
             if e:
                 cell["ci"] = f"{_num(e['ci_low'])}, {_num(e['ci_high'])}"
             if d:  # None: not computed (a measure of fewer than two queries)
@@ -60,19 +65,36 @@ def _cells(data: ReportData) -> dict[str, dict[str, dict[str, Any]]]:
                 cell["p"] = "n/a" if d["p_adjusted"] is None else f"{d['p_adjusted']:.3g}"
                 if d["significant"] and d["diff"] is not None:
                     cell["sig"] = "better" if d["diff"] > 0 else "worse"
+                    cell["mark"] = MISSING_MARK if d.get("rests_on_missing") else MARK
             out[s][m] = cell
     return out
 
 
 def _method(data: ReportData) -> str:
+    """The comparison's method and what its marks mean (the averaging, missing queries,
+    depths)."""
     c = data.comparison
+    depths = {s: data.results["systems"][s].get("depth") for s in data.systems}
+    cut = {s: shallow(data.results["systems"][s], data.measures) for s in data.systems}
+    deep = "".join(
+        f" {DEPTH_MARK} {', '.join(ms)}: cutoff beyond the depth of {s} ({depths[s]} documents "
+        "a query), not comparable."
+        for s, ms in cut.items()
+        if ms
+    )
     if not c:
-        return "One system: no paired test."
+        return "One system: no paired test." + deep
+    averaged = c.get("averaging") or f"{c['n_queries']} queries"
+    resting = (
+        f" {MISSING_MARK}: significant only with the missing queries scored 0."
+        if any(d.get("rests_on_missing") for d in c.get("differences", []))
+        else ""
+    )
     return (
-        f"{c['n_queries']} queries; [{round(100 * c['ci'])}% bootstrap CI, {c['n_resamples']} "
+        f"{averaged}; [{round(100 * c['ci'])}% bootstrap CI, {c['n_resamples']} "
         f"resamples, seed {c['seed']}]; {c['test_method']} against {c['baseline']!r}, correction "
         f"{c['correction']}; \u2020 and colour: significant at alpha = {c['alpha']} "
-        "(green better, red worse)."
+        f"(green better, red worse).{resting}{deep}"
     )
 
 

@@ -10,7 +10,6 @@ another kind of output (a ``run`` experiment), replaced whole.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +22,7 @@ from nuggetbench.compare import ComparisonReport
 from nuggetbench.data import read_run
 from nuggetbench.datasets import Dataset, load_target
 from nuggetbench.evaluation import compare_run_files
+from nuggetbench.jsonl import json_text
 from nuggetbench.measures import score
 
 __all__ = ["compare_to_folder"]
@@ -55,7 +55,8 @@ def compare_to_folder(
     Args:
         dataset, runs, measures, profile, options, trailing, duplicates, compare_options: as
             ``compare_run_files``
-            (``baseline``, ``test``, ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``).
+            (``baseline``, ``test``, ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``,
+            ``average_over``).
         outdir: the folder (created).
 
     Returns:
@@ -70,7 +71,7 @@ def compare_to_folder(
             dataset, runs, measures, profile, options, trailing, duplicates, compare_options
         )
         with atomic_write(out / "results.json") as fh:
-            json.dump(results, fh, indent=1, default=str)
+            fh.write(json_text(results, indent=1, default=str))
     return report
 
 

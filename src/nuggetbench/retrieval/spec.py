@@ -1,7 +1,7 @@
 """Retriever spec strings and the retriever registry.
 
 A single retriever is ``<prefix>[:<option>=<value>,...]`` (``bm25``, ``bm25:k1=0.9,b=0.4``,
-``bm25:preset=pyserini``, ``dense:MODEL,batch_size=8``); compositions nest them:
+``bm25:preset=lucene-flat``, ``dense:MODEL,batch_size=8``); compositions nest them:
 
 * ``a >> b >> c``: a first stage and rerankers (:class:`~.compose.Pipeline`);
 * ``fuse(a, b; method=rrf,depth=100)``: fusion (:class:`~.compose.Fusion`); the retrievers are
@@ -17,7 +17,7 @@ of ``"module:Class"`` strings (nothing is imported before it is used). A registe
 its options once in ``OPTIONS``, a frozen :class:`~nuggetbench.spec.Options` dataclass (type,
 default, allowed values, bounds, description); a class without ``OPTIONS`` has them read from its
 keyword-only constructor parameters (typed by their defaults). ``PRESETS`` maps preset names to
-option dicts (``preset=pyserini``), explicit options overriding the preset; a bare first value
+option dicts (``preset=lucene-flat``), explicit options overriding the preset; a bare first value
 (``dense:MODEL``) is the class's positional argument.
 """
 
@@ -26,9 +26,10 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from nuggetbench.errors import SpecError, UnknownNameError, suggest
+from nuggetbench.errors import InputError, SpecError, UnknownNameError, suggest
 from nuggetbench.llm.secrets import spec_key_problem
 from nuggetbench.plugins import Registry, call_with, lookup
 from nuggetbench.retrieval.compose.pipeline import Fusion, Pipeline
@@ -47,6 +48,7 @@ from nuggetbench.spec import (
 __all__ = [
     "RETRIEVERS",
     "WRAPPERS",
+    "baseline_label",
     "format_spec",
     "format_value",
     "list_retrievers",
@@ -59,6 +61,7 @@ __all__ = [
     "short_label",
     "spec_options",
     "split_label",
+    "system_labels",
 ]
 
 #: Single retrievers and rerankers: ``prefix -> "module:Class"``.
@@ -93,7 +96,13 @@ FUSE_PARAMS: dict[str, Param] = {
     "norm": Param("norm", str, None, "score normalisation: minmax, zscore, max or none"),
     "weights": Param("weights", str, None, "one weight per retriever, as 0.3/0.7"),
     "k": Param("k", float, 60.0, "the RRF constant"),
-    "preset": Param("preset", str, None, "freshstack: sum of min-max scores, depth 100"),
+    "preset": Param(
+        "preset",
+        str,
+        None,
+        "freshstack: the freshstack package's fusion (sum of min-max scores, depth 100, "
+        "rounded to 3 decimals)",
+    ),
 }
 
 _PREFIX = re.compile(r"^[a-z][a-z0-9_\-]*$")
@@ -179,7 +188,7 @@ def split_label(spec: str) -> tuple[str, str | None]:
     """Take the ``name=LABEL`` option out of a retriever spec: ``(spec without it, LABEL)``.
 
     Every spec takes ``name=``: a single retriever among its options
-    (``bm25:preset=pyserini,name=pyserini``, ``rerank:MODEL,name=ce@100``), a pipeline on its
+    (``bm25:k1=0.9,b=0.4,name=tuned``, ``rerank:MODEL,name=ce@100``), a pipeline on its
     last stage (``bm25 >> rerank:MODEL,name=ce``), ``fuse(...)`` and the wrappers after the
     ``;`` (``fuse(bm25, dense:M; method=rrf, name=hybrid)``), a retriever written as a call
     among its options (``llm_listwise(model=M, name=judge)``). The label names the system in
@@ -252,7 +261,7 @@ def public_spec(spec: str) -> str:
 def parse_retriever(spec: str):
     """Build a retriever (or a pipeline, fusion or wrapper) from its spec string.
 
-    Examples: ``bm25``, ``bm25:k1=0.9,b=0.4``, ``bm25:preset=pyserini``,
+    Examples: ``bm25``, ``bm25:k1=0.9,b=0.4``, ``bm25:preset=bm25s``,
     ``bm25 >> rerank:MODEL@100``, ``fuse(bm25, dense:MODEL; method=rrf)``, ``hyde(bm25)``.
     Any spec may carry ``name=LABEL`` (see :func:`split_label`), set as ``retriever.label``.
 
@@ -328,6 +337,9 @@ def _parse_single(spec: str, text: str):
     options: dict[str, Any] = {}
     if "preset" in raw and presets:
         preset = raw.pop("preset").strip()
+        retired = getattr(cls, "RETIRED_PRESETS", {}) or {}
+        if preset in retired:
+            raise SpecError(f"{where}: preset {preset!r} was removed: {retired[preset]}")
         if preset not in presets:
             raise SpecError(
                 f"{where}: unknown preset {preset!r} for {prefix}."
@@ -446,3 +458,43 @@ def _parse_wrapper(where: str, text: str, name: str):
             parse_literal(value), where=where, noun="option", text=value
         )
     return call_with(cls, where, parse_retriever(parts[0].strip()), **options)
+
+
+def system_labels(specs: Sequence[str]) -> list[str]:
+    """The label of each system: its ``name=`` (see
+    :func:`nuggetbench.retrieval.spec.split_label`), else the spec itself (tables shorten long
+    ones for display: :func:`nuggetbench.spec.short_label`); made unique with ``#2``...
+
+    Raises:
+        InputError: two specs name the same label.
+    """
+    out: list[str] = []
+    named = [split_label(spec)[1] for spec in specs]
+    taken = [n for n in named if n]
+    if len(set(taken)) != len(taken):
+        raise InputError(f"two retrievers have the same name= ({', '.join(taken)}); name each once")
+    for spec, name in zip(specs, named):
+        label = name or spec
+        base, k = label, 2
+        while label in out or (not name and label in taken):
+            label = f"{base}#{k}"
+            k += 1
+        out.append(label)
+    return out
+
+
+def baseline_label(
+    baseline: str | None, names: list[str], aliases: dict[str, str] | None = None
+) -> str | None:
+    """The baseline's system name from a name, a spec (*aliases*: spec -> label) or a 1-based
+    position (checked before any work)."""
+    if baseline is None or baseline in names:
+        return baseline
+    if aliases and baseline in aliases:
+        return aliases[baseline]
+    if baseline.isdigit() and 1 <= int(baseline) <= len(names):
+        return names[int(baseline) - 1]
+    raise UnknownNameError(
+        f"baseline {baseline!r} is not one of the systems.{suggest(baseline, names)} "
+        f"Systems: {', '.join(names)} (or give a 1-based position)"
+    )

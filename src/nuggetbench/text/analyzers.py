@@ -355,7 +355,12 @@ def get_analyzer(name: str) -> Analyzer:
         import Stemmer
 
         if stemmer not in Stemmer.algorithms():
-            log.warning("PyStemmer has no %r stemmer; analyzer %s does not stem", stemmer, code)
+            log.warning(
+                "PyStemmer has no %r stemmer; analyzer %s does not stem (the run is that of "
+                "unstemmed text)",
+                stemmer,
+                code,
+            )
             stemmer = None
     return Analyzer(code, stemmer=stemmer, stopwords=_stopwords(spec.stopwords))
 

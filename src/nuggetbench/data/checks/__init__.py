@@ -10,8 +10,10 @@ The sparse-retrieval evaluation recipe (BEIR, MIRACL, mMARCO) names these traps:
 * **document ids of another format** (``doc123`` vs ``123``): every measure is 0 with no other
   sign; warned when (almost) no retrieved document is judged and, with a known corpus, when
   retrieved ids are not in the corpus ("Document ID Type Mismatch: all metrics are 0");
-* **unsorted results**: the run's entries did not arrive ranked; trec_eval (and nuggetbench)
-  re-rank by score, so a system whose order is not its score order is not evaluated on its order.
+* **an order the scores do not carry**: a TREC file's rank column contradicts its scores, or
+  ranks documents that all have one score; trec_eval (and nuggetbench) rank by score, so such a
+  system is not evaluated on its order. The arrival order of a dict, a frame or a file's lines
+  carries no meaning and is never warned about.
 
 Each check returns :class:`Finding` values and logs them (``logging``, warnings at WARNING);
 :func:`check_run_against_qrels` runs them all and returns printable lines. Nothing here changes a

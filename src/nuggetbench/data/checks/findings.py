@@ -25,7 +25,7 @@ class Finding:
         kind: a stable short name (``query_overlap``, ``no_overlap``, ``tiny_overlap``,
             ``query_id_format``, ``doc_id_format``, ``id_whitespace``, ``no_judged``,
             ``few_judged``, ``run_not_in_corpus``, ``judged_missing``,
-            ``subset_keeps_judged``, ``unsorted``, ``rank_disagrees``; the evaluation adds
+            ``subset_keeps_judged``, ``rank_disagrees``, ``constant_scores``; the evaluation adds
             ``run_only_queries`` and ``missing_queries``).
         message: one line for people.
         counts: the numbers behind the message (``{"judged": 300, "in_run": 298, ...}``).

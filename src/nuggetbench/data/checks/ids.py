@@ -277,8 +277,9 @@ def check_id_formats(qrels: Qrels, run: Run) -> list[Finding]:
             Finding(
                 "warning",
                 "id_whitespace",
-                f"ids with surrounding white space: {', '.join(repr(s) for s in spaced[:3])}; "
-                "strip them on both sides",
+                f"ids with surrounding white space: {', '.join(repr(s) for s in spaced[:3])}: "
+                "they match no id written without it, so those judgments or results count for "
+                "nothing; strip them on both sides",
                 {"ids": len(spaced)},
             )
         )

@@ -1,5 +1,5 @@
-"""Trap check on order: a run whose entries did not arrive ranked, or whose rank column
-contradicts its scores (trec_eval, and nuggetbench, rank by score)."""
+"""Trap check on order: a rank column that contradicts the scores, or that orders documents of
+one constant score (trec_eval, and nuggetbench, rank by score, ties by doc id descending)."""
 
 from __future__ import annotations
 
@@ -13,46 +13,76 @@ from nuggetbench.data.run import Run
 
 
 def check_run_sorted(run: Run) -> list[Finding]:
-    """Whether the run's entries arrived ranked, and whether a rank column agrees with the scores.
+    """Whether a rank column the input carried agrees with the order the run is scored in.
 
-    ``Run.input_sorted`` is false when the input was not already in trec_eval order (queries
-    ascending as strings, scores descending, ties by doc id descending); the run was re-ranked by
-    score. When the input's rank column was kept (``read_run(..., keep_rank=True)``) the check
-    also counts queries whose rank order contradicts the scores (e.g. distances written as
-    scores): trec_eval ignores the rank column, so those queries are scored in reverse.
+    Order carries meaning only in a rank column (``read_run(..., keep_rank=True)`` keeps a TREC
+    file's); a dict, a data frame, a list of ScoredDoc objects or the lines of a file have no
+    order to respect: the run is ranked by score (descending, ties by doc id descending, as
+    trec_eval), and nothing is said. Two findings:
+
+    * ``rank_disagrees``: in some queries the rank column contradicts the scores (e.g.
+      distances written as scores); trec_eval ignores the rank column, so those queries are
+      scored in score order, which can be the reverse of the system's;
+    * ``constant_scores``: in some queries every document has the same score and the rank
+      column orders them otherwise than the tie order (doc id descending), so the scores carry
+      no order and the measures reflect the doc ids, not the system's ranks.
+
+    ``Run.input_sorted`` (the input's arrival order) is kept on the run but never warned about.
 
     Returns:
-        ``unsorted`` and/or ``rank_disagrees`` warnings.
+        ``rank_disagrees`` and/or ``constant_scores`` warnings (none without a rank column).
     """
     out: list[Finding] = []
-    if run.input_sorted is False:
+    ranks = run.input_ranks
+    if ranks is None or not len(ranks):
+        return _emit(out)
+    ranks = np.asarray(ranks)
+    bad = [str(q) for q in _rank_disagreements(run, ranks)]
+    if bad:
         out.append(
             Finding(
                 "warning",
-                "unsorted",
-                "the run's results did not arrive sorted (by query, then score descending, "
-                "ties by doc id descending); they were re-ranked by score as trec_eval "
-                "does. If your system's order is not its score order (distances, ranks, "
-                "constant scores), the evaluation does not measure your order: write "
-                "scores where higher is better",
+                "rank_disagrees",
+                f"in {len(bad)} queries (e.g. {', '.join(bad[:3])}) the rank column "
+                "contradicts the scores; ranks are ignored (trec_eval), so these "
+                "queries are scored in score order, not rank order, and their values measure "
+                "another ranking than the system's (only the ndeval profile's diversity "
+                "measures follow the rank column); write scores where higher is better",
+                {"queries": len(bad)},
             )
         )
-    ranks = run.input_ranks
-    if ranks is not None and len(ranks):
-        bad = [str(q) for q in _rank_disagreements(run, np.asarray(ranks))]
-        if bad:
-            out.append(
-                Finding(
-                    "warning",
-                    "rank_disagrees",
-                    f"in {len(bad)} queries (e.g. {', '.join(bad[:3])}) the rank column "
-                    "contradicts the scores; ranks are ignored (trec_eval), so these "
-                    "queries are scored in score order, not rank order (only the ndeval "
-                    "profile's diversity measures follow the rank column)",
-                    {"queries": len(bad)},
-                )
+    flat = [str(q) for q in _constant_disagreements(run, ranks)]
+    if flat:
+        out.append(
+            Finding(
+                "warning",
+                "constant_scores",
+                f"in {len(flat)} queries (e.g. {', '.join(flat[:3])}) every document has the "
+                "same score and the rank column orders them otherwise; trec_eval breaks the "
+                "ties by doc id (descending), so these queries' values measure the doc ids' "
+                "order, not the system's ranks: write scores that follow the ranks",
+                {"queries": len(flat)},
             )
+        )
     return _emit(out)
+
+
+def _constant_disagreements(run: Run, ranks: np.ndarray) -> list[Any]:
+    """Query ids (run order) with at least two entries, one score for all of them, and a rank
+    column that is not non-decreasing in the run's order (which is doc id descending there)."""
+    (qids, starts), scores = run.query_offsets(), run.score_column()
+    scores = np.asarray(scores, dtype=np.float64)
+    starts = np.asarray(starts, dtype=np.int64)
+    if len(scores) < 2:
+        return []
+    down = np.flatnonzero(ranks[1:] < ranks[:-1]) + 1  # entries ranked above the one before
+    if not len(down):
+        return []
+    rows = np.searchsorted(starts, down, side="right") - 1
+    rows = np.unique(rows[down > starts[rows]])  # the earlier entry is of the same query
+    lo, hi = starts[rows], starts[rows + 1] - 1
+    flat = scores[lo] == scores[hi]  # scores never go up within a query: first == last
+    return [qids[i] for i in rows[flat]]
 
 
 _PADDED_FACTOR = 2

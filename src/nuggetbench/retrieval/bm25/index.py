@@ -256,7 +256,8 @@ class BM25Index(IndexBase):
             out.append((rows, np.asarray(cand, dtype=np.int64), sub))
         if missing:
             log.warning(
-                "doc_filter names %d candidate(s) absent from the corpus; they were ignored",
+                "doc_filter names %d candidate(s) absent from the corpus; they were ignored "
+                "(they cannot be retrieved)",
                 missing,
             )
         return out

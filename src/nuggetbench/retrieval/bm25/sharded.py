@@ -284,7 +284,8 @@ class ShardedBM25Index(IndexBase):
                 cand_score[i].append(s)
         if missing:
             log.warning(
-                "doc_filter names %d candidate(s) absent from the corpus; they were ignored",
+                "doc_filter names %d candidate(s) absent from the corpus; they were ignored "
+                "(they cannot be retrieved)",
                 missing,
             )
         q_arr, d_arr, s_arr = self._merge(qids, cand_pos, cand_score, k)

@@ -14,8 +14,12 @@ inputs need not arrive sorted), keeps each run's top ``depth`` per query, and co
 Normalisations, per query over the kept entries of each run: ``minmax`` ``(s - min) / (max - min)``
 (1.0 when all scores are equal), ``zscore`` ``(s - mean) / std`` (population std; 0.0 when std is 0),
 ``max`` ``s / max``, or ``None``. Presets: ``freshstack`` = ``method=sum, norm=minmax, depth=100``
-(FreshStack's fusion: "normalise the scores and sum the top 100 of each retriever"; the paper does
-not name the normalisation, min-max is assumed).
+computed as the ``freshstack`` package's ``util.fusion(method="normalized_sum")`` does (tested
+against it): min-max as ``(s - min) / (max - min + 1e-8)`` (0.0 when all scores are equal) and the
+fused scores rounded to 3 decimals (Python's ``round``), whose ties trec_eval then breaks by doc id.
+The package takes each run's first ``depth`` entries in its dict's order, which is the top
+``depth`` when the runs it is given are sorted by score; the depth, 100, is the paper's ("sum the
+top 100 of each retriever"; the package's own default is 50).
 """
 
 from __future__ import annotations
@@ -47,11 +51,15 @@ METHODS = {
 }
 NORMS = ("minmax", "zscore", "max")
 PRESETS: dict[str, dict[str, Any]] = {
-    "freshstack": {"method": "sum", "norm": "minmax", "depth": 100}
+    "freshstack": {"method": "sum", "norm": "minmax", "depth": 100, "epsilon": 1e-8, "decimals": 3}
 }
 
 
-def _normalise(scores: np.ndarray, starts: np.ndarray, norm: str | None) -> np.ndarray:
+def _normalise(
+    scores: np.ndarray, starts: np.ndarray, norm: str | None, epsilon: float = 0.0
+) -> np.ndarray:
+    """*scores* normalised per query (*starts*: the queries' offsets); *epsilon* is added to
+    min-max's denominator (the freshstack preset's ``max - min + 1e-8``)."""
     if norm is None or len(scores) == 0:
         return scores
     lengths = np.diff(starts)
@@ -62,6 +70,8 @@ def _normalise(scores: np.ndarray, starts: np.ndarray, norm: str | None) -> np.n
         lo = np.repeat(np.minimum.reduceat(scores, seg), rep)
         hi = np.repeat(np.maximum.reduceat(scores, seg), rep)
         span = hi - lo
+        if epsilon:
+            return (scores - lo) / (span + epsilon)
         return np.where(span > 0, (scores - lo) / np.where(span > 0, span, 1.0), 1.0)
     if norm == "zscore":
         n = np.repeat(rep, rep).astype(np.float64)
@@ -165,7 +175,11 @@ def fuse(
     """
     runs = list(runs)
     kind, depth, norm, w = _settings(len(runs), method, depth, norm, weights, k, preset)
-    agg = _aggregate(_contributions(runs, kind, w, k, depth, norm), kind)
+    exact = PRESETS.get(preset or "", {})  # the preset's own arithmetic (freshstack's)
+    columns = _contributions(runs, kind, w, k, depth, norm, exact.get("epsilon", 0.0))
+    agg = _aggregate(columns, kind)
+    if exact.get("decimals") is not None:
+        agg[:] = [round(float(v), exact["decimals"]) for v in agg.to_numpy()]
     params = {"method": kind, "depth": depth, "weights": w.tolist()}
     if kind == "rrf":
         params["k"] = k
@@ -195,7 +209,13 @@ def fuse(
 
 
 def _contributions(
-    runs: Sequence[Run], kind: str, w: np.ndarray, k: float, depth: int | None, norm: str | None
+    runs: Sequence[Run],
+    kind: str,
+    w: np.ndarray,
+    k: float,
+    depth: int | None,
+    norm: str | None,
+    epsilon: float = 0.0,
 ) -> dict[str, np.ndarray]:
     """Every entry's contribution, as columns ``q``, ``d``, ``v`` (the weighted reciprocal rank
     for RRF, else the weighted normalised score) and ``r`` (the run's position)."""
@@ -208,7 +228,7 @@ def _contributions(
             rank = np.arange(len(docids)) - np.repeat(starts[:-1], lengths) + 1
             values = w[i] / (k + rank.astype(np.float64))
         else:
-            values = w[i] * _normalise(scores.astype(np.float64), starts, norm)
+            values = w[i] * _normalise(scores.astype(np.float64), starts, norm, epsilon)
         q_cols.append(np.repeat(qids, lengths))
         d_cols.append(docids)
         v_cols.append(values)

@@ -8,10 +8,19 @@ Python::
 
 A stage after ``>>`` is a reranker (an object with ``rerank``); a retriever used there (e.g.
 ``bm25 >> dense:MODEL``) re-scores the candidates through its index with a ``doc_filter``
-(:class:`IndexReranker`). The first stage of a pipeline retrieves ``depth`` documents (the first
-reranker's depth, default 100), each reranker re-scores the top ``depth`` of what it receives, and
-the pipeline returns the top ``k`` of the last stage: documents below a reranker's depth are
-dropped, as in PyTerrier's ``bm25 % 100 >> reranker``.
+(:class:`IndexReranker`). The first stage of a pipeline retrieves ``max(k, depth)`` documents (the
+first reranker's depth, default 100), each reranker re-scores the top ``depth`` of what it
+receives, and the documents below its depth stay under the re-scored ones, in the order it
+received them (:func:`under_head`, as rank_llm and RankGPT keep the candidates after their window):
+``bm25 >> reranker(depth=20)`` searched at ``k=1000`` is 1000 documents deep, its top 20
+reranked, so its recall at any depth is the first stage's and only the top is reordered. The
+pipeline returns the top ``k`` of the last stage.
+
+The kept documents' scores are the reranked head's lowest score minus ``step * i`` (``i = 1, 2,
+...`` down the kept ones; ``step`` is 1, or ``2**-20`` of that score's magnitude when that is
+larger): below every re-scored document and strictly decreasing, so trec_eval (which ranks by
+score) keeps the first stage's order under the head. A query the reranker returned nothing for
+keeps the first stage's order from ``-1``.
 
 :class:`Fusion` searches each input retriever and fuses the runs with
 :func:`~nuggetbench.retrieval.compose.fusion.fuse` (the formulas live there). Pipelines and fusions serve
@@ -24,6 +33,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from nuggetbench.data import Corpus, Queries, Run
 from nuggetbench.errors import InputError, SpecError
@@ -42,6 +53,7 @@ __all__ = [
     "Pipeline",
     "PipelineIndex",
     "as_reranker",
+    "under_head",
 ]
 
 DEFAULT_DEPTH = 100
@@ -151,6 +163,7 @@ class Pipeline(Composable):
         return {
             "pipeline": parts,
             "depths": [getattr(s, "depth", DEFAULT_DEPTH) for s in self.stages],
+            "below_depth": "kept in the first stage's order",  # runs cut at the depth: not served
         }
 
     def index(self, corpus: Corpus, *, show_progress: bool = False) -> PipelineIndex:
@@ -182,14 +195,14 @@ class PipelineIndex:
         run = search(
             self.first_index,
             queries,
-            depth,
+            max(k, depth),  # the run is as deep as asked: a reranker reorders its top only
             doc_filter=doc_filter,
             show_progress=show_progress,
             objective=objective if uses_objective(self.pipeline.first) else None,
         )
         for stage in stages:
             d = int(getattr(stage, "depth", DEFAULT_DEPTH))
-            run = rerank(
+            head = rerank(
                 stage,
                 queries,
                 run,
@@ -198,7 +211,53 @@ class PipelineIndex:
                 show_progress=show_progress,
                 objective=objective if uses_objective(stage) else None,
             )
+            run = under_head(head, run)
         return run.truncate(k).with_name(self.name, {**run.metadata, "pipeline": self.name})
+
+
+def under_head(head: Run, before: Run) -> Run:
+    """*head* (a reranker's top of each query) with the documents of *before* it does not
+    hold under it, in *before*'s order (see the module docstring for their scores).
+
+    Args:
+        head: the re-scored documents (ranked, as every :class:`Run`).
+        before: the run the reranker received.
+
+    Returns:
+        A run with *before*'s queries (those without documents too), *head*'s name and
+        metadata; each query's documents are *head*'s, then the rest of *before*'s.
+    """
+    hq, hs, hd, hsc = head.arrays()
+    where = {q: i for i, q in enumerate(hq.tolist())}
+    bq, bs, bd, bsc = before.arrays()
+    missing = set(where) - set(bq.tolist())  # a reranker adds no query
+    if missing:
+        raise InputError(f"the reranker returned queries it was not given: {sorted(missing)[:3]}")
+    docs, scores, starts = [], [], [0]
+    for i, q in enumerate(bq.tolist()):
+        j = where.get(q)
+        lo, hi = (int(hs[j]), int(hs[j + 1])) if j is not None else (0, 0)
+        top = set(hd[lo:hi].tolist())
+        first = int(bs[i])
+        if top == set(bd[first : first + hi - lo].tolist()):  # the usual case: its top, reordered
+            rest = np.arange(first + hi - lo, int(bs[i + 1]))
+        else:
+            rest = np.array(
+                [p for p in range(first, int(bs[i + 1])) if bd[p] not in top], dtype=np.int64
+            )
+        low = float(hsc[hi - 1]) if hi > lo else 0.0  # the head's lowest score
+        step = max(1.0, abs(low) * 2.0**-20)
+        docs += [hd[lo:hi], bd[rest]]
+        scores += [hsc[lo:hi], low - step * np.arange(1, len(rest) + 1, dtype=np.float64)]
+        starts.append(starts[-1] + hi - lo + len(rest))
+    return Run.from_ranked_arrays(
+        bq,
+        np.asarray(starts, dtype=np.int64),
+        np.concatenate(docs) if docs else hd[:0],
+        np.concatenate(scores).astype(np.float64) if scores else hsc[:0],
+        name=head.name,
+        metadata=head.metadata,
+    )
 
 
 class Fusion(Composable):
@@ -253,7 +312,12 @@ class Fusion(Composable):
 
     def identity(self) -> dict:
         inputs = [retriever_identity(r) for r in self.retrievers]
-        return None if None in inputs else {"fusion": self.params, "inputs": inputs}
+        if None in inputs:
+            return None
+        # a preset's values are part of what it computes (freshstack's rounding, its epsilon)
+        preset = PRESETS.get(self.params["preset"] or "")
+        extra = {"preset_values": preset} if preset else {}
+        return {"fusion": self.params, "inputs": inputs, **extra}
 
     @property
     def depth_dependent(self) -> bool:

@@ -205,7 +205,8 @@ def split_by_filter(
             groups[key] = ([i], arr)
     if unknown:
         log.warning(
-            "doc_filter names %d candidate documents that are not in the corpus; they are ignored",
+            "doc_filter names %d candidate documents that are not in the corpus; they are ignored "
+            "(they cannot be retrieved)",
             unknown,
         )
     return (
