@@ -17,6 +17,7 @@ import pytest
 from nuggetbench import Experiment, report
 from nuggetbench.cli import main
 from nuggetbench.compare import check_stored, compare
+from nuggetbench.compare.missing import MISSING_MARK
 from nuggetbench.errors import InputError
 from nuggetbench.experiment import run_experiment
 from nuggetbench.spec import short_label, short_labels
@@ -135,6 +136,15 @@ def test_an_edited_comparison_is_refused_not_shown_as_significant(saved):
         (lambda d: d["systems"]["bm25"]["means"].update(RR=1e308), "means['RR']: 1e+308"),
         (lambda d: d["systems"]["bm25"]["means"].update(RR=float("nan")), "means['RR']: nan"),
         (lambda d: d["systems"]["bm25"]["per_query"]["RR"].__setitem__(0, 1e999), "RR'][0]: inf"),
+        (lambda d: d["systems"]["bm25"].update(depth="10"), "systems['bm25'].depth: str"),
+        (
+            lambda d: d["systems"]["bm25"].update(missing_queries=[7]),
+            "systems['bm25'].missing_queries[0]: int",
+        ),
+        (
+            lambda d: d["systems"]["bm25"]["provenance"].update(run_depth=1e999),
+            "systems['bm25'].provenance.run_depth: float",
+        ),
     ],
 )
 def test_any_value_a_check_would_reject_is_one_line_naming_the_field(saved, change, field):
@@ -184,6 +194,65 @@ def test_an_honest_comparison_always_passes_the_check(test, n):
     stored["differences"][-1]["losses"] += 1
     with pytest.raises(InputError, match=r"comparison.differences\[\d+\].losses"):
         check_stored(stored, per_query, qids)
+
+
+@pytest.mark.parametrize("average_over", ["qrels", "common"])
+def test_a_comparison_over_what_runs_lack_passes_the_check_and_an_edit_does_not(
+    average_over, tmp_path
+):
+    """``compare -o`` of a run lacking 25 of 30 judged queries (issue 38's fair comparisons):
+    under ``common`` the stored comparison averages 5 queries while the per-query values hold
+    30, and under ``qrels`` its difference rests on the missing queries (double dagger). The
+    check recomputes both as stored (``average_over``, each system's ``missing_queries``), so
+    ``report`` shows them; a flipped ``rests_on_missing`` or ``average_over`` is refused, and a
+    file written before those fields existed is still read."""
+    rng = np.random.default_rng(9)
+    qrels, lines, qids = [], {}, [f"{i:03d}" for i in range(30)]
+    for q in qids:
+        qrels += [f"{q} 0 d{j} {rng.integers(1, 3)}\n" for j in rng.choice(50, 4, replace=False)]
+        docs = rng.choice(50, 20, replace=False)
+        lines[q] = [f"{q} Q0 d{j} {r + 1} {20 - r} t\n" for r, j in enumerate(docs)]
+    (tmp_path / "qrels.txt").write_text("".join(qrels))
+    (tmp_path / "b.trec").write_text("".join(x for q in qids for x in lines[q]))
+    (tmp_path / "a.trec").write_text("".join(x for q in qids[:5] for x in lines[q]))
+    out = tmp_path / "c"
+    args = [str(tmp_path / n) for n in ("qrels.txt", "a.trec", "b.trec")]
+    code, text = _cli(
+        "compare", *args, "-m", "nDCG@10", "-o", str(out), "--average-over", average_over
+    )
+    assert code == 0, text
+    stored = json.loads((out / "results.json").read_text())["comparison"]
+    (diff,) = stored["differences"]
+    assert stored["n_queries"] == (5 if average_over == "common" else 30)
+    assert diff["rests_on_missing"] is (average_over == "qrels") and diff["significant"] is (
+        average_over == "qrels"
+    )
+    before = (out / "results.json").read_text()
+    assert _cli("report", str(out))[0] == 0
+    page = (out / "report.html").read_text()
+    assert (MISSING_MARK in page) is (average_over == "qrels")
+    flip = "common" if average_over == "qrels" else "qrels"
+    _edit(out, lambda d: d["comparison"].update(average_over=flip))
+    _one_line(out, "comparison.")
+    (out / "results.json").write_text(before)
+    _edit(out, lambda d: d["comparison"]["differences"][0].update(rests_on_missing=False))
+    if average_over == "qrels":
+        _one_line(out, "comparison.differences[0].rests_on_missing: False")
+    (out / "results.json").write_text(before)
+    _edit(out, lambda d: d["comparison"].update(average_over="some"))
+    _one_line(out, "comparison.average_over: 'some'")
+    (out / "results.json").write_text(before)
+
+    def older(data):  # a comparison saved before average_over, missing and the marks existed
+        for key in ("average_over", "averaging", "missing", "left_out", "depths", "beyond_depth"):
+            data["comparison"].pop(key)
+        for row in data["comparison"]["differences"]:
+            row.pop("missing")
+            row.pop("rests_on_missing")
+
+    if average_over == "qrels":
+        _edit(out, older)
+        assert _cli("report", str(out))[0] == 0
 
 
 def test_a_measure_of_one_query_is_shown_with_its_test_unavailable(dataset, tmp_path):

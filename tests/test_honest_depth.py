@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from nuggetbench.cli import cli
-from nuggetbench.measures.depth import DEPTH_MARK, beyond_depth, measure_cutoff
+from nuggetbench.measures.depth import DEPTH_MARK, beyond_depth, measure_cutoff, shallow
 
 
 def test_cutoffs_of_every_spelling():
@@ -150,3 +150,15 @@ def test_a_system_ranking_whole_candidate_pools_is_not_cut(tmp_path):
     assert "beyond_depth" not in json.loads(whole.stdout) and "cutoff beyond" not in whole.stderr
     cut = CliRunner(env=env).invoke(cli, [*base, "-k", "10", "-o", str(tmp_path / "c")])
     assert json.loads(cut.stdout)["beyond_depth"] == {"bm25": ["R@100"]}
+    # the same rule when the folders are compared, and in what `compare -o` saves for the report
+    w, c = tmp_path / "w", tmp_path / "c"
+    folders = CliRunner(env=env).invoke(cli, ["compare", str(w), str(c), "--format", "json"])
+    assert folders.exit_code == 0, folders.output
+    assert json.loads(folders.stdout)["beyond_depth"] == {"c/bm25": ["R@100"]}
+    runs = [str(w / "runs" / "bm25.trec"), str(c / "runs" / "bm25.trec")]
+    saved = tmp_path / "saved"
+    args = ["compare", "birco/wtb", *runs, "-m", "R@100", "-o", str(saved)]
+    assert CliRunner(env=env).invoke(cli, args).exit_code == 0
+    systems = json.loads((saved / "results.json").read_text())["systems"]
+    assert [shallow(systems[n], ["R@100"]) for n in systems] == [[], ["R@100"]]
+    assert [systems[n]["depth"] for n in systems] == [50, 10]

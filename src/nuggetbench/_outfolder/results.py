@@ -1,11 +1,11 @@
 """``results.json`` read back as untrusted input.
 
-:func:`read_results_file` is the one reader behind ``Experiment.load``, ``report`` and
-``compare`` of folders: types and required fields, finite numbers, per-query lists as long as
-``query_ids``, every measure listed having its values, and each mean equal to its per-query
-values' aggregate (mean, sum, geometric mean, BEIR's sum over the judged queries) within 5e-5.
-Every problem is one :class:`~nuggetbench.errors.InputError` line naming the file and the field.
-The stored comparison's numbers are checked against the per-query values by
+:func:`read_results_file` is the one reader behind ``Experiment.load``, ``report`` and ``compare``
+of folders: types and required fields (what each system lacks and its depth included), finite
+numbers, per-query lists as long as ``query_ids``, every measure listed having its values, and each
+mean equal to its per-query values' aggregate (mean, sum, geometric mean, BEIR's sum over the judged
+queries) within 5e-5. Every problem is one :class:`~nuggetbench.errors.InputError` line naming the
+file and the field. The stored comparison's numbers are checked against the per-query values by
 :func:`nuggetbench.compare.check_stored` (the report calls it).
 """
 
@@ -149,6 +149,7 @@ def _check_system(name: str, entry: Any, measures: list[str]) -> None:
             )
     if entry.get("run_file") is not None:
         _need(entry["run_file"], str, f"{where}.run_file", "a path")
+    _check_coverage(where, entry)
     for m in mine:
         values = _need(
             per_query.get(m), list, f"{where}.per_query[{m!r}]", "a list of per-query values"
@@ -164,6 +165,24 @@ def _check_system(name: str, entry: Any, measures: list[str]) -> None:
         if mean is not None:
             _need(mean, (int, float), f"{where}.means[{m!r}]", "a number")
             _check_mean(f"{where}.means[{m!r}]", float(mean), values, entry, m)
+
+
+def _check_coverage(where: str, entry: dict) -> None:
+    """What a system lacks and how deep it ranked (the comparison and the depth marks read
+    them): ``missing_queries`` a list of query ids, ``depth`` and the provenance's
+    ``run_depth``/``pool_depth`` counts of documents (each optional)."""
+    if entry.get("missing_queries") is not None:
+        lacks = _need(entry["missing_queries"], list, f"{where}.missing_queries", "a list")
+        for i, q in enumerate(lacks):
+            _need(q, str, f"{where}.missing_queries[{i}]", "a query id")
+    if entry.get("depth") is not None:
+        _need(entry["depth"], int, f"{where}.depth", "a count of documents")
+    prov = entry.get("provenance")
+    if prov is not None:
+        _need(prov, dict, f"{where}.provenance", "an object")
+        for key in ("run_depth", "pool_depth"):
+            if prov.get(key) is not None:
+                _need(prov[key], int, f"{where}.provenance.{key}", "a count of documents")
 
 
 def _aggregate(measure: str, profile: str) -> str | None:

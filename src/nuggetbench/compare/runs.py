@@ -17,7 +17,7 @@ from nuggetbench.measures.depth import note_pools
 
 log = logging.getLogger(__name__)
 
-__all__ = ["compare_runs"]
+__all__ = ["compare_runs", "missing_note"]
 
 
 def compare_runs(
@@ -63,19 +63,8 @@ def compare_runs(
                 notes.append(f"{name}: {check.describe()}")
         res = score(qrels, run, given, **kwargs)
         note_pools(res, doc_filter)  # a system that ranks whole pools is not cut
-        missing = res.missing_queries
-        if missing:
-            counted = (
-                "left out of the comparison for every run (--average-over common)"
-                if compare_options.get("average_over") == "common"
-                else "scored 0 in its means and tests (--average-over common compares the "
-                "queries every run has)"
-                if missing[0] in set(res.query_ids)
-                else f"left out by profile {res.profile!r}"
-            )
-            notes.append(
-                f"{name}: {len(missing)} judged queries are missing from the run, {counted}"
-            )
+        if res.missing_queries:
+            notes.append(missing_note(name, res, compare_options.get("average_over")))
         results[name] = res
     report = compare(results, measures=keys, **compare_options)
     report.notes[:0] = notes
@@ -94,3 +83,18 @@ def _named(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
             k += 1
         out[name] = run
     return out
+
+
+def missing_note(name: str, results: Any, average_over: str | None) -> str:
+    """The note (a warning on the command line) for a system whose run lacks judged queries
+    (``results.missing_queries``, not empty): how many, and how the comparison counts them."""
+    missing = results.missing_queries
+    counted = (
+        "left out of the comparison for every run (--average-over common)"
+        if average_over == "common"
+        else "scored 0 in its means and tests (--average-over common compares the "
+        "queries every run has)"
+        if missing[0] in set(results.query_ids)
+        else f"left out by profile {results.profile!r}"
+    )
+    return f"{name}: {len(missing)} judged queries are missing from the run, {counted}"

@@ -8,16 +8,20 @@ statistic, p-value (raw and corrected), significance, effect size and win/tie/lo
 bootstrap intervals, which only the resampling gives, must be numbers (or absent exactly where
 a measure has fewer than two queries) holding their estimate. The settings the recomputation
 uses are checked first (types and ranges), so that any value a check would reject is one
-:class:`~nuggetbench.errors.InputError` line naming the field.
+:class:`~nuggetbench.errors.InputError` line naming the field. The queries averaged follow the
+stored ``average_over`` and what each system lacks (its ``missing_queries``), so a difference's
+``missing`` count and ``rests_on_missing`` mark are recomputed too (checked where stored: files
+written before they existed lack them).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from nuggetbench.compare.core import compare
+from nuggetbench.compare.missing import AVERAGE_OVER
 from nuggetbench.errors import InputError, NuggetbenchError
 
 __all__ = ["check_settings", "check_stored", "MAX_RESAMPLES"]
@@ -35,6 +39,7 @@ def check_stored(
     stored: Mapping[str, Any],
     per_query: Mapping[str, Mapping[str, Sequence[float]]],
     query_ids: Sequence[str],
+    missing: Mapping[str, Collection[str]] | None = None,
 ) -> None:
     """Check the stored comparison *stored* (``ComparisonReport.to_dict()`` as read back)
     against the per-query values it was made from.
@@ -43,6 +48,8 @@ def check_stored(
         stored: the comparison dict (a ``{"error": ...}`` record is not checked).
         per_query: ``{system: {measure: values aligned with query_ids}}`` (NaN: not averaged).
         query_ids: the queries of every value list.
+        missing: ``{system: query ids its run lacks}`` (the results' ``missing_queries``;
+            scored 0 under ``average_over="qrels"``, left out under ``"common"``).
 
     Raises:
         InputError: ``comparison.<field>: ...``, one line: a field of the wrong type or range, a
@@ -61,6 +68,7 @@ def check_stored(
             fresh = compare(
                 values,
                 **{k: v for k, v in settings.items() if k != "systems"},
+                missing=missing,
                 intervals=False,
             ).to_dict()
         except NuggetbenchError as exc:
@@ -68,6 +76,7 @@ def check_stored(
         estimates, differences = ("n_queries", "mean"), _DIFF_FIELDS
         _same_rows(stored, fresh, "estimates", estimates, "mean", lambda r: r["n_queries"] >= 2)
         _same_rows(stored, fresh, "differences", differences, "diff", _tested)
+        _same_rows(stored, fresh, "differences", _MISSING_FIELDS, "diff", _tested, optional=True)
     except _Bad as exc:
         raise InputError(f"comparison.{exc}") from None
 
@@ -83,6 +92,8 @@ _DIFF_FIELDS = (
     "ties",
     "losses",
 )
+#: Fields of a difference added with ``average_over`` (absent from older files).
+_MISSING_FIELDS = ("missing", "rests_on_missing")
 
 
 def _need(value: Any, kind: type | tuple[type, ...], where: str, what: str) -> Any:
@@ -109,7 +120,7 @@ def _settings(stored: Mapping[str, Any], per_query: Mapping[str, Any]) -> dict[s
     baseline = _need(stored.get("baseline"), str, "baseline", "a system name")
     if baseline not in systems:
         raise _Bad(f"baseline: {baseline!r} is not one of its systems; {_EDITED}")
-    keys = ("test", "correction", "alpha", "ci", "n_resamples", "seed")
+    keys = ("test", "correction", "alpha", "ci", "n_resamples", "seed", "average_over")
     return {
         "systems": systems,
         "measures": measures,
@@ -120,7 +131,8 @@ def _settings(stored: Mapping[str, Any], per_query: Mapping[str, Any]) -> dict[s
 
 def check_settings(settings: Mapping[str, Any]) -> None:
     """Check the settings of a stored comparison (``test``, ``correction``, ``alpha``, ``ci``,
-    ``n_resamples``, ``seed``; each optional) before a new comparison is made with them.
+    ``n_resamples``, ``seed``, ``average_over``; each optional) before a new comparison is
+    made with them.
 
     Raises:
         InputError: ``comparison.<field>: ...`` for a value of the wrong type or range.
@@ -133,9 +145,13 @@ def check_settings(settings: Mapping[str, Any]) -> None:
 
 def _checked(settings: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(settings)
-    for name in ("test", "correction"):
+    for name in ("test", "correction", "average_over"):
         if name in out:
             _need(out[name], str, name, "a name")
+    if out.get("average_over", AVERAGE_OVER[0]) not in AVERAGE_OVER:
+        raise _Bad(
+            f"average_over: {out['average_over'][:40]!r} where one of {AVERAGE_OVER} belongs"
+        )
     for name in ("alpha", "ci"):
         if name in out:
             level = _need(out[name], (int, float), name, "a level in (0, 1)")
@@ -163,10 +179,13 @@ def _same_rows(
     fields: Sequence[str],
     point: str,
     testable: Callable[[Mapping[str, Any]], bool],
+    *,
+    optional: bool = False,
 ) -> None:
     """Every row of ``stored[key]`` matches the fresh one of its (system, measure), field by
     field, and its interval holds *point* (none where *testable* says none could be computed);
-    no row is missing or extra."""
+    no row is missing or extra. *optional*: only the *fields* a row has are compared (the
+    interval is not checked again)."""
     rows = _need(stored.get(key), list, key, "a list")
     want = {(r["system"], r["measure"]): r for r in fresh[key]}
     seen = set()
@@ -178,8 +197,10 @@ def _same_rows(
             raise _Bad(f"{where}: system {ident[0]!r}, measure {ident[1]!r} is not one it has")
         seen.add(ident)
         for name in fields:
-            _same(row.get(name), want[ident][name], f"{where}.{name}")
-        _interval(row, want[ident], point, where, testable(want[ident]))
+            if not optional or name in row:
+                _same(row.get(name), want[ident][name], f"{where}.{name}")
+        if not optional:
+            _interval(row, want[ident], point, where, testable(want[ident]))
     if len(seen) < len(want):
         gone = sorted(set(want) - seen, key=str)[0]
         raise _Bad(f"{key}: no row for system {gone[0]!r}, measure {gone[1]!r}; {_EDITED}")

@@ -141,22 +141,24 @@ def _wtl(per_query: dict, baseline: str, measures: Sequence[str]) -> dict:
 def _comparison(results: dict, per_query: dict, baseline: str, qids: list[str]) -> dict | None:
     """The stored comparison when its baseline is *baseline* (checked against the per-query
     values: :func:`nuggetbench.compare.check_stored`); else a new one with the stored settings
-    (test, correction, alpha, CI level, resamples, seed, checked as well) or ``compare``'s
-    defaults."""
+    (test, correction, alpha, CI level, resamples, seed, queries averaged, checked as well) or
+    ``compare``'s defaults; what each system lacks is its ``missing_queries``."""
     if len(per_query) < 2:
         return None
     stored = results.get("comparison") or {}
+    lacks = {n: results["systems"][n].get("missing_queries") or [] for n in per_query}
     if stored.get("baseline") == baseline and "estimates" in stored:
         values = {n: {m: v.tolist() for m, v in pq.items()} for n, pq in per_query.items()}
-        check_stored(stored, values, qids)  # an edited comparison is refused, never shown
+        check_stored(stored, values, qids, lacks)  # an edited comparison is refused, never shown
         return stored
-    keys = ("test", "correction", "alpha", "ci", "n_resamples", "seed")
+    keys = ("test", "correction", "alpha", "ci", "n_resamples", "seed", "average_over")
     settings = {k: stored[k] for k in keys if k in stored and "estimates" in stored}
     check_settings(settings)
     report = compare(
         {n: {m: dict(zip(qids, v.tolist())) for m, v in pq.items()} for n, pq in per_query.items()},
         baseline=baseline,
         measures=results["measures"],
+        missing=lacks,
         **settings,
     )
     return report.to_dict()

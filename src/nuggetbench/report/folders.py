@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from nuggetbench.compare import ComparisonReport, baseline_at, compare
+from nuggetbench.compare.runs import missing_note
 from nuggetbench.data.formats.rankfile import check_pools
 from nuggetbench.errors import InputError
 from nuggetbench.measures import Results, plain_measures, score
+from nuggetbench.measures.depth import note_pools
 from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results
 
 __all__ = ["compare_folders", "is_output_folder"]
@@ -46,7 +48,7 @@ def compare_folders(
         baseline: a system's name (``<folder>/<system>``, or the system's own name when it is
             unique) or its 1-based position; default the first folder's first system.
         **compare_options: passed to :func:`nuggetbench.compare.compare` (``test``,
-            ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``).
+            ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``, ``average_over``).
 
     Returns:
         A :class:`~nuggetbench.compare.ComparisonReport` whose systems are named
@@ -76,9 +78,10 @@ def compare_folders(
                 if not check.ok:
                     notes.append(f"{name}: {check.describe()}")
             results[name] = score(inp.target.qrels, run, measures, profile=profile)
+            note_pools(results[name], inp.target.doc_filter)  # whole pools are not a cut depth
             if results[name].missing_queries:
-                missing = len(results[name].missing_queries)
-                notes.append(f"{name}: {missing} judged queries are missing from the run")
+                over = compare_options.get("average_over")
+                notes.append(missing_note(name, results[name], over))
     report = compare(
         results, measures=measures, baseline=_baseline(baseline, own), **compare_options
     )

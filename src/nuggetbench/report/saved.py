@@ -24,6 +24,7 @@ from nuggetbench.datasets import Dataset, load_target
 from nuggetbench.evaluation import compare_run_files
 from nuggetbench.jsonl import json_text
 from nuggetbench.measures import score
+from nuggetbench.measures.depth import depth_of, note_pools
 
 __all__ = ["compare_to_folder"]
 
@@ -98,8 +99,11 @@ def _compared(
     systems: dict[str, dict] = {}
     for system, path in _names(runs).items():
         run = read_run(path, name=system, keep_rank=True, **reading)
-        entry = score(target.qrels, run, report.measures, profile=profile_name).to_dict()
+        res = score(target.qrels, run, report.measures, profile=profile_name)
+        note_pools(res, target.doc_filter)  # a system that ranks whole pools is not cut
+        entry = res.to_dict()
         entry.update(run_file=str(path.resolve()), seconds={}, run_metadata=dict(run.metadata))
+        entry["depth"] = depth_of(res)  # the most documents it ranked for a query
         systems[system] = entry
     results = {
         "dataset": name,
