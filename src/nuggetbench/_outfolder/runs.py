@@ -220,8 +220,9 @@ def incomplete_note(data: dict, file: str | Path) -> str | None:
     gone = f" (missing: {', '.join(missing)})" if missing else ""
     return (
         f"{file}: incomplete experiment: {have} of {have + len(missing)} systems{gone}, no "
-        f"'finished' time; the run that wrote it was {why}. Run the same command again to "
-        "resume it (or --overwrite to start it anew)"
+        f"'finished' time; the run that wrote it was {why}. Only the systems it holds are "
+        "compared or reported; run the same command again to resume it (or --overwrite to "
+        "start it anew)"
     )
 
 
