@@ -25,6 +25,7 @@ from nuggetbench.errors import NuggetbenchError
 # options run without a value of their own or not at all, with the reason
 SKIPPED = {
     ("run", "--ray"): "needs a Ray cluster (covered by tests/test_ray.py when ray is installed)",
+    ("reproduce", "--ray"): "needs a Ray cluster (as run --ray)",
 }
 # (command, option) -> a clean refusal (exit 2, one line) is the documented answer on this data
 REFUSED = {
@@ -109,6 +110,7 @@ def world(tmp_path_factory):
     notebook = root / "01_cats.ipynb"
     write(nb, str(notebook))
     plan = write_plan(root / "plan", make_inputs(root / "inputs"))
+    recipe = _recipe(root, beir)
     paths = dict(
         beir=beir,
         qrels=qrels,
@@ -117,10 +119,51 @@ def world(tmp_path_factory):
         answers=answers,
         notebook=notebook,
         plan=plan,
+        recipe=recipe,
         root=root,
     )
     with LLMServer(hang_seconds=5) as server:
         yield paths, server
+
+
+def _recipe(root: Path, beir: Path) -> Path:
+    """A recipe of plain BM25 on the tiny folder, its value the one ``run`` gives (so
+    ``reproduce`` exits 0)."""
+    from nuggetbench.experiment import run_experiment
+
+    exp = run_experiment(str(beir), ["bm25"], measures=["nDCG@10"], profile="trec_eval -c")
+    value = round(exp.means()["bm25"]["nDCG@10"], 4)
+    path = root / "tiny-bm25.toml"
+    path.write_text(
+        f"""schema = 1
+name = "tiny-bm25"
+title = "BM25 on the tiny folder"
+description = "Plain BM25, its value as nuggetbench run gives it."
+profile = "trec_eval -c"
+measures = ["nDCG@10"]
+
+[source]
+kind = "results"
+name = "nuggetbench run on the same folder"
+url = "https://example.org/tiny"
+precision = 4
+
+[[datasets]]
+id = "{beir}"
+label = "tiny"
+
+[[conditions]]
+name = "bm25"
+title = "BM25 defaults"
+retriever = "bm25"
+
+[[expected]]
+condition = "bm25"
+dataset = "{beir}"
+values = {{ "nDCG@10" = {value} }}
+"""
+    )
+    return path
 
 
 def _base(command: str, p: dict, out: Path) -> list[str]:
@@ -140,6 +183,7 @@ def _base(command: str, p: dict, out: Path) -> list[str]:
         "datasets info": ["datasets", "info", str(p["beir"])],
         "datasets fetch": ["datasets", "fetch", "beir/scifact"],
         "cache clear": ["cache", "clear", "-y"],
+        "reproduce": ["reproduce", str(p["recipe"])],
     }.get(command, command.split())
 
 
@@ -164,7 +208,10 @@ def _value(command: str, label: str, param: click.Parameter, p: dict, out: Path)
         "--plots": str(out / "plots"),
         "--corpus": str(p["beir"] / "corpus.jsonl"),
         "--chunker": "paragraphs",
-        "--model": "m",
+        "--model": f"org/m={out}" if command == "reproduce" else "m",
+        "--condition": "bm25",
+        "--dataset": "tiny",
+        "--report": str(out / "r.html"),
         "--seed": "3",
         "-l": "1",
         "--alpha": "0.1",
