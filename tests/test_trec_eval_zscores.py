@@ -37,9 +37,8 @@ def _z_text(tmp_path: Path, zscores: str, *args: str, qrels=QRELS, run=RUN) -> s
     for name, text in (("qrels", qrels), ("run", run), ("z", zscores)):
         (tmp_path / name).write_text(text)
     files = [str(tmp_path / "qrels"), str(tmp_path / "run")]
-    result = CliRunner().invoke(
-        cli, ["evaluate", *files, *args, "-Z", str(tmp_path / "z"), "--format", "trec_eval"]
-    )
+    # the drop-in: trec_eval's own defaults (no -c unless given), as the C program
+    result = CliRunner().invoke(cli, ["trec_eval", *args, "-Z", str(tmp_path / "z"), *files])
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
     return result.stdout
@@ -174,7 +173,7 @@ def _random_zscores(rng: random.Random, plain: str) -> str:
 
 def _both(tmp_path: Path, args: list[str]) -> tuple[str, str]:
     theirs = subprocess.run([TREC_EVAL, *args], capture_output=True, text=True, check=True)
-    ours = CliRunner().invoke(cli, ["evaluate", *args, "--format", "trec_eval"])
+    ours = CliRunner().invoke(cli, ["trec_eval", *args])  # the drop-in: trec_eval's defaults
     assert ours.exit_code == 0, ours.output
     return ours.stdout, theirs.stdout
 
