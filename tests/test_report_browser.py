@@ -10,6 +10,7 @@ Skips (with the reason) where Chromium or playwright is absent.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -88,11 +89,25 @@ def _qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
     return out
 
 
+def _depth_mark(entry: dict, measure: str) -> str:
+    """The section sign the summary shows after a mean whose cutoff (``@k``) exceeds the
+    deepest ranking the system's results.json records, unless it ranked whole candidate pools
+    (the honest-depth rule); the recorded ``depth`` is the provenance's."""
+    prov = entry.get("provenance") or {}
+    depth, pool = prov.get("run_depth"), prov.get("pool_depth")
+    assert entry.get("depth") == depth  # what results.json says at both places
+    cut = re.search(r"@(\d+)$", measure)
+    whole_pools = pool is not None and depth is not None and depth >= pool
+    beyond = cut is not None and depth is not None and int(cut.group(1)) > depth
+    return "\u00a7" if beyond and not whole_pools else ""
+
+
 def _check_summary(pg: Page, results: dict) -> None:
     for s in results["systems"]:
         for m in results["measures"]:
             cell = pg.page.locator(f'#summary-table td[data-system="{s}"][data-measure="{m}"] b')
-            assert cell.inner_text() == f"{results['systems'][s]['means'][m]:.4f}"
+            entry = results["systems"][s]
+            assert cell.inner_text() == f"{entry['means'][m]:.4f}" + _depth_mark(entry, m)
     if not results.get("comparison"):
         assert pg.page.locator("#wtl tbody td").count() == 0
         return
