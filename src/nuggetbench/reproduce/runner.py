@@ -20,7 +20,6 @@ lock.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +41,7 @@ from nuggetbench.errors import (
 )
 from nuggetbench.evaluation import evaluate_dataset
 from nuggetbench.experiment import run_experiment, slug, system_labels
+from nuggetbench.jsonl import json_text
 from nuggetbench.measures import get_family, get_profile, parse_measure
 from nuggetbench.reproduce.commands import commands_for, substitute_models
 from nuggetbench.reproduce.needs import blocking_reason
@@ -213,7 +213,7 @@ def reproduce(
         out.wall_seconds = time.perf_counter() - t0
         if root is not None:
             with atomic_write(root / RESULT_NAME) as fh:
-                json.dump(out.to_dict(), fh, indent=1, default=str)
+                fh.write(json_text(out.to_dict(), note=True, indent=1, default=str))
     return out
 
 
