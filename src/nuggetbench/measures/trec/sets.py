@@ -77,13 +77,22 @@ def _counts(
 class SetP(MeasureFamily):
     name = "SetP"
     aliases = ("set_P",)
-    params = _REL_JUDGED
+    params: ClassVar[dict[str, Any]] = params_table(
+        REL,
+        Param(
+            "relative",
+            bool,
+            False,
+            "divide by min(retrieved, R) instead: SetRelP (ir_measures' SetP(relative=True))",
+        ),
+        JUDGED_ONLY,
+    )
     cutoff = "forbidden"
     description = "precision of the whole retrieved set (trec_eval set_P)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
-        _, r, n, _ = _counts(ctx, measure)
-        return _div(r, n)
+        _, r, n, big_r = _counts(ctx, measure)
+        return _div(r, np.minimum(n, big_r) if measure.param("relative") else n)
 
 
 class SetRelP(MeasureFamily):
