@@ -109,7 +109,7 @@ CWL = [  # ir_measures' RBP without rel has no provider (cwl_eval needs rel): he
 COMPAT = ["Compat", "Compat(p=0.8)", "Compat(normalize=False)", "Compat(p=0.5,normalize=False)"]
 ACCURACY = ["Accuracy", "Accuracy@5", "Accuracy(rel=2)@10"]
 PYTREC = ["NumRet(rel=1)", "NumRet(rel=2)", "SetP(relative=True)", "SetP(relative=True,rel=2)"]
-PYTREC += ["IPrec@0.1", "IPrec@0.5", "IPrec@1", "IPrec(rel=2)@0.3"]
+PYTREC += ["IPrec@0.1", "IPrec@0.5", "IPrec@1", "IPrec(rel=2)@0.3", "nDCG(gains={1:3,2:9})@10"]
 
 
 def _compare(names, provider, seeds, *, ties, profile, tol=1e-9, grades=None):
@@ -355,3 +355,41 @@ def test_diversity_judged_only_against_pyndeval(seed: int) -> None:
     assert not np.allclose(plain.per_query["alpha_nDCG@5"], plain.per_query[names[0]])
     print(f"pyndeval judged_only seed {seed}: {compared} values")
     assert compared >= 150
+
+
+def test_spellings_and_profile_defaults() -> None:
+    """ir_measures' spellings mean what they mean there; a profile's ``-l`` leaves ir_measures'
+    own ``NumRet(rel=...)`` filter alone; ERR refuses grades above max_grade as gdeval does."""
+    from nuggetbench.errors import InputError, UnknownNameError
+
+    qrels = Qrels.from_dict({"q": {"a": 1, "b": 2, "c": 0, "d": 5}})
+    run = Run.from_dict({"q": {"a": 3.0, "b": 2.0, "x": 1.0, "c": 0.5}})
+    got = evaluate(
+        qrels, run, ["nDCG(gains={1:3,2:9})", "nDCG(gains='1=3,2=9')", "nDCG(dcg=log2)", "nDCG"]
+    ).means
+    assert got["nDCG(gains={1:3,2:9})"] == got["nDCG(gains='1=3,2=9')"]
+    assert got["nDCG(dcg=log2)"] == got["nDCG"]
+    counts = evaluate(qrels, run, ["NumRet", "NumRet(rel=2)"], profile="trec_eval -l 2").means
+    assert counts == {"NumRet": 4.0, "NumRet(rel=2)": 1.0}
+    with pytest.raises(InputError, match="max_grade"):
+        evaluate(qrels, run, ["ERR@10"])
+    assert evaluate(qrels, run, ["ERR(max_grade=5)@10"]).means["ERR(max_grade=5)@10"] > 0
+    with pytest.raises(UnknownNameError, match=r"nearest: 'nDCG', .*nuggetbench measures") as err:
+        parse_measure("nDGC@10")
+    assert "Known:" not in str(err.value) and str(err.value).count("'") == 8
+
+
+def test_cli_takes_space_separated_measures(tmp_path) -> None:
+    """``-m 'nDCG@10 P@5 AP'`` (ir_measures' command line idiom) is three measures."""
+    from click.testing import CliRunner
+
+    from nuggetbench.cli import cli
+
+    (tmp_path / "q").write_text("1 0 a 1\n1 0 b 0\n2 0 c 2\n")
+    (tmp_path / "r").write_text("1 Q0 a 1 2.0 x\n1 Q0 b 2 1.0 x\n2 Q0 c 1 1.0 x\n")
+    args = ["evaluate", str(tmp_path / "q"), str(tmp_path / "r"), "--format", "json"]
+    out = CliRunner().invoke(cli, [*args, "-m", "nDCG@10 P@5 AP", "-m", "hits@10"])
+    assert out.exit_code == 0, out.output
+    assert '"nDCG@10"' in out.output and '"P@5"' in out.output and '"hits@10"' in out.output
+    bad = CliRunner().invoke(cli, [*args, "-m", "nDCG@10 nDGC@10"])
+    assert bad.exit_code == 2 and "nearest: 'nDCG'" in bad.output

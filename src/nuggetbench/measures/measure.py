@@ -34,6 +34,8 @@ from nuggetbench.spec import (
 __all__ = ["Measure", "parse_measure", "parse_measures", "format_value"]
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
+#: ir_measures prints a dict parameter in braces (``nDCG(gains={1:3,2:9})``): read as one string.
+_BRACED = re.compile(r"=\s*(\{[^{}'\"]*\})")
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,7 @@ def parse_measure(text: str | Measure) -> Measure:
     if ranx is not None:
         return check_measure(Measure(*ranx), where)
     text = text.replace("\u03b1", "alpha")  # ir_measures' α_nDCG, α_DCG
+    text = _BRACED.sub(lambda m: "=" + repr(m.group(1)), text)  # gains={1:3,2:9}: one value
     parts = split_call_spec(text, where=where)
     if parts is None:
         raise SpecError(

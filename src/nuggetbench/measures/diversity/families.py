@@ -113,7 +113,7 @@ def diversity_scorer(
             "(topic subtopic docno judgment), a FreshStack queries file or a nugget dataset"
         )
     state = _STATE.setdefault(ctx, {})
-    judged_only = bool(measure is not None and measure.param("judged_only"))
+    judged_only = bool(measure is not None and dict(measure.params).get("judged_only", False))
     key = ("scorer", int(rel), judged_only)
     if key not in state:
         entries_key = ("entries", judged_only)

@@ -49,7 +49,7 @@ from nuggetbench.errors import SpecError
 from nuggetbench.measures.context import UNJUDGED, EvalContext
 from nuggetbench.measures.measure import Measure
 from nuggetbench.measures.params import REL
-from nuggetbench.measures.registry import REQUIRED, MeasureFamily, register
+from nuggetbench.measures.registry import REQUIRED, MeasureFamily, get_family, register
 from nuggetbench.spec import Param, params_table
 
 __all__ = ["CWL_DEPTH", "cwl_gains", "expected_utility"]
@@ -94,7 +94,7 @@ def cwl_gains(grade: np.ndarray, measure: Measure) -> np.ndarray:
     judged = grade != UNJUDGED
     level = np.where(judged, np.maximum(grade, 0), 0).astype(np.float64)
     family = measure.family
-    if "max_rel" not in _params_of(family):
+    if "max_rel" not in get_family(family).params:
         rel = measure.param("rel")
         if measure.param("gain") == "grade":
             return np.where(judged & (level >= rel), level, 0.0)
@@ -106,10 +106,6 @@ def cwl_gains(grade: np.ndarray, measure: Measure) -> np.ndarray:
             f"give the grade scale of the qrels, e.g. {family}(max_rel=3)"
         )
     return np.where(judged, (np.clip(level, low, high) - low) / (high - low), 0.0)
-
-
-def _params_of(family: str) -> dict[str, Any]:
-    return _FAMILIES[family].params
 
 
 def _dense_gains(ctx: EvalContext, measure: Measure, depth: int) -> np.ndarray:
@@ -297,6 +293,5 @@ class BPM(_CWL):
         return (wanting & (_ranks(gains) < measure.cutoff)).astype(np.float64)
 
 
-_FAMILIES: dict[str, MeasureFamily] = {}
 for _family in (RBP(), SDCG(), INSQ(), INST(), NERR8(), NERR9(), NERR10(), NERR11(), BPM()):
-    _FAMILIES[_family.name] = register(_family)
+    register(_family)

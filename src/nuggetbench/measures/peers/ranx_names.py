@@ -11,7 +11,7 @@ ranx               nuggetbench
 ``hits@k``         ``Hits@k``
 ``hit_rate@k``     ``Success@k`` (``Success``: the whole ranking)
 ``precision@k``    ``P@k``; ``precision``: ``SetP``
-``recall@k``       ``R@k``; ``recall``: ``SetR``
+``recall@k``       ``R@k``; ``recall``: trec_eval's ``recall`` list (ranx: ``SetR``)
 ``f1@k``           ``F1@k``
 ``r-precision``    ``Rprec``
 ``mrr@k``          ``RR@k``
@@ -52,6 +52,8 @@ RANX_NAMES: dict[str, tuple[str, str, tuple[tuple[str, Any], ...]]] = {
     "bpref": ("Bpref", "Bpref", ()),
 }
 _GAIN_FAMILIES = ("nDCG", "DCG")
+#: ranx names that trec_eval also uses, alone, for something else (measures.trec.names).
+_TREC_EVAL_NAMES = ("recall",)
 _NAME = re.compile(
     r"^(?P<rbp>rbp)(?:[.@](?P<p>\d+))(?:-l(?P<rbprel>\d+))?$"
     r"|^(?P<name>[a-z][a-z0-9_\-]*?)(?:@(?P<k>\d+))?(?:-l(?P<rel>\d+))?$"
@@ -73,6 +75,8 @@ def ranx_measure(text: str) -> tuple[str, int | None, tuple[tuple[str, Any], ...
     if entry is None:
         return None
     with_k, without_k, params = entry
+    if text.strip() in _TREC_EVAL_NAMES:
+        return None  # trec_eval's "recall" (its list of cutoffs) keeps its meaning
     k = int(m.group("k")) if m.group("k") else None
     if k == 0:
         k = None  # ranx's k=0: the whole ranking
