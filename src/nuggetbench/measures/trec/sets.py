@@ -223,7 +223,7 @@ def _rbp_gains(ctx: EvalContext, view: Ranked, gains: str) -> np.ndarray:
 
 class TrecRBP(MeasureFamily):
     name = "TrecRBP"
-    aliases = ("TrecRbp",)
+    aliases = ("TrecRbp", "rbp")  # trec_eval's name; RBP is cwl_eval's (ir_measures)
     params: ClassVar[dict[str, Any]] = params_table(PERSISTENCE, GAINS, JUDGED_ONLY)
     cutoff = "forbidden"
     description = "rank-biased precision over graded gains scaled to [0, 1] (trec_eval rbp)"
@@ -239,7 +239,7 @@ class TrecRBP(MeasureFamily):
 
 class TrecRBPResid(MeasureFamily):
     name = "TrecRBPResid"
-    aliases = ("TrecRbpResid",)
+    aliases = ("TrecRbpResid", "rbp_resid")
     params: ClassVar[dict[str, Any]] = params_table(PERSISTENCE, JUDGED_ONLY)
     cutoff = "forbidden"
     description = "rbp's residual: the weight of unjudged and unseen ranks (trec_eval rbp_resid)"
