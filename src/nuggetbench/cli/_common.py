@@ -16,6 +16,7 @@ from nuggetbench.errors import NuggetbenchError
 from nuggetbench.llm.secrets import mask_secrets
 from nuggetbench.llm.settings import MAX_REPLY_CHARS
 from nuggetbench.measures import get_profile, measure_keys
+from nuggetbench.spec import split_top
 
 
 def console(stderr: bool = False):
@@ -34,14 +35,29 @@ def info(message: str) -> None:
     console(stderr=True).print(mask_secrets(message), markup=False)
 
 
+def measure_words(values) -> tuple[str, ...]:
+    """Each ``-m`` value split at spaces outside parentheses and quotes: ir_measures' command
+    line idiom ``-m 'nDCG@10 P@5 AP'`` is three measures (``"nDCG(gains='1=3, 2=9')"`` one).
+
+    Raises:
+        NuggetbenchError: unbalanced parentheses.
+    """
+    out: list[str] = []
+    for value in values or ():
+        out += [w for w in split_top(value, (" ", "\t", "\n"), where="measure") if w.strip()]
+    return tuple(out)
+
+
 def _checked_measures(ctx: click.Context, param: click.Parameter, value):
-    """Parse every ``-m`` as the command line is read: a typo fails before any data is loaded."""
-    for m in value or ():
-        try:
+    """Parse every ``-m`` as the command line is read: a typo fails before any data is loaded.
+    A value holding several measures separated by spaces is split (:func:`measure_words`)."""
+    try:
+        words = measure_words(value)
+        for m in words:
             measure_keys([m])  # trec_eval's names (all_trec, P.5,10) too
-        except NuggetbenchError as exc:
-            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-    return value
+    except NuggetbenchError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return words
 
 
 def _checked_profile(ctx: click.Context, param: click.Parameter, value):

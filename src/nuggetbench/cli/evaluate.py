@@ -12,6 +12,7 @@ from nuggetbench.cli._common import (
     fmt_value,
     info,
     measure_option,
+    measure_words,
     parse_options,
     render_findings,
     render_means_table,
@@ -21,6 +22,7 @@ from nuggetbench.cli._common import (
 )
 from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
 from nuggetbench.data.formats.zscores import read_zscores
+from nuggetbench.errors import NuggetbenchError
 from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
 
 
@@ -83,9 +85,14 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
     \b
     Example:
       nuggetbench evaluate qrels.test results.test -m nDCG@10 -m 'P(rel=2)@5' -m AP --per-query
+      nuggetbench evaluate qrels.test results.test -m 'nDCG@10 P@5 AP'   (ir_measures' idiom)
       nuggetbench evaluate qrels.test results.test -m all_trec -q --format trec_eval
     """
     logging.getLogger("nuggetbench.data.checks").setLevel(logging.ERROR)  # rendered below
+    try:
+        positional_measures = measure_words(positional_measures)
+    except NuggetbenchError as exc:
+        raise click.BadParameter(str(exc), param_hint="MEASURES") from None
     measures = [*measures, *positional_measures] or (["official"] if fmt == "trec_eval" else [])
     if opts["zscores_file"] is not None and fmt != "trec_eval":
         raise click.UsageError("-Z (z-scores) applies to --format trec_eval only")

@@ -13,6 +13,7 @@ from nuggetbench._version import __version__
 from nuggetbench.errors import InputError
 from nuggetbench.measures.context import EvalContext
 from nuggetbench.measures.measure import Measure, _split_top_level, parse_measure, parse_measures
+from nuggetbench.measures.params import SHARED
 from nuggetbench.measures.profiles import DEFAULT_PROFILE, Profile, get_profile
 from nuggetbench.measures.registry import MIN_GEO_MEAN, get_family
 from nuggetbench.measures.results import LazyProvenance, Results
@@ -99,11 +100,17 @@ def plain_measures(measures: Iterable[str | Measure]) -> list[str]:
 
 def _with_defaults(measure: Measure, profile: Profile) -> Measure:
     """*measure* with the profile's ``measure_defaults`` (trec_eval ``-l``, ``-J``) for the
-    parameters its family takes and the measure does not set."""
+    parameters its family takes and the measure does not set: only a parameter declared as the
+    shared one (:data:`~nuggetbench.measures.params.SHARED`, trec_eval's meaning), so that
+    ``NumRet(rel=...)`` (ir_measures' filter) or cwl_eval's ``min_rel`` keep their own defaults."""
     defaults = profile.options.get("measure_defaults") or {}
     family = get_family(measure.family)
     given = {k for k, _ in measure.params}
-    extra = tuple((k, v) for k, v in defaults.items() if k in family.params and k not in given)
+    extra = tuple(
+        (k, v)
+        for k, v in defaults.items()
+        if family.params.get(k) is SHARED.get(k) and k in family.params and k not in given
+    )
     return measure(**dict(extra)) if extra else measure
 
 
