@@ -40,9 +40,10 @@ output, which a library must not write to): documents go to it through a pipe as
 give the same top k, ``ranked_and`` and ``block_max_ranked_and`` only documents holding every
 query term). Only documents holding a query term are returned. **Ties**: PISA's top-k heap
 evicts among equal scores in heap order, so the cut at the k-th score follows nuggetbench's rule
-instead (score descending, doc id descending, trec_eval's): ``k + 1`` are asked for, and a query
-whose k-th and (k+1)-th scores are equal is asked again, deeper, until its last score is lower
-than the k-th, then cut by doc id. Equal means equal float32 scores as PISA sums them: the
+instead (score descending, doc id descending, trec_eval's): ``k + max(16, k // 8)`` are asked
+for, and a query whose k-th score is also its last is asked again, 4 times deeper, until its last
+score is lower than the k-th; then the ties at the k-th score are cut by doc id (ranks of the doc
+ids, ``doc_ranks.npy``, computed while PISA builds the index). Equal means equal float32 scores as PISA sums them: the
 pruning algorithms (all but ``ranked_or``) add a document's term scores in the order their
 cursors reach it, so with three or more query terms two documents equal by the formula can
 differ in the last bit (and a document's score by one ulp between two depths); ``ranked_or``
@@ -65,6 +66,7 @@ from nuggetbench.errors import SpecError
 from nuggetbench.retrieval.bm25.pisa_engine import (
     BUILT_FROM,
     CACHE_FORMAT,
+    SEARCHED,
     STEMMERS,
     PisaSettings,
     index_into,
@@ -91,7 +93,8 @@ def _cached_base(corpus: Corpus, settings: PisaSettings, show: bool) -> tuple[Ar
         label=f"pisa-{settings.stemmer}",
     )
     if base.path.exists():
-        if base.meta() is not None and all((base.path / n).is_file() for n in BUILT_FROM):
+        files = (*SEARCHED, *BUILT_FROM)
+        if base.meta() is not None and all((base.path / n).is_file() for n in files):
             return base, True
         base.discard()
     with base.build() as (staging, meta):
@@ -210,10 +213,18 @@ class PisaIndex:
         self.from_cache = from_cache
         self._keep = keep  # a TemporaryDirectory removed with the index (cache=false)
         self._doc_ids: np.ndarray | None = None
+        self._doc_ranks: np.ndarray | None = None
         self._context: Any = None
 
     def __len__(self) -> int:
         return int(self.info.get("n_docs", 0))
+
+    @property
+    def doc_ranks(self) -> np.ndarray:
+        """Each document's rank in ascending doc id order (int32, index order): the tie-break."""
+        if self._doc_ranks is None:
+            self._doc_ranks = np.load(self.path / "doc_ranks.npy")
+        return self._doc_ranks
 
     @property
     def doc_ids(self) -> np.ndarray:
@@ -351,39 +362,48 @@ class PisaIndex:
     def _search_part(
         self, texts: list[str], k: int
     ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int]:
-        """The top *k* of each of *texts* (one ``retrieve`` of ``k + 1``, then the queries tied
-        across the cut searched deeper): ``((text positions, document numbers, scores), number
-        of queries searched deeper)``."""
-        q, d, s = self.retrieve(texts, k + 1)
-        counts = np.bincount(q, minlength=len(texts))
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        rank = np.arange(len(q)) - starts[q]
-        full = np.flatnonzero(counts == k + 1)
-        tied = full[s[starts[full] + k - 1] == s[starts[full] + k]]
-        keep = (rank < k) & ~np.isin(q, tied)
-        out = [(q[keep], d[keep], s[keep])]
-        for i in tied:
-            docs, scores = self._cut_tie(texts[i], k)
-            out.append((np.full(len(docs), i, dtype=np.int64), docs, scores))
-        return tuple(np.concatenate([o[j] for o in out]) for j in range(3)), len(tied)
-
-    def _cut_tie(self, text: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The top *k* of *text*, whose k-th score is tied past k: searched deeper until the
-        last score is below the k-th, the ties at the k-th cut by doc id descending. The scores
-        are all the deeper search's (a pruning algorithm may sum three or more term scores in
-        another order at another depth: the last bit can differ)."""
-        depth = 4 * (k + 1)
-        while True:
-            _, d, s = self.retrieve([text], depth)
-            kth = s[min(k, len(s)) - 1]
-            if len(d) < depth or s[-1] < kth or depth >= len(self):
-                break
+        """The top *k* of each of *texts*: ``((text positions, document numbers, scores),
+        number of queries searched deeper)``. PISA is asked for ``k + margin``; a query whose
+        k-th score is still the last one's is asked again, 4 times deeper, until it is not."""
+        todo = np.arange(len(texts))
+        depth = k + max(16, k // 8)
+        out = []
+        deeper = 0
+        while len(todo):
+            q, d, s = self.retrieve([texts[i] for i in todo], depth)
+            counts = np.bincount(q, minlength=len(todo))
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            has = counts > 0
+            kth = np.full(len(todo), np.inf, dtype=np.float32)
+            kth[has] = s[starts[has] + np.minimum(counts[has], k) - 1]
+            again = counts == depth
+            again[again] = kth[again] == s[starts[again] + depth - 1]
+            if depth >= len(self):
+                again[:] = False
+            done = ~again[q]
+            keep = self._cut(q[done], d[done], s[done], kth, k)
+            out.append((todo[q[done][keep]], d[done][keep], s[done][keep]))
+            todo = todo[again]
+            deeper += len(todo)
             depth *= 4
-        sure = np.flatnonzero(s > kth)
-        ties = np.flatnonzero(s == kth)
-        order = np.argsort(self.doc_ids[d[ties]], kind="stable")[::-1]
-        take = np.concatenate([sure, ties[order][: k - len(sure)]])
-        return d[take], s[take]
+        return tuple(np.concatenate([o[j] for o in out]) for j in range(3)), deeper
+
+    def _cut(
+        self, q: np.ndarray, d: np.ndarray, s: np.ndarray, kth: np.ndarray, k: int
+    ) -> np.ndarray:
+        """Which of the entries (grouped by query *q*, by score descending) are the top *k* of
+        their query by (score, doc id) descending, *kth* being each query's k-th score."""
+        keep = s > kth[q]
+        ties = np.flatnonzero(s == kth[q])
+        if not len(ties):
+            return keep
+        need = k - np.bincount(q[keep], minlength=len(kth))
+        order = np.lexsort((-self.doc_ranks[d[ties]], q[ties]))  # by query, doc id descending
+        ties = ties[order]
+        group = q[ties]
+        first = np.searchsorted(group, group)  # each tie's query's first tie
+        keep[ties[np.arange(len(ties)) - first < need[group]]] = True
+        return keep
 
     def __repr__(self) -> str:
         cached = " (cached)" if self.from_cache else ""

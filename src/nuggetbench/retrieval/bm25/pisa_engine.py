@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nuggetbench.data import Corpus
 from nuggetbench.errors import InputError, ModelError, SpecError
 from nuggetbench.retrieval.models.loading import progress_bar
@@ -175,9 +177,12 @@ def index_key(stemmer: str) -> dict[str, Any]:
     }
 
 
-def _run_child(args: list[str], log_path: Path, *, lines: Any = None, bar: Any = None) -> int:
+def _run_child(
+    args: list[str], log_path: Path, *, lines: Any = None, bar: Any = None, meanwhile: Any = None
+) -> int:
     """Run :data:`CHILD` with *args* (its output to *log_path*); with *lines* (an iterator of
-    ``str`` batches), feed them to its standard input. Returns the exit status."""
+    ``(count, str)`` batches), feed them to its standard input, then call *meanwhile* (if any)
+    while the child finishes. Returns the exit status."""
     command = [sys.executable, "-c", CHILD, str(_extension_file()), *args]
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(
@@ -198,11 +203,22 @@ def _run_child(args: list[str], log_path: Path, *, lines: Any = None, bar: Any =
                 finally:
                     with contextlib.suppress(BrokenPipeError):
                         proc.stdin.close()
+            if meanwhile is not None:
+                meanwhile()
             return proc.wait()
         except BaseException:
             proc.kill()
             proc.wait()
             raise
+
+
+def doc_id_ranks(doc_ids: list[str]) -> np.ndarray:
+    """The rank of each of *doc_ids* in ascending string order (int32 (n,)): the tie-break of
+    the cut at k compares these integers instead of the strings."""
+    order = np.argsort(np.array(doc_ids, dtype=object), kind="stable")
+    ranks = np.empty(len(doc_ids), dtype=np.int32)
+    ranks[order] = np.arange(len(doc_ids), dtype=np.int32)
+    return ranks
 
 
 def _document_lines(corpus: Corpus, doc_ids: list[str]):
@@ -232,19 +248,25 @@ def _failure(what: str, log_path: Path, status: int) -> ModelError:
 
 def index_into(folder: Path, corpus: Corpus, stemmer: str, threads: int, show: bool) -> dict:
     """Build PISA's inverted index of *corpus* in the new *folder*; returns the counts."""
-    total = len(corpus)
-    if not total:
-        raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
     folder.mkdir(parents=True, exist_ok=True)
     doc_ids: list[str] = []
-    bar = progress_bar(show, total, "pisa index")
+    # the bar's total only when shown: a JsonlCorpus reads its whole file for its length
+    bar = progress_bar(show, len(corpus) if show else 0, "pisa index")
     log_path = folder / "pisa-index.log"
     args = ["index", str(folder), STEMMERS[stemmer], str(BATCH_DOCS), str(threads)]
     try:
-        status = _run_child(args, log_path, lines=_document_lines(corpus, doc_ids), bar=bar)
+        lines = _document_lines(corpus, doc_ids)
+        ranks = []  # computed while PISA inverts the index
+
+        def rank_ids() -> None:
+            ranks.append(doc_id_ranks(doc_ids))
+
+        status = _run_child(args, log_path, lines=lines, bar=bar, meanwhile=rank_ids)
     finally:
         if bar is not None:
             bar.close()
+    if not doc_ids:
+        raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
     terms = folder / "fwd.terms"
     if status != 0 and terms.exists() and terms.stat().st_size == 0:
         raise InputError(
@@ -256,6 +278,7 @@ def index_into(folder: Path, corpus: Corpus, stemmer: str, threads: int, show: b
         raise _failure("indexing", log_path, status)
     with open(folder / "doc_ids.json", "w", encoding="utf-8") as fh:
         json.dump(doc_ids, fh, ensure_ascii=False)
+    np.save(folder / "doc_ranks.npy", ranks[0])
     pisa = pisathon()
     n_terms, n_docs = int(pisa.num_terms(str(folder))), int(pisa.num_docs(str(folder)))
     for name in ("fwd", "fwd.documents", "fwd.terms", "fwd.urls", "pisa-index.log"):
@@ -265,7 +288,7 @@ def index_into(folder: Path, corpus: Corpus, stemmer: str, threads: int, show: b
     return {"n_docs": n_docs, "n_terms": n_terms, "pyterrier_pisa": pisa_version()}
 
 
-SEARCHED = ("fwd.termlex", "fwd.doclex", "doc_ids.json")
+SEARCHED = ("fwd.termlex", "fwd.doclex", "doc_ids.json", "doc_ranks.npy")
 BUILT_FROM = ("inv.docs", "inv.freqs", "inv.sizes")
 
 
