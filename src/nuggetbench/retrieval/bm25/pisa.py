@@ -79,9 +79,48 @@ from nuggetbench.retrieval.bm25.pisa_engine import (
 from nuggetbench.retrieval.protocols import DocFilter, check_k
 from nuggetbench.store import Artifact
 
-__all__ = ["PisaIndex", "PisaSettings", "build_pisa_index"]
+__all__ = [
+    "OPTIONS",
+    "PisaIndex",
+    "PisaSettings",
+    "build_pisa_index",
+    "engine_build",
+    "engine_params",
+    "engine_versions",
+]
 
 log = logging.getLogger(__name__)
+
+
+OPTIONS = ("k1", "b", "stemmer", "stopwords", "algorithm", "encoding", "threads", "cache")
+"""The ``bm25`` options this backend honours (the others are refused when changed)."""
+_RESULT_OPTIONS = ("k1", "b", "stemmer", "stopwords", "algorithm", "encoding")
+
+
+def engine_params(settings: Any) -> dict[str, Any]:
+    """What changes a ``backend=pisa`` run (the run's ``params``, the spec's name): ``k1``,
+    ``b``, ``backend``, ``stemmer``, ``stopwords``, ``algorithm``, ``encoding``; *settings* is
+    the retriever (its options as attributes)."""
+    out = {k: getattr(settings, k) for k in _RESULT_OPTIONS}
+    return {"k1": out.pop("k1"), "b": out.pop("b"), "backend": "pisa", **out}
+
+
+def engine_versions(settings: Any) -> dict[str, Any]:
+    """pyterrier-pisa's version and our analysis, for the run cache's identity."""
+    return index_key(settings.stemmer)
+
+
+def engine_build(settings: Any, corpus: Corpus, *, show_progress: bool = False) -> PisaIndex:
+    """The index of *corpus* for the retriever *settings* (:func:`build_pisa_index`)."""
+    names = ("k1", "b", "stemmer", "stopwords", "algorithm", "encoding", "threads")
+    return build_pisa_index(
+        corpus,
+        PisaSettings(**{k: getattr(settings, k) for k in names}),
+        cache=settings.cache,
+        name=settings.name,
+        params=settings.params,
+        show_progress=show_progress,
+    )
 
 
 def _cached_base(corpus: Corpus, settings: PisaSettings, show: bool) -> tuple[Artifact, bool]:

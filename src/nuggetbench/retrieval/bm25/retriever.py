@@ -51,14 +51,14 @@ from typing import Any
 from nuggetbench._atomic import atomic_write
 from nuggetbench.data import Corpus
 from nuggetbench.errors import InputError, SpecError, suggest
+from nuggetbench.retrieval.bm25 import pisa
 from nuggetbench.retrieval.bm25.index import BM25Index, numba_available, tokenize_texts
 from nuggetbench.retrieval.bm25.lucene import EXTRA as LUCENE_EXTRA
 from nuggetbench.retrieval.bm25.lucene import LuceneIndex, build_lucene_index, lucene_available
 from nuggetbench.retrieval.bm25.lucene import index_key as lucene_index_key
 from nuggetbench.retrieval.bm25.memory import MemoryPlan, parse_size, plan_default, plan_memory
-from nuggetbench.retrieval.bm25.pisa import PisaIndex, PisaSettings, build_pisa_index
+from nuggetbench.retrieval.bm25.pisa import PisaIndex
 from nuggetbench.retrieval.bm25.pisa_engine import check_options as check_pisa_options
-from nuggetbench.retrieval.bm25.pisa_engine import index_key as pisa_index_key
 from nuggetbench.retrieval.bm25.sharded import (
     SHARDED_METHODS,
     ShardedBM25Index,
@@ -172,6 +172,8 @@ class BM25(Composable):
         self.memory = memory  # the budget in bytes (None: no budget)
         self._plan: tuple[Any, MemoryPlan] | None = None  # (weak ref to the corpus, its plan)
         self.fields = self.options.fields
+        self.algorithm = self.options.algorithm  # backend=pisa
+        self.encoding = self.options.encoding
         if self.backend in ("lucene", "pisa"):  # the run cache keys on it
             self.identity = self._engine_identity
         else:
@@ -186,8 +188,7 @@ class BM25(Composable):
         if self.backend == "lucene":
             return {"k1": self.k1, "b": self.b, "backend": "lucene", "fields": self.fields}
         if self.backend == "pisa":
-            names = ("k1", "b", "backend", "stemmer", "stopwords", "algorithm", "encoding")
-            return {k: getattr(self.options, k) for k in names}
+            return pisa.engine_params(self)
         out = {k: getattr(self, k) for k in self._RESULT_OPTIONS}
         if self.method not in _NONOCCURRENCE_METHODS:
             out.pop("delta")
@@ -216,7 +217,7 @@ class BM25(Composable):
         engine = (
             lucene_index_key(self.fields)
             if self.backend == "lucene"
-            else pisa_index_key(self.stemmer)
+            else pisa.engine_versions(self)
         )
         return {
             "name": self.name,
@@ -361,16 +362,7 @@ class BM25(Composable):
                 PISA failed.
         """
         if self.backend == "pisa":
-            names = ("k1", "b", "stemmer", "stopwords", "algorithm", "encoding", "threads")
-            settings = PisaSettings(**{k: getattr(self.options, k) for k in names})
-            return build_pisa_index(
-                corpus,
-                settings,
-                cache=self.cache,
-                name=self.name,
-                params=self.params,
-                show_progress=show_progress,
-            )
+            return pisa.engine_build(self, corpus, show_progress=show_progress)
         if self.backend == "lucene":
             return build_lucene_index(
                 corpus,
