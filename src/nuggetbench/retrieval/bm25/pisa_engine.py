@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from nuggetbench._runtime import usable_cpus
 from nuggetbench.data import Corpus
 from nuggetbench.errors import InputError, ModelError, SpecError
 from nuggetbench.retrieval.models.loading import progress_bar
@@ -98,7 +99,8 @@ class PisaSettings:
 
     @property
     def n_threads(self) -> int:
-        return self.threads or os.cpu_count() or 1
+        """``threads``, or every CPU this process may use when 0."""
+        return self.threads or usable_cpus()
 
 
 def pisa_available() -> bool:
