@@ -21,6 +21,9 @@ __all__ = [
     "CrossEncoderOptions",
     "DenseOptions",
     "METHODS",
+    "PISA_ALGORITHMS",
+    "PISA_ENCODINGS",
+    "PISA_STOPWORDS",
     "PROMPT_PRESETS",
     "HyDEOptions",
     "LLMListwiseOptions",
@@ -36,6 +39,16 @@ STOPWORDS = (  # the names bm25s.tokenize accepts, and "none"
     "en", "english", "en_plus", "english_plus", "de", "german", "nl", "dutch", "fr", "french",
     "es", "spanish", "pt", "portuguese", "it", "italian", "ru", "russian", "sv", "swedish",
     "no", "norwegian", "zh", "chinese", "tr", "turkish", "ko", "korean", "da", "danish", "none",
+)
+PISA_STOPWORDS = ("terrier", "lucene")  # pyterrier-pisa's own lists (backend=pisa only)
+PISA_ALGORITHMS = (  # PISA's query algorithms; the last two are conjunctive
+    "block_max_wand", "block_max_maxscore", "maxscore", "wand", "ranked_or",
+    "block_max_ranked_and", "ranked_and",
+)
+PISA_ENCODINGS = (  # PISA's posting-list compressions
+    "block_simdbp", "block_optpfor", "block_varintg8iu", "block_streamvbyte", "block_maskedvbyte",
+    "block_interpolative", "block_qmx", "block_varintgb", "block_simple8b", "block_simple16",
+    "ef", "single", "pefuniform", "pefopt",
 )
 # fmt: on
 
@@ -58,18 +71,27 @@ class BM25Options(Options):
     b: float = option(0.75, "document-length normalisation", minimum=0, maximum=1)
     method: str = option("lucene", "bm25s scoring variant (Kamphuis et al. 2020)", choices=METHODS)
     delta: float = option(0.5, "the delta of bm25l and bm25+ (ignored by the others)")
-    stemmer: str = option("english", "PyStemmer algorithm (english, porter, french...) or none")
-    stopwords: str = option("en", "bm25s stop-word list or none", choices=STOPWORDS)
+    stemmer: str = option(
+        "english",
+        "PyStemmer algorithm (english, porter, french...) or none; backend=pisa: english "
+        "(PISA's Porter2), krovetz or none",
+    )
+    stopwords: str = option(
+        "en",
+        "bm25s stop-word list or none; backend=pisa also terrier or lucene (pyterrier-pisa's)",
+        choices=(*STOPWORDS, *PISA_STOPWORDS),
+    )
     cache: bool = option(True, "read and write the index in the artifact store")
     backend: str = option(
         "auto",
         "auto|numpy|numba: bm25s retrieval (auto uses numba only when queries x documents >= 2e8); "
-        "lucene: Lucene through Pyserini (the lucene extra)",
-        choices=("auto", "numpy", "numba", "lucene"),
+        "lucene: Lucene through Pyserini (the lucene extra); pisa: PISA through pyterrier-pisa "
+        "(the pisa extra)",
+        choices=("auto", "numpy", "numba", "lucene", "pisa"),
     )
     threads: int = option(
         0,
-        "numba retrieval threads, or Lucene's indexing and search threads (0: every CPU)",
+        "numba retrieval threads, or Lucene's or PISA's indexing and search threads (0: every CPU)",
         minimum=0,
     )
     fields: str = option(
@@ -77,6 +99,17 @@ class BM25Options(Options):
         "backend=lucene layout: flat (title + text in one field) or multifield (title and text "
         "fields, searched with equal weights), Pyserini's BEIR indexes",
         choices=("flat", "multifield"),
+    )
+    algorithm: str = option(
+        "block_max_wand",
+        "backend=pisa query algorithm: block_max_wand, block_max_maxscore, maxscore, wand, "
+        "ranked_or (the same top k), or the conjunctive ranked_and, block_max_ranked_and",
+        choices=PISA_ALGORITHMS,
+    )
+    encoding: str = option(
+        "block_simdbp",
+        "backend=pisa posting-list compression (speed and size only, same scores)",
+        choices=PISA_ENCODINGS,
     )
     analyzer: str = option(
         "auto",
