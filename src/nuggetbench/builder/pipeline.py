@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from nuggetbench.builder import stages
 from nuggetbench.builder.check import LLM_STAGES, check_plan, describe_plan
 from nuggetbench.builder.manifest import fill_report, write_run_log
@@ -38,6 +36,7 @@ from nuggetbench.builder.store import StageStore
 from nuggetbench.errors import InputError, StageFailedError, UnknownNameError, suggest
 from nuggetbench.llm.cache import UsageLedger
 from nuggetbench.llm.client import LLMClient
+from nuggetbench.progress import Meter
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +73,9 @@ class Builder:
 
     Args:
         plan: the plan.
-        show_progress: progress bars (tqdm).
+        show_progress: show progress (:class:`~nuggetbench.progress.Meter`: a bar, or lines in
+            a log, as the command line configured); the LLM stages' meters add the requests
+            sent, cached and failed and the running cost.
         transport: for tests, passed to :class:`~.llm.LLMClient`.
         accept_failures: record a stage whose LLM answers partly failed (the failures are listed
             in its meta) instead of stopping the build.
@@ -115,10 +116,11 @@ class Builder:
         return self._client
 
     @contextmanager
-    def progress(self, total: int, desc: str):
-        """A progress callback ``step(n)`` over *total* questions (a tqdm bar when shown)."""
-        with tqdm(total=total, desc=desc, disable=not self.show_progress, unit=" q") as bar:
-            yield bar.update
+    def progress(self, total: int, desc: str, unit: str = "q"):
+        """A progress callback ``step(n)`` over *total* items of an LLM stage (questions,
+        batches), followed by the build's LLM usage so far (:meth:`UsageLedger.brief`)."""
+        with Meter(desc, total, unit, show=self.show_progress, stats=self.ledger.brief) as meter:
+            yield meter
 
     def usage(self, *names: str) -> dict[str, Any]:
         """This build's deterministic LLM usage of the ledger entries *names*."""

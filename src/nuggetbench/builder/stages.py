@@ -239,7 +239,7 @@ def judge(b: Builder, questions, nuggets, pool, corpus, target: str | None = Non
             if nuggets.nuggets.get(q.question_id)
         ]
         n_batches = sum(-(-len(i.pool) // opts.batch_size) for i in items)
-        with b.progress(n_batches, "judging") as step:
+        with b.progress(n_batches, "judging", "batches") as step:
             result = judge_pool(b.client(), items, corpus, opts, progress=step)
         counts = result.counts()
         info = {

@@ -15,7 +15,7 @@ from nuggetbench.cli._common import (
     no_cache_option,
     request_bounds,
 )
-from nuggetbench.cli._globals import progress_wanted
+from nuggetbench.cli._globals import progress_shown
 
 
 @click.command("build", context_settings={"help_option_names": ["-h", "--help"]})
@@ -93,7 +93,7 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
     report = run_build(
         loaded,
         stage=stage,
-        show_progress=not no_progress and progress_wanted(),
+        show_progress=not no_progress and progress_shown(),
         accept_failures=accept_failures,
         read_cache=not no_cache,
     )

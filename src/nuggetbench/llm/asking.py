@@ -114,7 +114,10 @@ def ask(
             if progress and progress_on == "settled" and i not in retry:
                 progress(1)
         current = retry
-    client.forget([k for i, keys in chains.items() if errors[i] is not None for k in keys])
+    failed = [i for i in range(n) if errors[i] is not None]
+    for i in failed:  # the progress bars count them as failed
+        client.ledger.note_unusable(requests[i].stage)
+    client.forget([k for i in failed for k in chains[i]])
     return [
         Asked(values[i], errors[i], replies[i], attempts[i], cached[i], lengths[i])
         for i in range(n)
