@@ -26,8 +26,9 @@ It answers deterministically from the prompt's content, so a build against it is
 The hidden relevance is :attr:`LLMServer.relevance` ``(query, passage) -> grade`` (default: the
 number of the query's content words in the passage). :attr:`LLMServer.noise` adds Gaussian noise
 (standard deviation, seeded by the request) to it; :attr:`LLMServer.malformed` is the share of
-first-turn ranking answers that are malformed, chosen by the request's hash: a permutation with an
-id dropped, repeated, or unknown, or prose without ids; a grade answer in prose without a number
+first-turn ranking answers that are malformed, chosen by the request's hash among
+:attr:`LLMServer.malformed_kinds`: a permutation with an id dropped, repeated, or unknown, or prose
+without ids; a grade answer in prose without a number
 (a repair turn is always answered well, unless :attr:`LLMServer.malformed_repairs`).
 
 Every request is logged (:attr:`LLMServer.log`: path, task, body, status, whether it was answered).
@@ -172,7 +173,19 @@ def overlap_relevance(query: str, passage: str) -> float:
     return float(len(content_words(query) & content_words(passage)))
 
 
-def answer_listwise(prompt: str, relevance, *, noise: float, key: str, malformed: bool) -> str:
+#: The malformed listwise answers, drawn by the request's hash among :attr:`LLMServer.malformed_kinds`.
+LISTWISE_FAULTS = ("drop", "repeat", "unknown", "prose")
+
+
+def answer_listwise(
+    prompt: str,
+    relevance,
+    *,
+    noise: float,
+    key: str,
+    malformed: bool,
+    kinds: tuple[str, ...] = LISTWISE_FAULTS,
+) -> str:
     query = _one("query", prompt) or ""
     passages = [
         (int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", prompt, re.M)
@@ -180,14 +193,14 @@ def answer_listwise(prompt: str, relevance, *, noise: float, key: str, malformed
     scored = [(relevance(query, text) + noise * _gauss(key, f"p{i}"), i) for i, text in passages]
     ids = [i for _, i in sorted(scored, key=lambda t: (-t[0], t[1]))]
     if malformed and ids:
-        kind = int(_unit(key, "kind") * 4)
-        if kind == 0:
+        kind = kinds[int(_unit(key, "kind") * len(kinds))]
+        if kind == "drop":
             ids = ids[:-1]  # a passage left out
-        elif kind == 1:
+        elif kind == "repeat":
             ids = [*ids[:2], ids[0], *ids[2:]]  # an id repeated
-        elif kind == 2:
+        elif kind == "unknown":
             ids = [*ids[:1], len(ids) + 3, *ids[1:]]  # an id naming no passage
-        else:
+        else:  # "prose": no ranking at all
             return "I am sorry, but these passages are all equally relevant."
     return " > ".join(f"[{i}]" for i in ids)
 
@@ -300,6 +313,7 @@ class LLMServer:
         self.noise = 0.0
         self.malformed = 0.0
         self.malformed_repairs = False
+        self.malformed_kinds: tuple[str, ...] = LISTWISE_FAULTS
         self.logprobs = True
         self.log: list[Entry] = []
         self.faults: list[tuple[str, str | None]] = []
@@ -450,6 +464,7 @@ class LLMServer:
                 noise=self.noise,
                 key=key,
                 malformed=bad or (self.malformed_repairs and not first_turn),
+                kinds=self.malformed_kinds,
             )
         elif task == "umbrela":
             content = answer_umbrela(

@@ -206,9 +206,10 @@ def _read_columns(path) -> Run | None:
 
 #: The warning after the count of :func:`failed_answers`.
 UNUSABLE = (
-    "LLM answers stayed unusable after their re-asks (kept in first-stage order or scored the "
-    "lowest grade; run_metadata.llm.failed in results.json); not cached: running again asks "
-    "again; --strict makes this an error"
+    "LLM answers stayed unusable after their re-asks (a listwise window that ranked no passage "
+    "keeps the order its passages came in, a pointwise pair with no grade scores the lowest; "
+    "run_metadata.llm.failed in results.json); not cached: running again asks again; --strict "
+    "makes this an error"
 )
 
 
@@ -332,7 +333,7 @@ class CachedIndex:
             objective=objective,
         )
         if cache is not None and failed_answers(run.metadata):
-            log.warning(
+            log.info(  # the command's one warning (UNUSABLE) says it too
                 "%s: not saved in the run cache (%d LLM answers were unusable): a later run "
                 "retrieves again",
                 self.name,
