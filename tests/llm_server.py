@@ -31,6 +31,10 @@ first-turn ranking answers that are malformed, chosen by the request's hash amon
 without ids; a grade answer in prose without a number
 (a repair turn is always answered well, unless :attr:`LLMServer.malformed_repairs`).
 
+``GET /v1/models`` lists :attr:`LLMServer.models` (OpenAI's ``{"object": "list", "data": [...]}``);
+with :attr:`LLMServer.require_key` set, it answers 401 unless the request carries ``Authorization:
+Bearer <that key>``. Each such request is recorded in :attr:`LLMServer.probes` (not in the log).
+
 Every request is logged (:attr:`LLMServer.log`: path, task, body, status, whether it was answered).
 Faults are queued with :meth:`LLMServer.inject` and consumed by the next matching requests:
 ``"429"`` (rate limited, ``Retry-After: 0``), ``"500"``, ``"garbage"`` (HTTP 200 with a body that
@@ -320,6 +324,9 @@ class LLMServer:
         self.on_request: Callable[[Entry], bool | None] | None = None
         self.hang_seconds = hang_seconds
         self.huge_chars = 10_000_000
+        self.models: list[str] = ["test-model", "flag-model", "m"]
+        self.require_key: str | None = None
+        self.probes: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -361,6 +368,9 @@ class LLMServer:
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 server._handle(self)
 
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                server._models(self)
+
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -397,6 +407,20 @@ class LLMServer:
         handler.end_headers()
         handler.wfile.write(payload)
         handler.wfile.flush()
+
+    def _models(self, handler: BaseHTTPRequestHandler) -> None:
+        """``GET /v1/models``: the model list (401 without the required key)."""
+        auth = handler.headers.get("Authorization")
+        self.probes.append({"path": handler.path, "auth": auth})
+        if handler.path.split("?")[0].rstrip("/") != "/v1/models":
+            self._send(handler, 404, b'{"error": {"message": "unknown path"}}')
+            return
+        if self.require_key is not None and auth != f"Bearer {self.require_key}":
+            body = b'{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}'
+            self._send(handler, 401, body)
+            return
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in self.models]
+        self._send(handler, 200, json.dumps({"object": "list", "data": data}).encode())
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)

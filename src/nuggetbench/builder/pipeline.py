@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from nuggetbench.builder import stages
-from nuggetbench.builder.check import LLM_STAGES, check_plan, describe_plan
+from nuggetbench.builder.check import check_build, check_plan, plan_stages
 from nuggetbench.builder.manifest import fill_report, write_run_log
 from nuggetbench.builder.plan import Plan
+from nuggetbench.builder.stages import MODEL_STAGES, NEEDS, STAGES, closure
 from nuggetbench.builder.store import StageStore
 from nuggetbench.errors import InputError, StageFailedError, UnknownNameError, suggest
 from nuggetbench.llm.cache import UsageLedger
@@ -40,16 +41,6 @@ from nuggetbench.progress import Meter
 
 log = logging.getLogger(__name__)
 
-STAGES = ("questions", "corpus", "nuggets", "pool", "judge", "export", "calibrate")
-NEEDS = {
-    "questions": (),
-    "corpus": (),
-    "nuggets": ("questions",),
-    "pool": ("questions", "corpus", "nuggets"),
-    "judge": ("pool",),
-    "export": ("judge",),
-    "calibrate": ("judge",),
-}
 _DETERMINISTIC = ("requests", "prompt_tokens", "completion_tokens", "cost_usd")
 
 
@@ -153,7 +144,7 @@ class Builder:
                 )
             self.report.stages.setdefault(stage, {"status": "cached"})
             return load()
-        force = force or (not self.read_cache and stage in LLM_STAGES)
+        force = force or (not self.read_cache and stage in MODEL_STAGES)
         if target is None and not force and self.store.done(stage, key):
             self.report.stages[stage] = {
                 "status": "cached",
@@ -184,8 +175,9 @@ class Builder:
         Raises:
             UnknownNameError: an unknown stage name.
             InputError: the plan cannot run (every problem :func:`~.check.plan_problems` sees,
-                the LLM key's absence included, raised before any stage runs), a missing or
-                stale input of the stage asked for.
+                raised before any stage runs; the LLM key's absence among them when a stage
+                that would run calls the model: :func:`~.check.plan_stages`), a missing or stale
+                input of the stage asked for.
             StageFailedError: a stage's LLM answers stayed unusable (how many and why).
             LLMError / BudgetError: the endpoint failed or a budget is spent (answers so far are
                 cached: run again to resume).
@@ -194,8 +186,10 @@ class Builder:
             raise UnknownNameError(
                 f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
             )
-        wanted = set(STAGES) if stage is None else _closure(stage)
-        check_plan(self.plan, wanted, need_key=self._transport is None and _calls_model(stage))
+        wanted = set(STAGES) if stage is None else closure(stage)
+        rows = plan_stages(self.plan, stage, read_cache=self.read_cache)
+        need_key = self._transport is None and any(r["calls_model"] for r in rows)
+        check_plan(self.plan, wanted, need_key=need_key)
         try:
             if "questions" in wanted:
                 questions = stages.questions(self, stage)
@@ -236,45 +230,6 @@ def failure_message(stage: str, failed: dict[str, Any]) -> str:
     )
 
 
-def _calls_model(stage: str | None) -> bool:
-    """Whether running *stage* (``None``: the whole build) may call the model: the stages it
-    only reads are loaded from their outputs."""
-    return stage is None or stage in LLM_STAGES
-
-
-def _closure(stage: str) -> set[str]:
-    """*stage* and every stage it reads, directly or not."""
-    out, todo = set(), [stage]
-    while todo:
-        s = todo.pop()
-        if s not in out:
-            out.add(s)
-            todo.extend(NEEDS[s])
-    return out
-
-
-def check_build(plan: Plan, *, stage: str | None = None) -> dict[str, Any]:
-    """Check *plan* as :meth:`Builder.run` does before its first stage, run nothing, and return
-    :func:`~.check.describe_plan` (what ``nuggetbench build --check`` prints).
-
-    Raises:
-        UnknownNameError: an unknown stage name.
-        InputError: every problem of the plan at once.
-    """
-    if stage is not None and stage not in STAGES:
-        raise UnknownNameError(
-            f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
-        )
-    wanted = set(STAGES) if stage is None else _closure(stage)
-    check_plan(plan, wanted, need_key=_calls_model(stage))
-    actions = {
-        s: "run" if stage in (None, s) else "read" if s in wanted else "skip" for s in STAGES
-    }
-    if plan.calibration_labels is None and actions["calibrate"] == "run":
-        actions["calibrate"] = "skip"  # it runs only against human labels
-    return describe_plan(plan, actions)
-
-
 def run_build(
     plan: Plan,
     *,
@@ -295,4 +250,4 @@ def run_build(
     return builder.run(stage)
 
 
-__all__ = ["Builder", "BuildReport", "run_build", "check_build", "STAGES"]
+__all__ = ["Builder", "BuildReport", "run_build", "check_build", "STAGES", "NEEDS"]
