@@ -148,6 +148,10 @@ class _Rewriter(Composable):
             "inner": retriever_identity(self.retriever),
         }
 
+    def client(self) -> LLMClient:
+        """The client of the options' endpoint (:func:`~.endpoint.endpoint_client`)."""
+        return endpoint_client(self.options, endpoint_model(self.options))
+
     def rewrite_options(self) -> RewriteOptions:
         """The rewrite options of this retriever's temperature and size option."""
         return RewriteOptions(temperature=self.temperature, **self._extra)
@@ -189,7 +193,7 @@ class RewriteIndex:
         """Rewrite *queries* with the LLM (cached), then search the inner index (Index protocol;
         *objective* is ignored: the rewrite prompts take none)."""
         r = self.rewriter
-        client = endpoint_client(r.options, endpoint_model(r.options))
+        client = r.client()
         try:
             with Meter(
                 r.kind, len(queries), "query", show=show_progress, stats=client.ledger.brief
