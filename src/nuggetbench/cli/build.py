@@ -87,19 +87,7 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
     no_cache = endpoint.pop("no_cache")
     loaded = load_plan(plan, llm=endpoint)  # --model ... --max-reply-chars over [llm]
     if check_only:
-        checked = check_build(loaded, stage=stage, read_cache=not no_cache)
-        described = {"plan": str(loaded.path), **checked}
-        if fmt == "json":
-            echo_json(described)
-        else:
-            render_check(described, console())
-        if not described["ready"]:
-            n = len(described["problems"])
-            raise InputError(
-                f"{loaded.path}: not ready, the build would fail ({n} problem"
-                f"{'s' if n > 1 else ''}): " + "; ".join(described["problems"])
-            )
-        return
+        return _check(loaded, stage, not no_cache, fmt)
     report = run_build(
         loaded,
         stage=stage,
@@ -108,6 +96,28 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
         read_cache=not no_cache,
     )
     _render(report, top_tags, console(stderr=True), loaded.llm.model)
+
+
+def _check(loaded, stage: str | None, read_cache: bool, fmt: str) -> None:
+    """``build --check``: print the check (:func:`check_build`) in *fmt*; not ready, exit 2.
+
+    Raises:
+        InputError: the build would fail (every problem named).
+    """
+    described = {
+        "plan": str(loaded.path),
+        **check_build(loaded, stage=stage, read_cache=read_cache),
+    }
+    if fmt == "json":
+        echo_json(described)
+    else:
+        render_check(described, console())
+    if not described["ready"]:
+        n = len(described["problems"])
+        raise InputError(
+            f"{loaded.path}: not ready, the build would fail ({n} problem"
+            f"{'s' if n > 1 else ''}): " + "; ".join(described["problems"])
+        )
 
 
 def render_check(d: dict, out) -> None:

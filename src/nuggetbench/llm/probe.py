@@ -67,6 +67,59 @@ def _served(model: str, ids: list[str]) -> bool:
     return model in ids or f"{model}:latest" in ids
 
 
+def _failed(out: EndpointProbe, exc: Exception, s: LLMSettings, wait: float) -> None:
+    """Fill *out* with what the failed ``GET /models`` means (*exc* from the ``openai`` client).
+
+    Raises:
+        Exception: *exc* itself, when it is not an answer or a transport failure (a bug).
+    """
+    import openai  # lazy: loaded by probe_endpoint already
+
+    masked = [s.api_key()]
+    if isinstance(exc, openai.APITimeoutError):
+        out.problem = (
+            f"{out.endpoint} did not answer GET /models within {wait:g} s: check that the "
+            "server is up and not overloaded, or fix --base-url / [llm] base_url"
+        )
+    elif isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        out.problem = mask_secrets(
+            f"{out.endpoint} does not answer ({type(cause).__name__}: {cause}): start the "
+            "server, or fix --base-url / [llm] base_url (an OpenAI-compatible endpoint usually "
+            "ends in /v1)",
+            masked,
+        )
+    elif isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+        out.answered, out.status = True, exc.status_code
+        how = "it needs one: remove no_api_key / --no-api-key and set " if s.no_api_key else "set "
+        out.problem = (
+            f"{out.endpoint} refused the API key ({exc.status_code}): {how}{ENV_API_KEY} or "
+            f"{s.api_key_env} to a valid key"
+        )
+    elif isinstance(exc, openai.NotFoundError):
+        out.answered, out.status = True, 404
+        out.note = (
+            f"{out.endpoint} has no model list (404 on GET /models): the model {s.model!r} "
+            "was not checked"
+        )
+    elif isinstance(exc, openai.APIStatusError):
+        out.answered, out.status = True, exc.status_code
+        out.problem = mask_secrets(
+            f"{out.endpoint} answered {exc.status_code} to GET /models ({exc.message}): check "
+            "the endpoint",
+            masked,
+        )
+    elif isinstance(
+        exc, (openai.APIResponseValidationError, ValueError, TypeError, AttributeError)
+    ):
+        out.answered = True
+        out.note = (
+            f"{out.endpoint} answered GET /models with no model list: {s.model!r} was not checked"
+        )
+    else:
+        raise exc
+
+
 def probe_endpoint(settings: LLMSettings, *, timeout: float = PROBE_TIMEOUT) -> EndpointProbe:
     """``GET /models`` at the endpoint of *settings*, once, with the key its requests would
     send; see the module docstring. Never raises for what the endpoint does: the result says
@@ -92,52 +145,10 @@ def probe_endpoint(settings: LLMSettings, *, timeout: float = PROBE_TIMEOUT) -> 
         )  # fmt: skip
     else:
         client = openai.OpenAI(base_url=s.base_url, api_key=key, timeout=wait, max_retries=0)
-    masked = [s.api_key()]
     try:
         ids = sorted(str(m.id) for m in client.models.list().data)
-    except openai.APITimeoutError:
-        out.problem = (
-            f"{out.endpoint} did not answer GET /models within {wait:g} s: check that the "
-            "server is up and not overloaded, or fix --base-url / [llm] base_url"
-        )
-        return out
-    except openai.APIConnectionError as exc:
-        cause = exc.__cause__ or exc
-        out.problem = mask_secrets(
-            f"{out.endpoint} does not answer ({type(cause).__name__}: {cause}): start the "
-            "server, or fix --base-url / [llm] base_url (an OpenAI-compatible endpoint usually "
-            "ends in /v1)",
-            masked,
-        )
-        return out
-    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-        out.answered, out.status = True, exc.status_code
-        how = "it needs one: remove no_api_key / --no-api-key and set " if s.no_api_key else "set "
-        out.problem = (
-            f"{out.endpoint} refused the API key ({exc.status_code}): {how}{ENV_API_KEY} or "
-            f"{s.api_key_env} to a valid key"
-        )
-        return out
-    except openai.NotFoundError:
-        out.answered, out.status = True, 404
-        out.note = (
-            f"{out.endpoint} has no model list (404 on GET /models): the model {s.model!r} "
-            "was not checked"
-        )
-        return out
-    except openai.APIStatusError as exc:
-        out.answered, out.status = True, exc.status_code
-        out.problem = mask_secrets(
-            f"{out.endpoint} answered {exc.status_code} to GET /models ({exc.message}): check "
-            "the endpoint",
-            masked,
-        )
-        return out
-    except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError):
-        out.answered = True
-        out.note = (
-            f"{out.endpoint} answered GET /models with no model list: {s.model!r} was not checked"
-        )
+    except Exception as exc:  # noqa: BLE001 - every failure is said in words, never raised
+        _failed(out, exc, s, wait)
         return out
     out.answered, out.status, out.models = True, 200, ids
     if s.provider == "azure":
