@@ -130,7 +130,6 @@ class Meter:
         self._fixed = total is not None  # a total given here is not grown by expect()
         self._lock = threading.Lock()
         self._started = time.monotonic()
-        self._stats_at = 0.0
         self._closed = False
         self._bar: Any = None
         self._stop = threading.Event()
@@ -198,12 +197,9 @@ class Meter:
 
     # --- showing ----------------------------------------------------------------------
     def _postfix(self) -> None:
-        """The stats after the bar's counts, at most twice a second (caller holds the lock)."""
-        if self.stats is None:
-            return
-        now = time.monotonic()
-        if now - self._stats_at >= 0.5:
-            self._stats_at = now
+        """The stats after the bar's counts, as of this count (caller holds the lock; tqdm
+        redraws at most every 0.1 s)."""
+        if self.stats is not None:
             self._bar.set_postfix_str(self.stats(), refresh=False)
 
     def line(self, *, final: bool = False) -> str:

@@ -156,9 +156,9 @@ def create_nuggets(
         max_docs: relevant documents used per query (default all).
         max_words: documents are cut after this many words.
         queries: only these query ids (default every judged query).
-        progress: advanced once per settled window (creation, then importance); told the
-            number of creation windows first, then of importance windows once they are known
-            (:func:`nuggetbench.progress.expect`).
+        progress: advanced as each window's first answer arrives (creation, then importance);
+            told the number of creation windows first, then of importance windows once they are
+            known (:func:`nuggetbench.progress.expect`).
 
     Raises:
         InputError: no query has a relevant document; LLMError / BudgetError: from the client.

@@ -156,7 +156,8 @@ def ask_validated(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[T | None], list[str | None]]:
     """:func:`ask` for JSON answers: ``(values, errors)`` per item, the repair message asking for
-    "only a JSON object of the form *expected*"; *progress* advanced as each item settles."""
+    "only a JSON object of the form *expected*"; *progress* advanced as each item's first answer
+    arrives (a bar that moves while the batch is answered, not when it ends)."""
     asked = ask(
         client,
         requests,
@@ -164,6 +165,7 @@ def ask_validated(
         max_repairs=max_repairs,
         instruction=f"Reply again with only a JSON object of the form {expected}.",
         progress=progress,
+        progress_on="sent",
     )
     return [a.value for a in asked], [a.error for a in asked]
 
