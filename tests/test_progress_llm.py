@@ -198,3 +198,45 @@ def test_a_log_meter_ticks_while_nothing_settles(caplog):
     assert sum("waiting: 0/3 items (0%)" in ln for ln in lines) >= 3
     assert lines[-1].startswith("waiting: done, 0/3 items")
     assert not [t for t in threading.enumerate() if t.name == "progress"]  # the ticker ended
+
+
+def test_a_short_step_without_llm_work_writes_no_line(caplog):
+    caplog.set_level(logging.INFO, logger="nuggetbench.progress")
+    with Meter("bm25 search", 2, "step", style="log", every=5.0) as m:
+        m(2)
+    with Meter("judging", 1, "pairs", style="log", every=5.0, stats=lambda: "1 sent") as m:
+        m(1)
+    lines = [r.getMessage() for r in caplog.records]  # the LLM step's end only
+    assert len(lines) == 1 and lines[0].startswith("judging: done, 1/1 pairs")
+
+
+def test_dense_encoding_meter_off_a_terminal(caplog):
+    """The encoding loop of the dense retrievers reports through the same meter: in the ``log``
+    style (a command off a terminal), lines with the documents done and the ETA."""
+    import numpy as np
+
+    from nuggetbench.retrieval.models.loading import progress_bar
+    from nuggetbench.retrieval.models.plumbing import encode_in_length_order
+
+    caplog.set_level(logging.INFO, logger="nuggetbench.progress")
+    ids = [f"d{i}" for i in range(23)]
+
+    def slow(texts):
+        time.sleep(0.03)
+        return [t.upper() for t in texts]
+
+    progress.configure("log", 0.02)
+    try:
+        bar = progress_bar(True, len(ids), "encoding corpus")
+        encode_in_length_order(
+            lambda xs: xs, ids, np.arange(23), slow, lambda rows, v: None, chunk=10,
+            progress=bar.update, step=4,
+        )  # fmt: skip
+        bar.close()
+    finally:
+        progress.configure("bar", 10.0)
+    lines = [r.getMessage() for r in caplog.records]
+    counts = [int(re.match(r"encoding corpus: (?:done, )?(\d+)", ln).group(1)) for ln in lines]
+    assert len(lines) >= 3 and counts == sorted(counts) and 0 < counts[1] < 23
+    assert lines[-1].startswith("encoding corpus: done, 23/23 doc")
+    assert any("/23 doc (" in ln and "ETA" in ln for ln in lines[:-1])

@@ -8,7 +8,8 @@ total and shows them in one of three styles:
   $0.0123``), redrawn as each item settles;
 * ``"log"``: no redraws; a line through the logger ``nuggetbench.progress`` at INFO level every
   ``interval`` seconds while the work runs (from a daemon thread, so a line comes even while no
-  item settles), and one when it ends: ``judging: 40/120 pairs (33%), 3.2 pairs/s, 00:12
+  item settles), and one when it ends (when it wrote one before, or counts LLM work: a step
+  shorter than the interval is not news): ``judging: 40/120 pairs (33%), 3.2 pairs/s, 00:12
   elapsed, ETA 00:25; 40 sent, 0 cached, 0 failed, $0.0123``. For a log file or a pipe;
 * ``"off"``: nothing is shown (the counts are still kept).
 
@@ -134,6 +135,7 @@ class Meter:
         self._bar: Any = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._ticks = 0
         if self.style == "log":
             self._thread = threading.Thread(target=self._ticker, name="progress", daemon=True)
             self._thread.start()
@@ -234,11 +236,12 @@ class Meter:
 
     def _ticker(self) -> None:
         while not self._stop.wait(self.every):
+            self._ticks += 1
             self._log(self.line())
 
     def close(self) -> None:
         """Stop showing: the bar is left at its final state, the ``log`` style writes its last
-        line. Closing twice does nothing."""
+        line (see the module docstring). Closing twice does nothing."""
         with self._lock:
             if self._closed:
                 return
@@ -250,7 +253,8 @@ class Meter:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
-            self._log(self.line(final=True))
+            if self._ticks or self.stats is not None:  # a short step's end is no news in a log
+                self._log(self.line(final=True))
 
     def __enter__(self) -> Meter:
         return self
