@@ -171,6 +171,7 @@ def _value(command: str, label: str, param: click.Parameter, p: dict, out: Path)
         "-R": "qrels_jg",  # its second column read as judgment groups (all 0 here)
         "-Z": str(p["root"] / "zscores.txt"),
         "--ci": "0.9",
+        "--stage": "corpus",  # build --check: a stage that reads no other (issue 37: checked)
     }.get(label)
     if param.is_flag or param.count:
         return [label]

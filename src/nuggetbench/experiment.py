@@ -43,7 +43,7 @@ from nuggetbench.errors import InputError, UnknownNameError, suggest
 from nuggetbench.measures import Results, get_profile, plain_measures, score
 from nuggetbench.measures.results import query_findings
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
-from nuggetbench.retrieval.compose.caching import UNUSABLE, failed_answers
+from nuggetbench.retrieval.compose.caching import UNUSABLE, failed_answers, raise_if_empty
 from nuggetbench.retrieval.distributed import ray_address, use_ray
 from nuggetbench.retrieval.spec import public_spec, split_label
 from nuggetbench.store import spec_file_name
@@ -556,6 +556,7 @@ def _run_one(
     t2 = time.perf_counter()
     searched = run
     run = dataset.postprocess_run(run)
+    raise_if_empty(run, spec, dataset, searched.n_entries)  # why, not only "has no entries"
     # a TREC file that already holds exactly this run with this tag (the run cache's) is copied
     held = getattr(index, "run_file", None)
     source = held[0] if held and run is searched and held[1] == slug(spec) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from nuggetbench.cli._common import console, echo_json, render_means_table, stats_options, warn
-from nuggetbench.cli._globals import count_bar
+from nuggetbench.cli._globals import llm_meter
 from nuggetbench.cli.judge import CLIENT_KEYS, fail_if_strict, llm_options, strict_option, wrote
 from nuggetbench.judging import answers_files, judging_client
 
@@ -52,7 +52,7 @@ def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
     """
     client = judging_client(**{k: kw.pop(k) for k in CLIENT_KEYS})
     try:
-        with count_bar("assigning", " windows") as progress:
+        with llm_meter("assigning", "windows", client.ledger) as progress:
             res = answers_files(
                 nuggets, answers, client, out_dir, max_repairs=max_repairs, progress=progress, **kw
             )

@@ -17,7 +17,7 @@ from nuggetbench.cli._common import (
     request_bounds,
     warn,
 )
-from nuggetbench.cli._globals import count_bar
+from nuggetbench.cli._globals import llm_meter
 from nuggetbench.errors import LLMError
 from nuggetbench.judging import agreement_run_files, judge_run_files, judging_client
 from nuggetbench.judging.holes import LLM_MARK
@@ -168,14 +168,14 @@ def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
     try:
         if agreement:
             del kw["depth"]
-            with count_bar("judging", " pairs") as progress:
+            with llm_meter("judging", "pairs", client.ledger) as progress:
                 res = agreement_run_files(
                     dataset, runs, client, out_dir, options=options, progress=progress, **kw
                 )
             _render_agreement(res, fmt)
         else:
             kw = {"depth": kw["depth"], "max_repairs": kw["max_repairs"]}
-            with count_bar("judging", " pairs") as progress:
+            with llm_meter("judging", "pairs", client.ledger) as progress:
                 res = judge_run_files(
                     dataset,
                     runs,

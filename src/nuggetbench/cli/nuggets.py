@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from nuggetbench.cli._common import dataset_option, echo_json, info, parse_options, warn
+from nuggetbench.cli._globals import llm_meter
 from nuggetbench.cli.judge import CLIENT_KEYS, fail_if_strict, llm_options, strict_option
 from nuggetbench.judging import judging_client, nuggets_for_dataset
 
@@ -56,9 +57,15 @@ def nuggets_command(dataset, out, dataset_options, fmt, **kw):
     """
     client = judging_client(**{k: kw.pop(k) for k in CLIENT_KEYS})
     try:
-        res = nuggets_for_dataset(
-            dataset, client, out, options=parse_options(dataset_options), **kw
-        )
+        with llm_meter("nuggets", "windows", client.ledger) as progress:
+            res = nuggets_for_dataset(
+                dataset,
+                client,
+                out,
+                options=parse_options(dataset_options),
+                progress=progress,
+                **kw,
+            )
     finally:
         client.close()
     for q, why in res.failed.items():

@@ -24,7 +24,7 @@ from nuggetbench.cli._formats import (
     records_text,
     wide_text,
 )
-from nuggetbench.cli._globals import hidden_alias, progress_wanted
+from nuggetbench.cli._globals import hidden_alias, progress_shown
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
@@ -146,7 +146,7 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
         list(retrievers),
         measures=list(measures) or None,
         outdir=Path(outdir) if outdir else default_outdir(ds),
-        show_progress=progress_wanted() and fmt == "table",
+        show_progress=progress_shown() and fmt == "table",  # a bar, or lines in a log
         cache_runs=not (no_cache or no_run_cache),
         existing="overwrite" if overwrite else "append" if append else "error",
         ray=more.pop("ray") or "",  # the option reads NUGGETBENCH_RAY_ADDRESS itself

@@ -48,6 +48,7 @@ from nuggetbench.llm.asking import ask
 from nuggetbench.llm.client import ChatRequest, LLMClient
 from nuggetbench.llm.jsonout import InvalidAnswer
 from nuggetbench.llm.prompts import chat_request, load_prompt
+from nuggetbench.progress import expect
 
 __all__ = [
     "LABELS",
@@ -367,7 +368,8 @@ def assign_answers(
         client: the LLM client.
         window: nuggets per request (nuggetizer: 10).
         max_repairs: re-asks of a reply that is not a list of the right labels.
-        progress: advanced once per first-round answer (a window of nuggets).
+        progress: advanced once per first-round answer (a window of nuggets) as it arrives;
+            told the number of windows first (:func:`nuggetbench.progress.expect`).
 
     Raises:
         InputError: no nuggets, no system, or a system answering none of the questions.
@@ -391,6 +393,7 @@ def assign_answers(
                 items.append((assign_request(ns.query, answers[q], chunk), len(chunk)))
                 where.append((s, q, start))
     paid = client.ledger.paid()[0]
+    expect(progress, len(items))
     labels = _ask(client, items, max_repairs, progress)
     got = {key: lab for key, lab in zip(where, labels)}
     failures = {s: sum(lab is None for (s2, _, _), lab in got.items() if s2 == s) for s in systems}
