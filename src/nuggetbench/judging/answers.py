@@ -264,6 +264,7 @@ class AnswersOutcome:
         usage: the ledger's totals.
         files: ``{"assignments": path, "summary": path}`` of the files written (empty when
             none were).
+        queries: the question subset scored (``QuerySubset.record``), ``None`` for all.
     """
 
     results: dict[str, dict[str, float]]
@@ -276,6 +277,7 @@ class AnswersOutcome:
     usage: dict[str, Any] = field(default_factory=dict)
     comparison: Any = None
     files: dict[str, str] = field(default_factory=dict)
+    queries: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -290,6 +292,8 @@ class AnswersOutcome:
             out["comparison"] = self.comparison.to_dict()
         if self.files:
             out["files"] = self.files
+        if self.queries is not None:
+            out["queries"] = self.queries
         return out
 
 
