@@ -175,7 +175,7 @@ function renderQuery(q) {
     }).join("");
     return `<div class="col" data-system="${esc(s)}"><h3>${sysname(s)}</h3>${docs || "<p>no documents</p>"}</div>`;
   }).join("");
-  const qtext = D.hasTexts ? `<div class="qtext">${esc(D.qtext[qi])}</div>` : `<p class="note" id="no-texts">Scored on a judgments file: no query or document texts.</p>`;
+  const qtext = D.hasTexts ? `<div class="qtext">${esc(D.qtext[qi])}</div>` : D.missing ? `<p class="note" id="no-texts">Numbers only: ${esc(D.missing)}</p>` : `<p class="note" id="no-texts">Scored on a judgments file: no query or document texts.</p>`;
   $("#qv").innerHTML = `${qtext}${scoreTable(qi)}${judgedPanel(qi)}${nuggetMatrix(qi, shown)}<h3>Top ${D.k}</h3><div class="cols" style="--n:${shown.length}">${cols}</div>`;
 }
 $("#qv-ids").innerHTML = D.qids.slice(0, 5000).map((q) => `<option value="${esc(q)}">`).join("");
