@@ -43,6 +43,7 @@ def test_numbers_only_report_opens_every_view(browser, tmp_path):
     pg.view("query")
     assert pg.texts("#no-texts")[0].startswith("Numbers only: the dataset")
     assert pg.page.locator("#qv-scores tbody tr").count() == len(results["measures"])
+    assert pg.page.locator("#qv .cols, #qv-judged").count() == 0  # nothing to show there
     pg.view("depth")
     assert "No depth curves" in pg.texts("#depth")[0]
     pg.close(tmp_path / "numbers-only.png")

@@ -391,6 +391,8 @@ def _payload(
         "spanJudged": span_judged,
         "hasTexts": inputs.corpus is not None,
         "missing": " ".join(inputs.missing),
+        "hasRuns": bool(inputs.runs),  # numbers only: no documents ranked
+        "hasJudged": inputs.qrels.n_judgments > 0,  # numbers only: no judgments here
     }
     payload["nuggets"] = _nugget_payload(inputs, qids, top, docs)
     return payload
