@@ -108,9 +108,10 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
 
 
 def _say_notes(notes: list[str]) -> None:
-    """The comparison's notes on stderr: the query subset said as it is, the rest as warnings."""
+    """The comparison's notes on stderr: the folders and query subset said as they are, the
+    rest as warnings."""
     for note in notes:
-        (info if note.startswith("queries: ") else warn)(note)
+        (info if note.startswith(("queries: ", "folders: ")) else warn)(note)
 
 
 def _folders_only(runs, options: dict, reading: dict) -> None:

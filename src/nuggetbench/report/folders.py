@@ -128,7 +128,8 @@ def _compared(
         results, measures=measures, baseline=_baseline(baseline, own), **compare_options
     )
     subset_notes = [n for n in next(iter(inputs.values())).target.notes if n.startswith("queries")]
-    report.notes[:0] = subset_notes + notes
+    where = "; ".join(f"{label} = {path.resolve()}" for label, path in labels.items())
+    report.notes[:0] = [f"folders: {where}", *subset_notes, *notes]  # the rows' FOLDER/
     return report, _saved(inputs, labels, results, own, report, profile)
 
 
