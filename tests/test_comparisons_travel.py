@@ -49,7 +49,8 @@ def test_compare_folders_to_a_folder_that_loads_and_reports_whole(beir_runs):
     a, b, out = beir_runs / "A", beir_runs / "B", beir_runs / "AB"
     res = CliRunner().invoke(cli, ["compare", str(a), str(b), "-o", str(out), "--resamples", "200"])
     assert res.exit_code == 0, res.output
-    assert f"folders: A = {a.resolve()}; B = {b.resolve()}" in res.output  # the rows' FOLDER/
+    said = " ".join(res.output.split())  # stderr lines wrap at the console's width
+    assert f"folders: A = {a.resolve()}; B = {b.resolve()}" in said  # the rows' FOLDER/
     saved = json.loads((out / "results.json").read_text())
     assert saved["provenance"]["made_by"] == "nuggetbench compare"
     assert set(saved["provenance"]["folders"]) == {"A", "B"}
