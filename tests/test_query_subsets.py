@@ -202,3 +202,28 @@ def test_the_dataset_option_examples_are_valid_for_the_datasets_they_name():
         assert f"-O {option} ({dataset})" in help_text
     with pytest.raises(UnknownNameError, match="max_docs"):
         family_of("beir/scifact").check_options("beir/scifact", {"max_docs": "100000"})
+
+
+def test_comparisons_saved_on_a_subset_are_read_and_reported_again(folder, tmp_path):
+    """``compare ... --first-queries/--queries -o``: the saved comparison records the subset
+    and each run file's own fingerprint, so ``report`` and ``Experiment.load`` read it back."""
+    runner = CliRunner()
+    for name, spec in (("A", "bm25"), ("B", "bm25:k1=0.5")):
+        done = runner.invoke(cli, ["run", str(folder), "-r", spec, "-m", "RR", "-o", str(tmp_path / name)])  # fmt: skip
+        assert done.exit_code == 0, done.output
+    ab = tmp_path / "AB"
+    args = ["compare", str(tmp_path / "A"), str(tmp_path / "B"), "--first-queries", "4"]
+    assert runner.invoke(cli, [*args, "-o", str(ab), "--resamples", "50"]).exit_code == 0
+    first4 = list(load_dataset(folder).queries)[:4]
+    data = report.report_data(ab)  # the runs read whole, the dataset with the subset
+    assert sorted(data.query_ids) == sorted(first4) and data.comparison["n_queries"] == 4
+    assert all(s.run is not None for s in Experiment.load(ab).systems.values())
+    files = [tmp_path / n / "runs" / f"{s}.trec" for n, s in (("A", "bm25"), ("B", "bm25_k1=0.5"))]
+    saved = tmp_path / "F"
+    args = ["compare", str(folder), *map(str, files), "--queries", "q1,q2", "-o", str(saved)]
+    assert runner.invoke(cli, [*args, "--resamples", "50"]).exit_code == 0
+    data = report.report_data(saved)
+    assert sorted(data.query_ids) == ["q1", "q2"]
+    assert json.loads((saved / "results.json").read_text())["provenance"]["queries"]["ids"] == [
+        q for q in load_dataset(folder).queries if q in ("q1", "q2")
+    ]

@@ -150,8 +150,13 @@ def _saved(
         inp = inputs[label]
         entry = inp.results["systems"][system]
         path = run_file(Path(inp.source), str(entry.get("run_file") or f"runs/{system}.trec"))
+        values = results[name].to_dict()  # scored on a query subset, if any: the file's run
+        recorded = (entry.get("provenance") or {}).get("run_fingerprint")
+        values["provenance"]["run_fingerprint"] = (
+            recorded or values["provenance"]["run_fingerprint"]
+        )
         systems[name] = {
-            **results[name].to_dict(),
+            **values,
             "run_file": str(path.resolve()),
             "seconds": dict(entry.get("seconds") or {}),
             "run_metadata": dict(entry.get("run_metadata") or {}),

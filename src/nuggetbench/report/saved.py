@@ -109,8 +109,10 @@ def _compared(
         name = str(Path(name).resolve())
     systems: dict[str, dict] = {}
     for system, path in _names(runs).items():
-        run = target.restrict_run(read_run(path, name=system, keep_rank=True, **reading))
+        whole = read_run(path, name=system, keep_rank=True, **reading)
+        run = target.restrict_run(whole)  # a query subset: the file's run is scored on it
         entry = score(target.qrels, run, report.measures, profile=profile_name).to_dict()
+        entry["provenance"]["run_fingerprint"] = whole.fingerprint()  # the file's, as `run`'s
         entry.update(run_file=str(path.resolve()), seconds={}, run_metadata=dict(run.metadata))
         systems[system] = entry
     results = {
