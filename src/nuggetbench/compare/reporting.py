@@ -519,7 +519,7 @@ class ComparisonReport:
         sig = sum(bool(d.significant) for d in self.differences)
         return (
             f"<ComparisonReport {len(self.systems)} systems (baseline {self.baseline!r}) x "
-            f"{len(self.measures)} measures ({', '.join(self.measures[:4])}"
+            f"{len(self.measures)} measure(s) ({', '.join(self.measures[:4])}"
             f"{', ...' if len(self.measures) > 4 else ''}), {self.n_queries} queries, "
             f"{self.test_method}, correction {self.correction}: {sig} of {len(self.differences)} "
             "differences significant; print() it for the table>"
