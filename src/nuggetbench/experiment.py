@@ -38,6 +38,7 @@ from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport, compare
 from nuggetbench.data import Run, read_trec_run, write_run
 from nuggetbench.data.checks import Finding, check_corpus_coverage, unlogged
+from nuggetbench.data.subset import QuerySubset, query_subset
 from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import InputError, UnknownNameError, suggest
 from nuggetbench.measures import Results, get_profile, plain_measures, score
@@ -81,7 +82,8 @@ class Experiment:
     """Everything ``run_experiment`` produced (or :meth:`load` read back from its folder).
 
     Attributes:
-        dataset_id, measures, profile, k: what was run.
+        dataset_id, measures, profile, k: what was run (``k`` ``None``: a saved comparison of
+            runs of other or unknown depths).
         systems: ``{name: SystemOutcome}`` in the order run.
         outdir: the folder of ``results.json`` and ``runs/`` (``None``: in memory only).
         provenance: dataset fingerprint, version, times, and each system's full spec.
@@ -92,7 +94,7 @@ class Experiment:
     dataset_id: str
     measures: list[str]
     profile: str
-    k: int
+    k: int | None
     systems: dict[str, SystemOutcome] = field(default_factory=dict)
     outdir: Path | None = None
     provenance: dict = field(default_factory=dict)
@@ -112,7 +114,9 @@ class Experiment:
         """Read an experiment back from its folder (or its ``results.json``).
 
         Args:
-            path: the folder ``nuggetbench run -o`` wrote, or its ``results.json``.
+            path: the folder ``nuggetbench run -o`` or ``nuggetbench compare -o`` wrote, or its
+                ``results.json`` (a comparison's ``k`` is ``None`` when its runs' depths differ
+                or are not known; its runs are read where they are, when they are there).
             runs: also read each system's run file (``SystemOutcome.run``; ``None`` when the
                 file is gone or *runs* is false).
 
@@ -126,11 +130,11 @@ class Experiment:
                 dataset_id=str(data["dataset"]),
                 measures=[str(m) for m in data["measures"]],
                 profile=str(data["profile"]),
-                k=int(data["k"]),
+                k=None if data.get("k") is None else int(data["k"]),  # compare -o: runs' own
                 outdir=file.parent,
                 provenance=dict(data.get("provenance") or {}),
                 notes=list(data.get("notes") or []),
-                baseline=data.get("baseline"),
+                baseline=data.get("baseline") or (data.get("comparison") or {}).get("baseline"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{file}: not an experiment's results.json ({exc!r})") from exc
@@ -324,6 +328,7 @@ def run_experiment(
     existing: str = "error",
     baseline: str | None = None,
     ray: str | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
 ) -> Experiment:
     """Retrieve with each retriever spec, apply the dataset's policies, save and score the runs.
 
@@ -342,9 +347,9 @@ def run_experiment(
         with_objective: pass the dataset's task objective to retrievers that use instructions
             (BIRCO's "+O" setting; ``Retriever.uses_objective``).
         show_progress: progress bars on indexing and search.
-        cache_runs: serve each retriever's run from the run cache under the home folder when
-            the same retriever, corpus, queries, filter and objective were searched before at the
-            same or a greater depth (so several specs sharing a first stage reuse it).
+        cache_runs: serve each retriever's run from the run cache (home folder) when the same
+            retriever, corpus, queries, filter and objective were searched before at the same or
+            a greater depth (several specs sharing a first stage reuse it).
         existing: what to do when *outdir* already holds an experiment: ``"error"`` (default:
             refuse, before any work; an interrupted experiment of the same systems and settings
             is resumed instead), ``"overwrite"`` (build the new experiment beside it and commit
@@ -356,6 +361,7 @@ def run_experiment(
             run file before it is written and records ``finished`` when every system is done.
         baseline: the system the comparison measures the others against: a spec (or ``name=``
             label) given, or its 1-based position; default the first.
+        queries: only these queries, as ``load_dataset``'s *queries* (``provenance["queries"]``).
 
     Returns:
         An :class:`Experiment` with a :class:`SystemOutcome` per retriever.
@@ -366,12 +372,9 @@ def run_experiment(
             process is writing (all before any work).
         OSError: *outdir* cannot be created or locked (read-only, not a folder; before any work).
     """
-    if isinstance(dataset, str):
-        dataset = load_dataset(dataset)
-    if not retrievers:
-        raise InputError("give at least one retriever (-r bm25)")
-    if len(set(retrievers)) != len(retrievers):
-        raise InputError("the same retriever spec is given twice; give each once")
+    dataset = load_dataset(dataset) if isinstance(dataset, str) else dataset
+    dataset = dataset.subset(query_subset(queries))
+    _check_specs(retrievers)
     measures = plain_measures(measures or dataset.default_measures)  # fails before any work
     parsed = _retrievers(retrievers, dataset, cache_runs=cache_runs)  # fail before any work
     public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
@@ -389,6 +392,14 @@ def run_experiment(
             exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             _save(exp)
     return exp
+
+
+def _check_specs(retrievers: Sequence[str]) -> None:
+    """At least one retriever spec, each given once (an ``InputError`` before any work)."""
+    if not retrievers:
+        raise InputError("give at least one retriever (-r bm25)")
+    if len(set(retrievers)) != len(retrievers):
+        raise InputError("the same retriever spec is given twice; give each once")
 
 
 def _save(exp: Experiment) -> None:
@@ -489,6 +500,8 @@ def _new_experiment(
         "profile": profile,
         "remove_self_hits": bool(dataset.remove_self_hits),
     }
+    if dataset.query_subset is not None:
+        exp.provenance["queries"] = dataset.query_subset
     return exp
 
 

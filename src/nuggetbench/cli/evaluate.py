@@ -14,6 +14,8 @@ from nuggetbench.cli._common import (
     measure_option,
     measure_words,
     parse_options,
+    query_options,
+    query_subset_of,
     render_findings,
     render_means_table,
     render_summaries,
@@ -28,6 +30,7 @@ from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_optio
 
 @click.command("evaluate", context_settings={"help_option_names": ["-h", "--help"]})
 @dataset_options
+@query_options
 @click.argument("qrels")
 @click.argument("run", type=click.Path(exists=True, dir_okay=False))
 @click.argument("positional_measures", nargs=-1, metavar="[MEASURES]...")
@@ -109,6 +112,7 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
         **run_reading(opts),
         judgment_groups=opts["qrels_format"] == "qrels_jg",
         preferences=opts["qrels_format"] if "prefs" in opts["qrels_format"] else None,
+        queries=query_subset_of(opts),
     )
     _render(ev, fmt, opts["per_query"], ev.run.name or run, measures, zscores)
 

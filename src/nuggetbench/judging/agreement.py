@@ -148,6 +148,7 @@ class AgreementOutcome:
     model_means: dict[str, float] = field(default_factory=dict)
     judgments: list[Judgment] = field(default_factory=list, repr=False)
     files: dict[str, str] = field(default_factory=dict)
+    queries: dict[str, Any] | None = None  # the query subset (Dataset.query_subset)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -163,6 +164,8 @@ class AgreementOutcome:
             "confusion_binary": self.confusion_binary,
             "usage": self.usage,
         }
+        if self.queries is not None:
+            out["queries"] = self.queries
         if self.measure is not None:
             out.update(
                 kendall_tau=self.tau,
@@ -284,6 +287,7 @@ def _agreement(
             **client.ledger.totals(),
         },
         judgments=judgments,
+        queries=dataset.query_subset,
     )
     if runs:
         measure = measure or dataset.default_measures[0]

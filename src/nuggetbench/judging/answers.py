@@ -265,6 +265,7 @@ class AnswersOutcome:
         usage: the ledger's totals.
         files: ``{"assignments": path, "summary": path}`` of the files written (empty when
             none were).
+        queries: the question subset scored (``QuerySubset.record``), ``None`` for all.
     """
 
     results: dict[str, dict[str, float]]
@@ -277,6 +278,7 @@ class AnswersOutcome:
     usage: dict[str, Any] = field(default_factory=dict)
     comparison: Any = None
     files: dict[str, str] = field(default_factory=dict)
+    queries: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -291,6 +293,8 @@ class AnswersOutcome:
             out["comparison"] = self.comparison.to_dict()
         if self.files:
             out["files"] = self.files
+        if self.queries is not None:
+            out["queries"] = self.queries
         return out
 
 
