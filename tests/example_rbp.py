@@ -2,9 +2,9 @@
 (``FAMILY_MODULES.append("example_rbp")``).
 
 Rank-biased precision (Moffat & Zobel, "Rank-biased precision for measurement of retrieval
-effectiveness", TOIS 2008): ``RBP = (1 - p) * sum_i rel_i * p^(i-1)`` over the ranks ``i`` of the
-top ``k`` (all when no cutoff), ``rel_i`` = 1 when the grade is at least ``rel``. ir_measures
-spells it ``RBP(p=0.8)@k``.
+effectiveness", TOIS 2008): ``SimpleRBP = (1 - p) * sum_i rel_i * p^(i-1)`` over the ranks ``i`` of the
+top ``k`` (all when no cutoff), ``rel_i`` = 1 when the grade is at least ``rel``: the textbook
+formula, without the 1000-rank normalisation of cwl_eval that the built-in ``RBP`` reproduces.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ P = Param(
 )
 
 
-class RBP(MeasureFamily):
-    name = "RBP"
+class SimpleRBP(MeasureFamily):
+    name = "SimpleRBP"
     params = params_table(P, REL)
     cutoff = "optional"
-    description = "rank-biased precision (Moffat & Zobel 2008), binary gains"
+    description = "rank-biased precision (Moffat & Zobel 2008), binary gains, no depth window"
 
     def compute(self, ctx, measure):
         p = measure.param("p")
@@ -35,4 +35,4 @@ class RBP(MeasureFamily):
         return out
 
 
-register(RBP())
+register(SimpleRBP())

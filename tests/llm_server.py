@@ -26,9 +26,14 @@ It answers deterministically from the prompt's content, so a build against it is
 The hidden relevance is :attr:`LLMServer.relevance` ``(query, passage) -> grade`` (default: the
 number of the query's content words in the passage). :attr:`LLMServer.noise` adds Gaussian noise
 (standard deviation, seeded by the request) to it; :attr:`LLMServer.malformed` is the share of
-first-turn ranking answers that are malformed, chosen by the request's hash: a permutation with an
-id dropped, repeated, or unknown, or prose without ids; a grade answer in prose without a number
+first-turn ranking answers that are malformed, chosen by the request's hash among
+:attr:`LLMServer.malformed_kinds`: a permutation with an id dropped, repeated, or unknown, or prose
+without ids; a grade answer in prose without a number
 (a repair turn is always answered well, unless :attr:`LLMServer.malformed_repairs`).
+
+``GET /v1/models`` lists :attr:`LLMServer.models` (OpenAI's ``{"object": "list", "data": [...]}``);
+with :attr:`LLMServer.require_key` set, it answers 401 unless the request carries ``Authorization:
+Bearer <that key>``. Each such request is recorded in :attr:`LLMServer.probes` (not in the log).
 
 Every request is logged (:attr:`LLMServer.log`: path, task, body, status, whether it was answered).
 Faults are queued with :meth:`LLMServer.inject` and consumed by the next matching requests:
@@ -172,7 +177,19 @@ def overlap_relevance(query: str, passage: str) -> float:
     return float(len(content_words(query) & content_words(passage)))
 
 
-def answer_listwise(prompt: str, relevance, *, noise: float, key: str, malformed: bool) -> str:
+#: The malformed listwise answers, drawn by the request's hash among :attr:`LLMServer.malformed_kinds`.
+LISTWISE_FAULTS = ("drop", "repeat", "unknown", "prose")
+
+
+def answer_listwise(
+    prompt: str,
+    relevance,
+    *,
+    noise: float,
+    key: str,
+    malformed: bool,
+    kinds: tuple[str, ...] = LISTWISE_FAULTS,
+) -> str:
     query = _one("query", prompt) or ""
     passages = [
         (int(m.group(1)), m.group(2)) for m in re.finditer(r"^\[(\d+)\] (.*)$", prompt, re.M)
@@ -180,14 +197,14 @@ def answer_listwise(prompt: str, relevance, *, noise: float, key: str, malformed
     scored = [(relevance(query, text) + noise * _gauss(key, f"p{i}"), i) for i, text in passages]
     ids = [i for _, i in sorted(scored, key=lambda t: (-t[0], t[1]))]
     if malformed and ids:
-        kind = int(_unit(key, "kind") * 4)
-        if kind == 0:
+        kind = kinds[int(_unit(key, "kind") * len(kinds))]
+        if kind == "drop":
             ids = ids[:-1]  # a passage left out
-        elif kind == 1:
+        elif kind == "repeat":
             ids = [*ids[:2], ids[0], *ids[2:]]  # an id repeated
-        elif kind == 2:
+        elif kind == "unknown":
             ids = [*ids[:1], len(ids) + 3, *ids[1:]]  # an id naming no passage
-        else:
+        else:  # "prose": no ranking at all
             return "I am sorry, but these passages are all equally relevant."
     return " > ".join(f"[{i}]" for i in ids)
 
@@ -300,12 +317,16 @@ class LLMServer:
         self.noise = 0.0
         self.malformed = 0.0
         self.malformed_repairs = False
+        self.malformed_kinds: tuple[str, ...] = LISTWISE_FAULTS
         self.logprobs = True
         self.log: list[Entry] = []
         self.faults: list[tuple[str, str | None]] = []
         self.on_request: Callable[[Entry], bool | None] | None = None
         self.hang_seconds = hang_seconds
         self.huge_chars = 10_000_000
+        self.models: list[str] = ["test-model", "flag-model", "m"]
+        self.require_key: str | None = None
+        self.probes: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -347,6 +368,9 @@ class LLMServer:
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 server._handle(self)
 
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                server._models(self)
+
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -383,6 +407,20 @@ class LLMServer:
         handler.end_headers()
         handler.wfile.write(payload)
         handler.wfile.flush()
+
+    def _models(self, handler: BaseHTTPRequestHandler) -> None:
+        """``GET /v1/models``: the model list (401 without the required key)."""
+        auth = handler.headers.get("Authorization")
+        self.probes.append({"path": handler.path, "auth": auth})
+        if handler.path.split("?")[0].rstrip("/") != "/v1/models":
+            self._send(handler, 404, b'{"error": {"message": "unknown path"}}')
+            return
+        if self.require_key is not None and auth != f"Bearer {self.require_key}":
+            body = b'{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}'
+            self._send(handler, 401, body)
+            return
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in self.models]
+        self._send(handler, 200, json.dumps({"object": "list", "data": data}).encode())
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
@@ -450,6 +488,7 @@ class LLMServer:
                 noise=self.noise,
                 key=key,
                 malformed=bad or (self.malformed_repairs and not first_turn),
+                kinds=self.malformed_kinds,
             )
         elif task == "umbrela":
             content = answer_umbrela(

@@ -83,7 +83,9 @@ def test_flags_override_the_plan_and_the_environment(server, inputs, tmp_path):
         "http://127.0.0.1:9/v1",
         "--no-api-key",
     )
-    assert over.exit_code == 0, over.output
+    # nothing listens there (issue 37): the check says so and exits non-zero
+    assert over.exit_code != 0 and "not ready" in str(over.exception)
+    assert "127.0.0.1:9/v1 does not answer" in str(over.exception)
     llm = json.loads(over.stdout)["llm"]
     assert (llm["model"], llm["base_url"], llm["no_api_key"]) == (
         "flag-model",
@@ -91,6 +93,7 @@ def test_flags_override_the_plan_and_the_environment(server, inputs, tmp_path):
         True,
     )
     assert json.loads(over.stdout)["api_key"].startswith("not needed")
+    assert json.loads(over.stdout)["ready"] is False
     # a plan without a model runs with --model; [prices] are those of the model that wins
     text = plan.read_text().replace('model = "test-model"\n', "")
     text = text.replace('"test-model" = {', '"flag-model" = {')
@@ -130,11 +133,15 @@ def test_check_prints_what_would_run_in_words(server, inputs, tmp_path):
     text = before.stdout
     assert not text.lstrip().startswith("{") and "ready (nothing was run)" in text
     assert f"endpoint: {server.base_url} (openai), model test-model; API key: set" in text
+    assert "endpoint check: answers, serves the model (3 models listed), key accepted" in text
+    assert "price: $1 / $2 per million input / output tokens" in text
+    assert server.probes and server.probes[-1]["auth"] == f"Bearer {KEY}"  # GET /models
     assert "repositories (2):" in text and "retrievers bm25" in text
     rows = _rows(text)
     assert list(rows) == ["questions", "corpus", "nuggets", "pool", "judge", "export", "calibrate"]
     assert [rows[s][0] for s in rows] == ["run"] * 6 + ["not run"]  # no [calibration] labels
     assert rows["nuggets"][1] == "yes" and rows["corpus"][1] == "no"
+    assert rows["pool"][1] == "yes"  # the default techniques rewrite with subq and hyde
     assert all(r[2] == "-" for r in rows.values()) and "none yet" in text
     assert KEY not in before.output and not (tmp_path / "p" / "out").exists()  # ran nothing
 
@@ -150,9 +157,14 @@ def test_check_prints_what_would_run_in_words(server, inputs, tmp_path):
     with sqlite3.connect(cache) as db:
         counts = dict(db.execute("SELECT stage, COUNT(*) FROM responses GROUP BY stage"))
     assert counts and all(f"{n} {s} answers" in after.stdout for s, n in counts.items())
+    probes = len(server.probes)
     js = json.loads(_invoke(str(plan), "--check", "--format", "json").stdout)
     assert js["llm_cache"]["answers"] == counts and js["ready"] is True
-    assert [r["action"] for r in js["stages"]] == ["run"] * 6 + ["skip"]
+    # issue 37: a finished build's stages are cached; none would call the model, so the
+    # endpoint is not probed (and need not be up)
+    assert [r["action"] for r in js["stages"]] == ["cached"] * 6 + ["skip"]
+    assert not any(r["calls_model"] for r in js["stages"]) and js["endpoint_check"] is None
+    assert len(server.probes) == probes
 
 
 def test_progress_bars_only_on_a_terminal(server, inputs, tmp_path):
@@ -162,8 +174,12 @@ def test_progress_bars_only_on_a_terminal(server, inputs, tmp_path):
         cli, ["build", str(write_plan(tmp_path / "a", inputs))]
     )
     assert piped.exit_code == 0, piped.output
-    assert "\r" not in piped.stderr and "it/s" not in piped.stderr and " q/s" not in piped.stderr
+    assert "\r" not in piped.stderr and "it/s" not in piped.stderr
     assert "output: " in piped.stderr  # the final summary stays
+    # issue 37: progress lines instead of redraws, one per stage at its end at least
+    lines = [ln for ln in piped.stderr.splitlines() if ln.startswith("INFO nuggetbench.progress")]
+    assert any("nuggets: done, 4/4 q" in ln and "sent" in ln and "$" in ln for ln in lines)
+    assert any("judging: done" in ln for ln in lines)
     terminal = CliRunner(env={"COLUMNS": "200", "TTY_COMPATIBLE": "1"}).invoke(
         cli, ["build", str(write_plan(tmp_path / "b", inputs))]
     )

@@ -219,11 +219,15 @@ def _value(command: str, label: str, param: click.Parameter, p: dict, out: Path)
         "-R": "qrels_jg",  # its second column read as judgment groups (all 0 here)
         "-Z": str(p["root"] / "zscores.txt"),
         "--ci": "0.9",
+        "--stage": "corpus",  # build --check: a stage that reads no other (issue 37: checked)
+        "--queries": "q1",  # judged (and answered) in every input here
     }.get(label)
     if param.is_flag or param.count:
         return [label]
     if label == "-Z" and command != "trec_eval":  # z-scores are a trec_eval text option
         return [label, given, "--format", "trec_eval"]
+    if label == "--query-seed":  # the seed of --sample-queries
+        return [label, "2", "--sample-queries", "1"]
     if given is None:
         if isinstance(param.type, click.Choice):
             given = param.type.choices[-1]

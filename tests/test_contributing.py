@@ -46,7 +46,7 @@ def plugins(monkeypatch, tmp_path):
     monkeypatch.setenv("NUGGETBENCH_HOME", str(tmp_path / "home"))
     yield
     measure_registry.FAMILY_MODULES.remove("example_rbp")
-    measure_registry.FAMILIES.pop("RBP", None)
+    measure_registry.FAMILIES.pop("SimpleRBP", None)
     measure_registry.FAMILIES.loaded.discard("example_rbp")
     sys.modules.pop("example_rbp", None)  # a later import registers the family again
 
@@ -56,11 +56,11 @@ def _rbp(grades_in_rank_order, p):
 
 
 def test_measure_family_rbp_matches_the_formula(plugins):
-    fam = get_family("RBP")
-    assert str(parse_measure("RBP(p=0.5)@3")) == "RBP(p=0.5)@3"
+    fam = get_family("SimpleRBP")
+    assert str(parse_measure("SimpleRBP(p=0.5)@3")) == "SimpleRBP(p=0.5)@3"
     assert fam.params["p"].description  # declared once, printed by `nuggetbench measures`
     with pytest.raises(SpecError, match="p=1.5"):
-        parse_measure("RBP(p=1.5)")
+        parse_measure("SimpleRBP(p=1.5)")
     rng = np.random.default_rng(7)
     for _ in range(50):
         n = int(rng.integers(1, 12))
@@ -70,14 +70,14 @@ def test_measure_family_rbp_matches_the_formula(plugins):
         qrels = Qrels.from_dict({"q": {f"d{i}": g for i, g in enumerate(grades)}})
         ranked = [grades[int(d[1:])] for d in run.doc_ids("q")]
         for p, k in ((0.8, None), (0.5, 3)):
-            m = f"RBP(p={p})" + (f"@{k}" if k else "")
+            m = f"SimpleRBP(p={p})" + (f"@{k}" if k else "")
             got = evaluate(qrels, run, [m]).means[m]
             assert got == pytest.approx(_rbp(ranked[:k] if k else ranked, p), abs=1e-12)
 
 
 def test_dataset_family_declares_its_conventions(plugins):
     ds = load_dataset("tsvtest/small")
-    assert ds.default_measures == ["P@1", "RBP(p=0.5)"] and ds.default_profile == "trec_eval"
+    assert ds.default_measures == ["P@1", "SimpleRBP(p=0.5)"] and ds.default_profile == "trec_eval"
     assert set(ds.queries) == {"q1", "q2"}  # q3 has no judgment
     assert ds.qrels["q2"] == {"d3": 1}  # min_grade=1 dropped the grade-0 judgment
     assert load_dataset("tsvtest/small", min_grade="0").qrels["q2"] == {"d3": 1, "d4": 0}
@@ -124,7 +124,7 @@ def test_all_three_together_from_the_command_line(plugins, tmp_path):
     assert means["P@1"] == pytest.approx(1.0)
     rbp_q1 = _rbp([2, 0, 1], 0.5)  # d1 relevant, d4 unjudged, d2 relevant
     rbp_q2 = _rbp([1, 0], 0.5)
-    assert means["RBP(p=0.5)"] == pytest.approx((rbp_q1 + rbp_q2) / 2)
+    assert means["SimpleRBP(p=0.5)"] == pytest.approx((rbp_q1 + rbp_q2) / 2)
     assert (out / "runs" / "overlap.trec").is_file()
     listed = CliRunner().invoke(cli, ["retrievers"])
     assert listed.exit_code == 0 and "overlap" in listed.output

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from llm_server import LLMServer
 from nuggetbench.builder.plan import load_plan
 from nuggetbench.cli import cli
 
@@ -29,9 +30,16 @@ def test_example_plan_passes_the_check(shared_data, tmp_path):
     text = text.replace('output = "../out/coffee-demo"', f'output = "{tmp_path / "out"}"')
     plan = tmp_path / "plan.toml"
     plan.write_text(text)
-    out = CliRunner().invoke(cli, ["build", str(plan), "--check", "--format", "json"])
+    with LLMServer() as server:  # the plan's local server, up (issue 37: --check probes it)
+        server.models = [load_plan(EXAMPLE).llm.model]
+        url = server.base_url
+        out = CliRunner().invoke(
+            cli, ["build", str(plan), "--check", "--format", "json", "--base-url", url]
+        )
     assert out.exit_code == 0, out.output
-    assert json.loads(out.stdout)["ready"] is True
+    assert json.loads(out.stdout)["ready"] is True and server.probes
+    down = CliRunner().invoke(cli, ["build", str(plan), "--check", "--base-url", url])
+    assert down.exit_code != 0 and "does not answer" in str(down.exception)
     missing = tmp_path / "missing.toml"
     missing.write_text(text.replace(str(shared_data), str(tmp_path / "nowhere")))
     bad = CliRunner().invoke(cli, ["build", str(missing), "--check"])

@@ -1271,3 +1271,37 @@ def test_search_in_order_or_not_equals_searchsorted():
             values = np.sort(values)
         want = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
         assert np.array_equal(_search(ordered, values), want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_duplicate_check_by_blocks_equals_a_set(seed):
+    """The fixed-depth shortcut of the (query, doc) repeat check answers as a set of pairs; a
+    run it cannot decide (queries split into blocks, uneven depths) goes to the full check, which
+    names the same pair as the run's constructor."""
+    from nuggetbench.data import Run
+    from nuggetbench.data.columns import _distinct_in_blocks
+    from nuggetbench.errors import DuplicateError
+
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n_q, depth = int(rng.integers(1, 6)), int(rng.integers(1, 7))
+        q = np.repeat(rng.permutation(n_q), depth)
+        d = np.concatenate([rng.choice(20, depth, replace=False) for _ in range(n_q)])
+        if rng.random() < 0.4:  # a repeated document in one query
+            i = int(rng.integers(0, len(d)))
+            j = (i // depth) * depth + int(rng.integers(0, depth))
+            d[j] = d[i]
+        if rng.random() < 0.2:  # a query split into two blocks
+            q = np.concatenate([q, q[:depth]])
+            d = np.concatenate([d, rng.choice(np.arange(20, 40), depth, replace=False)])
+        distinct = len(set(zip(q.tolist(), d.tolist()))) == len(q)
+        assert not _distinct_in_blocks(q, d) or distinct
+        if len(q) >= 2 and len(q) == n_q * depth and depth >= 2:
+            assert _distinct_in_blocks(q, d) == distinct
+        qids = np.array([f"q{x}" for x in q], dtype=object)
+        dids = np.array([f"d{x}" for x in d], dtype=object)
+        if distinct:
+            Run(qids, dids, rng.random(len(q)))
+        else:
+            with pytest.raises(DuplicateError, match="more than once"):
+                Run(qids, dids, rng.random(len(q)))

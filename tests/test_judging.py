@@ -502,13 +502,17 @@ def test_judge_shows_one_progress_bar_counting_the_pairs(beir, server, tmp_path)
     shown = terminal.invoke(cli, [*args, "-o", str(tmp_path / "o1"), "--format", "json"])
     assert shown.exit_code == 0, shown.output
     holes = json.loads(shown.stdout)["judge"]["holes"]
-    assert holes > 0 and f"judging: {holes} pairs" in shown.stderr
+    # issue 37: the bar knows its total and shows the requests sent
+    assert holes > 0 and "judging: 100%" in shown.stderr and f"{holes}/{holes}" in shown.stderr
+    assert f"{holes} sent, 0 cached, 0 failed" in shown.stderr
     hidden = terminal.invoke(cli, [*args, "-o", str(tmp_path / "o2"), "--no-progress"])
     assert hidden.exit_code == 0 and "judging" not in hidden.stderr
-    # issue 30, item 20: piped (CliRunner's stderr is no terminal), no bar and no \r redraws
+    # issue 30, item 20: piped (CliRunner's stderr is no terminal), no bar and no \r redraws;
+    # issue 37: progress lines instead (here the last one only: the judging took under 10 s)
     piped = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "o3")])
     assert piped.exit_code == 0, piped.output
-    assert "judging" not in piped.stderr and "\r" not in piped.stderr
+    assert "\r" not in piped.stderr
+    assert f"INFO nuggetbench.progress: judging: done, {holes}/{holes} pairs" in piped.stderr
     assert f"holes found in the top 5: {holes}" in piped.stderr  # the final summary line stays
 
 

@@ -221,6 +221,8 @@ def test_pointwise_ties_keep_the_first_stage_order(server, tmp_path):
 
 
 def test_malformed_permutation_is_repaired_as_specified(tmp_path, monkeypatch):
+    """Issue 37: a partial or repeated permutation is repaired as rank_llm repairs it, without
+    asking again; it is counted ``repaired`` (not failed) and its answer stays cached."""
     corpus = _corpus({f"d{i}": f"passage {i}" for i in range(4)})
     queries = Queries({"q": "query"})
     first = Run(["q"] * 4, ["d0", "d1", "d2", "d3"], np.array([4.0, 3, 2, 1]))
@@ -240,11 +242,53 @@ def test_malformed_permutation_is_repaired_as_specified(tmp_path, monkeypatch):
     # [3] first, the repeat and the unknown [9] dropped, [1] next, then [2], [4] in their order
     assert list(out.doc_ids("q")) == ["d2", "d0", "d1", "d3"]
     llm = out.metadata["llm"]
-    # issue 29: the answer is re-asked once; still not a full permutation, the window failed
-    assert (llm["windows"], llm["repaired"], llm["failed"]) == (1, 0, 1)
+    assert (llm["windows"], llm["repaired"], llm["reasked"], llm["failed"]) == (1, 1, 0, 0)
     assert (llm["duplicate_ids"], llm["unknown_ids"], llm["missing_ids"]) == (1, 1, 2)
-    assert len(answers) == 2 and "[4] passage 3" in answers[0]["messages"][1]["content"]
-    assert "ranking of all 4 passage" in answers[1]["messages"][-1]["content"]
+    assert len(answers) == 1 and "[4] passage 3" in answers[0]["messages"][1]["content"]
+    again = rr.rerank(queries, first, corpus, 4)  # the repaired answer was kept in the cache
+    assert len(answers) == 1 and list(again.doc_ids("q")) == list(out.doc_ids("q"))
+    assert again.metadata["llm"]["cached_calls"] == 1
+
+
+def test_an_answer_ranking_no_passage_is_asked_again(tmp_path, monkeypatch):
+    """Only an answer with no usable permutation (prose; ids naming no passage) is re-asked; a
+    re-ask that ranks some passages is repaired and used; a window whose every answer ranks none
+    keeps its incoming order, is counted failed and is not cached."""
+    corpus = _corpus({f"d{i}": f"passage {i}" for i in range(6)})
+    queries = Queries({"a": "alpha", "b": "beta", "c": "gamma"})
+    first = Run(
+        [q for q in "abc" for _ in range(6)], [f"d{i}" for _ in "abc" for i in range(6)],
+        np.tile(np.arange(6, 0, -1.0), 3),
+    )  # fmt: skip
+    rr = LLMListwise(model="m", window=6, step=3, max_repairs=1)
+    sent = []
+
+    def transport(body):
+        sent.append(body)
+        text, turns = body["messages"][1]["content"], len(body["messages"])
+        query = text.split("<query>\n", 1)[1].split("\n</query>", 1)[0]
+        if query == "alpha":
+            return "[2] > [1]", 5, 2  # partial: repaired, never re-asked
+        if query == "beta":
+            return ("I cannot rank these." if turns == 2 else "[6] > [9] > [6]"), 5, 2
+        return "[17] > [12] are best", 5, 2  # gamma: ids naming no passage, every time
+
+    monkeypatch.setattr(
+        LLMListwise,
+        "client",
+        lambda self: LLMClient(LLMSettings(model="m"), tmp_path / "c.sqlite", transport=transport),
+    )
+    out = rr.rerank(queries, first, corpus, 6)
+    llm = out.metadata["llm"]
+    assert (llm["windows"], llm["repaired"], llm["reasked"], llm["failed"]) == (3, 2, 2, 1)
+    assert len(sent) == 3 + 2  # one first answer per window, one re-ask each for beta and gamma
+    assert "ranks none of the 6 passages" in sent[-1]["messages"][-1]["content"]
+    assert list(out.doc_ids("a")) == ["d1", "d0", "d2", "d3", "d4", "d5"]
+    assert list(out.doc_ids("b")) == ["d5", "d0", "d1", "d2", "d3", "d4"]  # the re-ask, repaired
+    assert list(out.doc_ids("c")) == [f"d{i}" for i in range(6)]  # failed: incoming order
+    # only the failed window's answers were dropped from the cache: a re-run asks gamma again
+    rr.rerank(queries, first, corpus, 6)
+    assert len(sent) == 5 + 2 and all("gamma" in b["messages"][1]["content"] for b in sent[5:])
 
 
 def test_noisy_server_with_malformed_answers(birco, server, tmp_path):

@@ -111,6 +111,7 @@ def test_unusable_answers_are_reported_and_asked_again_once_the_server_is_fixed(
     with LLMServer(hang_seconds=5) as srv:
         monkeypatch.setenv("NUGGETBENCH_LLM_BASE_URL", srv.base_url)
         srv.malformed, srv.malformed_repairs = 1.0, True  # prose or broken answers, re-asks too
+        srv.malformed_kinds = ("prose",)  # a partial ranking is repaired, not unusable (issue 37)
         args = ["run", str(folder), "-r", spec, "-m", "nDCG@10", "--no-progress"]
         bad = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a"), "--strict"])
         assert bad.exit_code != 0 and "--strict" in str(bad.exception)

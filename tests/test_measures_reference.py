@@ -23,6 +23,7 @@ from nuggetbench.data import read_trec_run as read_run
 from nuggetbench.errors import NuggetbenchError
 from nuggetbench.measures import get_family, parse_measure
 from nuggetbench.measures import score as evaluate
+from nuggetbench.measures.params import SHARED
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -53,7 +54,10 @@ def _ours(name: str, rel: int):
     except NuggetbenchError:
         return None
     params = get_family(measure.family).params
-    return measure(rel=rel) if rel != 1 and "rel" in params else measure
+    # trec_eval's -l reaches the families whose rel is the shared one (NumRet(rel=) is
+    # ir_measures' filter, not -l: num_ret counts every document under -l 2)
+    shared = params.get("rel") is SHARED["rel"]
+    return measure(rel=rel) if rel != 1 and shared else measure
 
 
 def _trunc_run(path: Path) -> Run:
@@ -162,9 +166,9 @@ def _pytrec_pairs(rel: int, judged_only: bool) -> list[tuple[str, object]]:
         measure = parse_measure(name)
         params = get_family(measure.family).params
         extra = {}
-        if "rel" in params and rel != 1:
+        if params.get("rel") is SHARED["rel"] and rel != 1:  # trec_eval's -l (not NumRet's)
             extra["rel"] = rel
-        if "judged_only" in params and judged_only:
+        if params.get("judged_only") is SHARED["judged_only"] and judged_only:
             extra["judged_only"] = True
         pairs.append((name, measure(**extra) if extra else measure))
     return pairs

@@ -84,7 +84,11 @@ def test_intervals_never_split_and_lines_fit(width):
     console.print(rep.to_rich(width=width))
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= width
-    assert "models/a-rather-long" not in text and "\u2026" in text  # shortened for display
+    full = "dense:/home/me/models/a-rather-long-model-name,batch_size=64"
+    legend = [line for line in text.splitlines() if "models/a-rather-long" in line]
+    assert "\u2026" in text and legend  # shortened in the table, the full name in a legend
+    assert all("\u2502" not in line and "\u2503" not in line for line in legend)  # not in a cell
+    assert full in "".join(line.strip() for line in text.splitlines())  # whole (or folded)
     found = CI.findall(text)
     assert len(found) == len(rep.systems) * len(rep.measures)  # every interval whole, none split
     stacked = width < 120

@@ -23,6 +23,7 @@ from nuggetbench.data import Qrels, Run  # noqa: E402
 from nuggetbench.errors import IdMismatchError  # noqa: E402
 from nuggetbench.measures import get_family, parse_measure  # noqa: E402
 from nuggetbench.measures import score as evaluate  # noqa: E402
+from nuggetbench.measures.params import SHARED  # noqa: E402
 
 EXAMPLES = 300
 PROPS = settings(
@@ -103,9 +104,9 @@ def _pairs(rel: int, judged_only: bool):
         measure = parse_measure(name)
         params = get_family(measure.family).params
         extra = {}
-        if "rel" in params and rel != 1:
+        if params.get("rel") is SHARED["rel"] and rel != 1:  # trec_eval's -l (not NumRet's)
             extra["rel"] = rel
-        if "judged_only" in params and judged_only:
+        if params.get("judged_only") is SHARED["judged_only"] and judged_only:
             extra["judged_only"] = True
         out.append((name, measure(**extra) if extra else measure))
     return out

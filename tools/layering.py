@@ -19,7 +19,7 @@ PACKAGE = "nuggetbench"
 
 #: The layers, bottom first: a module may import its own package and any lower layer only.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "_version", "_atomic", "_runtime", "home"),
+    ("errors", "_version", "_atomic", "_runtime", "home", "progress"),
     ("jsonl",),
     ("plugins",),
     ("spec",),

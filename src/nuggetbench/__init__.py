@@ -29,7 +29,7 @@ _LAZY = {
     "write_qrels": "nuggetbench.data:write_qrels",
     # doing
     "evaluate": "nuggetbench.api:evaluate",
-    "compare_runs": "nuggetbench.compare.runs:compare_runs",
+    "compare_runs": "nuggetbench.api:compare_runs",
     "run_experiment": "nuggetbench.experiment:run_experiment",
     "load_dataset": "nuggetbench.datasets:load_dataset",
     "list_datasets": "nuggetbench.datasets:list_datasets",

@@ -5,7 +5,8 @@ pandas DataFrames (ir_measures, PyTerrier), ir_measures records, files, a :class
 dataset id, on measures given as strings or ir_measures measure objects; everything is converted
 here, at the edge, and the measures layer sees only :class:`Qrels`, :class:`Run` and measure
 strings. ``nb.read_qrels`` / ``nb.read_run`` are the format-detecting readers (the older names
-``load_qrels`` / ``load_run`` are aliases). ``nb.read_run`` *is* :func:`nuggetbench.data.read_run`
+``load_qrels`` / ``load_run`` are aliases). ``nb.compare_runs`` takes what ``nb.evaluate`` takes,
+several runs at once. ``nb.read_run`` *is* :func:`nuggetbench.data.read_run`
 (one name, one object); ``nb.read_qrels`` also reads the judgments files of the dataset families
 (a FreshStack queries file), which the data layer below the families cannot.
 """
@@ -13,20 +14,23 @@ strings. ``nb.read_qrels`` / ``nb.read_run`` are the format-detecting readers (t
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nuggetbench.data import Qrels, read_run
+from nuggetbench.compare import ComparisonReport
+from nuggetbench.compare.runs import compare_runs as _compare_runs
+from nuggetbench.data import Qrels, Run, read_run
 from nuggetbench.data.checks import check_findings, unlogged
 from nuggetbench.data.convert import as_qrels, as_run
 from nuggetbench.datasets import Dataset, Target, is_dataset_id, load_target
 from nuggetbench.errors import EvaluationWarning, InputError
 from nuggetbench.measures import Measure, Profile, Results, get_profile
 from nuggetbench.measures import score as _evaluate
+from nuggetbench.measures.compute import measure_keys
 from nuggetbench.measures.results import scoring_findings
 
-__all__ = ["evaluate", "read_qrels", "read_run", "load_qrels", "load_run"]
+__all__ = ["compare_runs", "evaluate", "read_qrels", "read_run", "load_qrels", "load_run"]
 
 
 def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
@@ -123,6 +127,65 @@ def evaluate(
         if finding.is_warning:
             warnings.warn(finding.message, EvaluationWarning, stacklevel=2)
     return results
+
+
+def compare_runs(
+    qrels: Any,
+    runs: Mapping[str, Any] | Sequence[Any],
+    measures: Any = None,
+    *,
+    profile: str | Profile | None = None,
+    **compare_options: Any,
+) -> ComparisonReport:
+    """Score several runs on *qrels* and compare them with paired tests and bootstrap intervals
+    (:func:`nuggetbench.compare.runs.compare_runs`, what ``nuggetbench compare`` does).
+
+    Args:
+        qrels: anything :func:`evaluate` takes (our values, nested dicts, DataFrames,
+            ir_measures records, a judgments file, a :class:`Dataset` or a dataset id; a
+            dataset's candidate pools are checked as ``compare`` does).
+        runs: ``{name: run}`` or a sequence of runs, each anything :func:`evaluate` takes as a
+            run (a :class:`Run`, nested dicts, ranked lists, a DataFrame, ir_measures records, a
+            run file path); a sequence's runs are named by ``run.name`` or the file's stem.
+        measures: as :func:`evaluate` (default: the dataset's).
+        profile: as :func:`evaluate` (default: the dataset's).
+        **compare_options: ``baseline`` (a name, default the first), ``test``, ``correction``,
+            ``alpha``, ``ci``, ``n_resamples``, ``seed`` (see :func:`nuggetbench.compare.compare`).
+
+    Returns:
+        A :class:`~nuggetbench.compare.ComparisonReport` (``print`` it for the table).
+
+    Raises:
+        InputError: fewer than two runs, or a value of an unsupported type or shape (the
+            message lists the shapes taken); and as :func:`evaluate`.
+    """
+    target = _target(qrels)
+    if isinstance(runs, (str, Path)) or not isinstance(runs, (Mapping, Sequence)):
+        raise InputError(
+            f"runs: {type(runs).__name__}; give several runs, as {{name: run}} or a list of runs"
+        )
+    named: dict[str, Run] | list[Run] = (
+        {str(k): _run_value(v, str(k)) for k, v in runs.items()}
+        if isinstance(runs, Mapping)
+        else [_run_value(v, None) for v in runs]  # named by run.name (a file's stem)
+    )
+    texts = _measure_texts(measures) if measures is not None else list(target.default_measures)
+    return _compare_runs(
+        target.qrels,
+        named,
+        measure_keys(texts),
+        profile=get_profile(profile or target.default_profile or "trec_eval -c").name,
+        doc_filter=target.doc_filter,
+        **compare_options,
+    )
+
+
+def _run_value(run: Any, name: str | None) -> Run:
+    """One run of :func:`compare_runs` as a :class:`Run` (a path read, any other shape
+    converted as :func:`evaluate` converts it)."""
+    if isinstance(run, (str, Path)):
+        return read_run(run, keep_rank=True, name=name or Path(run).stem)
+    return as_run(run, name=name)
 
 
 def _target(qrels: Any) -> Target:

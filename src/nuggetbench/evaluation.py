@@ -8,7 +8,6 @@ under the means, a judgments file in a family's own format) comes from the datas
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from nuggetbench._outfolder.results import check_recorded_dataset
 from nuggetbench._runtime import alongside, usable_cpus
 from nuggetbench.compare import ComparisonReport, Summary, baseline_at, profile_summaries
 from nuggetbench.compare.runs import compare_runs
@@ -24,6 +24,7 @@ from nuggetbench.data import Corpus, JsonlCorpus, Run, read_run
 from nuggetbench.data.checks import Finding, check_findings
 from nuggetbench.data.formats.prefs import read_prefs, read_qrels_prefs
 from nuggetbench.data.formats.qrels_jg import read_qrels_jg
+from nuggetbench.data.subset import QuerySubset, query_subset
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError, UnknownNameError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
@@ -114,6 +115,7 @@ def evaluate_dataset(
     duplicates: str | None = None,
     judgment_groups: bool = False,
     preferences: str | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
 ) -> Evaluation:
     """Score *run* against *dataset* as ``nuggetbench evaluate DATASET RUN`` does.
 
@@ -141,6 +143,7 @@ def evaluate_dataset(
         preferences: ``"prefs"`` or ``"qrels_prefs"`` (trec_eval ``-R``): *dataset* is a file of
             preference judgments (:mod:`nuggetbench.data.formats.prefs`), scored by trec_eval's
             preference measures (``all_prefs``: :mod:`nuggetbench.measures.trec.prefs`).
+        queries: only these queries, as ``load_dataset``'s *queries*; a note says which.
 
     Returns:
         An :class:`Evaluation`. A dataset whose metadata declares ``mean_of_groups`` (a
@@ -152,7 +155,7 @@ def evaluate_dataset(
         UnknownNameError, SpecError: an unknown dataset, measure or profile (before any reading).
         InputError: *corpus* given for a dataset whose judgments do not depend on a corpus; a
             run file of an output folder (``OUT/runs/``) made on this dataset with other data
-            (another chunker), which would score 0;
+            (another chunker), which would score 0; a query subset that does not fit (ids named);
             preference measures without *preferences*, or other measures with it.
         FormatError, DatasetError: from the readers and loaders.
     """
@@ -160,6 +163,8 @@ def evaluate_dataset(
         measures = measure_keys(list(measures))
     if profile is not None:
         get_profile(profile)  # an unknown profile fails before any reading too
+    if (subset := query_subset(queries)) and (preferences is not None or judgment_groups):
+        raise InputError("a query subset applies to document judgments, not to -R prefs/qrels_jg")
     if preferences is not None:
         return _evaluate_prefs(dataset, run, measures, profile, trailing, preferences)
     if measures and prefs_requested(measures):
@@ -170,9 +175,9 @@ def evaluate_dataset(
     if judgment_groups:
         return _evaluate_groups(dataset, run, measures, profile, trailing)
     path = Path(run) if isinstance(run, (str, Path)) else None
-    target, run = _load(dataset, run, corpus, options, trailing=trailing, duplicates=duplicates)
-    if path is not None:
-        _check_recorded_dataset(target, path)
+    reading = {"trailing": trailing, "duplicates": duplicates}
+    target, run = _load(dataset, run, corpus, options, subset, **reading)
+    check_recorded_dataset(target.dataset, path)  # a run file of an output folder
     measures = measures or measure_keys(list(target.default_measures))
     prof = get_profile(profile or target.default_profile)
     results, groups, findings = _check_and_score(target, run, measures, prof)
@@ -181,19 +186,28 @@ def evaluate_dataset(
 
 
 def _load(
-    dataset: Any, run: Any, corpus: Any, options: Any, *, trailing: str, duplicates: str | None
+    dataset: Any,
+    run: Any,
+    corpus: Any,
+    options: Any,
+    subset: QuerySubset | None,
+    *,
+    trailing: str,
+    duplicates: str | None,
 ) -> tuple[Target, Run]:
-    """The judgments and the run: a run file is read in a thread while the judgments load
-    (numpy and pyarrow release the GIL for their long steps); a judgments error comes first."""
+    """The judgments and the run, restricted to the query *subset* (if any): a run file is read
+    in a thread while the judgments load (numpy and pyarrow release the GIL for their long
+    steps); a judgments error comes first."""
 
     def read_target() -> Target:
-        return _target(dataset, corpus, dict(options or {}))
+        return _target(dataset, corpus, dict(options or {})).subset(subset, what=str(dataset))
 
     if isinstance(run, Run):
-        return read_target(), run
-    return alongside(
-        read_target, read_run, run, keep_rank=True, trailing=trailing, duplicates=duplicates
-    )
+        target = read_target()
+    else:
+        reading = {"keep_rank": True, "trailing": trailing, "duplicates": duplicates}
+        target, run = alongside(read_target, read_run, run, **reading)
+    return target, target.restrict_run(run)
 
 
 def _check_and_score(
@@ -506,6 +520,7 @@ def compare_run_files(
     options: Mapping[str, Any] | None = None,
     trailing: str = "error",
     duplicates: str | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
     **compare_options: Any,
 ) -> ComparisonReport:
     """Compare run files on a dataset or judgments file, as ``nuggetbench compare`` does.
@@ -519,6 +534,8 @@ def compare_run_files(
         options: dataset loader options.
         trailing, duplicates: how run files are read, as :func:`evaluate_dataset` (a TREC
             file's rank column is kept for the ``ndeval`` profile).
+        queries: compare on some queries only, as :func:`evaluate_dataset` (a note in the
+            report's ``notes`` says which).
         **compare_options: passed to :func:`nuggetbench.compare.compare` (``test``,
             ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``).
 
@@ -528,18 +545,18 @@ def compare_run_files(
     Raises:
         InputError: fewer than two runs; and as :func:`evaluate_dataset`.
     """
-    target = load_target(dataset, **dict(options or {}))
+    subset = query_subset(queries)
+    target = load_target(dataset, **dict(options or {})).subset(subset, what=str(dataset))
     loaded: dict[str, Run] = {}
     for path in runs:
-        _check_recorded_dataset(target, Path(path))
+        check_recorded_dataset(target.dataset, Path(path))
         name = Path(path).stem
         if name in loaded:
             name = str(path)
-        loaded[name] = read_run(
-            path, name=name, keep_rank=True, trailing=trailing, duplicates=duplicates
-        )
+        run = read_run(path, name=name, keep_rank=True, trailing=trailing, duplicates=duplicates)
+        loaded[name] = target.restrict_run(run)
     baseline = baseline_at(baseline, list(loaded))  # a 1-based position (0 is refused) or name
-    return compare_runs(
+    report = compare_runs(
         target.qrels,
         loaded,
         measure_keys(list(measures or target.default_measures)),
@@ -548,38 +565,5 @@ def compare_run_files(
         baseline=baseline,
         **compare_options,
     )
-
-
-def _check_recorded_dataset(target: Target, path: Path) -> None:
-    """A run file inside an output folder of ``nuggetbench run`` (``OUT/runs/x.trec`` beside
-    ``OUT/results.json``) was made on the dataset that folder records; scoring it on the same
-    dataset loaded otherwise (another chunker: other passages) would score every query 0.
-
-    Raises:
-        InputError: the folder records the same dataset loaded with other options (or none
-            recorded) and another fingerprint.
-    """
-    ds, results = target.dataset, path.parent.parent / "results.json"
-    if ds is None or path.parent.name != "runs" or not results.is_file():
-        return
-    try:
-        prov = json.loads(results.read_text(encoding="utf-8")).get("provenance") or {}
-    except (OSError, ValueError, AttributeError):
-        return  # not an experiment's results: nothing to check against
-    recorded = prov.get("dataset_fingerprint")
-    if prov.get("dataset") != ds.id or not recorded or recorded == ds.fingerprint():
-        return
-    opts = prov.get("dataset_options")
-    if opts == ds.options:  # the same options: the files changed since, not the loading
-        return
-    made = f"with {_as_flags(opts)}" if opts is not None else "with other options"
-    raise InputError(
-        f"{path} was made on {ds.id} {made} (fingerprint {recorded}, {results}); here {ds.id} is "
-        f"loaded with {_as_flags(ds.options)} (fingerprint {ds.fingerprint()}): other data, "
-        f"whose ids need not match the run's. Load it {made}, or compare output folders: "
-        f"nuggetbench compare {path.parent.parent} OTHER_OUT (each scored with its own options)"
-    )
-
-
-def _as_flags(options: Mapping[str, Any] | None) -> str:
-    return " ".join(f"-O {k}={v}" for k, v in (options or {}).items()) or "no -O options"
+    report.notes[:0] = [n for n in target.notes if n.startswith("queries: ")]
+    return report

@@ -38,15 +38,16 @@ from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport, compare
 from nuggetbench.data import Run, read_trec_run, write_run
 from nuggetbench.data.checks import Finding, check_corpus_coverage, unlogged
+from nuggetbench.data.subset import QuerySubset, query_subset
 from nuggetbench.datasets import Dataset, load_dataset
 from nuggetbench.errors import InputError
 from nuggetbench.jsonl import json_text
 from nuggetbench.measures import Results, get_profile, plain_measures, score
-from nuggetbench.measures.compute import restrict
+from nuggetbench.measures.compute import restrict_common
 from nuggetbench.measures.depth import depth_of, note_pools
 from nuggetbench.measures.results import query_findings
 from nuggetbench.retrieval import CachedRetriever, parse_retriever, search, uses_objective
-from nuggetbench.retrieval.compose.caching import UNUSABLE, failed_answers
+from nuggetbench.retrieval.compose.caching import UNUSABLE, failed_answers, raise_if_empty
 from nuggetbench.retrieval.distributed import ray_address, use_ray
 from nuggetbench.retrieval.spec import baseline_label, public_spec, system_labels
 from nuggetbench.store import spec_file_name
@@ -84,7 +85,8 @@ class Experiment:
     """Everything ``run_experiment`` produced (or :meth:`load` read back from its folder).
 
     Attributes:
-        dataset_id, measures, profile, k: what was run.
+        dataset_id, measures, profile, k: what was run (``k`` ``None``: a saved comparison of
+            runs of other or unknown depths).
         systems: ``{name: SystemOutcome}`` in the order run.
         outdir: the folder of ``results.json`` and ``runs/`` (``None``: in memory only).
         provenance: dataset fingerprint, version, times, and each system's full spec.
@@ -95,7 +97,7 @@ class Experiment:
     dataset_id: str
     measures: list[str]
     profile: str
-    k: int
+    k: int | None
     systems: dict[str, SystemOutcome] = field(default_factory=dict)
     outdir: Path | None = None
     provenance: dict = field(default_factory=dict)
@@ -115,7 +117,9 @@ class Experiment:
         """Read an experiment back from its folder (or its ``results.json``).
 
         Args:
-            path: the folder ``nuggetbench run -o`` wrote, or its ``results.json``.
+            path: the folder ``nuggetbench run -o`` or ``nuggetbench compare -o`` wrote, or its
+                ``results.json`` (a comparison's ``k`` is ``None`` when its runs' depths differ
+                or are not known; its runs are read where they are, when they are there).
             runs: also read each system's run file (``SystemOutcome.run``; ``None`` when the
                 file is gone or *runs* is false).
 
@@ -129,11 +133,11 @@ class Experiment:
                 dataset_id=str(data["dataset"]),
                 measures=[str(m) for m in data["measures"]],
                 profile=str(data["profile"]),
-                k=int(data["k"]),
+                k=None if data.get("k") is None else int(data["k"]),  # compare -o: runs' own
                 outdir=file.parent,
                 provenance=dict(data.get("provenance") or {}),
                 notes=list(data.get("notes") or []),
-                baseline=data.get("baseline"),
+                baseline=data.get("baseline") or (data.get("comparison") or {}).get("baseline"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"{file}: not an experiment's results.json ({exc!r})") from exc
@@ -333,6 +337,7 @@ def run_experiment(
     baseline: str | None = None,
     ray: str | None = None,
     average_over: str = "qrels",
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
 ) -> Experiment:
     """Retrieve with each retriever spec, apply the dataset's policies, save and score the runs.
 
@@ -351,9 +356,9 @@ def run_experiment(
         with_objective: pass the dataset's task objective to retrievers that use instructions
             (BIRCO's "+O" setting; ``Retriever.uses_objective``).
         show_progress: progress bars on indexing and search.
-        cache_runs: serve each retriever's run from the run cache under the home folder when
-            the same retriever, corpus, queries, filter and objective were searched before at the
-            same or a greater depth (so several specs sharing a first stage reuse it).
+        cache_runs: serve each retriever's run from the run cache (home folder) when the same
+            retriever, corpus, queries, filter and objective were searched before at the same or
+            a greater depth (several specs sharing a first stage reuse it).
         existing: what to do when *outdir* already holds an experiment: ``"error"`` (default:
             refuse, before any work; an interrupted experiment of the same systems and settings
             is resumed instead), ``"overwrite"`` (build the new experiment beside it and commit
@@ -366,7 +371,8 @@ def run_experiment(
         baseline: the system the comparison measures the others against: a spec (or ``name=``
             label) given, or its 1-based position; default the first.
         average_over: ``"qrels"`` (a query a run lacks scores 0) or ``"common"``: the results
-            kept on the queries every run has (:func:`_over_common`; means, comparison, file).
+            kept on the queries every run has (:func:`_average`; means, comparison, file).
+        queries: only these queries, as ``load_dataset``'s *queries* (``provenance["queries"]``).
 
     Returns:
         An :class:`Experiment` with a :class:`SystemOutcome` per retriever.
@@ -377,7 +383,9 @@ def run_experiment(
             process is writing (all before any work).
         OSError: *outdir* cannot be created or locked (read-only, not a folder; before any work).
     """
-    dataset, measures, parsed = _prepare(dataset, retrievers, measures, cache_runs, average_over)
+    dataset, measures, parsed = _prepare(
+        dataset, retrievers, measures, cache_runs, average_over, queries
+    )
     public = [public_spec(spec) for spec in retrievers]  # what may be printed and saved
     labels = system_labels(public)
     exp = _new_experiment(dataset, measures, profile or dataset.default_profile, k, outdir)
@@ -390,22 +398,22 @@ def run_experiment(
         with staged(exp, old), use_ray(ray_address(ray)):  # --overwrite: committed when whole
             _save(exp)  # the plan first: results.json names every run file before it exists
             _run_all(exp, dataset, labels, parsed, objective, show_progress)
-            if average_over == "common":
-                _over_common(exp)
+            _average(exp, average_over)
             exp.provenance["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             _save(exp)
     return exp
 
 
-def _prepare(dataset, retrievers, measures, cache_runs, average_over) -> tuple:
-    """``(dataset, measures, [(spec, retriever)])`` loaded, parsed and checked before any work.
+def _prepare(dataset, retrievers, measures, cache_runs, average_over, queries) -> tuple:
+    """``(dataset, measures, [(spec, retriever)])`` loaded, restricted to the query subset,
+    parsed and checked before any work.
 
     Raises:
         InputError: no retriever, a duplicate spec, a bad measure/spec string, an unknown
-            *average_over*.
+            *average_over*, query ids that are not the dataset's.
     """
-    if isinstance(dataset, str):
-        dataset = load_dataset(dataset)
+    dataset = load_dataset(dataset) if isinstance(dataset, str) else dataset
+    dataset = dataset.subset(query_subset(queries))
     if not retrievers:
         raise InputError("give at least one retriever (-r bm25)")
     if len(set(retrievers)) != len(retrievers):
@@ -460,20 +468,16 @@ def _run_all(exp, dataset, labels, parsed, objective, show_progress) -> None:
             exp.notes.append(finding.message)
 
 
-def _over_common(exp: Experiment) -> None:
-    """Keep every system's results on the queries every system's run has (``--average-over
-    common``); the provenance records it and how many queries were left out."""
-    sets = [set(s.results.query_ids) - set(s.results.missing_queries) for s in exp.systems.values()]
-    keep = set.intersection(*sets)
-    every = set().union(*(s.results.query_ids for s in exp.systems.values()))
-    if not keep:
-        raise InputError(
-            f"--average-over common: none of the {len(every)} evaluated queries is in every "
-            "system's run; use --average-over qrels (a query a run lacks scores 0)"
+def _average(exp: Experiment, average_over: str) -> None:
+    """``"common"``: every system's results kept on the queries every system's run has
+    (:func:`~nuggetbench.measures.compute.restrict_common`), recorded in the provenance."""
+    if average_over == "common":
+        kept, left_out = restrict_common(
+            {n: s.results for n, s in exp.systems.items()}, exp.profile
         )
-    for s in exp.systems.values():
-        s.results = restrict(s.results, [q for q in s.results.query_ids if q in keep], exp.profile)
-    exp.provenance.update(average_over="common", left_out=len(every - keep))
+        for name, outcome in exp.systems.items():
+            outcome.results = kept[name]
+        exp.provenance.update(average_over="common", left_out=left_out)
 
 
 def _saving(exp: Experiment, path: Path, write: Any, *args: Any, **kwargs: Any) -> Any:
@@ -530,6 +534,8 @@ def _new_experiment(
         "profile": profile,
         "remove_self_hits": bool(dataset.remove_self_hits),
     }
+    if dataset.query_subset is not None:
+        exp.provenance["queries"] = dataset.query_subset
     return exp
 
 
@@ -557,6 +563,7 @@ def _run_one(
     t2 = time.perf_counter()
     searched = run
     run = dataset.postprocess_run(run)
+    raise_if_empty(run, spec, dataset, searched.n_entries)  # why, not only "has no entries"
     # a TREC file that already holds exactly this run with this tag (the run cache's) is copied
     held = getattr(index, "run_file", None)
     source = held[0] if held and run is searched and held[1] == slug(spec) else None

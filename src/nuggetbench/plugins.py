@@ -52,6 +52,8 @@ class Registry(dict):
             call :meth:`register` when imported (measure families do). A list given here is kept
             (not copied): appending to it adds a provider.
         hint: a sentence appended to the unknown-name error (where to find the list).
+        nearest: when set, the unknown-name error names that many nearest names instead of
+            listing every known one (a long vocabulary, as the measures').
 
     Listing names imports nothing but the providers; :meth:`lookup` imports a lazy entry on first
     use and keeps the object.
@@ -64,9 +66,11 @@ class Registry(dict):
         *,
         providers: Iterable[str] = (),
         hint: str = "",
+        nearest: int | None = None,
     ):
         super().__init__(entries or {})
         self.kind = kind
+        self.nearest = nearest
         self.aliases: dict[str, str] = {}
         self.providers: list[str] = providers if isinstance(providers, list) else list(providers)
         self.loaded: set[str] = set()
@@ -156,6 +160,10 @@ class Registry(dict):
             failures = "; ".join(f"{m}: {e}" for m, e in self.failed.items())
             broken = f" (some {self.kind} modules failed to import: {failures})"
         names = [*self.names(), *self.aliases]
+        if self.nearest:
+            return nearest_names(
+                self.kind, name, names, self.nearest, hint=self.hint + broken, same=self.aliases
+            )
         return unknown_name(self.kind, name, names, hint=self.hint + broken)
 
 
@@ -163,6 +171,37 @@ def unknown_name(kind: str, name: str, names: Iterable[str], *, hint: str = "") 
     """``UnknownNameError("unknown <kind> 'name'. Did you mean 'x'? Known: a, b. <hint>")``."""
     known = sorted(set(names))
     text = f"unknown {kind} {name!r}.{suggest(name, known)} Known: {', '.join(known)}."
+    return UnknownNameError(text + (f" {hint}" if hint else ""))
+
+
+def nearest_names(
+    kind: str,
+    name: str,
+    names: Iterable[str],
+    count: int,
+    *,
+    hint: str = "",
+    same: Mapping[str, str] | None = None,
+) -> UnknownNameError:
+    """``UnknownNameError("unknown <kind> 'name'; nearest: 'a', 'b', 'c'. <hint>")``: the *count*
+    names closest to *name* (difflib's ratio, case-insensitive), without the full list. *same*
+    maps an alias to its name: one spelling per name is shown (the closest)."""
+    import difflib
+
+    known = sorted(set(names))
+    low = name.lower()
+    aliases = same or {}
+    ranked = sorted(  # the closest first; on a tie, a name before an alias
+        known,
+        key=lambda n: (-difflib.SequenceMatcher(None, low, n.lower()).ratio(), n in aliases, n),
+    )
+    shown: dict[str, str] = {}
+    for candidate in ranked:
+        shown.setdefault(aliases.get(candidate, candidate), candidate)
+        if len(shown) == count:
+            break
+    close = ", ".join(repr(n) for n in shown.values())
+    text = f"unknown {kind} {name!r}" + (f"; nearest: {close}." if close else ".")
     return UnknownNameError(text + (f" {hint}" if hint else ""))
 
 

@@ -436,14 +436,16 @@ def split_call_spec(spec: str, *, where: str) -> tuple[str, str | None, str | No
 # --- registries ---------------------------------------------------------------------------------
 def short_label(spec: str, width: int = 24) -> str:
     """A display label of at most *width* characters for a long spec (terminal tables): the spec
-    itself when short enough, else with each path or hub id cut to its last part
+    itself when short enough, else with each path or hub id inside it cut to its last part
     (``dense:/models/e5-small-v2`` -> ``dense:e5-small-v2``), else cut in the middle with
-    ``…``. Results, files and the provenance keep the full spec; ``name=`` gives a label of
-    one's own choice."""
+    ``…``. A leading ``FOLDER/`` is kept (a leading path, ``/``, ``~`` or ``.``, is cut as
+    the others): the folder of a system compared across output folders stays
+    (``A/bm25:method=r…rds=none``). Results, files and
+    the provenance keep the full spec; ``name=`` gives a label of one's own choice."""
     text = spec.strip()
     if len(text) <= width:
         return text
-    text = re.sub(r"[^\s:,;()=>]*/([^\s:,;()=>/]+)/?", r"\1", text)
+    text = re.sub(r"(?:(?<=[\s:,;()=>])|^(?=[/~.]))[^\s:,;()=>]*/([^\s:,;()=>/]+)/?", r"\1", text)
     if len(text) <= width:
         return text
     head = (width - 1) * 2 // 3

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from nuggetbench._outfolder.swap import current_file
 from nuggetbench.errors import InputError
 from nuggetbench.measures import get_family, get_profile, parse_measure
 
-__all__ = ["read_results_file", "results_path"]
+__all__ = ["check_recorded_dataset", "read_results_file", "results_path"]
 
 
 def results_path(path: str | Path) -> tuple[Path, Path]:
@@ -236,3 +237,42 @@ def _check_mean(where: str, mean: float, values: list, entry: dict, measure: str
         f"{where}: {mean:g}, but its {len(nums)} per-query values average {average:.4f}; "
         "the file was edited or damaged: run the experiment again"
     )
+
+
+def check_recorded_dataset(ds: Any, path: Path | None) -> None:
+    """A run file *path* inside an output folder of ``nuggetbench run`` (``OUT/runs/x.trec``
+    beside ``OUT/results.json``) was made on the dataset that folder records; scoring it on the
+    same dataset loaded otherwise (another chunker: other passages) would score every query 0.
+    *ds* is the :class:`~nuggetbench.datasets.Dataset` it is scored on (``None``: a judgments
+    file, nothing to check; *path* ``None``: a run given in memory).
+
+    Raises:
+        InputError: the folder records the same dataset loaded with other options (or none
+            recorded) and another fingerprint.
+    """
+    if ds is None or path is None or path.parent.name != "runs":
+        return
+    results = path.parent.parent / "results.json"
+    if not results.is_file():
+        return
+    try:
+        prov = json.loads(results.read_text(encoding="utf-8")).get("provenance") or {}
+    except (OSError, ValueError, AttributeError):
+        return  # not an experiment's results: nothing to check against
+    recorded = prov.get("dataset_fingerprint")
+    if prov.get("dataset") != ds.id or not recorded or recorded == ds.fingerprint():
+        return
+    opts = prov.get("dataset_options")
+    if opts == ds.options:  # the same options: the files changed since, not the loading
+        return
+    made = f"with {_as_flags(opts)}" if opts is not None else "with other options"
+    raise InputError(
+        f"{path} was made on {ds.id} {made} (fingerprint {recorded}, {results}); here {ds.id} is "
+        f"loaded with {_as_flags(ds.options)} (fingerprint {ds.fingerprint()}): other data, "
+        f"whose ids need not match the run's. Load it {made}, or compare output folders: "
+        f"nuggetbench compare {path.parent.parent} OTHER_OUT (each scored with its own options)"
+    )
+
+
+def _as_flags(options: Mapping[str, Any] | None) -> str:
+    return " ".join(f"-O {k}={v}" for k, v in (options or {}).items()) or "no -O options"

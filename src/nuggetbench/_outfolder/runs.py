@@ -138,6 +138,14 @@ def check_append(folder: Path, exp: Any, old: Any, specs: list[str]) -> None:
             f"{theirs[2]!r}, k={theirs[3]}; this run has {mine[0]} with {mine[1]}, {mine[2]!r}, "
             f"k={mine[3]}. Append with the same settings, or choose another -o folder"
         )
+    subsets = [(p.get("queries") or {}) for p in (old.provenance, exp.provenance)]
+    if subsets[0].get("ids") != subsets[1].get("ids"):
+        theirs, mine = (s.get("how") or "every query" for s in subsets)
+        raise InputError(
+            f"--append: {folder} was run on {theirs}; this run is on {mine}. Append with the "
+            "same queries (the same --queries, --first-queries or --sample-queries and "
+            "--query-seed), or choose another -o folder"
+        )
     fingerprint = old.provenance.get("dataset_fingerprint")
     if fingerprint and fingerprint != exp.provenance.get("dataset_fingerprint"):
         mine, theirs = (p.get("dataset_options") or {} for p in (exp.provenance, old.provenance))

@@ -8,6 +8,15 @@ the stages that call the model (its presence, never its value; a local server th
 is a choice the plan states with ``[llm] no_api_key = true``). :func:`check_plan` raises them all
 at once. Credentials among the plan's values were refused when the plan was read
 (:func:`~.plan.check_values`).
+
+:func:`plan_stages` says what a run would do with each stage without running any: it computes
+each stage's key as the stage would (:mod:`.stages`: the questions file's size and time, the
+repositories' commits, the options, who answers, the prompts, the inputs' keys) and compares it
+with the key on disk, so a finished build reports its stages ``cached``; a stage that would run
+calls the model only when it asks it something (the pool stage only with the ``subq`` or ``hyde``
+technique). :func:`check_build` adds what can fail at the endpoint and costs nothing to learn
+(:func:`~nuggetbench.llm.probe.probe_endpoint`: ``GET /models``, the model in the list, the key
+accepted), only when a stage that would run calls the model.
 """
 
 from __future__ import annotations
@@ -15,20 +24,26 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from nuggetbench.builder import stages as st
 from nuggetbench.builder.plan import Plan
+from nuggetbench.builder.repos import prepare_repo
 from nuggetbench.builder.store import StageStore
-from nuggetbench.errors import InputError, NuggetbenchError
+from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
+from nuggetbench.llm.probe import probe_endpoint
 from nuggetbench.llm.prompts import load_prompt
 from nuggetbench.llm.secrets import redact_url
 
-__all__ = ["plan_problems", "check_plan", "describe_plan", "cached_answers", "LLM_STAGES"]
-
-#: The stages that call the model.
-LLM_STAGES = ("nuggets", "pool", "judge")
+__all__ = [
+    "plan_problems",
+    "check_plan",
+    "plan_stages",
+    "describe_plan",
+    "check_build",
+    "cached_answers",
+]
 
 
 def _writable(folder: Path) -> bool:
@@ -49,8 +64,7 @@ def plan_problems(
         plan: the parsed plan.
         stages: the stages that will run or be read (a stage and its inputs).
         need_key: check the LLM key (the caller says whether a stage that calls the model will
-            run: a whole build, or ``--stage`` of one of :data:`LLM_STAGES`; ``False`` when a
-            test transport replaces the endpoint).
+            run: :func:`plan_stages`; ``False`` when a test transport replaces the endpoint).
     """
     out: list[str] = []
     if "questions" in stages and not plan.questions.source.is_file():
@@ -107,35 +121,95 @@ def check_plan(plan: Plan, stages: set[str] | frozenset[str], *, need_key: bool 
         )
 
 
-def describe_plan(plan: Plan, actions: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """What ``build --check`` prints: the plan's sources, endpoint (credentials masked) and
-    output, whether the key is set (never its value), and what a run would do with each stage
-    and what is already on disk. Reads only; creates nothing.
+def _key(plan: Plan, stage: str, keys: dict[str, str]) -> str | None:
+    """The key *stage* would have, as the stage computes it, or ``None`` when it cannot be known
+    without running something (an input's key is unknown, a repository still to clone, an input
+    file missing): the stage then counts as one that runs."""
+    try:
+        if stage == "questions":
+            return st.questions_key(plan)
+        if stage == "corpus":
+            for r in plan.repos:
+                if r.url and not (plan.workdir / "repos" / r.name / ".git").exists():
+                    return None  # a clone is a download: not made by a check
+            return st.corpus_key(plan, [prepare_repo(r, plan.workdir) for r in plan.repos])
+        makers = {
+            "nuggets": st.nuggets_key,
+            "pool": st.pool_key,
+            "judge": st.judge_key,
+            "export": st.export_key,
+        }
+        return makers[stage](plan, keys) if stage in makers else None
+    except (KeyError, NuggetbenchError, OSError):
+        return None
 
-    Args:
-        plan: the parsed plan.
-        actions: ``{stage: "run" | "read" | "skip"}`` in stage order (``read``: an input of the
-            ``--stage`` asked for, which must have been recorded); ``None``: no stage rows.
+
+def plan_stages(
+    plan: Plan, stage: str | None = None, *, read_cache: bool = True
+) -> list[dict[str, Any]]:
+    """What a run of *plan* (every stage, or ``--stage`` *stage*) would do with each stage,
+    without running any.
 
     Returns:
-        ``name``, ``output``, ``questions``, ``repos``, ``llm``, ``api_key``, then ``stages``
-        (``[{"stage", "action", "calls_model", "recorded"}]``; ``recorded``: the stage's summary
-        from an earlier run, else ``None``), ``counts`` (questions limit and tags,
-        repositories, retrievers, techniques) and ``llm_cache`` (``{"path", "answers"}``:
-        ``answers`` is ``{stage: n}``, empty while the file does not exist).
+        ``[{"stage", "action", "calls_model", "recorded"}]`` in stage order; ``action``:
+        ``"run"``, ``"cached"`` (its output on disk has the key it would have: loaded, not
+        run), ``"read"`` (an input of the ``--stage`` asked for), ``"missing"`` (such an input
+        that is absent or stale: the run would stop) or ``"skip"``; ``calls_model``: the stage
+        runs and sends requests to the model; ``recorded``: its summary from an earlier run.
+
+    Raises:
+        UnknownNameError: an unknown stage name.
     """
+    if stage is not None and stage not in st.STAGES:
+        raise UnknownNameError(
+            f"unknown stage {stage!r}.{suggest(stage, st.STAGES)} Stages: {', '.join(st.STAGES)}"
+        )
     store = StageStore(plan.workdir)
+    wanted = set(st.STAGES) if stage is None else st.closure(stage)
+    keys: dict[str, str] = {}
     rows = []
-    for stage, action in (actions or {}).items():
-        meta = store.meta(stage)
+    for name in st.STAGES:
+        key = _key(plan, name, keys)
+        if key is not None:
+            keys[name] = key
+        done = key is not None and store.done(name, key)
+        if name not in wanted or (name == "calibrate" and plan.calibration_labels is None):
+            action = "skip"  # calibrate runs only against human labels
+        elif stage is not None and name != stage:
+            action = "read" if done else "missing"
+        else:
+            forced = (not read_cache and name in st.MODEL_STAGES) or (
+                name == "export" and not (plan.output / "manifest.json").is_file()
+            )
+            action = "cached" if stage is None and done and not forced else "run"
+        meta = store.meta(name)
         rows.append(
             {
-                "stage": stage,
+                "stage": name,
                 "action": action,
-                "calls_model": stage in LLM_STAGES,
+                "calls_model": action == "run" and st.calls_model(plan, name),
                 "recorded": meta.get("summary", {}) if meta else None,
             }
         )
+    return rows
+
+
+def describe_plan(plan: Plan, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """What ``build --check`` prints: the plan's sources, endpoint (credentials masked) and
+    output, whether the key is set (never its value), the price known for the model, what a
+    run would do with each stage and what is already on disk. Reads only; creates nothing.
+
+    Args:
+        plan: the parsed plan.
+        rows: :func:`plan_stages`' rows (``None``: no stage rows).
+
+    Returns:
+        ``name``, ``output``, ``questions``, ``repos``, ``llm``, ``api_key``, ``price``
+        (``[input, output]`` USD per million tokens, or ``None`` when ``[prices]`` names no
+        price for the model), then ``stages`` (the rows), ``counts`` (questions limit and
+        tags, repositories, retrievers, techniques) and ``llm_cache`` (``{"path", "answers"}``:
+        ``answers`` is ``{stage: n}``, empty while the file does not exist).
+    """
     qf = plan.questions.filter
     return {
         "name": plan.name,
@@ -146,7 +220,8 @@ def describe_plan(plan: Plan, actions: Mapping[str, str] | None = None) -> dict[
         "api_key": "not needed (no_api_key = true)"
         if plan.llm.no_api_key
         else ("set" if plan.llm.api_key() else "missing"),
-        "stages": rows,
+        "price": list(plan.llm.price) if plan.llm.price else None,
+        "stages": list(rows or []),
         "counts": {
             "question_limit": qf.limit,
             "tags": list(qf.tags),
@@ -159,6 +234,43 @@ def describe_plan(plan: Plan, actions: Mapping[str, str] | None = None) -> dict[
             "answers": cached_answers(plan.workdir / "llm_cache.sqlite"),
         },
     }
+
+
+def check_build(
+    plan: Plan, *, stage: str | None = None, read_cache: bool = True, probe: bool = True
+) -> dict[str, Any]:
+    """Check *plan* as a build does before its first stage, probe the endpoint when a stage that
+    would run calls the model (``GET /models``: it answers, serves the model, accepts the key),
+    run nothing, and return :func:`describe_plan` with ``ready``, ``problems`` (what would make
+    the run fail: the endpoint's, an input of ``--stage`` missing) and ``endpoint_check``
+    (:meth:`~nuggetbench.llm.probe.EndpointProbe.as_dict`, or ``None`` when no stage calls the
+    model or *probe* is false).
+
+    Raises:
+        UnknownNameError: an unknown stage name.
+        InputError: the plan's own problems (files, prompts, output folder, the key), all at once.
+    """
+    rows = plan_stages(plan, stage, read_cache=read_cache)
+    wanted = set(st.STAGES) if stage is None else st.closure(stage)
+    calling = [r["stage"] for r in rows if r["calls_model"]]
+    check_plan(plan, wanted, need_key=bool(calling))
+    problems = [
+        f"stage {stage!r} needs the output of stage {r['stage']!r}, which is "
+        + ("missing" if r["recorded"] is None else "stale (the plan or its inputs changed)")
+        + f": run `nuggetbench build PLAN --stage {r['stage']}` first, or the whole build"
+        for r in rows
+        if r["action"] == "missing"
+    ]
+    found = probe_endpoint(plan.llm) if calling and probe else None
+    if found is not None and found.problem:
+        problems.append(f"{found.problem} (stages that would ask it: {', '.join(calling)})")
+    described = describe_plan(plan, rows)
+    described.update(
+        ready=not problems,
+        problems=problems,
+        endpoint_check=found.as_dict() if found is not None else None,
+    )
+    return described
 
 
 def cached_answers(path: Path) -> dict[str, int]:

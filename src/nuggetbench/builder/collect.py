@@ -29,6 +29,7 @@ from nuggetbench.builder.repos import PreparedRepo
 from nuggetbench.corpus import code as chunking
 from nuggetbench.data import Document
 from nuggetbench.errors import InputError
+from nuggetbench.progress import Meter
 
 log = logging.getLogger(__name__)
 
@@ -353,36 +354,30 @@ def collect_corpus(
         SpecError / ModelError: a bad budget or tokenizer.
     """
     stats = stats if stats is not None else CorpusStats()
-    from tqdm.auto import tqdm
-
     chunking.check_budget(options.max_tokens)
     factory = chunking.make_counter(options.tokenizer)
     seen_ids: set[str] = set()
     for repo in repos:
         before_files, before_chunks = stats.files_chunked, stats.chunks
         before_seen = stats.files_seen
-        for rel, data in tqdm(
-            iter_files(repo, options, stats),
-            desc=f"chunking {repo.name}",
-            disable=not show_progress,
-            unit=" files",
-        ):
-            docs = chunk_file(repo, rel, data, options, factory)
-            stats.files_chunked += 1
-            for doc in docs:
-                if (
-                    doc.doc_id in seen_ids
-                ):  # two repositories with one name: refuse, ids must be unique
-                    raise InputError(
-                        f"chunk id {doc.doc_id!r} occurs twice: give each [[repos]] entry a "
-                        "distinct name"
-                    )
-                seen_ids.add(doc.doc_id)
-                stats.chunks += 1
-                kind = doc.metadata["chunker"].split(":")[0]
-                stats.chunks_by_kind[kind] = stats.chunks_by_kind.get(kind, 0) + 1
-                stats.tokens.append(int(doc.metadata["tokens"]))
-                yield doc
+        with Meter(f"chunking {repo.name}", None, "files", show=show_progress) as files:
+            for rel, data in files.iterate(iter_files(repo, options, stats)):
+                docs = chunk_file(repo, rel, data, options, factory)
+                stats.files_chunked += 1
+                for doc in docs:
+                    if (
+                        doc.doc_id in seen_ids
+                    ):  # two repositories with one name: refuse, ids must be unique
+                        raise InputError(
+                            f"chunk id {doc.doc_id!r} occurs twice: give each [[repos]] entry a "
+                            "distinct name"
+                        )
+                    seen_ids.add(doc.doc_id)
+                    stats.chunks += 1
+                    kind = doc.metadata["chunker"].split(":")[0]
+                    stats.chunks_by_kind[kind] = stats.chunks_by_kind.get(kind, 0) + 1
+                    stats.tokens.append(int(doc.metadata["tokens"]))
+                    yield doc
         stats.per_repo[repo.name] = {
             "files_seen": stats.files_seen - before_seen,
             "files_chunked": stats.files_chunked - before_files,

@@ -28,29 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from nuggetbench.builder import stages
-from nuggetbench.builder.check import LLM_STAGES, check_plan, describe_plan
+from nuggetbench.builder.check import check_build, check_plan, plan_stages
 from nuggetbench.builder.manifest import fill_report, write_run_log
 from nuggetbench.builder.plan import Plan
+from nuggetbench.builder.stages import MODEL_STAGES, NEEDS, STAGES, closure
 from nuggetbench.builder.store import StageStore
 from nuggetbench.errors import InputError, StageFailedError, UnknownNameError, suggest
 from nuggetbench.llm.cache import UsageLedger
 from nuggetbench.llm.client import LLMClient
+from nuggetbench.progress import Meter
 
 log = logging.getLogger(__name__)
 
-STAGES = ("questions", "corpus", "nuggets", "pool", "judge", "export", "calibrate")
-NEEDS = {
-    "questions": (),
-    "corpus": (),
-    "nuggets": ("questions",),
-    "pool": ("questions", "corpus", "nuggets"),
-    "judge": ("pool",),
-    "export": ("judge",),
-    "calibrate": ("judge",),
-}
 _DETERMINISTIC = ("requests", "prompt_tokens", "completion_tokens", "cost_usd")
 
 
@@ -74,7 +64,9 @@ class Builder:
 
     Args:
         plan: the plan.
-        show_progress: progress bars (tqdm).
+        show_progress: show progress (:class:`~nuggetbench.progress.Meter`: a bar, or lines in
+            a log, as the command line configured); the LLM stages' meters add the requests
+            sent, cached and failed and the running cost.
         transport: for tests, passed to :class:`~.llm.LLMClient`.
         accept_failures: record a stage whose LLM answers partly failed (the failures are listed
             in its meta) instead of stopping the build.
@@ -115,10 +107,11 @@ class Builder:
         return self._client
 
     @contextmanager
-    def progress(self, total: int, desc: str):
-        """A progress callback ``step(n)`` over *total* questions (a tqdm bar when shown)."""
-        with tqdm(total=total, desc=desc, disable=not self.show_progress, unit=" q") as bar:
-            yield bar.update
+    def progress(self, total: int, desc: str, unit: str = "q"):
+        """A progress callback ``step(n)`` over *total* items of an LLM stage (questions,
+        batches), followed by the build's LLM usage so far (:meth:`UsageLedger.brief`)."""
+        with Meter(desc, total, unit, show=self.show_progress, stats=self.ledger.brief) as meter:
+            yield meter
 
     def usage(self, *names: str) -> dict[str, Any]:
         """This build's deterministic LLM usage of the ledger entries *names*."""
@@ -151,7 +144,7 @@ class Builder:
                 )
             self.report.stages.setdefault(stage, {"status": "cached"})
             return load()
-        force = force or (not self.read_cache and stage in LLM_STAGES)
+        force = force or (not self.read_cache and stage in MODEL_STAGES)
         if target is None and not force and self.store.done(stage, key):
             self.report.stages[stage] = {
                 "status": "cached",
@@ -182,8 +175,9 @@ class Builder:
         Raises:
             UnknownNameError: an unknown stage name.
             InputError: the plan cannot run (every problem :func:`~.check.plan_problems` sees,
-                the LLM key's absence included, raised before any stage runs), a missing or
-                stale input of the stage asked for.
+                raised before any stage runs; the LLM key's absence among them when a stage
+                that would run calls the model: :func:`~.check.plan_stages`), a missing or stale
+                input of the stage asked for.
             StageFailedError: a stage's LLM answers stayed unusable (how many and why).
             LLMError / BudgetError: the endpoint failed or a budget is spent (answers so far are
                 cached: run again to resume).
@@ -192,8 +186,10 @@ class Builder:
             raise UnknownNameError(
                 f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
             )
-        wanted = set(STAGES) if stage is None else _closure(stage)
-        check_plan(self.plan, wanted, need_key=self._transport is None and _calls_model(stage))
+        wanted = set(STAGES) if stage is None else closure(stage)
+        rows = plan_stages(self.plan, stage, read_cache=self.read_cache)
+        need_key = self._transport is None and any(r["calls_model"] for r in rows)
+        check_plan(self.plan, wanted, need_key=need_key)
         try:
             if "questions" in wanted:
                 questions = stages.questions(self, stage)
@@ -234,45 +230,6 @@ def failure_message(stage: str, failed: dict[str, Any]) -> str:
     )
 
 
-def _calls_model(stage: str | None) -> bool:
-    """Whether running *stage* (``None``: the whole build) may call the model: the stages it
-    only reads are loaded from their outputs."""
-    return stage is None or stage in LLM_STAGES
-
-
-def _closure(stage: str) -> set[str]:
-    """*stage* and every stage it reads, directly or not."""
-    out, todo = set(), [stage]
-    while todo:
-        s = todo.pop()
-        if s not in out:
-            out.add(s)
-            todo.extend(NEEDS[s])
-    return out
-
-
-def check_build(plan: Plan, *, stage: str | None = None) -> dict[str, Any]:
-    """Check *plan* as :meth:`Builder.run` does before its first stage, run nothing, and return
-    :func:`~.check.describe_plan` (what ``nuggetbench build --check`` prints).
-
-    Raises:
-        UnknownNameError: an unknown stage name.
-        InputError: every problem of the plan at once.
-    """
-    if stage is not None and stage not in STAGES:
-        raise UnknownNameError(
-            f"unknown stage {stage!r}.{suggest(stage, STAGES)} Stages: {', '.join(STAGES)}"
-        )
-    wanted = set(STAGES) if stage is None else _closure(stage)
-    check_plan(plan, wanted, need_key=_calls_model(stage))
-    actions = {
-        s: "run" if stage in (None, s) else "read" if s in wanted else "skip" for s in STAGES
-    }
-    if plan.calibration_labels is None and actions["calibrate"] == "run":
-        actions["calibrate"] = "skip"  # it runs only against human labels
-    return describe_plan(plan, actions)
-
-
 def run_build(
     plan: Plan,
     *,
@@ -293,4 +250,4 @@ def run_build(
     return builder.run(stage)
 
 
-__all__ = ["Builder", "BuildReport", "run_build", "check_build", "STAGES"]
+__all__ = ["Builder", "BuildReport", "run_build", "check_build", "STAGES", "NEEDS"]

@@ -20,9 +20,10 @@ from nuggetbench.builder.calibration import read_labels
 from nuggetbench.builder.collect import CorpusStats, collect_corpus
 from nuggetbench.builder.export import filter_questions, query_rows, write_benchmark
 from nuggetbench.builder.manifest import build_manifest, tree_stamp
+from nuggetbench.builder.plan import Plan
 from nuggetbench.builder.pooling import build_pool
 from nuggetbench.builder.questions import Question, read_questions
-from nuggetbench.builder.repos import prepare_repo
+from nuggetbench.builder.repos import PreparedRepo, prepare_repo
 from nuggetbench.builder.store import stage_key
 from nuggetbench.data import JsonlCorpus
 from nuggetbench.errors import InputError
@@ -47,9 +48,38 @@ def failures(
     return {"count": n, "of": total, "unit": unit, "reasons": dict(why.most_common())}
 
 
-def questions(b: Builder, target: str | None = None):
-    """Read the questions (:mod:`.questions`); rows: one question each."""
-    spec = b.plan.questions
+STAGES = ("questions", "corpus", "nuggets", "pool", "judge", "export", "calibrate")
+#: The stages each stage reads.
+NEEDS = {
+    "questions": (),
+    "corpus": (),
+    "nuggets": ("questions",),
+    "pool": ("questions", "corpus", "nuggets"),
+    "judge": ("pool",),
+    "export": ("judge",),
+    "calibrate": ("judge",),
+}
+
+
+def closure(stage: str) -> set[str]:
+    """*stage* and every stage it reads, directly or not."""
+    out, todo = set(), [stage]
+    while todo:
+        s = todo.pop()
+        if s not in out:
+            out.add(s)
+            todo.extend(NEEDS[s])
+    return out
+
+
+# --- the stage keys: what a stage's output depends on (also read by ``build --check``) ---------
+def questions_key(plan: Plan) -> str:
+    """The questions stage's key: the source file (path, size, time), its format and filter.
+
+    Raises:
+        InputError: the source file does not exist.
+    """
+    spec = plan.questions
     if not spec.source.is_file():
         raise InputError(
             f"[questions] source {spec.source} does not exist; fix the path in the plan"
@@ -64,6 +94,85 @@ def questions(b: Builder, target: str | None = None):
         "on_error": spec.on_error,
         "top_k": spec.top_k,
     }
+    return stage_key("questions", params)
+
+
+def corpus_key(plan: Plan, repos: list[PreparedRepo]) -> str:
+    """The corpus stage's key: each repository's commit (or its tree's stamp when it has none,
+    or uncommitted changes) and the chunking options."""
+    params = {
+        "repos": [
+            {**r.describe(), "tree": tree_stamp(r.root) if r.dirty or not r.commit else None}
+            for r in repos
+        ],
+        "options": plan.corpus.describe(),
+    }
+    return stage_key("corpus", params)
+
+
+def answered_by(plan: Plan) -> dict[str, str]:
+    """The key fields naming who answers a stage's requests: the endpoint (normalised,
+    credentials removed) and the model."""
+    return {"endpoint": plan.llm.endpoint_id(), "model": plan.llm.model}
+
+
+def nuggets_key(plan: Plan, keys: dict[str, str]) -> str:
+    """The nuggets stage's key: its options, who answers, the prompt; the questions' key."""
+    opts = plan.nuggets
+    prompt = load_prompt("nuggets", opts.prompt_version)
+    params = {"options": asdict(opts), **answered_by(plan), "prompt": prompt.sha256}
+    return stage_key("nuggets", params, [keys["questions"]])
+
+
+def pool_key(plan: Plan, keys: dict[str, str]) -> str:
+    """The pool stage's key: pooling and rewrite options, who answers, the rewrite prompts; the
+    questions', nuggets' and corpus' keys."""
+    popts, ropts = plan.pooling, plan.rewrite
+    prompts = {n: load_prompt(n, getattr(ropts, f"{n}_version")).sha256 for n in ("subq", "hyde")}
+    params = {
+        "pooling": asdict(popts),
+        "rewrite": asdict(ropts),
+        **answered_by(plan),
+        "prompts": prompts,
+    }
+    inputs = [keys["questions"], keys["nuggets"], keys["corpus"]]
+    return stage_key("pool", params, inputs)
+
+
+def judge_key(plan: Plan, keys: dict[str, str]) -> str:
+    """The judge stage's key: its options, who answers, the prompt; the pool's, nuggets' and
+    corpus' keys."""
+    opts = plan.judge
+    prompt = load_prompt("judge", opts.prompt_version)
+    params = {"options": asdict(opts), **answered_by(plan), "prompt": prompt.sha256}
+    return stage_key("judge", params, [keys["pool"], keys["nuggets"], keys["corpus"]])
+
+
+def export_key(plan: Plan, keys: dict[str, str]) -> str:
+    """The export stage's key: the filter; the judge's, questions', nuggets' and corpus' keys."""
+    inputs = [keys["judge"], keys["questions"], keys["nuggets"], keys["corpus"]]
+    return stage_key("export", asdict(plan.filter), inputs)
+
+
+#: The stages whose requests go to the model when they run (the pool's only with the
+#: ``subq`` or ``hyde`` technique: :func:`calls_model`).
+MODEL_STAGES = ("nuggets", "pool", "judge")
+#: The pooling techniques that ask the model (query rewriting).
+MODEL_TECHNIQUES = ("subq", "hyde")
+
+
+def calls_model(plan: Plan, stage: str) -> bool:
+    """Whether running *stage* of *plan* sends requests to the model."""
+    if stage == "pool":
+        return any(t in MODEL_TECHNIQUES for t in plan.pooling.techniques)
+    return stage in MODEL_STAGES
+
+
+# --- the stages ---------------------------------------------------------------------------------
+def questions(b: Builder, target: str | None = None):
+    """Read the questions (:mod:`.questions`); rows: one question each."""
+    spec = b.plan.questions
+    key = questions_key(b.plan)
 
     def compute():
         qs, rep = read_questions(
@@ -82,20 +191,13 @@ def questions(b: Builder, target: str | None = None):
     def load():
         return [Question.from_dict(r) for r in b.store.rows("questions")]
 
-    return b.stage("questions", stage_key("questions", params), compute, load, target=target)
+    return b.stage("questions", key, compute, load, target=target)
 
 
 def corpus(b: Builder, target: str | None = None):
     """Prepare the repositories and chunk them (:mod:`.collect`); returns the chunk corpus."""
     repos = [prepare_repo(r, b.plan.workdir) for r in b.plan.repos]
     options = b.plan.corpus
-    params = {
-        "repos": [
-            {**r.describe(), "tree": tree_stamp(r.root) if r.dirty or not r.commit else None}
-            for r in repos
-        ],
-        "options": options.describe(),
-    }
 
     def compute():
         stats = CorpusStats()
@@ -114,22 +216,14 @@ def corpus(b: Builder, target: str | None = None):
 
         return None, rows, info
 
-    b.stage("corpus", stage_key("corpus", params), compute, lambda: None, target=target)
+    b.stage("corpus", corpus_key(b.plan, repos), compute, lambda: None, target=target)
     b.values["repos"] = repos
     return JsonlCorpus(b.store.rows_path("corpus"), name=b.plan.name)
-
-
-def _answered_by(b: Builder) -> dict[str, str]:
-    """The key fields naming who answers a stage's requests: the endpoint (normalised,
-    credentials removed) and the model."""
-    return {"endpoint": b.plan.llm.endpoint_id(), "model": b.plan.llm.model}
 
 
 def nuggets(b: Builder, questions, target: str | None = None):
     """Generate each question's nuggets (:mod:`.nuggets`)."""
     opts = b.plan.nuggets
-    prompt = load_prompt("nuggets", opts.prompt_version)
-    params = {"options": asdict(opts), **_answered_by(b), "prompt": prompt.sha256}
 
     def compute():
         with b.progress(len(questions), "nuggets") as step:
@@ -150,26 +244,12 @@ def nuggets(b: Builder, questions, target: str | None = None):
     def load():
         return NuggetResult.from_rows(list(b.store.rows("nuggets")))
 
-    return b.stage(
-        "nuggets",
-        stage_key("nuggets", params, [b.keys["questions"]]),
-        compute,
-        load,
-        target=target,
-    )
+    return b.stage("nuggets", nuggets_key(b.plan, b.keys), compute, load, target=target)
 
 
 def pool(b: Builder, questions, nuggets, corpus, target: str | None = None):
     """Rewrite (sub-questions, HyDE), retrieve, fuse and pool (:mod:`.pooling`); ``{qid: [doc ids]}``."""
     popts, ropts = b.plan.pooling, b.plan.rewrite
-    prompts = {n: load_prompt(n, getattr(ropts, f"{n}_version")).sha256 for n in ("subq", "hyde")}
-    params = {
-        "pooling": asdict(popts),
-        "rewrite": asdict(ropts),
-        **_answered_by(b),
-        "prompts": prompts,
-    }
-    inputs = [b.keys["questions"], b.keys["nuggets"], b.keys["corpus"]]
     todo = [q for q in questions if nuggets.nuggets.get(q.question_id)]
     if len(corpus) == 0:
         raise InputError(
@@ -217,15 +297,12 @@ def pool(b: Builder, questions, nuggets, corpus, target: str | None = None):
     def load():
         return {r["query_id"]: r["pool"] for r in b.store.rows("pool")}
 
-    return b.stage("pool", stage_key("pool", params, inputs), compute, load, target=target)
+    return b.stage("pool", pool_key(b.plan, b.keys), compute, load, target=target)
 
 
 def judge(b: Builder, questions, nuggets, pool, corpus, target: str | None = None):
     """Judge every (nugget, pooled chunk) pair (:mod:`.judge`)."""
     opts = b.plan.judge
-    prompt = load_prompt("judge", opts.prompt_version)
-    params = {"options": asdict(opts), **_answered_by(b), "prompt": prompt.sha256}
-    inputs = [b.keys["pool"], b.keys["nuggets"], b.keys["corpus"]]
 
     def compute():
         items = [
@@ -239,7 +316,7 @@ def judge(b: Builder, questions, nuggets, pool, corpus, target: str | None = Non
             if nuggets.nuggets.get(q.question_id)
         ]
         n_batches = sum(-(-len(i.pool) // opts.batch_size) for i in items)
-        with b.progress(n_batches, "judging") as step:
+        with b.progress(n_batches, "judging", "batches") as step:
             result = judge_pool(b.client(), items, corpus, opts, progress=step)
         counts = result.counts()
         info = {
@@ -257,18 +334,12 @@ def judge(b: Builder, questions, nuggets, pool, corpus, target: str | None = Non
     def load():
         return JudgeResult.from_rows(list(b.store.rows("judge")))
 
-    return b.stage("judge", stage_key("judge", params, inputs), compute, load, target=target)
+    return b.stage("judge", judge_key(b.plan, b.keys), compute, load, target=target)
 
 
 def export(b: Builder, questions, nuggets, judgments, corpus, target: str | None = None):
     """Filter the questions and write the benchmark folder (:mod:`.export`); returns the filter report."""
     opts = b.plan.filter
-    inputs = [
-        b.keys["judge"],
-        b.keys["questions"],
-        b.keys["nuggets"],
-        b.keys["corpus"],
-    ]
 
     def compute():
         kept, freport = filter_questions(questions, nuggets, judgments, opts)
@@ -294,7 +365,7 @@ def export(b: Builder, questions, nuggets, judgments, corpus, target: str | None
     missing = not (b.plan.output / "manifest.json").is_file()
     return b.stage(
         "export",
-        stage_key("export", asdict(opts), inputs),
+        export_key(b.plan, b.keys),
         compute,
         lambda: next(b.store.rows("export")),
         target=target,

@@ -11,11 +11,13 @@ import click
 
 from nuggetbench.cli._formats import measure_digits
 from nuggetbench.cli._tables import Grid, print_grid
+from nuggetbench.data.subset import query_subset
 from nuggetbench.errors import NuggetbenchError
 from nuggetbench.jsonl import json_text
 from nuggetbench.llm.secrets import mask_secrets
 from nuggetbench.llm.settings import MAX_REPLY_CHARS
 from nuggetbench.measures import get_profile, measure_keys
+from nuggetbench.spec import split_top
 
 
 def console(stderr: bool = False):
@@ -34,14 +36,29 @@ def info(message: str) -> None:
     console(stderr=True).print(mask_secrets(message), markup=False)
 
 
+def measure_words(values) -> tuple[str, ...]:
+    """Each ``-m`` value split at spaces outside parentheses and quotes: ir_measures' command
+    line idiom ``-m 'nDCG@10 P@5 AP'`` is three measures (``"nDCG(gains='1=3, 2=9')"`` one).
+
+    Raises:
+        NuggetbenchError: unbalanced parentheses.
+    """
+    out: list[str] = []
+    for value in values or ():
+        out += [w for w in split_top(value, (" ", "\t", "\n"), where="measure") if w.strip()]
+    return tuple(out)
+
+
 def _checked_measures(ctx: click.Context, param: click.Parameter, value):
-    """Parse every ``-m`` as the command line is read: a typo fails before any data is loaded."""
-    for m in value or ():
-        try:
+    """Parse every ``-m`` as the command line is read: a typo fails before any data is loaded.
+    A value holding several measures separated by spaces is split (:func:`measure_words`)."""
+    try:
+        words = measure_words(value)
+        for m in words:
             measure_keys([m])  # trec_eval's names (all_trec, P.5,10) too
-        except NuggetbenchError as exc:
-            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-    return value
+    except NuggetbenchError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return words
 
 
 def _checked_profile(ctx: click.Context, param: click.Parameter, value):
@@ -66,6 +83,14 @@ measure_option = click.option(
 )
 
 
+#: The examples of ``-O`` in the help, each valid for the dataset it names
+#: (``tests/test_query_subsets.py`` loads each through its family's option check).
+OPTION_EXAMPLES = (
+    ("beir/msmarco", "split=train"),
+    ("fastbook", "chunker=paragraphs:group=1"),
+    ("mmarco/german", "max_docs=100000"),
+)
+
 #: ``-O KEY=VALUE``, repeatable: dataset loader options (the dataset family declares and types
 #: them); ``parse_options`` turns them into a dict.
 dataset_option = click.option(
@@ -74,9 +99,75 @@ dataset_option = click.option(
     "dataset_options",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Dataset loader option, repeatable (e.g. -O split=dev -O max_docs=100000; "
-    "`nuggetbench datasets info ID` lists them).",
+    help="Dataset loader option, repeatable; each dataset family has its own (`nuggetbench "
+    "datasets info ID` lists them), e.g. "
+    + ", ".join(f"-O {option} ({dataset})" for dataset, option in OPTION_EXAMPLES)
+    + ".",
 )
+
+
+def query_options(command):
+    """``--queries FILE|IDS``, ``--first-queries N``, ``--sample-queries N`` and
+    ``--query-seed S``: keep only some queries of the dataset (every command that takes one);
+    :func:`query_subset_of` reads them into a :class:`~nuggetbench.data.subset.QuerySubset`."""
+    for opt in reversed(
+        [
+            click.option(
+                "--queries",
+                "subset_ids",
+                default=None,
+                metavar="FILE|IDS",
+                help="Only these queries: a file of query ids (one per line) or ids separated "
+                "by commas (1,3,5); the judgments are restricted to them, so the averages are "
+                "over them. An id that is not the dataset's is an error naming it.",
+            ),
+            click.option(
+                "--first-queries",
+                "subset_first",
+                type=click.IntRange(min=1),
+                default=None,
+                metavar="N",
+                help="Only the first N queries, in the dataset's order (of --queries, if given).",
+            ),
+            click.option(
+                "--sample-queries",
+                "subset_sample",
+                type=click.IntRange(min=1),
+                default=None,
+                metavar="N",
+                help="Only a random sample of N queries (of --queries, if given), the same for "
+                "the same --query-seed on any machine.",
+            ),
+            click.option(
+                "--query-seed",
+                "subset_seed",
+                type=int,
+                default=0,
+                show_default=True,
+                metavar="S",
+                help="Seed of --sample-queries.",
+            ),
+        ]
+    ):
+        command = opt(command)
+    return command
+
+
+def query_subset_of(opts: dict):
+    """Pop the :func:`query_options` from *opts* (a command's keyword arguments): the
+    :class:`~nuggetbench.data.subset.QuerySubset` they ask for, else ``None``.
+
+    Raises:
+        click.UsageError: --first-queries with --sample-queries, or --query-seed without
+            --sample-queries.
+    """
+    ids, first = opts.pop("subset_ids"), opts.pop("subset_first")
+    sample, seed = opts.pop("subset_sample"), opts.pop("subset_seed")
+    if first is not None and sample is not None:
+        raise click.UsageError("--first-queries and --sample-queries exclude each other")
+    if seed != 0 and sample is None:
+        raise click.UsageError("--query-seed is the seed of --sample-queries; give both")
+    return query_subset(ids, first=first, sample=sample, seed=seed)
 
 
 def endpoint_options(*, plan: bool = False):
@@ -285,7 +376,7 @@ def parse_options(items, **aliases) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(
-                f"{item!r}: expected KEY=VALUE (e.g. max_docs=100000)", param_hint="-O"
+                f"{item!r}: expected KEY=VALUE (e.g. split=dev)", param_hint="-O"
             )
         out[key.strip()] = value.strip()
     out.update({k: v for k, v in aliases.items() if v is not None})

@@ -1,4 +1,5 @@
-"""Options every command takes, before or after its name: ``-v`` and ``--no-progress``.
+"""Options every command takes, before or after its name: ``-v`` and ``--no-progress``; how
+progress is shown (:func:`progress_style`).
 
 Kept apart from ``_common`` so that ``nuggetbench --help`` imports nothing but click.
 """
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 import click
 
+from nuggetbench import progress
 from nuggetbench.llm.secrets import SecretFilter
 
 
@@ -71,25 +73,97 @@ def global_params() -> list[click.Option]:
 def progress_wanted() -> bool:
     """Whether progress bars are on: no ``--no-progress`` anywhere on the command line, and
     stderr is a terminal (rich's test: ``TTY_COMPATIBLE``/``FORCE_COLOR`` are honoured). Piped
-    or redirected, a bar's ``\\r`` redraws would fill a log with lines, so every command asks
-    here, once, and prints only its final summary there."""
+    or redirected, a bar's ``\\r`` redraws would fill a log with lines: the commands that show
+    progress there too ask :func:`progress_shown` instead (lines every few seconds)."""
+    return progress_style() == "bar"
+
+
+#: Seconds between two progress lines when stderr is not a terminal (default 10).
+ENV_PROGRESS_SECONDS = "NUGGETBENCH_PROGRESS_SECONDS"
+
+
+def progress_style() -> str:
+    """How this command shows progress (:mod:`nuggetbench.progress`): ``off`` under
+    ``--no-progress``, ``bar`` when stderr is a terminal, else ``log``: a line every
+    ``NUGGETBENCH_PROGRESS_SECONDS`` (default 10) seconds on stderr, through the logger
+    ``nuggetbench.progress`` at INFO level (shown without ``-v``; credentials masked). Sets
+    the style of the meters the library makes (``show_progress=True``)."""
+    import os
+
     ctx = click.get_current_context(silent=True)
     if ctx and (ctx.find_root().obj or {}).get("no_progress"):
-        return False
-    from rich.console import Console  # lazy: keeps `nuggetbench --help` light
+        chosen = "off"
+    else:
+        from rich.console import Console  # lazy: keeps `nuggetbench --help` light
 
-    return Console(stderr=True).is_terminal
+        chosen = "bar" if Console(stderr=True).is_terminal else "log"
+    raw = os.environ.get(ENV_PROGRESS_SECONDS, "")
+    try:
+        seconds = float(raw) if raw.strip() else 10.0
+        progress.configure(chosen, seconds)
+    except ValueError:
+        raise click.UsageError(
+            f"{ENV_PROGRESS_SECONDS}={raw!r}: give the seconds between two progress lines, a "
+            "number > 0 (default 10)"
+        ) from None
+    if chosen == "log":
+        _progress_handler()
+    if ctx is not None:
+        root = ctx.find_root()
+        if not root.meta.get(_RESTORE):  # the process's defaults again when the command ends
+            root.meta[_RESTORE] = True
+            root.call_on_close(_restore_progress)
+    return chosen
+
+
+_RESTORE = "nuggetbench.progress_restore"
+
+
+def _restore_progress() -> None:
+    """Back to the library's defaults (style ``bar``, no handler of ours): a command run
+    in-process (tests, ``cli.main`` from Python) leaves nothing behind."""
+    import logging
+
+    progress.configure("bar", 10.0)
+    logger = logging.getLogger("nuggetbench.progress")
+    for handler in [h for h in logger.handlers if getattr(h, "_nuggetbench", False)]:
+        logger.removeHandler(handler)
+    logger.setLevel(logging.NOTSET)
+    logger.propagate = True
+
+
+def progress_shown() -> bool:
+    """Whether this command shows progress at all (:func:`progress_style` is not ``off``)."""
+    return progress_style() != "off"
+
+
+def _progress_handler() -> None:
+    """A stderr handler (credentials masked) for the ``nuggetbench.progress`` logger at INFO, so
+    its lines show without ``-v``; the records do not reach the root handlers (no line twice)."""
+    import logging
+
+    logger = logging.getLogger("nuggetbench.progress")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    if not any(getattr(h, "_nuggetbench", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(SecretFilter())
+        handler._nuggetbench = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
 
 
 @contextlib.contextmanager
-def count_bar(desc: str, unit: str) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr counting settled items (rate and elapsed time; no total is
-    known in advance); hidden by ``--no-progress`` and when stderr is not a terminal
-    (:func:`progress_wanted`). Yields its ``update(n)``."""
-    from tqdm.auto import tqdm  # lazy: keeps `nuggetbench --help` light
-
-    with tqdm(desc=desc, unit=unit, disable=not progress_wanted(), file=sys.stderr) as bar:
-        yield bar.update
+def llm_meter(desc: str, unit: str, ledger=None) -> Iterator[Callable[[int], None]]:
+    """A :class:`~nuggetbench.progress.Meter` for the paid commands (``judge``, ``answers``,
+    ``nuggets``): its total comes from the work (:func:`~nuggetbench.progress.expect`), and
+    *ledger*'s :meth:`~nuggetbench.llm.cache.UsageLedger.brief` (requests sent, cached and
+    failed, the running cost) follows the counts. A bar on a terminal, lines every few seconds
+    otherwise, nothing under ``--no-progress`` (:func:`progress_style`). Yields the meter."""
+    style = progress_style()
+    stats = ledger.brief if ledger is not None else None
+    with progress.Meter(desc, None, unit, show=style != "off", style=style, stats=stats) as meter:
+        yield meter
 
 
 def hidden_alias(name: str, dest: str, **kwargs):

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import click
 
-from nuggetbench.cli._common import console, echo_json, render_means_table, stats_options, warn
-from nuggetbench.cli._globals import count_bar
+from nuggetbench.cli._common import (
+    console,
+    echo_json,
+    query_options,
+    query_subset_of,
+    render_means_table,
+    stats_options,
+    warn,
+)
+from nuggetbench.cli._globals import llm_meter
 from nuggetbench.cli.judge import CLIENT_KEYS, fail_if_strict, llm_options, strict_option, wrote
 from nuggetbench.judging import answers_files, judging_client
 
@@ -31,6 +39,7 @@ SCORES = ("vital_score", "strict_vital_score", "all_score", "strict_all_score")
     help="Baseline system: its name (file stem) or 1-based position (default: the first).",
 )
 @stats_options
+@query_options
 @llm_options
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
@@ -50,9 +59,10 @@ def answers_command(nuggets, answers, out_dir, fmt, max_repairs, **kw):
     Example:
       nuggetbench answers nuggets.jsonl ragA.jsonl ragB.jsonl --model gpt-4o -o assigned/
     """
+    kw["queries"] = query_subset_of(kw)  # the questions kept (--queries...)
     client = judging_client(**{k: kw.pop(k) for k in CLIENT_KEYS})
     try:
-        with count_bar("assigning", " windows") as progress:
+        with llm_meter("assigning", "windows", client.ledger) as progress:
             res = answers_files(
                 nuggets, answers, client, out_dir, max_repairs=max_repairs, progress=progress, **kw
             )

@@ -15,7 +15,8 @@ from nuggetbench.cli._common import (
     no_cache_option,
     request_bounds,
 )
-from nuggetbench.cli._globals import progress_wanted
+from nuggetbench.cli._globals import progress_shown
+from nuggetbench.errors import InputError
 
 
 @click.command("build", context_settings={"help_option_names": ["-h", "--help"]})
@@ -44,8 +45,10 @@ from nuggetbench.cli._globals import progress_wanted
     "--check",
     "check_only",
     is_flag=True,
-    help="Check the whole plan (files, prompts, output folder, the API key's presence), print "
-    "what would run, and run nothing.",
+    help="Check the whole plan (files, prompts, output folder, the API key's presence) and, when "
+    "a stage that would run calls the model, the endpoint at no cost (GET /models: it answers, "
+    "serves the model, accepts the key); print what would run, what is cached and the price "
+    "known; run nothing. Exit 2 when the build would fail.",
 )
 @endpoint_options(plan=True)
 @request_bounds(plan=True)
@@ -84,29 +87,49 @@ def build_command(plan, stage, no_progress, top_tags, accept_failures, check_onl
     no_cache = endpoint.pop("no_cache")
     loaded = load_plan(plan, llm=endpoint)  # --model ... --max-reply-chars over [llm]
     if check_only:
-        described = {"plan": str(loaded.path), "ready": True, **check_build(loaded, stage=stage)}
-        if fmt == "json":
-            echo_json(described)
-        else:
-            render_check(described, console())
-        return
+        return _check(loaded, stage, not no_cache, fmt)
     report = run_build(
         loaded,
         stage=stage,
-        show_progress=not no_progress and progress_wanted(),
+        show_progress=not no_progress and progress_shown(),
         accept_failures=accept_failures,
         read_cache=not no_cache,
     )
-    _render(report, top_tags, console(stderr=True))
+    _render(report, top_tags, console(stderr=True), loaded.llm.model)
+
+
+def _check(loaded, stage: str | None, read_cache: bool, fmt: str) -> None:
+    """``build --check``: print the check (:func:`check_build`) in *fmt*; not ready, exit 2.
+
+    Raises:
+        InputError: the build would fail (every problem named).
+    """
+    described = {
+        "plan": str(loaded.path),
+        **check_build(loaded, stage=stage, read_cache=read_cache),
+    }
+    if fmt == "json":
+        echo_json(described)
+    else:
+        render_check(described, console())
+    if not described["ready"]:
+        n = len(described["problems"])
+        raise InputError(
+            f"{loaded.path}: not ready, the build would fail ({n} problem"
+            f"{'s' if n > 1 else ''}): " + "; ".join(described["problems"])
+        )
 
 
 def render_check(d: dict, out) -> None:
     """``build --check`` in words on *out* (a rich console): the plan, the endpoint, the key,
-    what each stage would do and what is on disk already."""
+    what the endpoint said, the price, what each stage would do and what is on disk already,
+    then the problems."""
     llm, counts, cache = d["llm"], d["counts"], d["llm_cache"]
     limit = counts["question_limit"]
+    n = len(d["problems"])
+    state = "ready" if d["ready"] else f"NOT READY, {n} problem{'s' if n > 1 else ''}"
     lines = [
-        f"plan {d['plan']}: ready (nothing was run)",
+        f"plan {d['plan']}: {state} (nothing was run)",
         f"name: {d['name']}; output: {d['output']}",
         f"questions: {d['questions']}"
         + (f" (tags {', '.join(counts['tags'])})" if counts["tags"] else "")
@@ -116,13 +139,26 @@ def render_check(d: dict, out) -> None:
         f"techniques {', '.join(counts['techniques'])}",
         f"endpoint: {llm['base_url'] or 'the OpenAI API'} ({llm['provider']}), model "
         f"{llm['model']}; API key: {d['api_key']}",
+        "endpoint check: " + _probe_words(d["endpoint_check"]),
+        "price: "
+        + (
+            f"${d['price'][0]:g} / ${d['price'][1]:g} per million input / output tokens"
+            if d["price"]
+            else f"none for model {llm['model']!r} in the plan's [prices] (costs not computed)"
+        ),
     ]
     for line in lines:
         out.print(line, markup=False, highlight=False)
     table = Table(title="stages", title_justify="left")
     for col in ("stage", "would", "calls the model", "on disk"):
         table.add_column(col)
-    would = {"run": "run", "read": "be read", "skip": "not run"}
+    would = {
+        "run": "run",
+        "cached": "use its cached output",
+        "read": "be read",
+        "missing": "be read: MISSING",
+        "skip": "not run",
+    }
     for row in d["stages"]:
         rec = row["recorded"]
         on_disk = "-" if rec is None else ", ".join(f"{k} {v}" for k, v in rec.items()) or "done"
@@ -144,9 +180,22 @@ def render_check(d: dict, out) -> None:
         markup=False,
         highlight=False,
     )
+    for problem in d["problems"]:
+        out.print(f"problem: {problem}", markup=False, highlight=False)
 
 
-def _render(report, top_tags: int, out) -> None:
+def _probe_words(p: dict | None) -> str:
+    """What ``GET /models`` found, in words (``p``: ``endpoint_check``)."""
+    if p is None:
+        return "not needed (no stage that would run calls the model)"
+    if p["problem"]:
+        return f"FAILED: {p['problem']}"
+    if p["model_listed"]:
+        return f"answers, serves the model ({p['models']} models listed), key accepted"
+    return f"answers, key accepted; {p['note']}"
+
+
+def _render(report, top_tags: int, out, model: str = "") -> None:
     """The build report on *out* (a rich console): questions, tags, corpus, stages, usage,
     filter and cost, each part only when the build produced it."""
     _questions(report.questions, out)
@@ -166,7 +215,7 @@ def _render(report, top_tags: int, out) -> None:
         stages.add_row(name, info.get("status", ""), details)
     out.print(stages)
     _usage(report.usage, out)
-    _filter_and_cost(report.filter, report.cost, out)
+    _filter_and_cost(report.filter, report.cost, out, model)
     out.print(f"output: {report.output}")
 
 
@@ -225,7 +274,7 @@ def _usage(usage: dict, out) -> None:
     out.print(table)
 
 
-def _filter_and_cost(f: dict, cost: dict, out) -> None:
+def _filter_and_cost(f: dict, cost: dict, out, model: str = "") -> None:
     if f:
         out.print(
             f"filter: {f['questions']} questions; {f['no_nuggets']} without nuggets, "
@@ -235,8 +284,14 @@ def _filter_and_cost(f: dict, cost: dict, out) -> None:
         )
     if cost:
         total = cost.get("cost_usd")
-        out.print(
+        out.print(  # no markup: "[prices]" is text, not a style tag
             f"benchmark cost: {cost.get('requests', 0)} requests, {cost.get('prompt_tokens', 0)} "
             f"prompt + {cost.get('completion_tokens', 0)} completion tokens"
-            + (f", ${total:.4f}" if total is not None else " (no price for the model in [prices])")
+            + (
+                f", ${total:.4f}"
+                if total is not None
+                else f" (no price for the model {model!r} in the plan's [prices])"
+            ),
+            markup=False,
+            highlight=False,
         )

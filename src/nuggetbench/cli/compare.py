@@ -10,8 +10,11 @@ from nuggetbench._outfolder import folder_notes
 from nuggetbench.cli._common import (
     console,
     dataset_options,
+    info,
     measure_option,
     parse_options,
+    query_options,
+    query_subset_of,
     run_file_options,
     run_reading,
     stats_options,
@@ -25,6 +28,7 @@ from nuggetbench.report import compare_folders, compare_to_folder, is_output_fol
 
 @click.command("compare", context_settings={"help_option_names": ["-h", "--help"]})
 @dataset_options
+@query_options
 @click.argument("qrels")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
 @measure_option
@@ -57,7 +61,8 @@ from nuggetbench.report import compare_folders, compare_to_folder, is_output_fol
     "--outdir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Also save results.json (per-query values, comparison) here, for `nuggetbench report`.",
+    help="Also save the comparison here as an output folder (results.json: per-query values, "
+    "the comparison, where each run is), which `nuggetbench report` and Experiment.load read.",
 )
 @run_file_options
 def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt, outdir, **stats):
@@ -70,30 +75,31 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
 
     Output folders of `nuggetbench run` compare too (give only folders): every system of each,
     named FOLDER/SYSTEM, each scored on the dataset loaded with the options its folder recorded
-    (-O chunker=..., the split); the folders must share the dataset and queries.
+    (-O chunker=..., the split); the folders must share the dataset and queries. With -o the
+    comparison is saved as a folder for `nuggetbench report` (figures with --plots).
 
     \b
     Examples:
       nuggetbench compare qrels.txt bm25.trec dense.trec splade.trec -m nDCG@10 -m AP
       nuggetbench compare DATASET run1.pickle run2.pickle --test randomization --format markdown
-      nuggetbench compare OUT_A OUT_B
+      nuggetbench compare OUT_A OUT_B -o AB
     """
     cells = stats.pop("cells")  # markdown/latex cell parts (a formatting option)
     options = parse_options(dataset_options, split=split)
     measures, reading = list(measures) or None, run_reading(stats)
+    stats["queries"] = query_subset_of(stats)
     for note in folder_notes([qrels, *runs]):  # folders (or their runs) of an interrupted run
         warn(note)
     if is_output_folder(qrels):
-        _folders_only(runs, options, outdir, reading)
-        report = compare_folders([qrels, *runs], measures, profile, **stats)
+        _folders_only(runs, options, reading)
+        report = compare_folders([qrels, *runs], measures, profile, outdir=outdir, **stats)
     elif _files_only(runs) and outdir:
         args = (qrels, runs, outdir, measures, profile)
         report = compare_to_folder(*args, options=options, **reading, **stats)
     else:
         args = (qrels, runs, measures, profile)
         report = compare_run_files(*args, options=options, **reading, **stats)
-    for note in report.notes:
-        warn(note)
+    _say_notes(report.notes)
     if fmt == "table":
         out = console()
         out.print(report.to_rich(width=out.width))
@@ -101,18 +107,20 @@ def compare_command(qrels, runs, measures, profile, split, dataset_options, fmt,
         click.echo(report.render(fmt, cells=cells), nl=False)
 
 
-def _folders_only(runs, options: dict, outdir, reading: dict) -> None:
+def _say_notes(notes: list[str]) -> None:
+    """The comparison's notes on stderr: the folders and query subset said as they are, the
+    rest as warnings."""
+    for note in notes:
+        (info if note.startswith(("queries: ", "folders: ")) else warn)(note)
+
+
+def _folders_only(runs, options: dict, reading: dict) -> None:
     """Output folders compare with each other only, with the options they record."""
     files = [r for r in runs if not is_output_folder(r)]
     if files:
         raise InputError(
             f"{files[0]} is not an output folder (no results.json): the first argument is one, so "
             "give only output folders of `nuggetbench run` (or a dataset, then run files)"
-        )
-    if outdir:
-        raise InputError(
-            "-o: a comparison of output folders is not saved (each folder keeps its own "
-            "results.json; `nuggetbench report FOLDER` reports one)"
         )
     given = ["-O/--split"] * bool(options)
     given += ["--ignore-trailing/--duplicates"] * (

@@ -13,7 +13,10 @@ from nuggetbench.cli._common import (
     fmt_value,
     info,
     measure_option,
+    measure_words,
     parse_options,
+    query_options,
+    query_subset_of,
     render_findings,
     render_means_table,
     render_summaries,
@@ -23,6 +26,7 @@ from nuggetbench.cli._common import (
 )
 from nuggetbench.cli._formats import format_option, measure_digits, records_text, wide_text
 from nuggetbench.data.formats.zscores import read_zscores
+from nuggetbench.errors import NuggetbenchError
 from nuggetbench.evaluation import Evaluation, evaluate_dataset, trec_eval_options, trec_eval_text
 from nuggetbench.measures.depth import DEPTH_MARK, depth_of, depth_warning, shallow
 from nuggetbench.measures.results import averaging_text
@@ -30,6 +34,7 @@ from nuggetbench.measures.results import averaging_text
 
 @click.command("evaluate", context_settings={"help_option_names": ["-h", "--help"]})
 @dataset_options
+@query_options
 @click.argument("qrels")
 @click.argument("run", type=click.Path(exists=True, dir_okay=False))
 @click.argument("positional_measures", nargs=-1, metavar="[MEASURES]...")
@@ -99,9 +104,14 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
     \b
     Example:
       nuggetbench evaluate qrels.test results.test -m nDCG@10 -m 'P(rel=2)@5' -m AP --per-query
+      nuggetbench evaluate qrels.test results.test -m 'nDCG@10 P@5 AP'   (ir_measures' idiom)
       nuggetbench evaluate qrels.test results.test -m all_trec -q --format trec_eval
     """
     logging.getLogger("nuggetbench.data.checks").setLevel(logging.ERROR)  # rendered below
+    try:
+        positional_measures = measure_words(positional_measures)
+    except NuggetbenchError as exc:
+        raise click.BadParameter(str(exc), param_hint="MEASURES") from None
     measures = [*measures, *positional_measures] or (["official"] if fmt == "trec_eval" else [])
     if opts["zscores_file"] is not None and fmt != "trec_eval":
         raise click.UsageError("-Z (z-scores) applies to --format trec_eval only")
@@ -118,6 +128,7 @@ def evaluate_command(qrels, run, positional_measures, measures, fmt, **opts):
         **run_reading(opts),
         judgment_groups=opts["qrels_format"] == "qrels_jg",
         preferences=opts["qrels_format"] if "prefs" in opts["qrels_format"] else None,
+        queries=query_subset_of(opts),
     )
     _render(ev, fmt, opts["per_query"], ev.run.name or run, measures, zscores)
 

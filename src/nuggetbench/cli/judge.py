@@ -15,10 +15,12 @@ from nuggetbench.cli._common import (
     info,
     no_cache_option,
     parse_options,
+    query_options,
+    query_subset_of,
     request_bounds,
     warn,
 )
-from nuggetbench.cli._globals import count_bar
+from nuggetbench.cli._globals import llm_meter
 from nuggetbench.errors import LLMError
 from nuggetbench.judging import agreement_run_files, judge_run_files, judging_client
 from nuggetbench.judging.holes import LLM_MARK
@@ -125,7 +127,8 @@ def strict_option(written: str = "they are still written, as failures"):
     "--sample",
     type=click.IntRange(min=1),
     default=None,
-    help="With --agreement: judged pairs drawn at random (default all).",
+    help="With --agreement: judged pairs drawn at random (default all; --sample-queries draws "
+    "queries instead).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
 @click.option(
@@ -145,6 +148,7 @@ def strict_option(written: str = "they are still written, as failures"):
     "--profile", default=None, metavar="NAME", help="Profile of --measure (default: the dataset's)."
 )
 @dataset_option
+@query_options
 @llm_options
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
@@ -164,19 +168,19 @@ def judge_command(dataset, runs, agreement, out_dir, fmt, **kw):
     """
     if not agreement and (out_dir is None or not runs):
         raise click.UsageError("give RUN files and -o DIR (or --agreement)")
+    options, kw["queries"] = parse_options(kw.pop("dataset_options")), query_subset_of(kw)
     client = judging_client(**{k: kw.pop(k) for k in CLIENT_KEYS})
-    options = parse_options(kw.pop("dataset_options"))
     try:
         if agreement:
             del kw["depth"]
-            with count_bar("judging", " pairs") as progress:
+            with llm_meter("judging", "pairs", client.ledger) as progress:
                 res = agreement_run_files(
                     dataset, runs, client, out_dir, options=options, progress=progress, **kw
                 )
             _render_agreement(res, fmt)
         else:
-            kw = {"depth": kw["depth"], "max_repairs": kw["max_repairs"]}
-            with count_bar("judging", " pairs") as progress:
+            kw = {k: kw[k] for k in ("depth", "max_repairs", "queries")}
+            with llm_meter("judging", "pairs", client.ledger) as progress:
                 res = judge_run_files(
                     dataset,
                     runs,

@@ -13,8 +13,10 @@ from nuggetbench.measures import PROFILES, all_family_names, get_family
 @click.command("measures", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("name", required=False)
 def measures_command(name):
-    """List measure families (cutoff rule, parameters with their allowed values, description)
-    and profiles; NAME keeps the families, aliases and profiles that contain it (any case).
+    """List measure families (cutoff rule, parameters with their allowed values, description,
+    the tool each reproduces) and profiles; NAME keeps the families, aliases and profiles that
+    contain it (any case). ranx's metric names (hit_rate@10, ndcg_burges@10, rbp.95) are read
+    as these families: see docs/guide.md.
 
     \b
     Examples:
@@ -28,8 +30,10 @@ def measures_command(name):
             continue
         aliases = f" (also {', '.join(fam.aliases)})" if fam.aliases else ""
         params = [(f"{p.describe().split(': ')[0]}", _meaning(p)) for p in fam.params.values()]
-        head = f"{family}{aliases}  [@k {fam.cutoff}]"
-        lines += [*entry_lines(head, fam.description, params, width), ""]
+        at = f"@x sets {fam.at_param}" if fam.at_param else f"@k {fam.cutoff}"
+        head = f"{family}{aliases}  [{at}]"
+        text = f"{fam.description} (source: {fam.source})" if fam.source else fam.description
+        lines += [*entry_lines(head, text, params, width), ""]
     profiles = [(n, p) for n, p in PROFILES.items() if _matches(name, n)]
     if profiles:
         lines += ["profiles (--profile NAME):"]

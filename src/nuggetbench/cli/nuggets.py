@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from nuggetbench.cli._common import dataset_option, echo_json, info, parse_options, warn
+from nuggetbench.cli._common import (
+    dataset_option,
+    echo_json,
+    info,
+    parse_options,
+    query_options,
+    query_subset_of,
+    warn,
+)
+from nuggetbench.cli._globals import llm_meter
 from nuggetbench.cli.judge import CLIENT_KEYS, fail_if_strict, llm_options, strict_option
 from nuggetbench.judging import judging_client, nuggets_for_dataset
 
@@ -40,6 +49,7 @@ from nuggetbench.judging import judging_client, nuggets_for_dataset
     help="Relevant documents used per query (default all).",
 )
 @dataset_option
+@query_options
 @llm_options
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
@@ -54,11 +64,19 @@ def nuggets_command(dataset, out, dataset_options, fmt, **kw):
     Example:
       nuggetbench nuggets beir/scifact --model gpt-4o -o scifact.nuggets.jsonl
     """
+    queries = query_subset_of(kw)  # a bad subset fails before any request
     client = judging_client(**{k: kw.pop(k) for k in CLIENT_KEYS})
     try:
-        res = nuggets_for_dataset(
-            dataset, client, out, options=parse_options(dataset_options), **kw
-        )
+        with llm_meter("nuggets", "windows", client.ledger) as progress:
+            res = nuggets_for_dataset(
+                dataset,
+                client,
+                out,
+                options=parse_options(dataset_options),
+                queries=queries,
+                progress=progress,
+                **kw,
+            )
     finally:
         client.close()
     for q, why in res.failed.items():

@@ -51,12 +51,17 @@ from nuggetbench.cli._common import dataset_option, info, parse_options, warn
 @dataset_option
 def report_command(outdir, output, plots, baseline, top, snippet_chars, dataset_options):
     """Write an HTML report of OUTDIR, the output folder of `nuggetbench run` (results.json and
-    runs/): summary with CIs and tests, per-query table and plots, query view, nuggets, depth
-    curves. It opens from disk with no network.
+    runs/) or of `nuggetbench compare -o`: summary with CIs and tests, per-query table and plots,
+    query view, nuggets, depth curves. It opens from disk with no network.
+
+    Without the dataset on this machine (or without the run files, or for a comparison of
+    folders scored on different data), the report shows the numbers results.json holds (means,
+    intervals, tests, per-query values, wins/ties/losses) and says what is missing.
 
     \b
-    Example:
+    Examples:
       nuggetbench report ~/.cache/nuggetbench/outputs/beir_scifact/20260101-120000 --plots figs
+      nuggetbench compare OUT_A OUT_B -o AB && nuggetbench report AB --plots AB/figs
     """
     for note in folder_notes([outdir]):  # an interrupted run: reported, with this warning
         warn(note)
@@ -65,6 +70,8 @@ def report_command(outdir, output, plots, baseline, top, snippet_chars, dataset_
         Path(output) if output else None,
         options=parse_options(dataset_options),
         plots=plots,
+        partial=True,  # the dataset or runs absent: the numbers-only views, and a note
+        on_missing=lambda line: warn(f"numbers only: {line}"),
         baseline=baseline,
         top=top,
         snippet_chars=snippet_chars,

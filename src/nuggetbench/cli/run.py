@@ -14,6 +14,8 @@ from nuggetbench.cli._common import (
     info,
     measure_option,
     parse_options,
+    query_options,
+    query_subset_of,
     render_findings,
     render_means_table,
     warn,
@@ -25,7 +27,7 @@ from nuggetbench.cli._formats import (
     records_text,
     wide_text,
 )
-from nuggetbench.cli._globals import hidden_alias, progress_wanted
+from nuggetbench.cli._globals import hidden_alias, progress_shown
 from nuggetbench.datasets import load_dataset
 from nuggetbench.errors import InputError, OutputError
 from nuggetbench.experiment import Experiment, default_outdir, run_experiment
@@ -37,6 +39,7 @@ from nuggetbench.retrieval.compose.caching import failed_answers
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
 @dataset_options
+@query_options
 @click.argument("dataset")
 @click.option(
     "-r",
@@ -132,9 +135,10 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
     DATASET is a dataset id (`nuggetbench datasets list`) or a local dataset folder.
 
     \b
-    Example:
+    Examples:
       NUGGETBENCH_DATA=../shared/data nuggetbench run beir/scifact \\
           -r bm25:k1=0.9,b=0.4 -r bm25:k1=1.5,b=0.75
+      nuggetbench run beir/scifact -r bm25 --first-queries 10 -o try10
     """
     aliases = {name: more.pop(name) for name in ("chunker", "query_field")}
     old_outdir = more.pop("old_outdir")
@@ -145,13 +149,16 @@ def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_optio
     with_html = more.pop("with_html")
     cells, strict = more.pop("cells"), more.pop("strict")
     no_cache, no_run_cache = more.pop("no_cache"), more.pop("no_run_cache")  # pop both, always
-    ds = load_dataset(dataset, **parse_options(dataset_options, split=split, **aliases))
+    queries = query_subset_of(more)
+    ds = load_dataset(
+        dataset, queries=queries, **parse_options(dataset_options, split=split, **aliases)
+    )
     exp = run_experiment(
         ds,
         list(retrievers),
         measures=list(measures) or None,
         outdir=Path(outdir) if outdir else default_outdir(ds),
-        show_progress=progress_wanted() and fmt == "table",
+        show_progress=progress_shown() and fmt == "table",  # a bar, or lines in a log
         cache_runs=not (no_cache or no_run_cache),
         existing="overwrite" if overwrite else "append" if append else "error",
         ray=more.pop("ray") or "",  # the option reads NUGGETBENCH_RAY_ADDRESS itself
@@ -167,6 +174,8 @@ def _finish(exp: Experiment, ds, *, strict: bool, with_html: bool) -> None:
     answers under ``--strict`` (exit 2), then where the files are and the HTML report."""
     for note in ds.notes:
         info(note)
+    if ds.query_subset is not None:  # --queries, --first-queries, --sample-queries
+        info(f"queries: {ds.query_subset['how']}")
     if exp.unsaved:  # the scores are printed; what could not be saved is an error (exit 2)
         raise OutputError(exp.unsaved_message())
     failed = {

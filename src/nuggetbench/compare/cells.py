@@ -56,26 +56,18 @@ def md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+#: LaTeX's special characters, each as text (one pass: a replacement is never escaped again).
+_TEX = dict(
+    zip(
+        "\\&%$#_{}~^",
+        (r"\textbackslash{}", *(rf"\{c}" for c in "&%$#_{}"), r"\textasciitilde{}", r"\^{}"),
+    )
+)
+
+
 def tex(text: str) -> str:
     """*text* with LaTeX's special characters escaped."""
-    out = text
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("&", r"\&"),
-        ("%", r"\%"),
-        ("$", r"\$"),
-        ("#", r"\#"),
-        ("_", r"\_"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-        ("~", r"\textasciitilde{}"),
-        ("^", r"\^{}"),
-    ):
-        if a == "\\":
-            out = out.replace(a, "\x00")
-        else:
-            out = out.replace(a, b)
-    return out.replace("\x00", r"\textbackslash{}")
+    return "".join(_TEX.get(c, c) for c in text)
 
 
 def finite_json(value: Any) -> Any:

@@ -90,7 +90,7 @@ class Difference:
         return f"{self.wins}/{self.ties}/{self.losses}"
 
 
-@dataclass
+@dataclass(repr=False)
 class ComparisonReport:
     """Result of comparing systems over the same queries (see :func:`nuggetbench.compare.compare`).
 
@@ -408,8 +408,29 @@ class ComparisonReport:
             s: f"{short[s]}\n(baseline)" if s == self.baseline else short[s] for s in self.systems
         }
         if width is None or width >= self._wide_width(cells, names):
-            return self._wide(cells, names)
+            table = self._wide(cells, names)
+            from rich.console import Group
+
+            legend = self._full_names(short, width)
+            return Group(table, *legend) if legend else table
         return self._stacked(cells, names, digits, width)
+
+    def _full_names(self, short: dict[str, str], width: int | None, numbered: bool = False) -> list:
+        """``label = full name`` per system whose label is not its name (*numbered*: ``S1``...,
+        the baseline marked), the name on a line of its own when both do not fit *width*."""
+        from rich.text import Text
+
+        out = []
+        for s in self.systems:
+            if short[s] == s:
+                continue
+            mark = " (baseline)" if numbered and s == self.baseline else ""
+            line = f"{short[s]} = {s}{mark}"
+            if width is None or len(line) <= width:
+                out.append(Text(line, overflow="fold"))
+            else:
+                out += [Text(f"{short[s]} ="), Text(f"  {s}{mark}", overflow="fold")]
+        return out
 
     def _short(self, system: str) -> str:
         """*system*'s label in terminal tables (distinct from the other systems')."""
@@ -481,10 +502,10 @@ class ComparisonReport:
         mean_w = max([len(head)] + [len(f"{c[0][0]} {c[1][0]}") for c in cells.values()])
         labels = {s: names[s].replace("\n", " ") for s in self.systems}
         word = max([len("system")] + [len(w) for label in labels.values() for w in label.split()])
-        legend = []
-        if word + mean_w + 7 + 6 + max(wtl, 5) + 16 > width:
-            legend = [f"S{i + 1} = {label}" for i, label in enumerate(labels.values())]
-            labels = {s: f"S{i + 1}" for i, s in enumerate(self.systems)}
+        shown = dict(zip(self.systems, short_labels(self.systems)))  # what the legend explains
+        numbered = word + mean_w + 7 + 6 + max(wtl, 5) + 16 > width
+        if numbered:
+            labels = shown = {s: f"S{i + 1}" for i, s in enumerate(self.systems)}
             word = len("system")
         for m in self.measures:
             title = f"{m} (total over the queries)" if m in self.totals else m
@@ -506,7 +527,7 @@ class ComparisonReport:
                 )
                 table.add_row(labels[s], mean, *rest)
             parts.append(table)
-        parts += [Text(line) for line in legend]
+        parts += self._full_names(shown, width, numbered)  # S1... or shortened labels: full names
         parts.append(Text(self.legend(short=True)))
         return Group(*parts)
 
@@ -539,6 +560,16 @@ class ComparisonReport:
 
     def __str__(self) -> str:
         return self.render("table")
+
+    def __repr__(self) -> str:
+        sig = sum(bool(d.significant) for d in self.differences)
+        return (
+            f"<ComparisonReport {len(self.systems)} systems (baseline {self.baseline!r}) x "
+            f"{len(self.measures)} measure(s) ({', '.join(self.measures[:4])}"
+            f"{', ...' if len(self.measures) > 4 else ''}), {self.n_queries} queries, "
+            f"{self.test_method}, correction {self.correction}: {sig} of {len(self.differences)} "
+            "differences significant; print() it for the table>"
+        )
 
 
 def parse_cells(cells: str | Sequence[str] | None) -> tuple[str, ...]:

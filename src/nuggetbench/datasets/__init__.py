@@ -8,6 +8,7 @@ from nuggetbench.datasets.dataset import Dataset, remove_self_hits
 from nuggetbench.datasets.family import DatasetFamily, JudgedCorpus, Target
 from nuggetbench.datasets.registry import (
     Entry,
+    dataset_groups,
     dataset_info,
     dataset_patterns,
     ensure_local,
@@ -32,6 +33,7 @@ __all__ = [
     "judge_corpus",
     "load_target",
     "Entry",
+    "dataset_groups",
     "dataset_info",
     "dataset_patterns",
     "local_folder",

@@ -9,14 +9,17 @@ corpus documents).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from nuggetbench.data import Corpus, Qrels, Queries, Run
+from nuggetbench.data.subset import QuerySubset
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,9 @@ class Dataset:
             given to :func:`~nuggetbench.datasets.load_dataset`, typed; empty for defaults).
             ``nuggetbench run`` records them, so its output folder can be scored and reported
             on the same data again.
+        query_subset: ``None`` for every query of the split, else the record of the subset
+            kept (:meth:`subset`; ``QuerySubset.record``: how it was chosen and the ids), which
+            ``nuggetbench run`` saves as ``provenance["queries"]``.
     """
 
     id: str
@@ -61,6 +67,35 @@ class Dataset:
     metadata: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     options: dict = field(default_factory=dict)
+    query_subset: dict[str, Any] | None = None
+
+    def subset(self, subset: QuerySubset | None) -> Dataset:
+        """The dataset restricted to the queries *subset* chooses among its queries (in their
+        order): its queries, qrels (and their nuggets) and candidate pools; the corpus is the
+        same. ``None`` returns the dataset itself. Subsets do not nest: a subset of a subset
+        chooses among the queries kept, and records the dataset's whole query count.
+
+        Raises:
+            InputError: ids that are not queries of this dataset (named), or more queries asked
+                for than it has.
+        """
+        if subset is None:
+            return self
+        split = f" (split {self.split})" if self.split else ""
+        chosen = subset.select(list(self.queries), what=f"{self.id}{split}")
+        of = (self.query_subset or {}).get("of") or len(self.queries)
+        kept = set(chosen)
+        pools = self.doc_filter
+        return dataclasses.replace(
+            self,
+            queries=self.queries.subset(chosen),
+            qrels=restrict_qrels(self.qrels, chosen),
+            doc_filter={q: d for q, d in pools.items() if q in kept} if pools else pools,
+            notes=list(self.notes),
+            metadata=dict(self.metadata),
+            options=dict(self.options),
+            query_subset=subset.record(chosen, of),
+        )
 
     def fingerprint(self) -> str:
         """SHA-256 (16 hex chars) of the corpus, queries and qrels fingerprints (and the split)."""
@@ -90,6 +125,15 @@ class Dataset:
             f"<Dataset {self.id}{split}: {len(self.corpus)} documents, {len(self.queries)} queries, "
             f"{self.qrels.n_judgments} judgments>"
         )
+
+
+def restrict_qrels(qrels: Any, query_ids: Collection[str]) -> Any:
+    """*qrels* (document qrels, with their nuggets, or nugget qrels) restricted to *query_ids*."""
+    kept = qrels.filter_queries(query_ids)
+    nuggets = getattr(kept, "nuggets", None)
+    if nuggets is not None and nuggets is not kept:
+        kept.nuggets = nuggets.filter_queries(query_ids)
+    return kept
 
 
 def remove_self_hits(run: Run) -> Run:

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from nuggetbench.compare import Summary, profile_summaries
-from nuggetbench.data import Corpus, Qrels
+from nuggetbench.data import Corpus, Qrels, Run
+from nuggetbench.data.subset import QuerySubset
+from nuggetbench.datasets.dataset import restrict_qrels
 from nuggetbench.errors import InputError, UnknownNameError, suggest
 from nuggetbench.spec import Param, parse_literal
 
@@ -78,6 +80,8 @@ class Target:
         family: the dataset family, when the judgments come from one.
         dataset: the loaded dataset, when there is one.
         notes: lines to show with the results.
+        subset_record: the query subset kept of a judgments file (a dataset's is
+            ``dataset.query_subset``); ``None`` for every query.
     """
 
     qrels: Qrels
@@ -86,6 +90,7 @@ class Target:
     family: DatasetFamily | None = None
     dataset: Dataset | None = None
     notes: list[str] = field(default_factory=list)
+    subset_record: dict[str, Any] | None = None
 
     @property
     def corpus(self) -> Corpus | None:
@@ -103,6 +108,48 @@ class Target:
     def query_order(self) -> list[str] | None:
         """The dataset's query order (a bootstrap over queries depends on it), else ``None``."""
         return list(self.dataset.queries) if self.dataset is not None else None
+
+    @property
+    def query_subset(self) -> dict[str, Any] | None:
+        """The record of the query subset kept (``QuerySubset.record``), ``None`` for all."""
+        if self.dataset is not None:
+            return self.dataset.query_subset
+        return self.subset_record
+
+    def subset(self, subset: QuerySubset | None, *, what: str | None = None) -> Target:
+        """The target restricted to the queries *subset* chooses: a dataset's queries (in its
+        order; :meth:`~nuggetbench.datasets.Dataset.subset`), else the judged queries of a
+        judgments file (in the file's order), with a note saying which (``queries: the first
+        10 of 300 queries``). ``None`` returns the target itself.
+
+        Raises:
+            InputError: ids that are not queries here (named), or more queries than there are.
+        """
+        if subset is None:
+            return self
+        notes = [n for n in self.notes if not n.startswith("queries: ")]  # the new subset's
+        out = self._subset(subset, notes, what)
+        notes.append(f"queries: {(out.query_subset or {}).get('how')}")
+        return out
+
+    def _subset(self, subset: QuerySubset, notes: list[str], what: str | None) -> Target:
+        if self.dataset is not None:
+            ds = self.dataset.subset(subset)
+            return Target(
+                ds.qrels, self.default_measures, self.default_profile, self.family, ds, notes
+            )
+        available = [str(q) for q in self.qrels.query_ids]
+        chosen = subset.select(available, what=what or "the judgments")
+        record = subset.record(chosen, (self.subset_record or {}).get("of") or len(available))
+        qrels = restrict_qrels(self.qrels, chosen)
+        return Target(
+            qrels, self.default_measures, self.default_profile, self.family, None, notes, record
+        )
+
+    def restrict_run(self, run: Run) -> Run:
+        """*run* restricted to the queries of :attr:`query_subset` (unchanged without one)."""
+        ids = (self.query_subset or {}).get("ids")
+        return run if ids is None else run.filter_queries(ids)
 
 
 class DatasetFamily:

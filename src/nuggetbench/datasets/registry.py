@@ -23,7 +23,7 @@ import importlib
 import inspect
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from nuggetbench import home as _home
 from nuggetbench.data import read_document_qrels
 from nuggetbench.data.formats.diversity import load_nugget_qrels_file, sniff_nugget_qrels
 from nuggetbench.data.source import read_source
+from nuggetbench.data.subset import QuerySubset, query_subset
 from nuggetbench.datasets._ids import (
     BEIR_NAMES,
     BIRCO_NAMES,
@@ -50,6 +51,7 @@ from nuggetbench.spec import REQUIRED, Param, parse_literal
 __all__ = [
     "REGISTRY",
     "Entry",
+    "dataset_groups",
     "dataset_info",
     "dataset_patterns",
     "family_of",
@@ -201,6 +203,20 @@ def dataset_patterns() -> list[tuple[str, str]]:
     return [(e.pattern, e.description) for e in REGISTRY if not e.ids and _is_pattern(e.pattern)]
 
 
+def dataset_groups() -> list[tuple[str, str, list[str]]]:
+    """``(family name, description, ids)`` per registry entry that lists ids, in registry order
+    (the ids sorted), for listings grouped by family. Imports nothing."""
+    groups: dict[str, tuple[str, str, list[str]]] = {}
+    for entry in REGISTRY:
+        ids = [i for i in entry.listed_ids() if not _is_pattern(i)]
+        if not ids:
+            continue
+        name = entry.pattern.split("/", 1)[0].rstrip("*:")
+        found = groups.setdefault(entry.family, (name, entry.description, []))
+        found[2].extend(i for i in ids if i not in found[2])
+    return [(name, text, sorted(ids)) for name, text, ids in groups.values()]
+
+
 def local_folder(dataset_id: str) -> Path | None:
     """Where *dataset_id* is on disk (``NUGGETBENCH_DATA`` or the home), or ``None`` when it
     would have to be downloaded (or its family keeps it in another cache, as the hub datasets).
@@ -258,7 +274,12 @@ def _looks_like_path(value: str) -> bool:
     return value.startswith((".", "/", "~")) or Path(value).expanduser().is_dir()
 
 
-def load_dataset(id_or_path: str | Path, **options: Any) -> Dataset:
+def load_dataset(
+    id_or_path: str | Path,
+    *,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
+    **options: Any,
+) -> Dataset:
     """Load a dataset by registry id, or a local folder by its path.
 
     A registered id wins over a relative folder of the same name; write ``./beir/scifact`` to
@@ -268,8 +289,13 @@ def load_dataset(id_or_path: str | Path, **options: Any) -> Dataset:
         id_or_path: ``beir/scifact``, ``beir/cqadupstack/android``..., or a folder in BEIR
             layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) or FreshStack
             layout (``corpus.jsonl`` and a ``queries.jsonl`` with nuggets).
-        **options: the family's loader options (``split="dev"``, ``max_docs=1000``...; text
-            values such as ``"1000"`` are typed by the family's declarations).
+        queries: keep only some queries (and their judgments): a
+            :class:`~nuggetbench.data.subset.QuerySubset` (``QuerySubset(first=10)``,
+            ``QuerySubset(sample=50, seed=1)``), a list of query ids, comma-separated ids, or a
+            file of ids (one per line); ``None``: every query of the split. The dataset records
+            the subset (``Dataset.query_subset``).
+        **options: the family's loader options (``split="dev"``, ``max_docs=1000`` for
+            mMARCO...; text values such as ``"1000"`` are typed by the family's declarations).
 
     Returns:
         A :class:`Dataset`.
@@ -277,8 +303,15 @@ def load_dataset(id_or_path: str | Path, **options: Any) -> Dataset:
     Raises:
         UnknownNameError: neither a registered id nor an existing folder (the nearest id is
             named), or an option the family does not take.
+        InputError: query ids that are not the dataset's (named), more queries asked for than
+            it has, or an unreadable file of ids (before the dataset is loaded).
         DatasetError / DownloadError / InputError: from the loader.
     """
+    subset = query_subset(queries)  # a bad subset fails before any loading
+    return _load_dataset(id_or_path, options).subset(subset)
+
+
+def _load_dataset(id_or_path: str | Path, options: dict[str, Any]) -> Dataset:
     if isinstance(id_or_path, Path):
         return _load_folder(id_or_path, options)
     entry = _entry(id_or_path)
@@ -332,7 +365,12 @@ def _file_target(path: Path) -> Target:
     return Target(read_document_qrels(path))
 
 
-def load_target(source: str | Path | Dataset, **options: Any) -> Target:
+def load_target(
+    source: str | Path | Dataset,
+    *,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
+    **options: Any,
+) -> Target:
     """What a run is scored against: a dataset (id, folder or :class:`Dataset`) or a judgments
     file, with the conventions that come with it.
 
@@ -342,11 +380,19 @@ def load_target(source: str | Path | Dataset, **options: Any) -> Target:
 
     Args:
         source: a dataset id, a folder, a :class:`Dataset`, or a judgments file.
+        queries: keep only some queries, as :func:`load_dataset` (of a judgments file: its
+            judged queries, in the file's order).
         **options: loader options (for an id or folder).
 
     Raises:
         UnknownNameError, DatasetError, FormatError: from the loaders and readers.
+        InputError: a query subset that does not fit (ids named).
     """
+    subset = query_subset(queries)
+    return _load_target(source, options).subset(subset, what=str(source))
+
+
+def _load_target(source: str | Path | Dataset, options: dict[str, Any]) -> Target:
     if isinstance(source, Dataset):
         return _dataset_target(source, None)
     path = Path(source)
@@ -373,8 +419,13 @@ def _dataset_target(dataset: Dataset, family: DatasetFamily | None) -> Target:
         default_profile=dataset.default_profile,
         family=family,
         dataset=dataset,
-        notes=list(dataset.notes),
+        notes=list(dataset.notes) + _subset_note(dataset.query_subset),
     )
+
+
+def _subset_note(record: dict | None) -> list[str]:
+    """``["queries: <how the subset was chosen>"]`` for a query subset's record, else ``[]``."""
+    return [f"queries: {record.get('how')}"] if record else []
 
 
 def judge_corpus(dataset_id: str, corpus: Any) -> JudgedCorpus:

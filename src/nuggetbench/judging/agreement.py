@@ -173,6 +173,7 @@ class AgreementOutcome:
     files: dict[str, str] = field(default_factory=dict)
     raw_agreement: float = float("nan")
     raw_agreement_binary: float = float("nan")
+    queries: dict[str, Any] | None = None  # the query subset (Dataset.query_subset)
 
     def to_dict(self) -> dict[str, Any]:
         """The figures as JSON values: an undefined one is ``None`` with ``<name>_note`` beside
@@ -192,6 +193,8 @@ class AgreementOutcome:
             "confusion_binary": self.confusion_binary,
             "usage": self.usage,
         }
+        if self.queries is not None:
+            out["queries"] = self.queries
         if self.measure is not None:
             out.update(
                 kendall_tau=self.tau,
@@ -309,6 +312,7 @@ def _agreement(
             **client.ledger.totals(),
         },
         judgments=judgments,
+        queries=dataset.query_subset,
     )
     if runs:
         measure = measure or dataset.default_measures[0]

@@ -48,6 +48,7 @@ from nuggetbench.llm.asking import ask
 from nuggetbench.llm.client import ChatRequest, LLMClient
 from nuggetbench.llm.jsonout import InvalidAnswer
 from nuggetbench.llm.prompts import chat_request, load_prompt
+from nuggetbench.progress import expect
 
 __all__ = [
     "LABELS",
@@ -264,6 +265,7 @@ class AnswersOutcome:
         usage: the ledger's totals.
         files: ``{"assignments": path, "summary": path}`` of the files written (empty when
             none were).
+        queries: the question subset scored (``QuerySubset.record``), ``None`` for all.
     """
 
     results: dict[str, dict[str, float]]
@@ -278,6 +280,7 @@ class AnswersOutcome:
     files: dict[str, str] = field(default_factory=dict)
     average_over: str = "qrels"
     averaged: int | None = None
+    queries: dict[str, Any] | None = None
 
     def averaging(self) -> str:
         """Which questions the means average, and how the unanswered ones count."""
@@ -308,6 +311,8 @@ class AnswersOutcome:
             out["comparison"] = self.comparison.to_dict()
         if self.files:
             out["files"] = self.files
+        if self.queries is not None:
+            out["queries"] = self.queries
         return out
 
 
@@ -385,7 +390,8 @@ def assign_answers(
         client: the LLM client.
         window: nuggets per request (nuggetizer: 10).
         max_repairs: re-asks of a reply that is not a list of the right labels.
-        progress: advanced once per first-round answer (a window of nuggets).
+        progress: advanced once per first-round answer (a window of nuggets) as it arrives;
+            told the number of windows first (:func:`nuggetbench.progress.expect`).
 
     Raises:
         InputError: no nuggets, no system, or a system answering none of the questions.
@@ -409,6 +415,7 @@ def assign_answers(
                 items.append((assign_request(ns.query, answers[q], chunk), len(chunk)))
                 where.append((s, q, start))
     paid = client.ledger.paid()[0]
+    expect(progress, len(items))
     labels = _ask(client, items, max_repairs, progress)
     got = {key: lab for key, lab in zip(where, labels)}
     failures = {s: sum(lab is None for (s2, _, _), lab in got.items() if s2 == s) for s in systems}

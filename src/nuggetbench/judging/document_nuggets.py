@@ -23,7 +23,7 @@ layer. Output rows are nuggetizer's JSONL: ``{"qid", "query", "nuggets": [{"text
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -37,6 +37,7 @@ from nuggetbench.llm.asking import ask_validated
 from nuggetbench.llm.client import ChatRequest, LLMClient
 from nuggetbench.llm.jsonout import InvalidAnswer, extract_json, validate_nuggets
 from nuggetbench.llm.prompts import chat_request, load_prompt
+from nuggetbench.progress import expect
 
 __all__ = ["NuggetCreation", "create_nuggets", "relevant_documents", "validate_importance"]
 
@@ -93,7 +94,7 @@ class NuggetCreation:
         }
 
 
-def _create(client, plans, query_text, doc_text, *, max_nuggets, max_words, max_repairs):
+def _create(client, plans, query_text, doc_text, *, max_nuggets, max_words, max_repairs, progress):
     current: dict[str, list[str]] = {q: [] for q in plans}
     failed: dict[str, str] = {}
     windows = 0
@@ -119,10 +120,13 @@ def _create(client, plans, query_text, doc_text, *, max_nuggets, max_words, max_
             partial(validate_nuggets, max_nuggets=max_nuggets),
             max_repairs=max_repairs,
             expected='{"nuggets": ["fact", ...]}',
+            progress=progress,
         )
         for q, value, error in zip(todo, values, errors):
             if value is None:
                 failed[q] = f"creation window {step + 1}: {error}"
+                if progress is not None and len(plans[q]) > step + 1:
+                    progress(len(plans[q]) - step - 1)  # its later windows are never sent
             else:
                 current[q] = value
     return current, failed, windows
@@ -139,6 +143,7 @@ def create_nuggets(
     max_words: int = 400,
     max_repairs: int = 2,
     queries: Sequence[str] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> NuggetCreation:
     """Create and rate the nuggets of every query of *dataset* with relevant documents.
 
@@ -151,6 +156,9 @@ def create_nuggets(
         max_docs: relevant documents used per query (default all).
         max_words: documents are cut after this many words.
         queries: only these query ids (default every judged query).
+        progress: advanced as each window's first answer arrives (creation, then importance);
+            told the number of creation windows first, then of importance windows once they are
+            known (:func:`nuggetbench.progress.expect`).
 
     Raises:
         InputError: no query has a relevant document; LLMError / BudgetError: from the client.
@@ -165,6 +173,7 @@ def create_nuggets(
     if not plans:
         raise InputError(f"{dataset.id}: no query has a document of grade >= {rel_level}")
     paid = client.ledger.paid()[0]
+    expect(progress, sum(len(p) for p in plans.values()))
     current, failed, n_create = _create(
         client,
         plans,
@@ -173,9 +182,11 @@ def create_nuggets(
         max_nuggets=max_nuggets,
         max_words=max_words,
         max_repairs=max_repairs,
+        progress=progress,
     )
     items = [(q, s) for q in plans if q not in failed for s in range(0, len(current[q]), window)]
-    labels = _importance(client, items, current, query_text, failed, window, max_repairs)
+    expect(progress, len(items))
+    labels = _importance(client, items, current, query_text, failed, window, max_repairs, progress)
     rows = [
         {
             "qid": q,
@@ -205,6 +216,7 @@ def _importance(
     failed: dict[str, str],
     window: int,
     max_repairs: int,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, list[str]]:
     """AutoNuggetizer's vital/okay labels of each query's nuggets, window by window (*items*:
     ``(query, first nugget)``); a query whose labels stay unusable is added to *failed*."""
@@ -229,6 +241,7 @@ def _importance(
             partial(validate_importance, n=n),
             max_repairs=max_repairs,
             expected='{"importance": ["vital", "okay", ...]}',
+            progress=progress,
         )
         for i, v, e in zip(idx, got, why):
             values[i], errors[i] = v, e

@@ -10,6 +10,7 @@ from nuggetbench._outfolder import writing
 from nuggetbench.compare import baseline_at, compare
 from nuggetbench.data import Run
 from nuggetbench.data.formats.sniff import read_run
+from nuggetbench.data.subset import QuerySubset, query_subset
 from nuggetbench.datasets import Dataset
 from nuggetbench.datasets.registry import load_target
 from nuggetbench.errors import InputError
@@ -29,15 +30,21 @@ __all__ = [
 
 
 def load_judging_inputs(
-    dataset: str | Path, runs: Sequence[str | Path], options: Mapping[str, Any] | None = None
+    dataset: str | Path,
+    runs: Sequence[str | Path],
+    options: Mapping[str, Any] | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
 ) -> tuple[Dataset, dict[str, Run]]:
     """The dataset (with corpus and queries) and ``{file stem: run}`` (the dataset's run
-    policies applied; a repeated stem is named by its whole path).
+    policies applied; a repeated stem is named by its whole path), both restricted to the
+    query subset *queries* asks for (:func:`nuggetbench.datasets.load_dataset`'s *queries*;
+    the outputs record it as ``queries``).
 
     Raises:
-        InputError: *dataset* is a judgments file, not a dataset with texts.
+        InputError: *dataset* is a judgments file, not a dataset with texts; query ids that
+            are not the dataset's (named).
     """
-    target = load_target(dataset, **dict(options or {}))
+    target = load_target(dataset, queries=queries, **dict(options or {}))
     if target.dataset is None:
         raise InputError(
             f"{dataset}: judging needs a dataset with its corpus and queries (an id such as "
@@ -48,7 +55,9 @@ def load_judging_inputs(
         name = Path(path).stem
         if name in loaded:
             name = str(path)
-        loaded[name] = target.dataset.postprocess_run(read_run(path, name=name))
+        loaded[name] = target.restrict_run(
+            target.dataset.postprocess_run(read_run(path, name=name))
+        )
     return target.dataset, loaded
 
 
@@ -60,10 +69,12 @@ def judge_run_files(
     out_dir: str | Path,
     *,
     options: Mapping[str, Any] | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
     **kwargs: Any,
 ) -> JudgeOutcome:
-    """:func:`~.holes.judge_holes` on a dataset id or folder and run files."""
-    ds, loaded = load_judging_inputs(dataset, runs, options)
+    """:func:`~.holes.judge_holes` on a dataset id or folder and run files (only the queries
+    *queries* asks for: :func:`load_judging_inputs`)."""
+    ds, loaded = load_judging_inputs(dataset, runs, options, queries)
     return judge_holes(ds, loaded, depth, client, out_dir, **kwargs)
 
 
@@ -74,10 +85,12 @@ def agreement_run_files(
     out_dir: str | Path | None = None,
     *,
     options: Mapping[str, Any] | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
     **kwargs: Any,
 ) -> AgreementOutcome:
-    """:func:`~.agreement.judge_agreement` on a dataset id or folder and run files."""
-    ds, loaded = load_judging_inputs(dataset, runs, options)
+    """:func:`~.agreement.judge_agreement` on a dataset id or folder and run files (the judged
+    pairs of the queries *queries* asks for: :func:`load_judging_inputs`)."""
+    ds, loaded = load_judging_inputs(dataset, runs, options, queries)
     return judge_agreement(ds, client, out_dir, runs=loaded or None, **kwargs)
 
 
@@ -89,6 +102,7 @@ def answers_files(
     *,
     max_repairs: int = 2,
     progress: Callable[[int], None] | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
     **compare_options: Any,
 ) -> AnswersOutcome:
     """What ``nuggetbench answers`` does: read the nuggets and each system's answers (a system is
@@ -100,24 +114,30 @@ def answers_files(
     with *out_dir* write ``assignments.jsonl`` (one row per system, question and nugget) and
     ``answers.json`` (the summary), named in the outcome's ``files`` (the folder locked from
     the start, refused when it holds another kind of output, both files replaced together:
-    :func:`nuggetbench._outfolder.writing`).
+    :func:`nuggetbench._outfolder.writing`). *queries* keeps only some questions (a
+    :class:`~nuggetbench.data.subset.QuerySubset`, ids, or a file of ids, chosen among the
+    nuggets file's questions in its order; recorded in ``answers.json`` as ``queries``).
 
     With ``average_over="common"`` the means (and the comparison) are over the questions every
     system answered; by default (``"qrels"``) over every question, an unanswered one scored 0.
 
     Raises:
-        InputError / FormatError: from the readers, or no question answered by every system
-            under ``"common"``; LLMError / BudgetError: from the client.
+        InputError / FormatError: from the readers; question ids that are not the nuggets
+            file's (named); no question answered by every system under ``"common"``;
+            LLMError / BudgetError: from the client.
     """
-    sets = read_nuggets(nuggets)
+    sets, record = _questions(read_nuggets(nuggets), query_subset(queries), str(nuggets))
     systems: dict[str, dict[str, str]] = {}
     for path in answers:
         name = Path(path).stem
         systems[str(path) if name in systems else name] = read_answers(path)
     if out_dir is None:
-        return _assigned(sets, systems, client, max_repairs, progress, compare_options)
+        outcome = _assigned(sets, systems, client, max_repairs, progress, compare_options)
+        outcome.queries = record
+        return outcome
     with writing(out_dir, "answers", "nuggetbench answers -o") as stage:  # before any request
         outcome = _assigned(sets, systems, client, max_repairs, progress, compare_options)
+        outcome.queries = record
         write_rows(stage / "assignments.jsonl", outcome.assignments)
         outcome.files = {
             "assignments": str(Path(out_dir) / "assignments.jsonl"),
@@ -125,6 +145,15 @@ def answers_files(
         }
         write_json(stage / "answers.json", outcome.to_dict())
     return outcome
+
+
+def _questions(sets: dict, subset: QuerySubset | None, where: str) -> tuple[dict, dict | None]:
+    """The questions of *sets* that *subset* chooses (in the file's order) and the subset's
+    record; every question and ``None`` without a subset."""
+    if subset is None:
+        return sets, None
+    chosen = subset.select(list(sets), what=f"the nuggets file {where}")
+    return {q: sets[q] for q in chosen}, subset.record(chosen, len(sets))
 
 
 def _assigned(
@@ -164,10 +193,12 @@ def nuggets_for_dataset(
     *,
     options: Mapping[str, Any] | None = None,
     rel_level: int | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
     **kwargs: Any,
 ) -> NuggetCreation:
     """What ``nuggetbench nuggets`` does: :func:`~.creation.create_nuggets` on a dataset id or
-    folder (relevant at *rel_level*, default the dataset profile's), rows written to *out*."""
-    ds, _ = load_judging_inputs(dataset, [], options)
+    folder (relevant at *rel_level*, default the dataset profile's; only the queries *queries*
+    asks for), rows written to *out*."""
+    ds, _ = load_judging_inputs(dataset, [], options, queries)
     level = default_rel_level(ds.default_profile) if rel_level is None else rel_level
     return create_nuggets_file(ds, client, out, rel_level=level, **kwargs)

@@ -29,6 +29,7 @@ from nuggetbench.llm.asking import ask
 from nuggetbench.llm.client import ChatRequest, LLMClient
 from nuggetbench.llm.jsonout import InvalidAnswer
 from nuggetbench.llm.prompts import chat_request, load_prompt
+from nuggetbench.progress import expect
 
 __all__ = [
     "GRADES",
@@ -182,7 +183,8 @@ def judge_pairs(
         query_text: ``query id -> text``; doc_text: ``doc id -> text`` (cut to *max_words*).
         human: ``(query id, doc id) -> human grade or None`` for the records.
         max_repairs: repair turns after an answer holding no grade.
-        progress: advanced once per settled first-round answer.
+        progress: advanced once per first-round answer as it arrives; told the number of
+            pairs first (:func:`nuggetbench.progress.expect`).
 
     Returns:
         One :class:`Judgment` per pair, in the order of *pairs*.
@@ -192,6 +194,7 @@ def judge_pairs(
         KeyError: a document or query is unknown.
     """
     requests = [judge_request(query_text(q), cut_words(doc_text(d), max_words)) for q, d in pairs]
+    expect(progress, len(requests))
     asked = ask(
         client,
         requests,

@@ -139,6 +139,7 @@ class JudgeOutcome:
         judgments: one per hole.
         files: the files written.
         llm_grades: the model's grades added to ``qrels.txt`` (marked :data:`LLM_MARK`).
+        queries: the query subset judged (``Dataset.query_subset``), ``None`` for all.
     """
 
     depth: int
@@ -151,8 +152,10 @@ class JudgeOutcome:
     judgments: list[Judgment] = field(repr=False)
     files: dict[str, str] = field(default_factory=dict)
     llm_grades: int = 0
+    queries: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        subset = {"queries": self.queries} if self.queries is not None else {}
         return {
             "depth": self.depth,
             "holes": self.holes,
@@ -164,6 +167,7 @@ class JudgeOutcome:
             "judged_after": self.judged_after,
             "usage": self.usage,
             "files": self.files,
+            **subset,
         }
 
 
@@ -257,6 +261,7 @@ def judge_holes(
             usage={"model": model, "prompt": version, **client.ledger.totals()},
             judgments=judgments,
             llm_grades=len(marks),
+            queries=dataset.query_subset,
         )
         out = Path(out_dir)
         outcome.files = {

@@ -224,6 +224,8 @@ def judge_pool(
         corpus: the chunks (texts shown to the judge).
         options: :class:`JudgeOptions`.
         progress: advanced once per batch when its first answer arrives.
+        The batches left with unjudged pairs count as failed in the progress bars
+        (:meth:`~nuggetbench.llm.cache.UsageLedger.note_unusable`).
 
     Returns:
         :class:`JudgeResult`; pairs in question, batch, nugget, chunk order.
@@ -258,6 +260,7 @@ def judge_pool(
     forget = []
     for i, missing in pending.items():
         if missing:
+            client.ledger.note_unusable(STAGE)
             result.unjudged.setdefault(batches[i].item.query_id, []).extend(missing)
             for key, why in unsettled.get(i, []):
                 forget.append(key)

@@ -114,7 +114,10 @@ def ask(
             if progress and progress_on == "settled" and i not in retry:
                 progress(1)
         current = retry
-    client.forget([k for i, keys in chains.items() if errors[i] is not None for k in keys])
+    failed = [i for i in range(n) if errors[i] is not None]
+    for i in failed:  # the progress bars count them as failed
+        client.ledger.note_unusable(requests[i].stage)
+    client.forget([k for i in failed for k in chains[i]])
     return [
         Asked(values[i], errors[i], replies[i], attempts[i], cached[i], lengths[i])
         for i in range(n)
@@ -153,7 +156,8 @@ def ask_validated(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[T | None], list[str | None]]:
     """:func:`ask` for JSON answers: ``(values, errors)`` per item, the repair message asking for
-    "only a JSON object of the form *expected*"; *progress* advanced as each item settles."""
+    "only a JSON object of the form *expected*"; *progress* advanced as each item's first answer
+    arrives (a bar that moves while the batch is answered, not when it ends)."""
     asked = ask(
         client,
         requests,
@@ -161,6 +165,7 @@ def ask_validated(
         max_repairs=max_repairs,
         instruction=f"Reply again with only a JSON object of the form {expected}.",
         progress=progress,
+        progress_on="sent",
     )
     return [a.value for a in asked], [a.error for a in asked]
 

@@ -226,6 +226,7 @@ class StageUsage:
     cached_completion_tokens: int = 0
     failed_calls: int = 0
     retries: int = 0
+    unusable: int = 0
     keys: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def as_dict(self, price: tuple[float, float] | None) -> dict[str, Any]:
@@ -292,6 +293,32 @@ class UsageLedger:
             c = sum(u.paid_completion_tokens for u in self._stages.values())
         cost = (p * self.price[0] + c * self.price[1]) / 1e6 if self.price else 0.0
         return calls, cost
+
+    def note_unusable(self, stage: str, n: int = 1) -> None:
+        """*n* answers of *stage* stayed unusable after their re-asks (shown by :meth:`brief`)."""
+        with self._lock:
+            self._stages.setdefault(stage, StageUsage()).unusable += n
+
+    def brief(self) -> str:
+        """What a progress bar shows of the LLM work so far, over every stage: requests sent
+        (answered by the endpoint), served from the cache, failed (a request out of retries, or
+        an answer still unusable after its re-asks), retries when any, and the cost of the sent
+        ones (USD), or their tokens when there is no price: ``40 sent, 88 cached, 0 failed,
+        $0.0123``."""
+        with self._lock:
+            stages = list(self._stages.values())
+            sent = sum(u.paid_calls for u in stages)
+            cached = sum(u.cached_calls for u in stages)
+            failed = sum(u.failed_calls + u.unusable for u in stages)
+            retries = sum(u.retries for u in stages)
+            p = sum(u.paid_prompt_tokens for u in stages)
+            c = sum(u.paid_completion_tokens for u in stages)
+        text = f"{sent} sent, {cached} cached, {failed} failed"
+        if retries:
+            text += f", {retries} retries"
+        if self.price is not None:
+            return text + f", ${(p * self.price[0] + c * self.price[1]) / 1e6:.4f}"
+        return text + f", {p + c:,} tokens (no price)"
 
     def summary(self) -> dict[str, dict[str, Any]]:
         """``{stage: {requests, paid_calls, cached_calls, tokens..., cost_usd, paid_cost_usd}}``."""

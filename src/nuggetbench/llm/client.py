@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -416,7 +416,8 @@ class LLMClient:
 
         Cached answers are served first without threads; a request repeated in *requests* is
         sent once (its copies are served from the cache). *on_result(i, result)* is called as
-        each answer arrives (already committed to the cache); *progress(n)* advances a bar.
+        each answer arrives (already committed to the cache); *progress(n)* advances a bar, on
+        the caller's thread, as each answer arrives (cached ones first).
 
         Raises:
             LLMError / BudgetError: the first failure; requests not yet sent are cancelled (those
@@ -457,8 +458,8 @@ class LLMClient:
             with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
                 futures = {pool.submit(self.complete, requests[i]): i for i in first.values()}
                 pending = set(futures)
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                while pending:  # each answer is handed on as it arrives, not at the batch's end
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in done:
                         exc = fut.exception()
                         if exc is not None:

@@ -70,24 +70,52 @@ def sliding_windows(
 
 @dataclass(frozen=True)
 class Permutation:
-    """A repaired permutation of ``n`` window positions.
+    """A listwise answer read and repaired as rank_llm does, with what was repaired counted.
 
     Attributes:
         order: 0-based positions, best first; always a permutation of ``range(n)``.
-        unknown: ids in the answer that name no passage (dropped).
+        unknown: distinct ids in the answer that name no passage (dropped).
         duplicates: ids repeated in the answer (later copies dropped).
         missing: passages the answer left out (appended in their incoming order).
+        named: distinct passages the answer names (``0``: no usable ranking).
     """
 
     order: tuple[int, ...]
     unknown: int = 0
     duplicates: int = 0
     missing: int = 0
+    named: int = -1
+
+    def __post_init__(self) -> None:
+        if self.named < 0:  # not given: every passage not missing was named
+            object.__setattr__(self, "named", len(self.order) - self.missing)
 
     @property
     def repaired(self) -> bool:
         """Whether the answer needed any repair."""
         return bool(self.unknown or self.duplicates or self.missing)
+
+    @property
+    def usable(self) -> bool:
+        """Whether the answer ranks at least one passage of the window: a partial or repeated
+        ranking is usable once repaired; prose, or ids that name no passage, is not (rank_llm
+        then keeps the incoming order; nuggetbench re-asks first)."""
+        return self.named > 0
+
+
+#: rank_llm's ``fake_numbers_map`` (``clean_ranking_response`` in
+#: ``src/rank_llm/rerank/listwise/response_utils.py``): superscript, subscript, circled, negative
+#: circled, full-width and "digit full stop" digits, read as their ASCII digits.
+_FAKE_DIGITS = str.maketrans(
+    "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+    "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089"
+    "\u2460\u2461\u2462\u2463\u2464\u2465\u2466\u2467\u2468"
+    "\u2776\u2777\u2778\u2779\u277a\u277b\u277c\u277d\u277e"
+    "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19"
+    "\U0001f100\U0001f101\U0001f102\U0001f103\U0001f104"
+    "\U0001f105\U0001f106\U0001f107\U0001f108\U0001f109",
+    "0123456789012345678912345678912345678901234567890123456789",
+)
 
 
 def _ascii_digits(text: str, other: str | None = None) -> str:
@@ -103,29 +131,32 @@ def _ascii_digits(text: str, other: str | None = None) -> str:
 def parse_permutation(text: str, n: int) -> Permutation:
     """Read a listwise answer naming passages ``[1]..[n]`` and repair it as rank_llm does.
 
-    rank_llm's ``clean_ranking_response`` and ``receive_permutation``: text up to the last
-    ``</think>`` is dropped; every run of digits is an id (1-based); repeated ids are dropped
-    (the first kept), then ids outside ``1..n``; passages not named follow in their incoming order.
-    An answer with no id at all keeps the incoming order (all *n* counted missing).
+    castorini/rank_llm, ``src/rank_llm/rerank/listwise/``: ``clean_ranking_response``
+    (``response_utils.py``: the text after the last ``</think>``; superscript, circled and
+    full-width digits mapped to ASCII; every other non-digit character a space) and
+    ``ListwiseRankLLM.receive_permutation`` with ``_remove_duplicate`` (``listwise_rankllm.py``):
+    every run of digits is an id (1-based); repeated ids are dropped (the first kept), then ids
+    outside ``1..n``; the passages not named follow in their incoming order. An answer with no
+    id, or a digit run that is not a number (rank_llm's ``except`` branch), keeps the incoming
+    order (``named == 0``: not :attr:`~Permutation.usable`).
 
     Returns:
         A :class:`Permutation` with the repairs counted.
     """
     if "</think>" in text:
-        text = text.split("</think>")[-1]
-    ids = [int(tok) - 1 for tok in _ascii_digits(text, " ").split()]
-    seen: list[int] = []
-    duplicates = 0
-    for i in ids:
-        if i in seen:
-            duplicates += 1
-        else:
-            seen.append(i)
+        text = text.split("</think>")[-1].strip()
+    cleaned = "".join(c if c.isdigit() else " " for c in text.translate(_FAKE_DIGITS))
+    try:
+        ids = [int(tok) - 1 for tok in cleaned.split()]
+    except ValueError:  # a digit with no integer value (rank_llm: the incoming order)
+        return Permutation(tuple(range(n)), 0, 0, n, 0)
+    seen = list(dict.fromkeys(ids))
     known = [i for i in seen if 0 <= i < n]
-    unknown = len(seen) - len(known)
     named = set(known)
     rest = [i for i in range(n) if i not in named]
-    return Permutation(tuple(known + rest), unknown, duplicates, len(rest))
+    return Permutation(
+        tuple(known + rest), len(seen) - len(known), len(ids) - len(seen), len(rest), len(known)
+    )
 
 
 @dataclass(frozen=True)

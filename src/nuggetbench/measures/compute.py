@@ -13,6 +13,7 @@ from nuggetbench._version import __version__
 from nuggetbench.errors import InputError
 from nuggetbench.measures.context import EvalContext
 from nuggetbench.measures.measure import Measure, _split_top_level, parse_measure, parse_measures
+from nuggetbench.measures.params import SHARED
 from nuggetbench.measures.profiles import DEFAULT_PROFILE, Profile, get_profile
 from nuggetbench.measures.registry import MIN_GEO_MEAN, get_family
 from nuggetbench.measures.results import LazyProvenance, Results
@@ -33,6 +34,7 @@ __all__ = [
     "measure_pairs",
     "plain_measures",
     "restrict",
+    "restrict_common",
     "run_depth",
 ]
 
@@ -101,11 +103,17 @@ def plain_measures(measures: Iterable[str | Measure]) -> list[str]:
 
 def _with_defaults(measure: Measure, profile: Profile) -> Measure:
     """*measure* with the profile's ``measure_defaults`` (trec_eval ``-l``, ``-J``) for the
-    parameters its family takes and the measure does not set."""
+    parameters its family takes and the measure does not set: only a parameter declared as the
+    shared one (:data:`~nuggetbench.measures.params.SHARED`, trec_eval's meaning), so that
+    ``NumRet(rel=...)`` (ir_measures' filter) or cwl_eval's ``min_rel`` keep their own defaults."""
     defaults = profile.options.get("measure_defaults") or {}
     family = get_family(measure.family)
     given = {k for k, _ in measure.params}
-    extra = tuple((k, v) for k, v in defaults.items() if k in family.params and k not in given)
+    extra = tuple(
+        (k, v)
+        for k, v in defaults.items()
+        if family.params.get(k) is SHARED.get(k) and k in family.params and k not in given
+    )
     return measure(**dict(extra)) if extra else measure
 
 
@@ -248,6 +256,29 @@ def restrict(results: Results, query_ids: Iterable[str], profile: str | Profile)
         missing_queries=[q for q in results.missing_queries if q in wanted],
         provenance={**dict(results.provenance), "average_over": "common"},
     )
+
+
+def restrict_common(
+    results: dict[str, Results], profile: str | Profile
+) -> tuple[dict[str, Results], int]:
+    """Each system's *results* (by name) on the queries every system's run has, with
+    :func:`restrict` (``--average-over common``), and how many evaluated queries were left out.
+
+    Raises:
+        InputError: no evaluated query is in every system's run.
+    """
+    sets = [set(r.query_ids) - set(r.missing_queries) for r in results.values()]
+    keep = set.intersection(*sets)
+    every = set().union(*(r.query_ids for r in results.values()))
+    if not keep:
+        raise InputError(
+            f"--average-over common: none of the {len(every)} evaluated queries is in every "
+            "system's run; use --average-over qrels (a query a run lacks scores 0)"
+        )
+    kept = {
+        n: restrict(r, [q for q in r.query_ids if q in keep], profile) for n, r in results.items()
+    }
+    return kept, len(every - keep)
 
 
 def log_query_sets(results: Results, profile: str | Profile = DEFAULT_PROFILE) -> None:

@@ -7,7 +7,10 @@ parameters of ``nDCG``, ``G``, ``NDCGRel``, ``Rndcg``):
 * ``dcg=exp-log2``: gain = ``2**grade - 1`` (Burges et al., ICML 2005; gdeval, ir_measures'
   ``nDCG(dcg='exp-log2')``, the sparse-retrieval evaluation recipe);
 * ``gains='1=3,2=9,4=4.5'``: trec_eval's gain map (``-m ndcg.1=3,2=9,4=4.5``,
-  ``gain_init.c``): each listed level gets its gain, the other levels keep gain = level.
+  ``gain_init.c``): each listed level gets its gain, the other levels keep gain = level;
+  ir_measures' spelling ``gains={1:3,2:9}`` (its ``nDCG(gains=...)``, same meaning) is read too.
+  With ``dcg=exp-log2`` the map applies first (gain = ``2**mapped - 1``): ranx's
+  ``ndcg_burges@k-l2`` is ``nDCG(dcg=exp-log2,gains='0=0,1=0')@k``.
 
 A retrieved document without a judgment, or judged with a negative grade (trec_eval: "in the
 pool but unjudged"), has gain 0. The ideal ranking holds every judged document of the query with
@@ -37,8 +40,9 @@ DCG = Param(
     "dcg",
     str,
     "linear",
-    "gain of a grade: linear (gain = grade, trec_eval) or exp-log2 (2^grade - 1, gdeval)",
-    choices=("linear", "exp-log2"),
+    "gain of a grade: linear (gain = grade, trec_eval; log2 is ir_measures' name for it) or "
+    "exp-log2 (2^grade - 1, gdeval)",
+    choices=("linear", "exp-log2", "log2"),
 )
 GAINS = Param(
     "gains",
@@ -51,17 +55,22 @@ GAINS = Param(
 def gain_table(text: str, where: str = "gains") -> dict[int, float]:
     """Parse trec_eval's gain map ``"1=3,2=9,4=4.5"`` into ``{level: gain}``.
 
-    Pairs are separated by ``,`` or ``;``. An empty text is the empty map.
+    Pairs are separated by ``,`` or ``;``. An empty text is the empty map. ir_measures'
+    ``"{1:3,2:9}"`` (a dict, as ``str(ir_measures.nDCG(gains=...))`` prints it) is read too.
 
     Raises:
         SpecError: a pair is not ``int=number``, a level is negative or listed twice.
     """
     table: dict[int, float] = {}
+    text = text.strip()
+    braces = text.startswith("{") and text.endswith("}")
+    if braces:
+        text = text[1:-1]
     for part in text.replace(";", ",").split(","):
         part = part.strip()
         if not part:
             continue
-        level, sep, gain = part.partition("=")
+        level, sep, gain = part.partition(":" if braces else "=")
         try:
             lev, value = int(level), float(gain)
         except ValueError:
@@ -80,16 +89,14 @@ def grade_gains(grades: np.ndarray, dcg: str = "linear", gains: str = "") -> np.
     """Gain of each grade, float64 of the shape of the int64 *grades* (see the module text).
 
     Raises:
-        SpecError: *gains* is malformed, or both *gains* and ``dcg='exp-log2'`` are given.
+        SpecError: *gains* is malformed.
     """
     judged = grades >= 0
     base = np.where(judged, grades, 0).astype(np.float64)
-    if dcg == "exp-log2":
-        if gains:
-            raise SpecError("give either dcg=exp-log2 or a gains map, not both")
-        return np.where(judged, np.exp2(base) - 1.0, 0.0)
     for level, gain in gain_table(gains).items():
         base[grades == level] = gain
+    if dcg == "exp-log2":
+        return np.where(judged, np.exp2(base) - 1.0, 0.0)
     return base
 
 

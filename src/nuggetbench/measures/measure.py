@@ -6,7 +6,10 @@ given, then ``@cutoff`` (``nDCG@10``, ``P(rel=2)@5``, ``alpha_nDCG(alpha=0.5)@20
 :func:`parse_measure` reads that spelling back, so ``str(parse_measure(s)) == s`` for every
 canonical string. It also accepts a family's aliases (``map``, ``MRR``...), trec_eval's
 ``name_k`` / ``name.k`` spellings of cut-off measures (``ndcg_cut_10``, ``P_5``, ``recall.100``),
-and a case-insensitive family name when it is unambiguous; those print back canonically.
+a case-insensitive family name when it is unambiguous (ir_measures' ``BPref``, ``RPrec``;
+``α_nDCG`` is ``alpha_nDCG``), ranx's metric names (``hit_rate@10``, ``ndcg_burges@10``,
+``rbp.95``, ``map@100-l2``: :mod:`nuggetbench.measures.peers.ranx_names`) and, for a family with
+an ``at_param``, ir_measures' ``IPrec@0.1`` (``@`` sets ``recall``); those print back canonically.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nuggetbench.errors import SpecError
+from nuggetbench.measures.peers.ranx_names import ranx_measure
 from nuggetbench.measures.registry import find_family, get_family
 from nuggetbench.measures.trec.spelling import cut_measure
 from nuggetbench.spec import (
@@ -30,6 +34,8 @@ from nuggetbench.spec import (
 __all__ = ["Measure", "parse_measure", "parse_measures", "format_value"]
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
+#: ir_measures prints a dict parameter in braces (``nDCG(gains={1:3,2:9})``): read as one string.
+_BRACED = re.compile(r"=\s*(\{[^{}'\"]*\})")
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,15 @@ def _resolve_name(name: str, cutoff_text: str | None, where: str) -> tuple[str, 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _at_params(family: Any, value: Any, params: Iterable[tuple[str, Any]]) -> tuple:
+    """*params* with ``family.at_param = value`` first and the family's ``at_implies`` (the
+    parameters ir_measures' ``@`` spelling implies) where not given."""
+    given = tuple(params)
+    names = {k for k, _ in given}
+    implied = tuple((k, v) for k, v in family.at_implies if k not in names)
+    return ((family.at_param, value), *given, *implied)
+
+
 def check_measure(measure: Measure, where: str | None = None) -> Measure:
     """Validate *measure* against its family (names, parameter types, cutoff rule).
 
@@ -137,7 +152,11 @@ def check_measure(measure: Measure, where: str | None = None) -> Measure:
     family = get_family(measure.family)
     params = []
     seen = set()
-    for key, value in measure.params:
+    given = measure.params
+    if family.at_param is not None and measure.cutoff is not None:  # IPrec@0.1: recall=0.1
+        given = _at_params(family, measure.cutoff, given)
+        measure = replace(measure, cutoff=None)
+    for key, value in given:
         if key in seen:
             raise SpecError(f"{where}: parameter {key!r} given twice")
         seen.add(key)
@@ -186,6 +205,11 @@ def parse_measure(text: str | Measure) -> Measure:
     if not isinstance(text, str):
         raise SpecError(f"a measure must be a string like 'nDCG@10', got {text!r}")
     where = f"measure {text.strip()!r}"
+    ranx = ranx_measure(text)
+    if ranx is not None:
+        return check_measure(Measure(*ranx), where)
+    text = text.replace("\u03b1", "alpha")  # ir_measures' α_nDCG, α_DCG
+    text = _BRACED.sub(lambda m: "=" + repr(m.group(1)), text)  # gains={1:3,2:9}: one value
     parts = split_call_spec(text, where=where)
     if parts is None:
         raise SpecError(
@@ -195,6 +219,7 @@ def parse_measure(text: str | Measure) -> Measure:
     if cutoff_text is not None and cutoff_text == "":
         raise SpecError(f"{where}: '@' must be followed by a positive integer cutoff")
     family_name, cutoff_text = _resolve_name(name, cutoff_text, where)
+    at_param = get_family(family_name).at_param
     params = []
     if params_text is not None:
         if not params_text.strip():
@@ -202,6 +227,9 @@ def parse_measure(text: str | Measure) -> Measure:
         params = [
             (k, _parse_value(v, where)) for k, v in split_options(params_text, where=where).items()
         ]
+    if at_param is not None and cutoff_text is not None:  # IPrec@0.1: recall=0.1
+        params = list(_at_params(get_family(family_name), _parse_value(cutoff_text, where), params))
+        cutoff_text = None
     cutoff = _parse_cutoff(cutoff_text, where) if cutoff_text is not None else None
     return check_measure(Measure(family_name, cutoff, tuple(params)), where)
 

@@ -47,6 +47,10 @@ FAMILY_MODULES: list[str] = [
     "nuggetbench.measures.trec.ranked",
     "nuggetbench.measures.trec.sets",
     "nuggetbench.measures.trec.graded",
+    "nuggetbench.measures.peers.cwl",
+    "nuggetbench.measures.peers.gdeval",
+    "nuggetbench.measures.peers.irm",
+    "nuggetbench.measures.peers.ranx",
 ]
 
 #: How a family's per-query values become its one number (see :class:`MeasureFamily`).
@@ -60,6 +64,7 @@ FAMILIES = Registry(
     "measure",
     providers=FAMILY_MODULES,
     hint="Run `nuggetbench measures` for the families and their parameters.",
+    nearest=3,
 )
 _FAMILIES: dict[str, Any] = FAMILIES
 _ALIASES: dict[str, str] = FAMILIES.aliases
@@ -82,6 +87,13 @@ class MeasureFamily:
             ``"gmean"`` (trec_eval's ``gm_*``: ``exp(mean(log(max(v, 1e-5))))``, meas_avg.c).
         scalable: whether a profile's ``scale`` applies (False for counts).
         description: one line for listings.
+        source: the tool or paper whose numbers the family reproduces, for listings
+            (``"ir_measures 0.4.3, provider cwl_eval 1.0.12"``); empty when *description* says it.
+        at_param: the parameter that ``@x`` sets instead of a cutoff (ir_measures' ``AT_PARAM``:
+            ``IPrec@0.1`` is ``IPrec(recall=0.1)``); ``None``: ``@k`` is the cutoff.
+        at_implies: ``((name, value), ...)`` that the ``@x`` spelling also sets unless given:
+            ir_measures' semantics where they differ from the family's defaults (``IPrec@0.1``
+            is pytrec_eval's, ``legacy=True``).
 
     Subclasses implement :meth:`compute`.
     """
@@ -93,6 +105,9 @@ class MeasureFamily:
     aggregate: ClassVar[str] = "mean"
     scalable: ClassVar[bool] = True
     description: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    at_param: ClassVar[str | None] = None
+    at_implies: ClassVar[tuple[tuple[str, Any], ...]] = ()
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         """Per-query values, float64 of shape ``(len(ctx.query_ids),)``, aligned with them."""
@@ -135,6 +150,8 @@ def register(family: MeasureFamily) -> MeasureFamily:
         name: value if isinstance(value, Param) else param_for(name, value)
         for name, value in family.params.items()
     }
+    if family.at_param is not None and family.at_param not in family.params:
+        raise ValueError(f"family {family.name}: at_param {family.at_param!r} is not a parameter")
     FAMILIES.register(family.name, family, aliases=family.aliases)
     return family
 

@@ -17,7 +17,7 @@ PNG, PDF and SVG (the ``report`` extra).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +72,14 @@ def report_data(
     *,
     dataset: Dataset | str | None = None,
     options: Mapping[str, Any] | None = None,
+    partial: bool = False,
     **settings: Any,
 ) -> ReportData:
-    """Load the inputs (:func:`load_inputs`) and compute the report's content
-    (:func:`build_report_data`; *settings*: ``baseline``, ``top``, ``snippet_chars``, ``depth``).
-    Use it with the figure functions in a notebook."""
-    return build_report_data(load_inputs(source, dataset=dataset, options=options), **settings)
+    """Load the inputs (:func:`load_inputs`, *partial* as there) and compute the report's
+    content (:func:`build_report_data`; *settings*: ``baseline``, ``top``, ``snippet_chars``,
+    ``depth``). Use it with the figure functions in a notebook."""
+    inputs = load_inputs(source, dataset=dataset, options=options, partial=partial)
+    return build_report_data(inputs, **settings)
 
 
 def html(
@@ -87,6 +89,8 @@ def html(
     dataset: Dataset | str | None = None,
     options: Mapping[str, Any] | None = None,
     plots: str | Path | None = None,
+    partial: bool = False,
+    on_missing: Callable[[str], None] | None = None,
     **settings: Any,
 ) -> Path:
     """Write the HTML report of an experiment or an output folder of ``nuggetbench run``.
@@ -98,6 +102,11 @@ def html(
             not reload it (see :func:`load_inputs`).
         plots: also write the paper figures (one per measure set) as PNG, PDF and SVG into this
             folder (needs matplotlib: the ``report`` extra).
+        partial: report what ``results.json`` holds when the dataset or the runs are not
+            there (or a comparison of folders on different data), with a banner saying what is
+            missing, instead of an error (:func:`load_inputs`; ``nuggetbench report`` does).
+        on_missing: called with each line of what is missing (``ReportData.missing``), before
+            the page is written (``nuggetbench report`` prints them as warnings).
         settings: ``baseline``, ``top`` (documents per query and system, default 20),
             ``snippet_chars`` (160), ``depth`` (100): see :func:`build_report_data`.
 
@@ -118,8 +127,10 @@ def html(
     path = Path(path)
     own = folder is not None and folder.is_dir() and _same(path.parent, folder)
     with folder_lock(folder, "nuggetbench report") if own else contextlib.nullcontext():
-        inputs = load_inputs(source, dataset=dataset, options=options)
+        inputs = load_inputs(source, dataset=dataset, options=options, partial=partial)
         data = build_report_data(inputs, **settings)
+        for line in data.missing if on_missing is not None else ():
+            on_missing(line)
         text = render_page(data, source=inputs.source)
         with atomic_write(path) as fh:
             fh.write(text)

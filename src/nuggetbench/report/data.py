@@ -92,6 +92,9 @@ class ReportData:
         span_judged: whether the nuggets carry evidence spans (fastbook).
         summaries: the extra tables the dataset family or profile declares (BIRCO's bootstrap),
             one per title, rows ``"<system>: <label>"``.
+        missing: what the inputs lack (a dataset absent here, runs not copied: see
+            :attr:`~nuggetbench.report.inputs.ReportInputs.missing`), one line each; the views
+            that need it are then empty.
     """
 
     title: str
@@ -108,6 +111,7 @@ class ReportData:
     payload: dict = field(repr=False)
     span_judged: bool = False
     summaries: list[Summary] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
 
 
 def _per_query(results: dict, systems: Sequence[str]) -> tuple[list[str], dict]:
@@ -182,6 +186,8 @@ def _summaries(inputs: ReportInputs) -> list[Summary]:
 def _depth(inputs: ReportInputs, depth: int) -> tuple[list[int], dict]:
     """Mean ``R@k`` (and ``Coverage@k`` with nuggets) for ``k = 1..depth`` under the profile."""
     ks = list(range(1, depth + 1))
+    if not inputs.runs:  # numbers only (runs or dataset not here): no curves
+        return ks, {}
     families = ["R"] + (["Coverage"] if inputs.qrels.nuggets is not None else [])
     out: dict[str, dict[str, np.ndarray]] = {f: {} for f in families}
     profile = inputs.results["profile"]
@@ -269,7 +275,8 @@ def _top_docs(
     qrels = inputs.qrels
     missing = 0 if span_judged else None
     out: dict[str, dict[str, list]] = {}
-    for name, run in inputs.runs.items():
+    for name in inputs.systems:
+        run = inputs.runs.get(name, {})  # no run (numbers only): no documents
         ids, scores, grades = [], [], []
         for qid in qids:
             ranked = run[qid][:top] if qid in run else []
@@ -289,13 +296,14 @@ def _query_docs(
     passage being judged 0), ``more``, how many judged documents were left out, and ``r``,
     ``{doc index: [rank or None per system]}`` over each system's whole run for every judged and
     every shown document (the query view's side-by-side rank differences)."""
-    names = list(inputs.runs)
+    names = inputs.systems
     out = []
     for qi, qid in enumerate(qids):
         judged = inputs.qrels.get(qid, {})
         if span_judged:
             judged = {d: g for d, g in judged.items() if g > 0}
-        ranks = [{d: r for r, (d, _) in enumerate(inputs.runs[s].get(qid, []), 1)} for s in names]
+        runs = [inputs.runs.get(s, {}) for s in names]  # no run (numbers only): no ranks
+        ranks = [{d: r for r, (d, _) in enumerate(run.get(qid, []), 1)} for run in runs]
         order = sorted(judged, key=lambda d: (-judged[d], min(r.get(d, 1e9) for r in ranks)))
         shown = order[:JUDGED_SHOWN]
         listed = [[docs.add(d), judged[d]] for d in shown]
@@ -384,6 +392,9 @@ def _payload(
         "k": top,
         "spanJudged": span_judged,
         "hasTexts": inputs.corpus is not None,
+        "missing": " ".join(inputs.missing),
+        "hasRuns": bool(inputs.runs),  # numbers only: no documents ranked
+        "hasJudged": inputs.qrels.n_judgments > 0,  # numbers only: no judgments here
     }
     payload["nuggets"] = _nugget_payload(inputs, qids, top, docs)
     return payload
@@ -460,4 +471,5 @@ def build_report_data(
         payload,
         span_judged,
         _summaries(inputs),
+        list(inputs.missing),
     )

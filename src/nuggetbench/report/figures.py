@@ -368,12 +368,14 @@ def figure_svg(fig: Any) -> str:
 def figures(data: ReportData) -> dict[str, Any]:
     """The paper figures of a report, by file stem, one per measure set: ``means`` (a panel per
     measure), ``deltas`` and ``scatter`` (a row per system against the baseline, a column per
-    measure; with two systems or more) and ``depth`` (a panel per curve family)."""
+    measure; with two systems or more) and ``depth`` (a panel per curve family; not when the
+    report has no depth curves: numbers only)."""
     out: dict[str, Any] = {"means": lambda: panel_figure(data, "means")}
     if len(data.systems) > 1:
         out["deltas"] = lambda: panel_figure(data, "delta")
         out["scatter"] = lambda: panel_figure(data, "scatter")
-    out["depth"] = lambda: panel_figure(data, "depth")
+    if data.depth:  # numbers only (no runs or dataset): no depth curves
+        out["depth"] = lambda: panel_figure(data, "depth")
     return out
 
 

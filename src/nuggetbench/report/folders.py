@@ -6,17 +6,29 @@ runs are scored against its own dataset, loaded with the loader options the fold
 compared query by query with a paired test. The folders must share the dataset and its queries;
 the dataset, judgments and runs must still have the fingerprints the folders record
 (:func:`nuggetbench.report.inputs.load_inputs` checks them).
+
+With *outdir* (``compare OUT_A OUT_B -o OUT``) the comparison is saved as a ``compare`` output
+folder: a ``results.json`` in the schema of ``nuggetbench run`` (every system named
+``FOLDER/SYSTEM``, its per-query values, its run file's absolute path and the folder it came
+from; ``provenance["folders"]`` records each folder's path, options and fingerprints), which
+``Experiment.load`` and ``nuggetbench report`` read.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from nuggetbench._atomic import atomic_write
+from nuggetbench._outfolder import run_file, writing
+from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport, baseline_at, compare
 from nuggetbench.compare.runs import missing_note
 from nuggetbench.data.formats.rankfile import check_pools
+from nuggetbench.data.subset import QuerySubset, query_subset
 from nuggetbench.errors import InputError
 from nuggetbench.measures import Results, plain_measures, score
 from nuggetbench.measures.depth import note_pools
@@ -36,6 +48,8 @@ def compare_folders(
     profile: str | None = None,
     *,
     baseline: str | int | None = None,
+    outdir: str | Path | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
     **compare_options: Any,
 ) -> ComparisonReport:
     """Compare every system of the output *folders* with paired tests.
@@ -47,6 +61,11 @@ def compare_folders(
         profile: a profile name (default: the one the folders record; they must agree).
         baseline: a system's name (``<folder>/<system>``, or the system's own name when it is
             unique) or its 1-based position; default the first folder's first system.
+        outdir: also save the comparison there, as a ``compare`` output folder (see the module
+            docstring); written whole under its lock, refused when it holds another kind of
+            output (an experiment of ``nuggetbench run``).
+        queries: compare on some of the folders' queries only
+            (:class:`~nuggetbench.data.subset.QuerySubset`, ids, or a file of ids).
         **compare_options: passed to :func:`nuggetbench.compare.compare` (``test``,
             ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``, ``average_over``).
 
@@ -56,13 +75,39 @@ def compare_folders(
 
     Raises:
         InputError: fewer than two folders, a folder without results, folders on different
-            datasets, splits or queries, different recorded profiles without *profile*, or a
-            dataset, judgments or run whose fingerprint differs from the recorded one.
+            datasets, splits or queries, different recorded profiles without *profile*, a
+            dataset, judgments or run whose fingerprint differs from the recorded one, query ids
+            that are not the folders', or an *outdir* another process writes or that holds
+            another kind of output (before any work).
     """
     if len(folders) < 2:
         raise InputError(f"comparing output folders needs at least two, got {len(folders)}")
-    inputs = {label: _inputs(path) for label, path in _labels(folders).items()}
+    labels = _labels(folders)
+    subset = query_subset(queries)
+    if outdir is None:
+        return _compared(labels, measures, profile, baseline, subset, compare_options)[0]
+    with writing(outdir, "compare", "nuggetbench compare -o", replaces=("report.html",)) as out:
+        report, results = _compared(labels, measures, profile, baseline, subset, compare_options)
+        with atomic_write(out / "results.json") as fh:
+            json.dump(results, fh, indent=1, default=str)
+    return report
+
+
+def _compared(
+    labels: dict[str, Path],
+    measures: Sequence[str] | None,
+    profile: str | None,
+    baseline: str | int | None,
+    subset: QuerySubset | None,
+    compare_options: dict[str, Any],
+) -> tuple[ComparisonReport, dict]:
+    """The comparison of the folders *labels* names, and the ``results.json`` dict that saves
+    it (:func:`compare_folders`)."""
+    inputs = {label: _inputs(path) for label, path in labels.items()}
     _check_same_data(inputs)
+    for inp in inputs.values():  # the folders share their queries: one subset fits all
+        inp.target = inp.target.subset(subset, what=f"the folders' {len(inp.queries)} queries")
+        inp.runs = {s: inp.target.restrict_run(r) for s, r in inp.runs.items()}
     first = next(iter(inputs.values())).results
     measures = plain_measures(list(measures or first["measures"]))
     profile = profile or _recorded_profile(inputs)
@@ -85,8 +130,78 @@ def compare_folders(
     report = compare(
         results, measures=measures, baseline=_baseline(baseline, own), **compare_options
     )
-    report.notes[:0] = notes
-    return report
+    subset_notes = [n for n in next(iter(inputs.values())).target.notes if n.startswith("queries")]
+    where = "; ".join(f"{label} = {path.resolve()}" for label, path in labels.items())
+    report.notes[:0] = [f"folders: {where}", *subset_notes, *notes]  # the rows' FOLDER/
+    return report, _saved(inputs, labels, results, own, report, profile)
+
+
+def _saved(
+    inputs: dict[str, ReportInputs],
+    labels: dict[str, Path],
+    results: dict[str, Results],
+    own: dict[str, str],
+    report: ComparisonReport,
+    profile: str,
+) -> dict:
+    """The ``results.json`` of ``compare FOLDERS -o OUT``: each system's values, run file and
+    folder; the folders in ``provenance["folders"]``; the dataset's facts where the folders
+    agree (``None`` where they differ: another chunking is other data)."""
+    systems: dict[str, dict] = {}
+    for name in report.systems:
+        label, system = name[: -len(own[name]) - 1], own[name]
+        inp = inputs[label]
+        entry = inp.results["systems"][system]
+        path = run_file(Path(inp.source), str(entry.get("run_file") or f"runs/{system}.trec"))
+        values = results[name].to_dict()  # scored on a query subset, if any: the file's run
+        recorded = (entry.get("provenance") or {}).get("run_fingerprint")
+        values["provenance"]["run_fingerprint"] = (
+            recorded or values["provenance"]["run_fingerprint"]
+        )
+        systems[name] = {
+            **values,
+            "run_file": str(path.resolve()),
+            "seconds": dict(entry.get("seconds") or {}),
+            "run_metadata": dict(entry.get("run_metadata") or {}),
+            "folder": label,
+        }
+    provs = {label: inp.results.get("provenance") or {} for label, inp in inputs.items()}
+    first = next(iter(inputs.values()))
+    fingerprints = {inp.dataset.fingerprint() if inp.dataset else None for inp in inputs.values()}
+    options = [p.get("dataset_options") or {} for p in provs.values()]
+    record = first.target.query_subset
+    prov = {
+        "dataset": first.results["dataset"],
+        "dataset_fingerprint": fingerprints.pop() if len(fingerprints) == 1 else None,
+        "split": provs[next(iter(provs))].get("split"),
+        "dataset_options": options[0] if all(o == options[0] for o in options) else None,
+        "nuggetbench_version": __version__,
+        "made_by": "nuggetbench compare",
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "folders": {
+            label: {
+                "path": str(labels[label].resolve()),
+                "dataset_options": provs[label].get("dataset_options"),
+                "dataset_fingerprint": provs[label].get("dataset_fingerprint"),
+                "k": inp.results.get("k"),
+            }
+            for label, inp in inputs.items()
+        },
+    }
+    if record is not None:
+        prov["queries"] = record
+    depths = {inp.results.get("k") for inp in inputs.values()}
+    return {
+        "dataset": first.results["dataset"],
+        "measures": list(report.measures),
+        "profile": profile,
+        "k": depths.pop() if len(depths) == 1 else None,
+        "provenance": prov,
+        "notes": list(report.notes),
+        "baseline": report.baseline,
+        "systems": systems,
+        "comparison": report.to_dict(),
+    }
 
 
 def _inputs(folder: Path) -> ReportInputs:

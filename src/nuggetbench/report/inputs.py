@@ -9,20 +9,31 @@ texts) whose judgments, corpus and queries the page shows. The target is reloade
 results record unless one is given; the dataset's and the judgments' fingerprints must match the
 recorded ones, and each run's too, so that grades and snippets never come from other data than
 the scores.
+
+With ``partial=True`` (what ``nuggetbench report`` does) a report is still made when what it reads
+besides ``results.json`` is not there: a dataset absent from this machine (not on disk, downloads
+off or impossible: a colleague without non-redistributable data), run files that were not copied,
+or a comparison of folders scored on different data (two chunkings). The inputs then hold no
+runs (and, without the dataset, no judgments or texts), and :attr:`ReportInputs.missing` says what
+is missing and what it leaves out: the numbers-only views (means, intervals, tests, per-query
+values, wins/ties/losses) come from ``results.json`` alone. Data that is there but differs from
+the recorded data is refused as before.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nuggetbench._outfolder import current_file, incomplete_note, read_results_file, run_file
 from nuggetbench.data import Corpus, Qrels, Queries, Run, read_run
+from nuggetbench.data.subset import QuerySubset
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
-from nuggetbench.errors import InputError
+from nuggetbench.errors import DatasetError, InputError
 from nuggetbench.experiment import Experiment, slug
 
 __all__ = ["ReportInputs", "load_inputs", "read_results"]
@@ -36,14 +47,18 @@ class ReportInputs:
         results: the ``results.json`` dict (``dataset``, ``measures``, ``profile``, ``k``,
             ``provenance``, ``notes``, ``systems`` with per-query values, ``comparison``).
         runs: ``{system name: Run}`` in the order of ``results["systems"]``.
-        target: the dataset (or judgments file) the runs were scored on.
+        target: the dataset (or judgments file) the runs were scored on; empty judgments
+            without a dataset when it could not be loaded (see *missing*).
         source: where the results came from (a path, or ``"<experiment>"``).
+        missing: what could not be read (with ``partial=True``) and what the report leaves out
+            for it, one line each; empty when everything is there.
     """
 
     results: dict
     runs: dict[str, Run]
     target: Target
     source: str
+    missing: list[str] = field(default_factory=list)
 
     @property
     def systems(self) -> list[str]:
@@ -153,6 +168,9 @@ def _target(
         ds = target.dataset
         if ds is not None and split and ds.split != split and "split" not in options:
             target = load_target(dataset or results["dataset"], **options, split=split)
+    if prov.get("queries") is not None and target.query_subset is None:  # run on a subset
+        subset = QuerySubset.from_record(prov["queries"], where=str(results.get("dataset")))
+        target = target.subset(subset, what=str(results.get("dataset")))
     ds = target.dataset
     recorded = prov.get("dataset_fingerprint")
     if ds is not None and recorded and recorded != ds.fingerprint():
@@ -178,6 +196,7 @@ def load_inputs(
     *,
     dataset: Dataset | str | None = None,
     options: Mapping[str, Any] | None = None,
+    partial: bool = False,
 ) -> ReportInputs:
     """Collect a report's inputs from an experiment or an output folder.
 
@@ -185,14 +204,20 @@ def load_inputs(
         source: an :class:`Experiment` (its runs are used as they are in memory), an output
             folder of ``nuggetbench run`` or ``nuggetbench compare -o``, or its ``results.json``.
         dataset: the dataset (a :class:`Dataset`, an id, a folder or a judgments file); default:
-            the one recorded in the results, loaded with *options*.
+            the one recorded in the results, loaded with *options* (and the query subset the
+            results record, ``provenance["queries"]``).
         options: loader options for the dataset (``{"chunker": ...}``), as ``-O KEY=VALUE``;
             they add to (and override) the options the results record (``nuggetbench run``
             records those it loaded the dataset with).
+        partial: a dataset that cannot be loaded (absent, downloads off: a ``DatasetError``),
+            run files that are not there, or a comparison of folders scored on different data
+            give inputs without runs (and judgments) and a line in
+            :attr:`ReportInputs.missing` each, instead of an error (see the module docstring).
 
     Raises:
-        InputError: unreadable results, a missing run file, or a dataset, judgments or run whose
-            fingerprint differs from the one the results record.
+        InputError: unreadable results, a missing run file (without *partial*), or a dataset,
+            judgments or run whose fingerprint differs from the one the results record.
+        DatasetError: the dataset cannot be loaded (without *partial*).
     """
     if isinstance(source, Experiment):
         if not source.systems:
@@ -205,8 +230,69 @@ def load_inputs(
         if not results["systems"]:  # the plan of a run that has finished no system yet
             note = incomplete_note(results, folder / "results.json")
             raise InputError(f"{note or folder}: no system to report yet")
+        origin = str(folder)
+        if partial:
+            return _partial(results, folder, dataset, options)
         runs = {
             name: _read_checked(name, entry, folder) for name, entry in results["systems"].items()
         }
-        origin = str(folder)
     return ReportInputs(results, runs, _target(results, dataset, options), origin)
+
+
+#: What the views that need the runs or the dataset show, for the lines of ``missing``.
+_LEFT_OUT = (
+    "the report shows the numbers results.json holds (means, intervals, tests, per-query "
+    "values, wins/ties/losses)"
+)
+
+
+def _partial(
+    results: dict, folder: Path, dataset: Dataset | str | None, options: Mapping[str, Any] | None
+) -> ReportInputs:
+    """:func:`load_inputs` with ``partial=True`` from an output folder: what is there, and a
+    line in ``missing`` for each thing that is not."""
+    missing: list[str] = []
+    prov = results.get("provenance") or {}
+    folders = prov.get("folders") if isinstance(prov.get("folders"), dict) else {}
+    if dataset is None and folders and prov.get("dataset_fingerprint") is None:
+        made = "; ".join(
+            f"{k}: {_flags((v or {}).get('dataset_options') or {})}" for k, v in folders.items()
+        )
+        paths = ", ".join(str((v or {}).get("path")) for v in folders.values())
+        missing.append(
+            f"the systems were scored on different data ({made}): {_LEFT_OUT}; each folder's "
+            "own report shows its documents, judgments, nuggets and depth curves "
+            f"(nuggetbench report FOLDER, for {paths})"
+        )
+        return ReportInputs(results, {}, Target(Qrels.from_dict({})), str(folder), missing)
+    loaded = True
+    try:
+        target = _target(results, dataset, options)
+    except DatasetError as exc:
+        loaded = False
+        what = re.split(r"\. |; ", str(exc), maxsplit=1)[0]
+        missing.append(
+            f"the dataset {results['dataset']} could not be loaded here ({what}): {_LEFT_OUT}; "
+            "the query texts, documents, judgments, nuggets and depth curves need it (point "
+            "NUGGETBENCH_DATA at it, or `nuggetbench datasets fetch` it, then report again)"
+        )
+        target = Target(Qrels.from_dict({}))
+    runs: dict[str, Run] = {}
+    absent = [n for n, e in results["systems"].items() if not _has_run(n, e, folder)]
+    if absent:
+        missing.append(
+            f"the run files of {', '.join(absent)} are not here: {_LEFT_OUT}; the documents each "
+            "system ranked and the depth curves need the runs (keep them where results.json "
+            "names them)"
+        )
+    elif loaded:
+        runs = {n: _read_checked(n, e, folder) for n, e in results["systems"].items()}
+    return ReportInputs(results, runs, target, str(folder), missing)
+
+
+def _has_run(name: str, entry: Mapping[str, Any], folder: Path) -> bool:
+    try:
+        _run_path(name, entry, folder)
+    except InputError:
+        return False
+    return True

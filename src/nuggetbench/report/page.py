@@ -223,6 +223,7 @@ def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> 
         method=_method(data),
         notes=data.results.get("notes") or [],
         incomplete=_incomplete(data, source),
+        missing=data.missing,
         summaries=[
             (
                 t.title,

@@ -20,6 +20,7 @@ from nuggetbench._outfolder import writing
 from nuggetbench._version import __version__
 from nuggetbench.compare import ComparisonReport
 from nuggetbench.data import read_run
+from nuggetbench.data.subset import QuerySubset, query_subset
 from nuggetbench.datasets import Dataset, load_target
 from nuggetbench.evaluation import compare_run_files
 from nuggetbench.jsonl import json_text
@@ -48,14 +49,16 @@ def compare_to_folder(
     options: Mapping[str, Any] | None = None,
     trailing: str = "error",
     duplicates: str | None = None,
+    queries: QuerySubset | str | Path | Sequence[str] | None = None,
     **compare_options: Any,
 ) -> ComparisonReport:
     """Compare run files as :func:`nuggetbench.evaluation.compare_run_files` does and save
     ``<outdir>/results.json`` (atomically) for :func:`nuggetbench.report.html`.
 
     Args:
-        dataset, runs, measures, profile, options, trailing, duplicates, compare_options: as
-            ``compare_run_files``
+        dataset, runs, measures, profile, options, trailing, duplicates, queries,
+            compare_options: as ``compare_run_files`` (the query subset is recorded as
+            ``provenance["queries"]``)
             (``baseline``, ``test``, ``correction``, ``alpha``, ``ci``, ``n_resamples``, ``seed``,
             ``average_over``).
         outdir: the folder (created).
@@ -68,6 +71,7 @@ def compare_to_folder(
             holds another kind of output (an experiment of ``nuggetbench run``), before any work.
     """
     with writing(outdir, "compare", "nuggetbench compare -o", replaces=("report.html",)) as out:
+        compare_options["queries"] = query_subset(queries)
         report, results = _compared(
             dataset, runs, measures, profile, options, trailing, duplicates, compare_options
         )
@@ -87,10 +91,19 @@ def _compared(
     compare_options: dict[str, Any],
 ) -> tuple[ComparisonReport, dict]:
     """The comparison and the ``results.json`` dict :func:`compare_to_folder` saves."""
-    target = load_target(dataset, **dict(options or {}))
+    subset = compare_options.pop("queries")
+    target = load_target(dataset, **dict(options or {})).subset(subset, what=str(dataset))
     source = target.dataset if target.dataset is not None else dataset
     reading = {"trailing": trailing, "duplicates": duplicates}
-    report = compare_run_files(source, runs, measures, profile, **reading, **compare_options)
+    report = compare_run_files(
+        source,
+        runs,
+        measures,
+        profile,
+        **reading,
+        queries=subset if target.dataset is None else None,  # a dataset is already restricted
+        **compare_options,
+    )
     profile_name = profile or target.default_profile or "trec_eval -c"
     ds = target.dataset
     name = ds.id if ds is not None else str(dataset)
@@ -98,10 +111,12 @@ def _compared(
         name = str(Path(name).resolve())
     systems: dict[str, dict] = {}
     for system, path in _names(runs).items():
-        run = read_run(path, name=system, keep_rank=True, **reading)
+        whole = read_run(path, name=system, keep_rank=True, **reading)
+        run = target.restrict_run(whole)  # a query subset: the file's run is scored on it
         res = score(target.qrels, run, report.measures, profile=profile_name)
         note_pools(res, target.doc_filter)  # a system that ranks whole pools is not cut
         entry = res.to_dict()
+        entry["provenance"]["run_fingerprint"] = whole.fingerprint()  # the file's, as `run`'s
         entry.update(run_file=str(path.resolve()), seconds={}, run_metadata=dict(run.metadata))
         entry["depth"] = depth_of(res)  # the most documents it ranked for a query
         systems[system] = entry
@@ -119,8 +134,10 @@ def _compared(
             "nuggetbench_version": __version__,
             "made_by": "nuggetbench compare",
             "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            **({"queries": target.query_subset} if target.query_subset else {}),
         },
         "notes": list(report.notes),
+        "baseline": report.baseline,
         "systems": {system: systems[system] for system in report.systems},
         "comparison": report.to_dict(),
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from nuggetbench.llm.settings import MAX_REPLY_CHARS
 from nuggetbench.spec import Options, option
 
 __all__ = [
@@ -21,8 +22,14 @@ __all__ = [
     "CrossEncoderOptions",
     "DenseOptions",
     "METHODS",
+    "PISA_ALGORITHMS",
+    "PISA_ENCODINGS",
+    "PISA_STOPWORDS",
     "PROMPT_PRESETS",
     "HyDEOptions",
+    "LLMEndpointOptions",
+    "LLM_TRANSPORT",
+    "LLM_UNNAMED",
     "LLMListwiseOptions",
     "LLMPointwiseOptions",
     "SubQOptions",
@@ -36,6 +43,16 @@ STOPWORDS = (  # the names bm25s.tokenize accepts, and "none"
     "en", "english", "en_plus", "english_plus", "de", "german", "nl", "dutch", "fr", "french",
     "es", "spanish", "pt", "portuguese", "it", "italian", "ru", "russian", "sv", "swedish",
     "no", "norwegian", "zh", "chinese", "tr", "turkish", "ko", "korean", "da", "danish", "none",
+)
+PISA_STOPWORDS = ("terrier", "lucene")  # pyterrier-pisa's own lists (backend=pisa only)
+PISA_ALGORITHMS = (  # PISA's query algorithms; the last two are conjunctive
+    "block_max_wand", "block_max_maxscore", "maxscore", "wand", "ranked_or",
+    "block_max_ranked_and", "ranked_and",
+)
+PISA_ENCODINGS = (  # PISA's posting-list compressions
+    "block_simdbp", "block_optpfor", "block_varintg8iu", "block_streamvbyte", "block_maskedvbyte",
+    "block_interpolative", "block_qmx", "block_varintgb", "block_simple8b", "block_simple16",
+    "ef", "single", "pefuniform", "pefopt",
 )
 # fmt: on
 
@@ -58,18 +75,27 @@ class BM25Options(Options):
     b: float = option(0.75, "document-length normalisation", minimum=0, maximum=1)
     method: str = option("lucene", "bm25s scoring variant (Kamphuis et al. 2020)", choices=METHODS)
     delta: float = option(0.5, "the delta of bm25l and bm25+ (ignored by the others)")
-    stemmer: str = option("english", "PyStemmer algorithm (english, porter, french...) or none")
-    stopwords: str = option("en", "bm25s stop-word list or none", choices=STOPWORDS)
+    stemmer: str = option(
+        "english",
+        "PyStemmer algorithm (english, porter, french...) or none; backend=pisa: english "
+        "(PISA's Porter2), krovetz or none",
+    )
+    stopwords: str = option(
+        "en",
+        "bm25s stop-word list or none; backend=pisa also terrier or lucene (pyterrier-pisa's)",
+        choices=(*STOPWORDS, *PISA_STOPWORDS),
+    )
     cache: bool = option(True, "read and write the index in the artifact store")
     backend: str = option(
         "auto",
         "auto|numpy|numba: bm25s retrieval (auto uses numba only when queries x documents >= 2e8); "
-        "lucene: Lucene through Pyserini (the lucene extra)",
-        choices=("auto", "numpy", "numba", "lucene"),
+        "lucene: Lucene through Pyserini (the lucene extra); pisa: PISA through pyterrier-pisa "
+        "(the pisa extra)",
+        choices=("auto", "numpy", "numba", "lucene", "pisa"),
     )
     threads: int = option(
         0,
-        "numba retrieval threads, or Lucene's indexing and search threads (0: every CPU)",
+        "numba retrieval threads, or Lucene's or PISA's indexing and search threads (0: every CPU)",
         minimum=0,
     )
     fields: str = option(
@@ -77,6 +103,17 @@ class BM25Options(Options):
         "backend=lucene layout: flat (title + text in one field) or multifield (title and text "
         "fields, searched with equal weights), Pyserini's BEIR indexes",
         choices=("flat", "multifield"),
+    )
+    algorithm: str = option(
+        "block_max_wand",
+        "backend=pisa query algorithm: block_max_wand, block_max_maxscore, maxscore, wand, "
+        "ranked_or (the same top k), or the conjunctive ranked_and, block_max_ranked_and",
+        choices=PISA_ALGORITHMS,
+    )
+    encoding: str = option(
+        "block_simdbp",
+        "backend=pisa posting-list compression (speed and size only, same scores)",
+        choices=PISA_ENCODINGS,
     )
     analyzer: str = option(
         "auto",
@@ -244,79 +281,89 @@ def _llm_model() -> Any:
     return option("", "chat model (default: NUGGETBENCH_LLM_MODEL)")
 
 
-def _base_url() -> Any:
-    return option("", "OpenAI-compatible endpoint (default: NUGGETBENCH_LLM_BASE_URL)")
-
-
-def _timeout() -> Any:
-    return option(
-        120.0, "seconds one request may take, from connecting to its last byte", minimum=0.1
-    )
-
-
-def _max_retries() -> Any:
-    return option(
-        6, "retries of a request that timed out or failed (backoff 1 s, doubling)", minimum=0
-    )
-
-
-def _llm_cache() -> Any:
-    return option(
-        True,
-        "serve LLM answers cached before; false: send every request again (the new answers "
-        "replace the cached ones) and never serve this system's run from the run cache",
-    )
-
-
 def _temperature() -> Any:
     return option(0.0, "sampling temperature (0: reproducible rewrites)", minimum=0)
 
 
 @dataclass(frozen=True, kw_only=True)
-class HyDEOptions(Options):
+class LLMEndpointOptions(Options):
+    """Where and how every LLM step calls its model, declared once: the options ``llm_listwise``,
+    ``llm_pointwise``, ``hyde`` and ``subq`` all accept, with the same names, types, defaults and
+    meanings as ``--base-url``, ``--no-api-key``, ``--timeout``... of ``judge`` and the plan's
+    ``[llm]`` (:class:`~nuggetbench.llm.settings.LLMSettings`). Those in :data:`LLM_TRANSPORT`
+    do not change what is asked: they are left out of the steps' identities (run-cache keys)."""
+
+    model: str = _llm_model()
+    base_url: str = option("", "OpenAI-compatible endpoint (default: NUGGETBENCH_LLM_BASE_URL)")
+    api_key_env: str = option(
+        "OPENAI_API_KEY",
+        "environment variable holding the API key (NUGGETBENCH_LLM_API_KEY is tried first)",
+    )
+    no_api_key: bool = option(False, "the endpoint needs no key (a local vLLM or Ollama server)")
+    timeout: float = option(
+        120.0, "seconds one request may take, from connecting to its last byte", minimum=0.1
+    )
+    max_retries: int = option(
+        6, "retries of a request that timed out or failed (backoff 1 s, doubling)", minimum=0
+    )
+    concurrency: int = option(4, "requests in flight at once", minimum=1)
+    cache: bool = option(
+        True,
+        "serve LLM answers cached before; false: send every request again (the new answers "
+        "replace the cached ones) and never serve this system's run from the run cache",
+    )
+    price_in: float | None = option(None, "USD per million prompt tokens (for the cost)")
+    price_out: float | None = option(None, "USD per million answer tokens (for the cost)")
+    max_reply_chars: int = option(
+        MAX_REPLY_CHARS,
+        "longest reply kept, in characters (a longer one is cut and not used)",
+        minimum=1,
+    )
+
+
+#: The options of :class:`LLMEndpointOptions` that say where and how fast to call, not what is
+#: asked: left out of the LLM steps' identities (their run-cache keys) and parameters.
+LLM_TRANSPORT = (
+    "base_url",
+    "api_key_env",
+    "no_api_key",
+    "timeout",
+    "max_retries",
+    "concurrency",
+    "cache",
+    "price_in",
+    "price_out",
+    "max_reply_chars",
+)
+#: The options left out of the LLM steps' names (``llm_listwise(model=M,k=20)``): the endpoint's
+#: address, its key's variable and the bounds of one request.
+LLM_UNNAMED = ("base_url", "api_key_env", "timeout", "max_retries", "max_reply_chars")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HyDEOptions(LLMEndpointOptions):
     """Options of ``hyde(RETRIEVER; ...)`` (:class:`~nuggetbench.retrieval.rerankers.querygen.HyDE`)."""
 
     WHERE = "hyde"
 
-    model: str = _llm_model()
-    base_url: str = _base_url()
     temperature: float = _temperature()
-    timeout: float = _timeout()
-    max_retries: int = _max_retries()
-    cache: bool = _llm_cache()
     max_words: int = option(300, "longest closed-book answer, in words", minimum=1)
 
 
 @dataclass(frozen=True, kw_only=True)
-class SubQOptions(Options):
+class SubQOptions(LLMEndpointOptions):
     """Options of ``subq(RETRIEVER; ...)`` (:class:`~nuggetbench.retrieval.rerankers.querygen.SubQ`)."""
 
     WHERE = "subq"
 
-    model: str = _llm_model()
-    base_url: str = _base_url()
     temperature: float = _temperature()
-    timeout: float = _timeout()
-    max_retries: int = _max_retries()
-    cache: bool = _llm_cache()
     max_subquestions: int = option(5, "most sub-questions asked for", minimum=1)
 
 
-def _api_key_env() -> Any:
-    return option(
-        "OPENAI_API_KEY",
-        "environment variable holding the API key (NUGGETBENCH_LLM_API_KEY is tried first)",
-    )
-
-
 @dataclass(frozen=True, kw_only=True)
-class _LLMRerankOptions(Options):
+class _LLMRerankOptions(LLMEndpointOptions):
     """Options shared by ``llm_listwise`` and ``llm_pointwise``."""
 
-    model: str = _llm_model()
-    base_url: str = _base_url()
-    api_key_env: str = _api_key_env()
-    no_api_key: bool = option(False, "the endpoint needs no key (a local vLLM or Ollama server)")
     k: int = option(100, "candidates reranked per query (the top k of the first stage)", minimum=1)
     passage_tokens: int = option(
         300, "tokens of each passage shown to the model (the rest is cut)", minimum=1
@@ -329,12 +376,6 @@ class _LLMRerankOptions(Options):
     max_tokens: int = option(
         256, "longest answer, in tokens (reasoning models need more)", minimum=1
     )
-    concurrency: int = option(4, "requests in flight at once", minimum=1)
-    timeout: float = _timeout()
-    max_retries: int = _max_retries()
-    cache: bool = _llm_cache()
-    price_in: float | None = option(None, "USD per million prompt tokens (for the cost)")
-    price_out: float | None = option(None, "USD per million answer tokens (for the cost)")
 
 
 @dataclass(frozen=True, kw_only=True)

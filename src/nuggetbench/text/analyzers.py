@@ -42,11 +42,12 @@ import functools
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import Any
 
 from nuggetbench.errors import SpecError, suggest
+from nuggetbench.progress import Meter
 from nuggetbench.text.bm25s_private import private_api
 
 log = logging.getLogger(__name__)
@@ -260,16 +261,16 @@ class Analyzer:
             texts: the texts (an iterable; consumed once).
             return_ids: return a ``bm25s.tokenization.Tokenized(ids, vocab)`` (token ids per
                 text, and the ``token -> id`` vocabulary) instead of lists of strings.
-            show_progress: a tqdm bar.
+            show_progress: a progress meter (:class:`~nuggetbench.progress.Meter`).
 
         Returns:
             ``list[list[str]]``, or ``Tokenized`` when *return_ids*.
         """
-        from tqdm.auto import tqdm
+        total = len(texts) if isinstance(texts, Sized) else None
+        with Meter(f"analyzing ({self.name})", total, "text", show=show_progress) as meter:
+            return self._tokenize(meter.iterate(texts), return_ids)
 
-        iterator = tqdm(
-            texts, desc=f"analyzing ({self.name})", disable=not show_progress, unit="text"
-        )
+    def _tokenize(self, iterator: Iterable[str], return_ids: bool):
         if not return_ids:
             return [self.analyze(t) for t in iterator]
         from bm25s.tokenization import Tokenized

@@ -102,25 +102,31 @@ def _rank_disagreements_by_groups(
 
     Entries are ranked (scores non-increasing inside each row). Read in rank order (stable, so
     equal ranks keep the score order), a row's scores go up exactly when some entry has a higher
-    rank than an entry of strictly lower score. So each group of equal scores is compared with
-    the largest rank of the row's earlier (higher-scoring) groups: one running maximum over keys
+    rank than an entry of strictly lower score. So each entry is compared with the largest rank
+    of the row's entries before its group of equal scores: one running maximum over keys
     ``row * span + rank`` (a row's keys all exceed the earlier rows', so the maximum restarts at
-    each row). ``None`` when the keys would not fit in int64 (the caller sorts instead).
+    each row), read just before the entry, or before its group's head for an entry tied with the
+    one before it. Elementwise passes only (per-group ``reduceat`` cost more when scores are
+    mostly distinct). ``None`` when the keys would not fit in int64 (the caller sorts instead).
     """
     low, high = int(ranks.min()), int(ranks.max())
     span = high - low + 1
     if (int(rows[-1]) + 1) * span >= 2**62:
         return None
-    keys = rows * np.int64(span) + (ranks - low)
-    change = np.empty(len(rows), dtype=bool)
-    change[0] = True
-    np.logical_or(rows[1:] != rows[:-1], scores[1:] != scores[:-1], out=change[1:])
-    heads = np.flatnonzero(change)
-    largest = np.maximum.accumulate(np.maximum.reduceat(keys, heads))
-    smallest = np.minimum.reduceat(keys, heads)
-    bad = largest[:-1] > smallest[1:]  # an earlier group of the row ranks below this one
+    keys = rows * np.int64(span)
+    keys += ranks - low
+    running = np.maximum.accumulate(keys)
+    bad = np.empty(len(rows), dtype=bool)
+    bad[0] = False
+    np.greater(running[:-1], keys[1:], out=bad[1:])  # a higher entry ranks below this one
+    same = np.flatnonzero((scores[1:] == scores[:-1]) & (rows[1:] == rows[:-1])) + 1
+    if len(same):  # an entry tied with the one before: compared with the entries before its group
+        starts = np.ones(len(same), dtype=bool)
+        starts[1:] = same[1:] - 1 != same[:-1]
+        head = np.maximum.accumulate(np.where(starts, same - 1, 0))
+        bad[same] = (head > 0) & (running[np.maximum(head - 1, 0)] > keys[same])
     flagged = np.zeros(int(rows[-1]) + 1, dtype=bool)
-    flagged[rows[heads[1:][bad]]] = True
+    flagged[rows[bad]] = True
     return np.flatnonzero(flagged)
 
 

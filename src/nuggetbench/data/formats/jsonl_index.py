@@ -36,6 +36,7 @@ from nuggetbench._atomic import atomic_write, clean_stale, make_temp, make_temp_
 from nuggetbench.data.corpus import Document, JsonlCorpus, _field_fingerprint, _parse_corpus_line
 from nuggetbench.data.source import decode_id_text, encode_id_text
 from nuggetbench.errors import DuplicateError, FormatError
+from nuggetbench.progress import Meter
 
 log = logging.getLogger(__name__)
 
@@ -330,7 +331,7 @@ def write_jsonl_corpus(
         documents: :class:`~nuggetbench.data.Document` values (any iterable, consumed once).
         path: the ``corpus.jsonl`` to write (its folder is created).
         name: label of the returned corpus.
-        show_progress: a tqdm bar (documents).
+        show_progress: a progress meter (documents; :class:`~nuggetbench.progress.Meter`).
         total: the number of documents, for the bar, when known.
         desc: the bar's label.
 
@@ -340,8 +341,6 @@ def write_jsonl_corpus(
     Raises:
         DuplicateError: two documents share an id (nothing is kept).
     """
-    from tqdm.auto import tqdm
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     builder = _IndexBuilder()
@@ -352,9 +351,7 @@ def write_jsonl_corpus(
     try:
         with (
             os.fdopen(fd, "wb") as fh,
-            tqdm(
-                total=total, desc=desc, unit="doc", unit_scale=True, disable=not show_progress
-            ) as bar,
+            Meter(desc, total, "doc", show=show_progress) as bar,
         ):
             for doc in documents:
                 obj = {"_id": doc.doc_id, "title": doc.title, "text": doc.text}

@@ -53,6 +53,7 @@ from nuggetbench.measures.diversity.core import DiversityScorer, RankedEntries, 
 from nuggetbench.measures.params import ALPHA, BETA, REL, params_table
 from nuggetbench.measures.profiles import Profile
 from nuggetbench.measures.registry import MeasureFamily, register
+from nuggetbench.spec import Param
 
 if TYPE_CHECKING:  # pragma: no cover
     from nuggetbench.data.run import Run
@@ -112,21 +113,51 @@ def diversity_scorer(
             "(topic subtopic docno judgment), a FreshStack queries file or a nugget dataset"
         )
     state = _STATE.setdefault(ctx, {})
-    key = ("scorer", int(rel))
+    judged_only = bool(measure is not None and dict(measure.params).get("judged_only", False))
+    key = ("scorer", int(rel), judged_only)
     if key not in state:
-        if "entries" not in state:
+        entries_key = ("entries", judged_only)
+        if entries_key not in state:
             order, depth = _order(ctx.profile)
             cut = (ctx.profile.options or {}).get("diversity_cut")
             run = _precut(ctx.run, cut) if cut else ctx.run
-            state["entries"] = RankedEntries.from_run(run, ctx.query_ids, order=order, depth=depth)
+            if judged_only:
+                run = _judged_entries(run, nuggets)
+            state[entries_key] = RankedEntries.from_run(
+                run, ctx.query_ids, order=order, depth=depth
+            )
         table = SubtopicTable.build(nuggets, ctx.query_ids, rel=int(rel))
-        state[key] = DiversityScorer(table, state["entries"])
+        state[key] = DiversityScorer(table, state[entries_key])
     return state[key]
+
+
+def _judged_entries(run: Run, nuggets) -> Run:
+    """The entries of *run* whose (query, doc) pair has a nugget judgment (any grade): the
+    ranking ir_measures' ``judged_only`` gives pyndeval."""
+    import pandas as pd
+
+    q, _, d, _ = nuggets.arrays()
+    judged = pd.MultiIndex.from_arrays([np.asarray(q, dtype=object), np.asarray(d, dtype=object)])
+    qids, starts, docids, _ = run.arrays()
+    queries = np.repeat(np.asarray(qids, dtype=object), np.diff(starts))
+    entries = pd.MultiIndex.from_arrays([queries, np.asarray(docids, dtype=object)])
+    keep = np.asarray(entries.isin(judged), dtype=bool)
+    return run if keep.all() else run.filter_entries(keep)
+
+
+#: ir_measures' ``judged_only`` of the diversity measures (pyndeval given the run's documents
+#: that have a nugget judgment); not trec_eval's ``-J``, which leaves these measures alone.
+DIVERSITY_JUDGED_ONLY = Param(
+    "judged_only",
+    bool,
+    False,
+    "drop documents without a nugget judgment first (ir_measures' judged_only for pyndeval)",
+)
 
 
 class _Diversity(MeasureFamily):
     cutoff = "required"
-    params = params_table(ALPHA, REL)
+    params = params_table(ALPHA, REL, DIVERSITY_JUDGED_ONLY)
 
     def scorer(self, ctx: EvalContext, measure: Measure) -> DiversityScorer:
         return diversity_scorer(ctx, measure.param("rel"), measure)
@@ -178,7 +209,7 @@ class NERRIA(_Diversity):
 class PIA(_Diversity):
     name = "P_IA"
     aliases = ("P-IA",)
-    params = params_table(REL)
+    params = params_table(REL, DIVERSITY_JUDGED_ONLY)
     description = "intent-aware precision@k (Agrawal et al. 2009; ndeval's P-IA)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
@@ -227,7 +258,7 @@ class APIA(_Diversity):
     name = "AP_IA"
     aliases = ("MAP-IA", "MAP_IA")
     cutoff = "forbidden"
-    params = params_table(REL)
+    params = params_table(REL, DIVERSITY_JUDGED_ONLY)
     description = "intent-aware average precision over the whole ranking (ndeval's MAP-IA)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:

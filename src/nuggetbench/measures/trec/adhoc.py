@@ -48,6 +48,7 @@ from nuggetbench.measures.gains import DCG, GAINS, grade_gains, ideal_gains, sum
 from nuggetbench.measures.measure import Measure
 from nuggetbench.measures.params import JUDGED_ONLY, REL, params_table
 from nuggetbench.measures.registry import MeasureFamily, register
+from nuggetbench.spec import Param
 
 _REL: dict[str, Any] = params_table(REL)
 _REL_JUDGED: dict[str, Any] = params_table(REL, JUDGED_ONLY)
@@ -122,7 +123,7 @@ class NDCG(MeasureFamily):
     def _terms(ctx: EvalContext, view: Ranked, dcg: str, gains: str) -> tuple[np.ndarray, ...]:
         """``(qidx, rank, discounted gain)`` of the entries of *view* with a non-zero gain, and
         the same for the ideal ranking (``irank`` its position inside the query)."""
-        if dcg == "linear" and not gains:
+        if dcg in ("linear", "log2") and not gains:
             pos = view.grade > 0
             gain = view.grade[pos].astype(np.float64)
             iq, ig = ctx.ideal_gains()
@@ -199,8 +200,11 @@ class Success(MeasureFamily):
     name = "Success"
     aliases = ("success",)
     params = _REL_JUDGED
-    cutoff = "required"
-    description = "1 if a relevant document is in the top k (trec_eval success.k)"
+    cutoff = "optional"
+    description = (
+        "1 if a relevant document is in the top k (trec_eval success.k; ranx hit_rate@k); "
+        "without k, in the whole ranking"
+    )
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         return (_relevant_retrieved(ctx, measure) > 0).astype(np.float64)
@@ -246,17 +250,32 @@ class Bpref(MeasureFamily):
         return _safe_div(sum_by_query(q, weights=term, minlength=len(ctx.query_ids)), nrel)
 
 
+#: ir_measures' ``NumRet(rel=...)``: a filter of its own, not trec_eval's ``-l`` (a profile's
+#: ``rel`` leaves ``NumRet`` a count of every retrieved document, as trec_eval's ``num_ret``).
+NUMRET_REL = Param(
+    "rel",
+    int,
+    None,
+    "count only documents judged >= rel (ir_measures: NumRelRet is NumRet(rel=1)); "
+    "none: every retrieved document",
+)
+
+
 class NumRet(MeasureFamily):
     name = "NumRet"
     aliases = ("num_ret",)
-    params: ClassVar[dict[str, Any]] = params_table(JUDGED_ONLY)
+    params: ClassVar[dict[str, Any]] = params_table(NUMRET_REL, JUDGED_ONLY)
     cutoff = "forbidden"
     aggregate = "sum"
     scalable = False
     description = "number of retrieved documents (trec_eval num_ret)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
-        return ctx.num_ret(judged_only=measure.param("judged_only"))
+        rel = measure.param("rel")
+        if rel is None:
+            return ctx.num_ret(judged_only=measure.param("judged_only"))
+        view = ctx.ranked(rel=rel, judged_only=measure.param("judged_only"))
+        return view.count(view.relevant)
 
 
 class NumRel(MeasureFamily):

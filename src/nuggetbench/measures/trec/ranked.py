@@ -163,7 +163,12 @@ class IPrec(MeasureFamily):
     aliases = ("IPrec_at_recall",)
     params: ClassVar[dict[str, Any]] = params_table(RECALL, REL, JUDGED_ONLY, LEGACY)
     cutoff = "forbidden"
-    description = "interpolated precision at a recall level (trec_eval iprec_at_recall)"
+    at_param = "recall"  # ir_measures' IPrec@0.1, computed by pytrec_eval (trec_eval 9's k)
+    at_implies = (("legacy", True),)
+    description = (
+        "interpolated precision at a recall level (trec_eval iprec_at_recall); IPrec@r is "
+        "ir_measures' spelling, with its pytrec_eval's legacy=true"
+    )
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
         points = [measure.param("recall")]

@@ -77,13 +77,22 @@ def _counts(
 class SetP(MeasureFamily):
     name = "SetP"
     aliases = ("set_P",)
-    params = _REL_JUDGED
+    params: ClassVar[dict[str, Any]] = params_table(
+        REL,
+        Param(
+            "relative",
+            bool,
+            False,
+            "divide by min(retrieved, R) instead: SetRelP (ir_measures' SetP(relative=True))",
+        ),
+        JUDGED_ONLY,
+    )
     cutoff = "forbidden"
     description = "precision of the whole retrieved set (trec_eval set_P)"
 
     def compute(self, ctx: EvalContext, measure: Measure) -> np.ndarray:
-        _, r, n, _ = _counts(ctx, measure)
-        return _div(r, n)
+        _, r, n, big_r = _counts(ctx, measure)
+        return _div(r, np.minimum(n, big_r) if measure.param("relative") else n)
 
 
 class SetRelP(MeasureFamily):
@@ -214,7 +223,7 @@ def _rbp_gains(ctx: EvalContext, view: Ranked, gains: str) -> np.ndarray:
 
 class TrecRBP(MeasureFamily):
     name = "TrecRBP"
-    aliases = ("TrecRbp",)
+    aliases = ("TrecRbp", "rbp")  # trec_eval's name; RBP is cwl_eval's (ir_measures)
     params: ClassVar[dict[str, Any]] = params_table(PERSISTENCE, GAINS, JUDGED_ONLY)
     cutoff = "forbidden"
     description = "rank-biased precision over graded gains scaled to [0, 1] (trec_eval rbp)"
@@ -230,7 +239,7 @@ class TrecRBP(MeasureFamily):
 
 class TrecRBPResid(MeasureFamily):
     name = "TrecRBPResid"
-    aliases = ("TrecRbpResid",)
+    aliases = ("TrecRbpResid", "rbp_resid")
     params: ClassVar[dict[str, Any]] = params_table(PERSISTENCE, JUDGED_ONLY)
     cutoff = "forbidden"
     description = "rbp's residual: the weight of unjudged and unseen ranks (trec_eval rbp_resid)"

@@ -175,8 +175,11 @@ function renderQuery(q) {
     }).join("");
     return `<div class="col" data-system="${esc(s)}"><h3>${sysname(s)}</h3>${docs || "<p>no documents</p>"}</div>`;
   }).join("");
-  const qtext = D.hasTexts ? `<div class="qtext">${esc(D.qtext[qi])}</div>` : `<p class="note" id="no-texts">Scored on a judgments file: no query or document texts.</p>`;
-  $("#qv").innerHTML = `${qtext}${scoreTable(qi)}${judgedPanel(qi)}${nuggetMatrix(qi, shown)}<h3>Top ${D.k}</h3><div class="cols" style="--n:${shown.length}">${cols}</div>`;
+  const qtext = D.hasTexts ? `<div class="qtext">${esc(D.qtext[qi])}</div>` : D.missing ? `<p class="note" id="no-texts">Numbers only: ${esc(D.missing)}</p>` : `<p class="note" id="no-texts">Scored on a judgments file: no query or document texts.</p>`;
+  // numbers only (no runs, or no judgments here): the panels that need them are left out
+  const judged = D.hasJudged === false ? "" : judgedPanel(qi);
+  const tops = D.hasRuns === false ? "" : `${nuggetMatrix(qi, shown)}<h3>Top ${D.k}</h3><div class="cols" style="--n:${shown.length}">${cols}</div>`;
+  $("#qv").innerHTML = `${qtext}${scoreTable(qi)}${judged}${tops}`;
 }
 $("#qv-ids").innerHTML = D.qids.slice(0, 5000).map((q) => `<option value="${esc(q)}">`).join("");
 $("#qv-input").addEventListener("change", (e) => { location.hash = "q=" + encodeURIComponent(e.target.value); });

@@ -71,6 +71,7 @@ import numpy as np
 
 from nuggetbench.data import Corpus, Queries, Run
 from nuggetbench.errors import InputError, ModelError, SpecError
+from nuggetbench.progress import Meter
 from nuggetbench.retrieval.models.loading import progress_bar
 from nuggetbench.retrieval.protocols import DocFilter, check_k
 from nuggetbench.store import Artifact
@@ -488,9 +489,6 @@ class LuceneIndex:
 
 
 def _query_bar(show: bool, total: int) -> Any:
-    """A tqdm bar over *total* queries, or ``None`` when *show* is false."""
-    if not show:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="lucene search", unit="query", smoothing=0.1)
+    """A :class:`~nuggetbench.progress.Meter` over *total* queries, or ``None`` when *show* is
+    false."""
+    return Meter("lucene search", total, "query") if show else None

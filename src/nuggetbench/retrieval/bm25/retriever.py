@@ -53,11 +53,14 @@ from typing import Any
 from nuggetbench._atomic import atomic_write
 from nuggetbench.data import Corpus
 from nuggetbench.errors import InputError, SpecError, suggest
+from nuggetbench.retrieval.bm25 import pisa
 from nuggetbench.retrieval.bm25.index import BM25Index, numba_available, tokenize_texts
 from nuggetbench.retrieval.bm25.lucene import EXTRA as LUCENE_EXTRA
 from nuggetbench.retrieval.bm25.lucene import LuceneIndex, build_lucene_index, lucene_available
 from nuggetbench.retrieval.bm25.lucene import index_key as lucene_index_key
 from nuggetbench.retrieval.bm25.memory import MemoryPlan, parse_size, plan_default, plan_memory
+from nuggetbench.retrieval.bm25.pisa import PisaIndex
+from nuggetbench.retrieval.bm25.pisa_engine import check_options as check_pisa_options
 from nuggetbench.retrieval.bm25.sharded import (
     SHARDED_METHODS,
     ShardedBM25Index,
@@ -102,6 +105,7 @@ class BM25(Composable):
         "bm25s": {"k1": 1.5, "b": 0.75},
         "lucene-flat": {"backend": "lucene", "fields": "flat", "k1": 0.9, "b": 0.4},
         "lucene-multifield": {"backend": "lucene", "fields": "multifield", "k1": 0.9, "b": 0.4},
+        "pisa": {"backend": "pisa", "k1": 0.9, "b": 0.4, "stopwords": "terrier"},
     }
     #: What each preset reproduces (``nuggetbench retrievers`` prints it beside its options).
     PRESET_NOTES = {
@@ -125,7 +129,7 @@ class BM25(Composable):
     def __init__(self, options: BM25Options | None = None, /, **kwargs: Any):
         opts = options if options is not None else BM25Options(**kwargs)
         stemmer = opts.stemmer.lower()
-        if stemmer != "none":
+        if stemmer != "none" and opts.backend != "pisa":
             import Stemmer
 
             algorithms = list(Stemmer.algorithms())
@@ -156,10 +160,14 @@ class BM25(Composable):
         analyzer = opts.analyzer.strip().lower() or "auto"
         if opts.backend == "lucene":
             _check_lucene(opts, stemmer, analyzer)
+        elif opts.backend == "pisa":
+            stemmer = check_pisa_options(opts, analyzer)
         elif opts.fields != "flat":
             raise SpecError(
                 "bm25: fields=multifield is a layout of backend=lucene; add backend=lucene"
             )
+        if opts.backend != "pisa":
+            _check_not_pisa(opts)
         if analyzer not in ("auto", "bm25s"):
             analyzer = get_analyzer(analyzer).name  # SpecError when unknown
         self.options = replace(
@@ -179,8 +187,10 @@ class BM25(Composable):
         self.memory = memory  # the budget in bytes (None: no budget)
         self._plan: tuple[Any, MemoryPlan] | None = None  # (weak ref to the corpus, its plan)
         self.fields = self.options.fields
-        if self.backend == "lucene":  # the run cache keys on it
-            self.identity = self._lucene_identity
+        self.algorithm = self.options.algorithm  # backend=pisa
+        self.encoding = self.options.encoding
+        if self.backend in ("lucene", "pisa"):  # the run cache keys on it
+            self.identity = self._engine_identity
         else:
             self.identity = self._bm25s_identity
 
@@ -188,9 +198,12 @@ class BM25(Composable):
     @property
     def params(self) -> dict[str, Any]:
         """Every option that changes the results (``delta`` only for bm25l / bm25+; with
-        ``backend=lucene``: ``k1``, ``b``, ``backend`` and ``fields``)."""
+        ``backend=lucene``: ``k1``, ``b``, ``backend`` and ``fields``; with ``backend=pisa``:
+        ``k1``, ``b``, ``backend``, ``stemmer``, ``stopwords``, ``algorithm`` and ``encoding``)."""
         if self.backend == "lucene":
             return {"k1": self.k1, "b": self.b, "backend": "lucene", "fields": self.fields}
+        if self.backend == "pisa":
+            return pisa.engine_params(self)
         out = {k: getattr(self, k) for k in self._RESULT_OPTIONS}
         if self.method not in _NONOCCURRENCE_METHODS:
             out.pop("delta")
@@ -212,14 +225,20 @@ class BM25(Composable):
     def __repr__(self) -> str:
         return f"<BM25 {self.name}>"
 
-    def _lucene_identity(self) -> dict[str, Any]:
-        """What identifies a ``backend=lucene`` run: the spec plus Pyserini's and Anserini's
-        versions, so that another Pyserini does not reuse cached runs."""
+    def _engine_identity(self) -> dict[str, Any]:
+        """What identifies a ``backend=lucene`` or ``pisa`` run: the spec plus the engine's
+        versions (Pyserini's and Anserini's, or pyterrier-pisa's), so that another engine does
+        not reuse cached runs."""
+        engine = (
+            lucene_index_key(self.fields)
+            if self.backend == "lucene"
+            else pisa.engine_versions(self)
+        )
         return {
             "name": self.name,
             "params": self.params,
             "class": f"{type(self).__module__}.{type(self).__qualname__}",
-            "engine": lucene_index_key(self.fields),
+            "engine": engine,
         }
 
     def _bm25s_identity(self) -> dict[str, Any]:
@@ -249,10 +268,14 @@ class BM25(Composable):
     def plans_layout(self) -> bool:
         """Whether the layout is chosen from the corpus and a memory budget: with ``memory=``,
         and for plain ``bm25`` (the default budget), but not with ``shard_docs``,
-        ``backend=lucene`` or ``bm25l``/``bm25+`` (single index only)."""
+        ``backend=lucene``/``pisa`` or ``bm25l``/``bm25+`` (single index only)."""
         if self.memory is not None:
             return True
-        return not self.shard_docs and self.backend != "lucene" and self.method in SHARDED_METHODS
+        return (
+            not self.shard_docs
+            and self.backend not in ("lucene", "pisa")
+            and self.method in SHARDED_METHODS
+        )
 
     def memory_plan(self, corpus: Corpus) -> MemoryPlan | None:
         """The layout chosen for *corpus* (logged once per corpus): with ``memory=``,
@@ -308,10 +331,11 @@ class BM25(Composable):
         name = analyzer_for_language(language)
         if name is None:
             return self
-        if self.backend == "lucene":
+        if self.backend in ("lucene", "pisa"):
+            engine = "Lucene's English analyzer" if self.backend == "lucene" else "PISA's tokenizer"
             raise SpecError(
-                f"bm25: backend=lucene indexes with Lucene's English analyzer, but the dataset's "
-                f"language is {language!r}; use the bm25s backend (bm25 without backend=lucene)"
+                f"bm25: backend={self.backend} indexes with {engine}, but the dataset's language "
+                f"is {language!r}; use the bm25s backend (bm25 without backend={self.backend})"
             )
         clone = copy.copy(self)
         clone.analyzer = name
@@ -338,17 +362,22 @@ class BM25(Composable):
     # --- indexing ----------------------------------------------------------------------------
     def index(
         self, corpus: Corpus, *, show_progress: bool = False
-    ) -> BM25Index | ShardedBM25Index | LuceneIndex:
+    ) -> BM25Index | ShardedBM25Index | LuceneIndex | PisaIndex:
         """Index *corpus* (``title + " " + text`` of each document), or load the cached index.
 
         With ``backend=lucene``, a :class:`~nuggetbench.retrieval.bm25.lucene.LuceneIndex` built by
-        Pyserini (:func:`~nuggetbench.retrieval.bm25.lucene.build_lucene_index`).
+        Pyserini (:func:`~nuggetbench.retrieval.bm25.lucene.build_lucene_index`); with
+        ``backend=pisa``, a :class:`~nuggetbench.retrieval.bm25.pisa.PisaIndex`
+        (:func:`~nuggetbench.retrieval.bm25.pisa.build_pisa_index`).
 
         Raises:
             InputError: the corpus is empty, or no document has a single indexable term (every
                 text empty or made of stop words / one-letter tokens): nothing could be ranked.
-            ModelError: ``backend=lucene`` without Pyserini or Java (names the extra).
+            ModelError: ``backend=lucene`` without Pyserini or Java (names the extra), or
+                PISA failed.
         """
+        if self.backend == "pisa":
+            return pisa.engine_build(self, corpus, show_progress=show_progress)
         if self.backend == "lucene":
             return build_lucene_index(
                 corpus,
@@ -489,6 +518,22 @@ class BM25(Composable):
         default) chose the layout."""
         plan = self.memory_plan(corpus)
         return {} if plan is None else {"memory_plan": plan.as_dict()}
+
+
+def _check_not_pisa(opts: BM25Options) -> None:
+    """Refuse the options of ``backend=pisa`` with another backend."""
+    changed = [
+        f"{name}={getattr(opts, name)}"
+        for name in ("algorithm", "encoding")
+        if getattr(opts, name) != getattr(BM25Options, name)
+    ]
+    if opts.stopwords.lower() in ("terrier", "lucene"):
+        changed.append(f"stopwords={opts.stopwords}")
+    if changed:
+        raise SpecError(
+            f"bm25: {', '.join(changed)} belong to backend=pisa (pyterrier-pisa); add "
+            "backend=pisa, or drop them"
+        )
 
 
 def _check_lucene(opts: BM25Options, stemmer: str, analyzer: str) -> None:

@@ -76,7 +76,7 @@ def build_sharded(
         corpus: the corpus, read once in corpus order (``iter_documents``).
         work: the partial folder (created; kept between attempts for resuming).
         shard_docs: documents per chunk and shard (>= 1).
-        show_progress: tqdm bars (documents/s, ETA) per stage.
+        show_progress: progress meters (documents/s, ETA) per stage.
         mapper: runs the per-chunk tokenizing and the per-shard scoring (:mod:`.shardmap`;
             default: the active one, :func:`.shardmap.active`, else this process).
 

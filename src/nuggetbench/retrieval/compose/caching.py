@@ -30,13 +30,22 @@ from nuggetbench._atomic import atomic_write
 from nuggetbench._version import __version__
 from nuggetbench.data import Run, write_run
 from nuggetbench.data import read_trec_run as read_run  # the name tests spy on
+from nuggetbench.errors import InputError
 from nuggetbench.retrieval.models.topk import with_empty_queries
 from nuggetbench.retrieval.protocols import search, uses_objective
 from nuggetbench.store import Artifact, spec_file_name
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CachedIndex", "CachedRetriever", "RunCache", "doc_filter_digest", "retriever_identity"]
+__all__ = [
+    "CachedIndex",
+    "CachedRetriever",
+    "RunCache",
+    "doc_filter_digest",
+    "raise_if_empty",
+    "retriever_identity",
+    "why_empty",
+]
 
 
 def _canonical(value: Any) -> Any:
@@ -206,9 +215,10 @@ def _read_columns(path) -> Run | None:
 
 #: The warning after the count of :func:`failed_answers`.
 UNUSABLE = (
-    "LLM answers stayed unusable after their re-asks (kept in first-stage order or scored the "
-    "lowest grade; run_metadata.llm.failed in results.json); not cached: running again asks "
-    "again; --strict makes this an error"
+    "LLM answers stayed unusable after their re-asks (a listwise window that ranked no passage "
+    "keeps the order its passages came in, a pointwise pair with no grade scores the lowest; "
+    "run_metadata.llm.failed in results.json); not cached: running again asks again; --strict "
+    "makes this an error"
 )
 
 
@@ -218,6 +228,49 @@ def failed_answers(metadata: Any) -> int:
     llm = metadata.get("llm") if isinstance(metadata, dict) else None
     failed = llm.get("failed") if isinstance(llm, dict) else None
     return int(failed) if isinstance(failed, (int, float)) and failed > 0 else 0
+
+
+def why_empty(run: Any, name: str, n_queries: int, *, searched: int, filtered: bool = False) -> str:
+    """The error of a system whose run has no entries: why (as far as the run's metadata and
+    the search tell) and what to do. *searched*: the entries before the dataset's
+    post-processing; *filtered*: the dataset restricts each query to candidate documents."""
+    meta = run.metadata if isinstance(getattr(run, "metadata", None), dict) else {}
+    head = f"{name}: the run has no entries (none of the {n_queries} queries got a document)"
+    if meta.get("empty_stage"):  # an LLM step's failures keep the entries or stop the run
+        stage = meta["empty_stage"]
+        return (
+            f"{head}: its first stage {stage!r} returned no document for any query, so nothing "
+            f"was left to rerank; run the first stage alone (-r {stage!r}) to see why"
+        )
+    if searched:
+        return (
+            f"{head}: the search returned {searched} entries and the dataset's post-processing "
+            "removed them all (e.g. a query's own document); check the dataset's options"
+        )
+    if filtered:
+        return (
+            f"{head}: the dataset restricts each query to its candidate documents and the "
+            "search returned none of them; check that the corpus holds the candidates"
+        )
+    return (
+        f"{head}: its queries matched no document; check that the queries are not empty or all "
+        "stop words (bm25:stopwords=none keeps them), that the corpus is the dataset's, and the "
+        "retriever's options"
+    )
+
+
+def raise_if_empty(run: Any, name: str, dataset: Any, searched: int) -> None:
+    """Stop a system whose run has no entries with :func:`why_empty`'s message (*dataset*: its
+    ``queries`` and ``doc_filter``; *searched*: the entries before its post-processing).
+
+    Raises:
+        InputError: the run has no entries.
+    """
+    if run.n_entries == 0:
+        filtered = getattr(dataset, "doc_filter", None) is not None
+        raise InputError(
+            why_empty(run, name, len(dataset.queries), searched=searched, filtered=filtered)
+        )
 
 
 def retriever_identity(retriever: Any) -> Any:
@@ -332,7 +385,7 @@ class CachedIndex:
             objective=objective,
         )
         if cache is not None and failed_answers(run.metadata):
-            log.warning(
+            log.info(  # the command's one warning (UNUSABLE) says it too
                 "%s: not saved in the run cache (%d LLM answers were unusable): a later run "
                 "retrieves again",
                 self.name,

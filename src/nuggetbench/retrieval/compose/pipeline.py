@@ -200,6 +200,11 @@ class PipelineIndex:
             show_progress=show_progress,
             objective=objective if uses_objective(self.pipeline.first) else None,
         )
+        if stages and run.n_entries == 0:  # named by the error of an empty run (why_empty)
+            first = getattr(self.pipeline.first, "name", None) or run.name
+            return run.with_name(
+                self.name, {**run.metadata, "pipeline": self.name, "empty_stage": first}
+            )
         for stage in stages:
             d = int(getattr(stage, "depth", DEFAULT_DEPTH))
             head = rerank(

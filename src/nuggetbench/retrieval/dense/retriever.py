@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from nuggetbench import progress
 from nuggetbench.data import Corpus
 from nuggetbench.retrieval import distributed
 from nuggetbench.retrieval.compose.pipeline import Composable
@@ -220,7 +221,8 @@ class DenseRetriever(ModelBacked, Composable):
                 batch_size=batch_size,
                 normalize_embeddings=self.normalizes(),
                 convert_to_numpy=True,
-                show_progress_bar=show_progress,
+                # sentence-transformers' own bar: a terminal's redraws, not a log's lines
+                show_progress_bar=show_progress and progress.style() == "bar",
             )
 
         return np.asarray(self.backoff(enc, texts), dtype=np.float32)

@@ -25,6 +25,7 @@ from typing import Any
 
 from nuggetbench import home
 from nuggetbench.errors import ModelError
+from nuggetbench.progress import Meter
 
 log = logging.getLogger(__name__)
 
@@ -314,39 +315,37 @@ def _free_accelerator_memory() -> None:
         pass
 
 
-def progress_bar(show: bool, total: int, desc: str):
-    """A tqdm bar over *total* documents, or ``None`` when *show* is false."""
+def progress_bar(show: bool, total: int, desc: str) -> Meter | None:
+    """A :class:`~nuggetbench.progress.Meter` over *total* documents (a bar with documents/s and
+    the ETA, or lines in a log, as configured), or ``None`` when *show* is false."""
     if not show:
         return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="doc", unit_scale=False, smoothing=0.1)
+    return Meter(desc, total, "doc")
 
 
 class StageBar:
-    """One progress bar for a stage made of a few library calls that cannot report progress
+    """One progress meter for a stage made of a few library calls that cannot report progress
     themselves (bm25s' tokenize / index / retrieve, each with its own bar otherwise): it
     advances one step per call and names the current one (``bm25 index: tokenizing``).
-    Use :func:`stage_bar`; every method is a no-op when the bar is hidden."""
+    Use :func:`stage_bar`; every method is a no-op when the meter is hidden."""
 
     def __init__(self, show: bool, desc: str, steps: int):
         self.desc = desc
-        self.bar = None
-        if show:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=steps, desc=desc, unit="step", leave=True)
+        self.steps = steps
+        self.started = False
+        self.bar = Meter(desc, steps, "step") if show else None
 
     def step(self, name: str) -> None:
         """Start step *name* (the previous one, if any, is counted done)."""
         if self.bar is not None:
-            if self.bar.desc != self.desc:
+            if self.started:
                 self.bar.update(1)
+            self.started = True
             self.bar.set_description(f"{self.desc}: {name}")
 
     def close(self) -> None:
         if self.bar is not None:
-            self.bar.update(self.bar.total - self.bar.n)
+            self.bar.update(self.steps - self.bar.n)
             self.bar.set_description(self.desc)
             self.bar.close()
 

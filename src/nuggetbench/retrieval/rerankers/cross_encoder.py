@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from nuggetbench.data import Corpus, Queries, Run
+from nuggetbench.progress import Meter
 from nuggetbench.retrieval.compose.pipeline import Composable
 from nuggetbench.retrieval.models.loading import split_depth
 from nuggetbench.retrieval.models.plumbing import ModelBacked
@@ -116,11 +117,7 @@ class CrossEncoderReranker(ModelBacked, Composable):
         qids = [q for q in queries if q in run]
         entries = [(q, d) for q in qids for d in run.doc_ids(q)[:k]]
         scores = np.empty(len(entries), dtype=np.float64)
-        bar = None
-        if show_progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(entries), desc="reranking", unit="pair")
+        bar = Meter("reranking", len(entries), "pair") if show_progress else None
         step = self.options["group"]
         try:
             for start in range(0, len(entries), step):

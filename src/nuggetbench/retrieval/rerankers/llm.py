@@ -9,15 +9,18 @@ Specs (options in parentheses, or after a colon like any retriever)::
   Good at Search? Investigating Large Language Models as Re-Ranking Agents"). The top ``k`` of
   the first stage are reranked by windows of ``window`` passages moving up by ``step``, bottom
   first (:func:`~nuggetbench.llm.rankout.sliding_windows`, the schedule of castorini's rank_llm);
-  the model answers a permutation ``[3] > [1] > ...``. An answer that is not a full permutation
-  of the window (an id missing, repeated or unknown; prose) is re-asked ``max_repairs`` times;
-  after that the last answer is repaired as rank_llm repairs it
-  (:func:`~nuggetbench.llm.rankout.parse_permutation`: unknown and repeated ids dropped, missing
-  passages appended in their incoming order), the window is counted ``failed``, its answers are
-  removed from the LLM cache and the run is not stored in the run cache (a later run asks
-  again). The windows of all
-  queries at the same step are sent together (``concurrency`` in flight). The reranked run scores
-  the final order ``k, k-1, ..., 1``.
+  the model answers a permutation ``[3] > [1] > ...``. An answer that is a partial or repeated
+  permutation (``[3] > [1]`` for a window of 10; an id repeated or naming no passage) is repaired
+  as castorini's rank_llm repairs it, without asking again
+  (:func:`~nuggetbench.llm.rankout.parse_permutation`: repeated and unknown ids dropped, the
+  passages left out appended in their incoming order): the window is counted ``repaired`` and its
+  answer stays cached, like any answer used. Only an answer that ranks no passage of the window
+  (prose, or ids that all name no passage) is re-asked, up to ``max_repairs`` times (counted
+  ``reasked``); when none of its answers ranks a passage, the window keeps its incoming order (as
+  rank_llm does), is counted ``failed``, its answers are removed from the LLM cache and the run is
+  not stored in the run cache (a later run asks again). The windows of all queries at the same
+  step are sent together (``concurrency`` in flight). The reranked run scores the final order
+  ``k, k-1, ..., 1``.
 * **Pointwise** (:class:`LLMPointwise`): one request per (query, passage) asking for a grade on
   ``scale`` (``0-3``). When the endpoint returns log-probabilities the score is the expected grade
   over the first answer token (:func:`~nuggetbench.llm.rankout.expected_grade`), else the grade
@@ -41,16 +44,12 @@ from ``base_url`` or ``NUGGETBENCH_LLM_BASE_URL``; the key from the variable nam
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import replace
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from nuggetbench import home as _home
 from nuggetbench.data import Corpus, Queries, Run
-from nuggetbench.errors import InputError, SpecError
-from nuggetbench.llm.client import ENV_MODEL, ChatRequest, ChatResult, LLMClient, LLMSettings
+from nuggetbench.errors import InputError
+from nuggetbench.llm.client import ENV_MODEL, ChatRequest, ChatResult, LLMClient
 from nuggetbench.llm.jsonout import InvalidAnswer
 from nuggetbench.llm.prompts import chat_request, load_prompt
 from nuggetbench.llm.rankout import (
@@ -60,31 +59,24 @@ from nuggetbench.llm.rankout import (
     parse_scale,
     sliding_windows,
 )
-from nuggetbench.llm.secrets import endpoint_id, key_name_problem
-from nuggetbench.llm.settings import env_base_url
+from nuggetbench.progress import Meter
 from nuggetbench.retrieval.compose.pipeline import Composable
 from nuggetbench.retrieval.models.topk import with_empty_queries
 from nuggetbench.retrieval.options import LLMListwiseOptions, LLMPointwiseOptions
 from nuggetbench.retrieval.protocols import check_k
-from nuggetbench.spec import format_literal
+from nuggetbench.retrieval.rerankers.endpoint import (
+    asked_params,
+    check_endpoint,
+    endpoint_client,
+    endpoint_identity,
+    endpoint_model,
+    shown_options,
+)
 from nuggetbench.text.tokenizers import check_tokenizer_name, load_tokenizer
 
 log = logging.getLogger(__name__)
 
 __all__ = ["LLMListwise", "LLMPointwise", "truncate_tokens"]
-
-#: Options that say where and how fast to call, not what is asked: left out of names and keys.
-_TRANSPORT = (
-    "base_url",
-    "api_key_env",
-    "no_api_key",
-    "concurrency",
-    "price_in",
-    "price_out",
-    "timeout",
-    "max_retries",
-    "cache",
-)
 
 
 def truncate_tokens(text: str, tokenizer: Any, budget: int) -> str:
@@ -105,29 +97,16 @@ class _LLMReranker(Composable):
 
     def __init__(self, options: Any = None, /, **kwargs: Any):
         self.options = options if options is not None else self.OPTIONS(**kwargs)
-        for name in ("price_in", "price_out"):
-            value = self.options[name]
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
-            ):
-                raise SpecError(f"{self.KIND}: {name} must be a number >= 0 (USD), got {value!r}")
-        problem = key_name_problem(self.options.api_key_env, field=f"{self.KIND} api_key_env")
-        if problem:
-            raise SpecError(problem)  # never quotes a value shaped like a key
+        check_endpoint(self.options, self.KIND)  # never quotes a value shaped like a key
         check_tokenizer_name(self.options.tokenizer)
         self.prompt = load_prompt(self.PROMPT)
         self.depth = int(self.options.k)
-        self.params = {k: v for k, v in self.options.as_dict().items() if k not in _TRANSPORT}
-        shown = [
-            f"{k}={v if isinstance(v, str) else format_literal(v)}"
-            for k, v in self.options.changed().items()
-            if k not in ("base_url", "api_key_env", "timeout", "max_retries")
-        ]
-        self.name = f"{self.KIND}({','.join(shown)})"
+        self.params = asked_params(self.options)
+        self.name = f"{self.KIND}({','.join(shown_options(self.options))})"
 
     def model(self) -> str:
         """The model in effect: the ``model`` option, else ``NUGGETBENCH_LLM_MODEL``."""
-        return self.options.model or os.environ.get(ENV_MODEL, "")
+        return endpoint_model(self.options)
 
     def identity(self) -> dict[str, Any] | None:
         """What the reranked runs depend on: kind, the endpoint and model in effect (the
@@ -138,8 +117,7 @@ class _LLMReranker(Composable):
             return None
         return {
             "reranker": self.KIND,
-            "endpoint": endpoint_id(self.options.base_url or env_base_url()),
-            "model": self.model(),
+            **endpoint_identity(self.options),
             "params": self.params,
             "prompt": self.prompt.sha256,
         }
@@ -150,28 +128,17 @@ class _LLMReranker(Composable):
         Raises:
             InputError: no model is named.
         """
-        o = self.options
         if not self.model():
             raise InputError(
                 f"{self.name} needs an LLM: write {self.KIND}(model=NAME) or set {ENV_MODEL} "
                 "(and NUGGETBENCH_LLM_BASE_URL for a local server)"
             )
-        price = None
-        if o.price_in is not None or o.price_out is not None:
-            price = (float(o.price_in or 0.0), float(o.price_out or 0.0))
-        settings = LLMSettings.from_env(
-            model=self.model(),
-            base_url=o.base_url or None,
-            api_key_env=o.api_key_env,
-            no_api_key=o.no_api_key,
-            concurrency=o.concurrency,
-            timeout=o.timeout,
-            max_retries=o.max_retries,
-            price=price,
-        )
-        return LLMClient(
-            settings, _home.cache_dir("llm") / "cache.sqlite", read_cache=bool(o.cache)
-        )
+        return endpoint_client(self.options, self.model())
+
+    def _meter(self, total: int, unit: str, client: LLMClient, show: bool) -> Meter:
+        """The progress of the requests: a bar (or log lines) over *total* windows or pairs,
+        followed by the requests sent, cached and failed and the running cost."""
+        return Meter(self.KIND, total, unit, show=show, stats=client.ledger.brief)
 
     def _system_objective(self, objective: str | None) -> str:
         return f"\nThe task's objective: {objective.strip()}" if objective else ""
@@ -237,7 +204,8 @@ class _LLMReranker(Composable):
             run: first-stage run.
             corpus: documents of the run.
             k: candidates per query (the pipeline passes the ``k`` option).
-            show_progress: a progress bar over the requests.
+            show_progress: a progress meter over the windows or pairs, with the requests sent,
+                cached and failed and the running cost (:class:`~nuggetbench.progress.Meter`).
             objective: task objective, written into the system prompt.
 
         Returns:
@@ -293,64 +261,71 @@ class LLMListwise(_LLMReranker):
         o = self.options
         order = {q: list(range(len(c))) for q, c in cands.items()}
         plans = {q: sliding_windows(len(c), window=o.window, step=o.step) for q, c in cands.items()}
-        counts = {
-            "windows": 0,
-            "repaired": 0,
-            "failed": 0,
-            "unknown_ids": 0,
-            "duplicate_ids": 0,
-            "missing_ids": 0,
-        }
+        counts = dict.fromkeys(
+            ("windows", "repaired", "reasked", "failed", "unknown_ids", "duplicate_ids"), 0
+        )
+        counts["missing_ids"] = 0
         unusable: list[str] = []  # cache keys of the answers of failed windows
         total = sum(len(p) for p in plans.values())
-        with tqdm(total=total, desc=self.KIND, unit="window", disable=not show_progress) as bar:
+        with self._meter(total, "window", client, show_progress) as meter:
             for step in range(max((len(p) for p in plans.values()), default=0)):
                 batch = [(q, *plans[q][step]) for q in cands if step < len(plans[q])]
                 requests = [
                     self.request(queries[q], [cands[q][i][1] for i in order[q][s:e]], objective)
                     for q, s, e in batch
                 ]
-                results = client.complete_many(requests, progress=bar.update)
-                perms = self._strict(client, requests, results, [e - s for _, s, e in batch])
-                for (q, s, e), (perm, keys, first) in zip(batch, perms):
+                results = client.complete_many(requests, progress=meter)
+                perms = self._usable(client, requests, results, [e - s for _, s, e in batch])
+                for (q, s, e), (perm, keys, asked) in zip(batch, perms):
                     window = order[q][s:e]
                     order[q][s:e] = [window[i] for i in perm.order]
                     counts["windows"] += 1
-                    counts["repaired"] += int(first.repaired and not perm.repaired)
-                    counts["failed"] += int(perm.repaired)
-                    counts["unknown_ids"] += first.unknown  # what the first answers got wrong
-                    counts["duplicate_ids"] += first.duplicates
-                    counts["missing_ids"] += first.missing
-                    if perm.repaired:
+                    counts["reasked"] += int(asked > 1)
+                    if not perm.usable:
+                        counts["failed"] += 1
                         unusable += keys
-        if counts["failed"]:
-            client.forget(unusable)  # a later run asks again instead of replaying them
-            log.warning(
-                "%s: %d of %d windows got no full permutation after %d re-asks; they keep "
-                "rank_llm's repair of the last answer (their answers were dropped from the cache)",
-                self.KIND,
-                counts["failed"],
-                counts["windows"],
-                o.max_repairs,
-            )
+                        continue
+                    counts["repaired"] += int(perm.repaired)
+                    counts["unknown_ids"] += perm.unknown  # what the answers used got wrong
+                    counts["duplicate_ids"] += perm.duplicates
+                    counts["missing_ids"] += perm.missing
+        self._report(counts, unusable, client)
         ranked = {
             q: [(cands[q][i][0], float(len(idx) - r)) for r, i in enumerate(idx)]
             for q, idx in order.items()
         }
         return ranked, counts
 
-    def _strict(self, client, requests, results, sizes) -> list[tuple[Any, list[str], Any]]:
-        """``(permutation, answer keys, first answer's permutation)`` per window: an answer that
-        is not a full
-        permutation of its window (an id missing, repeated or unknown; prose) is re-asked up to
-        ``max_repairs`` times; after that the last answer's rank_llm repair is used and its
-        ``repaired`` flag stays set (a failure)."""
+    def _report(self, counts: dict, unusable: list[str], client: LLMClient) -> None:
+        """Forget the answers of the failed windows and say what was repaired, in one line (the
+        command's warning names the failures: ``run_metadata.llm.failed``)."""
+        if counts["failed"]:
+            client.forget(unusable)  # a later run asks again instead of replaying them
+            client.ledger.note_unusable(self.KIND, counts["failed"])
+        if counts["repaired"] or counts["failed"]:
+            log.info(
+                "%s: of %d windows, %d answered a partial or repeated ranking, repaired as "
+                "rank_llm repairs it without asking again (missing passages kept in their "
+                "incoming order); %d ranked no passage even after %d re-asks and keep their "
+                "incoming order (not cached)",
+                self.KIND,
+                counts["windows"],
+                counts["repaired"],
+                counts["failed"],
+                self.options.max_repairs,
+            )
+
+    def _usable(self, client, requests, results, sizes) -> list[tuple[Any, list[str], int]]:
+        """``(permutation, answer keys, answers)`` per window: an answer is read and repaired
+        as rank_llm does (:func:`~nuggetbench.llm.rankout.parse_permutation`); only one that
+        ranks no passage of its window is re-asked, up to ``max_repairs`` times; when no answer
+        ranks one, the last permutation (the incoming order) is returned, not usable."""
         out = []
         bad: dict[int, tuple[ChatRequest, str]] = {}
         for j, (res, n) in enumerate(zip(results, sizes)):
-            perm = parse_permutation(res.text, n)
-            out.append((perm, [res.key], perm))
-            if perm.repaired:
+            perm = self._read(res, n)
+            out.append((perm, [res.key], 1))
+            if not perm.usable:
                 bad[j] = (requests[j], res.echo())
         for _ in range(self.options.max_repairs):
             if not bad:
@@ -358,24 +333,32 @@ class LLMListwise(_LLMReranker):
             order = sorted(bad)
             repairs = [self._repair(*bad[j], sizes[j]) for j in order]
             for j, req, res in zip(order, repairs, client.complete_many(repairs)):
-                perm = parse_permutation(res.text, sizes[j])
-                out[j] = (perm, [*out[j][1], res.key], out[j][2])
-                if perm.repaired:
-                    bad[j] = (req, res.echo())
-                else:
+                perm = self._read(res, sizes[j])
+                out[j] = (perm, [*out[j][1], res.key], out[j][2] + 1)
+                if perm.usable:
                     del bad[j]
+                else:
+                    bad[j] = (req, res.echo())
         return out
 
+    @staticmethod
+    def _read(result: ChatResult, n: int):
+        """The permutation of one answer (a reply cut at ``max_reply_chars`` ranks nothing)."""
+        if result.reply_chars is not None:
+            return parse_permutation("", n)
+        return parse_permutation(result.text, n)
+
     def _repair(self, request: ChatRequest, answer: str, n: int) -> ChatRequest:
-        """The repair turn: the unusable answer, then a message asking for a full permutation."""
+        """The repair turn: the answer that ranked no passage, then a message asking for the
+        ranking of every passage."""
         example = " > ".join(f"[{i}]" for i in (2, 1, 3)[: min(n, 3)])
         turn = (
             {"role": "assistant", "content": answer},
             {
                 "role": "user",
-                "content": f"Your reply could not be used: it is not a ranking of all {n} "
-                f"passages. Reply with only the ranking of all {n} passage identifiers, each "
-                f"once, in the form {example} > ...",
+                "content": f"Your reply could not be used: it ranks none of the {n} passages. "
+                f"Reply with only the ranking of all {n} passage identifiers, each once, in "
+                f"the form {example} > ...",
             },
         )
         return replace(request, messages=(*request.messages, *turn))
@@ -436,8 +419,8 @@ class LLMPointwise(_LLMReranker):
     def _rerank(self, queries, cands, client, objective, show_progress) -> tuple[dict, dict]:
         pairs = [(q, i) for q, c in cands.items() for i in range(len(c))]
         requests = [self.request(queries[q], cands[q][i][1], objective) for q, i in pairs]
-        with tqdm(total=len(pairs), desc=self.KIND, unit="pair", disable=not show_progress) as bar:
-            results = client.complete_many(requests, progress=bar.update)
+        with self._meter(len(pairs), "pair", client, show_progress) as meter:
+            results = client.complete_many(requests, progress=meter)
         grades: list[float | None] = [None] * len(pairs)
         errors: dict[int, tuple[ChatRequest, str, str]] = {}
         counts = {
@@ -471,7 +454,8 @@ class LLMPointwise(_LLMReranker):
             counts["unparsed"] = counts["failed"] = len(errors)
             # unusable answers are not kept (as ask_validated): a later run asks again
             client.forget([k for j in errors for k in chains[j]])
-            log.warning(
+            client.ledger.note_unusable(self.KIND, len(errors))
+            log.info(  # the command's one warning names them (run_metadata.llm.failed)
                 "%s: %d answers held no grade on the scale %s after %d re-asks; scored %d "
                 "(their answers were dropped from the cache)",
                 self.KIND,

@@ -8,34 +8,41 @@ FreshStack's two *inference* retrieval settings (Thakur et al., 2025):
   model's closed-book answer is the query (``prompts/hyde.v1.txt``).
 
 :class:`SubQ` and :class:`HyDE` wrap any retriever so the settings can be evaluated with
-``nuggetbench run`` (specs ``subq(dense:MODEL)``, ``hyde(bm25)``, options after ``;``: ``model``,
-``base_url``, ``temperature``, ``max_subquestions`` / ``max_words``). Their endpoint comes from
-``NUGGETBENCH_LLM_BASE_URL``, ``NUGGETBENCH_LLM_MODEL`` and the key from ``OPENAI_API_KEY`` (or
-``NUGGETBENCH_LLM_API_KEY``); answers are cached in ``<home>/cache/llm/cache.sqlite``.
+``nuggetbench run`` (specs ``subq(dense:MODEL)``, ``hyde(bm25)``, options after ``;``:
+``temperature``, ``max_subquestions`` / ``max_words``, and the LLM options every LLM step takes,
+:class:`~nuggetbench.retrieval.options.LLMEndpointOptions`: ``model``, ``base_url``,
+``api_key_env``, ``no_api_key``, ``timeout``, ``max_retries``, ``concurrency``, ``cache``,
+``price_in``/``price_out``, ``max_reply_chars``). Their endpoint comes from the options, else
+``NUGGETBENCH_LLM_BASE_URL`` and ``NUGGETBENCH_LLM_MODEL``, the key from the variable named by
+``api_key_env`` (``OPENAI_API_KEY``; ``NUGGETBENCH_LLM_API_KEY`` first); answers are cached in
+``<home>/cache/llm/cache.sqlite``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from nuggetbench import home as _home
 from nuggetbench.data import Corpus, Queries, Run
 from nuggetbench.errors import InputError
 from nuggetbench.llm.asking import ask_validated
-from nuggetbench.llm.client import ENV_MODEL, ChatRequest, LLMClient, LLMSettings
+from nuggetbench.llm.client import ENV_MODEL, ChatRequest, LLMClient
 from nuggetbench.llm.jsonout import validate_subquestions
 from nuggetbench.llm.prompts import chat_request, load_prompt, sampling
-from nuggetbench.llm.secrets import endpoint_id
-from nuggetbench.llm.settings import env_base_url
+from nuggetbench.progress import Meter
 from nuggetbench.retrieval.compose.caching import retriever_identity
 from nuggetbench.retrieval.compose.pipeline import Composable
 from nuggetbench.retrieval.options import HyDEOptions, SubQOptions
+from nuggetbench.retrieval.rerankers.endpoint import (
+    asked_params,
+    check_endpoint,
+    endpoint_client,
+    endpoint_identity,
+    endpoint_model,
+    shown_options,
+)
 
 
 @dataclass(frozen=True)
@@ -108,18 +115,6 @@ def generate_hyde(
 
 
 # --- retrievers -------------------------------------------------------------------------------
-def _env_client(model: str, base_url: str, options: Any = None) -> LLMClient:
-    bounds = {k: getattr(options, k, None) for k in ("timeout", "max_retries")}
-    settings = LLMSettings.from_env(model=model or None, base_url=base_url or None, **bounds)
-    read = bool(getattr(options, "cache", True))
-    return LLMClient(settings, _home.cache_dir("llm") / "cache.sqlite", read_cache=read)
-
-
-#: How long and how often to try, and whether cached answers are served: not part of names,
-#: identities or cache keys.
-_TRANSPORT = ("timeout", "max_retries", "cache")
-
-
 class _Rewriter(Composable):
     """Base of the rewriters: an inner retriever and the options of :attr:`OPTIONS`."""
 
@@ -129,16 +124,13 @@ class _Rewriter(Composable):
     def __init__(self, retriever: Any, options: Any = None, /, **kwargs: Any):
         self.retriever = retriever
         self.options = options if options is not None else self.OPTIONS(**kwargs)
+        check_endpoint(self.options, self.kind)  # never quotes a value shaped like a key
         self.model = self.options.model
         self.base_url = self.options.base_url
         self.temperature = self.options.temperature
-        shared = ("model", "base_url", "temperature", *_TRANSPORT)
-        self._extra = {k: v for k, v in self.options.as_dict().items() if k not in shared}
+        self._extra = asked_params(self.options, "model", "temperature")
         self.params = {"model": self.model, "temperature": self.temperature, **self._extra}
-        changed = {
-            k: v for k, v in self.options.changed().items() if k not in ("base_url", *_TRANSPORT)
-        }
-        opts = [f"{k}={v}" for k, v in changed.items()]
+        opts = shown_options(self.options)
         self.name = f"{self.kind}({retriever.name}" + ("; " + ",".join(opts) if opts else "") + ")"
 
     def identity(self) -> dict[str, Any] | None:
@@ -147,16 +139,18 @@ class _Rewriter(Composable):
         runs are then never served from the run cache)."""
         if not self.options.cache:
             return None
-        model = self.model or os.environ.get(ENV_MODEL, "")
         prompt = load_prompt(self.kind, getattr(RewriteOptions(), f"{self.kind}_version"))
         return {
             "rewriter": self.kind,
-            "endpoint": endpoint_id(self.base_url or env_base_url()),
-            "model": model,
+            **endpoint_identity(self.options),
             "params": self.params,
             "prompt": prompt.sha256,
             "inner": retriever_identity(self.retriever),
         }
+
+    def client(self) -> LLMClient:
+        """The client of the options' endpoint (:func:`~.endpoint.endpoint_client`)."""
+        return endpoint_client(self.options, endpoint_model(self.options))
 
     def rewrite_options(self) -> RewriteOptions:
         """The rewrite options of this retriever's temperature and size option."""
@@ -171,7 +165,7 @@ class _Rewriter(Composable):
         Raises:
             InputError: no model: neither ``model=`` in the spec nor ``NUGGETBENCH_LLM_MODEL``.
         """
-        if not (self.model or os.environ.get(ENV_MODEL)):
+        if not endpoint_model(self.options):
             raise InputError(
                 f"{self.name} needs an LLM: set {ENV_MODEL} (and NUGGETBENCH_LLM_BASE_URL for a "
                 f"local server) or write {self.kind}({self.retriever.name}; model=NAME)"
@@ -198,12 +192,13 @@ class RewriteIndex:
     ) -> Run:
         """Rewrite *queries* with the LLM (cached), then search the inner index (Index protocol;
         *objective* is ignored: the rewrite prompts take none)."""
-        client = _env_client(self.rewriter.model, self.rewriter.base_url, self.rewriter.options)
+        r = self.rewriter
+        client = r.client()
         try:
-            with tqdm(
-                total=len(queries), desc=self.rewriter.kind, disable=not show_progress
-            ) as bar:
-                texts = self.rewriter.rewrite(client, queries, bar.update)
+            with Meter(
+                r.kind, len(queries), "query", show=show_progress, stats=client.ledger.brief
+            ) as meter:
+                texts = r.rewrite(client, queries, meter)
         finally:
             client.close()
         rewritten = Queries({q: texts.get(q) or queries[q] for q in queries}, name=queries.name)
