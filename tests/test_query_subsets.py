@@ -13,6 +13,7 @@ import pytrec_eval
 from click.testing import CliRunner
 
 from nuggetbench import Experiment, report
+from nuggetbench._outfolder.results import read_results_file
 from nuggetbench.cli import cli, main
 from nuggetbench.cli._common import OPTION_EXAMPLES
 from nuggetbench.data.subset import QuerySubset, query_subset
@@ -227,3 +228,50 @@ def test_comparisons_saved_on_a_subset_are_read_and_reported_again(folder, tmp_p
     assert json.loads((saved / "results.json").read_text())["provenance"]["queries"]["ids"] == [
         q for q in load_dataset(folder).queries if q in ("q1", "q2")
     ]
+
+
+def test_a_subset_counts_what_runs_lack_over_itself_and_its_saved_comparisons_read_back(
+    folder, tmp_path
+):
+    """A subset restricts the judgments, so a run's missing queries are counted over the subset
+    (not over the whole dataset); ``--average-over common`` on a subset, and ``compare FOLDERS
+    -o`` of subset folders, write folders that the results.json reader, the stored-comparison
+    check (``report_data``) and ``Experiment.load`` accept, with each system's depth and no
+    NaN (one query: the intervals are null)."""
+    runner = CliRunner()
+    order = list(load_dataset(folder).queries)
+    lacks = (order[1], order[9], order[10])  # one of the first 4, two outside them
+    a = _run_file(folder, tmp_path / "a.trec")
+    a.write_text(
+        "".join(ln + "\n" for ln in a.read_text().splitlines() if ln.split()[0] not in lacks)
+    )
+    b = _run_file(folder, tmp_path / "b.trec")
+    args = ["compare", str(folder), str(a), str(b), "-m", "RR", "--first-queries", "4"]
+    shown = runner.invoke(cli, [*args, "--format", "json", "--resamples", "50"])
+    assert shown.exit_code == 0, shown.output
+    got = json.loads(shown.stdout[shown.stdout.index("{") :])
+    assert got["n_queries"] == 4 and got["missing"] == {"a": 1, "b": 0}
+    for over, kept in (("qrels", 4), ("common", 3)):
+        out = tmp_path / f"files-{over}"
+        done = runner.invoke(cli, [*args, "--average-over", over, "-o", str(out), "--resamples", "50"])  # fmt: skip
+        assert done.exit_code == 0, done.output
+        saved, _ = read_results_file(out)
+        assert saved["systems"]["a"]["missing_queries"] == [order[1]]
+        assert saved["comparison"]["n_queries"] == kept
+        assert report.report_data(out).comparison["n_queries"] == kept  # check_stored passes
+        assert Experiment.load(out).n_queries == 4
+    for name, spec in (("R1", "bm25"), ("R2", "bm25:k1=0.5")):
+        ran = runner.invoke(cli, ["run", str(folder), "-r", spec, "-m", "RR", "-m", "R@100", "--first-queries", "6", "--average-over", "common", "-o", str(tmp_path / name)])  # fmt: skip
+        assert ran.exit_code == 0, ran.output
+        assert report.report_data(tmp_path / name).comparison is None  # one system: read back
+    for extra, n in ((["--average-over", "common"], 6), (["--queries", order[0]], 1)):
+        out = tmp_path / f"folders-{n}"
+        done = runner.invoke(cli, ["compare", str(tmp_path / "R1"), str(tmp_path / "R2"), "-o", str(out), "--resamples", "50", *extra])  # fmt: skip
+        assert done.exit_code == 0, done.output
+        assert "NaN" not in (out / "results.json").read_text()
+        saved, _ = read_results_file(out)
+        assert saved["provenance"]["queries"]["of"] == N
+        assert all(isinstance(v["depth"], int) for v in saved["systems"].values())
+        assert report.report_data(out).comparison["n_queries"] == n
+        exp = Experiment.load(out)
+        assert exp.n_queries == n and all(s.run is not None for s in exp.systems.values())

@@ -150,7 +150,9 @@ def compare_runs(
         measures: as :func:`evaluate` (default: the dataset's).
         profile: as :func:`evaluate` (default: the dataset's).
         **compare_options: ``baseline`` (a name, default the first), ``test``, ``correction``,
-            ``alpha``, ``ci``, ``n_resamples``, ``seed`` (see :func:`nuggetbench.compare.compare`).
+            ``alpha``, ``ci``, ``n_resamples``, ``seed``, ``average_over`` (``"qrels"``: a query
+            a run lacks scores 0; ``"common"``: the queries every run has; see
+            :func:`nuggetbench.compare.compare`).
 
     Returns:
         A :class:`~nuggetbench.compare.ComparisonReport` (``print`` it for the table).

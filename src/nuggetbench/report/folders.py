@@ -16,7 +16,6 @@ from; ``provenance["folders"]`` records each folder's path, options and fingerpr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,8 +29,9 @@ from nuggetbench.compare.runs import missing_note
 from nuggetbench.data.formats.rankfile import check_pools
 from nuggetbench.data.subset import QuerySubset, query_subset
 from nuggetbench.errors import InputError
+from nuggetbench.jsonl import json_text
 from nuggetbench.measures import Results, plain_measures, score
-from nuggetbench.measures.depth import note_pools
+from nuggetbench.measures.depth import depth_of, note_pools
 from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results
 
 __all__ = ["compare_folders", "is_output_folder"]
@@ -89,7 +89,7 @@ def compare_folders(
     with writing(outdir, "compare", "nuggetbench compare -o", replaces=("report.html",)) as out:
         report, results = _compared(labels, measures, profile, baseline, subset, compare_options)
         with atomic_write(out / "results.json") as fh:
-            json.dump(results, fh, indent=1, default=str)
+            fh.write(json_text(results, indent=1, default=str))  # never NaN (numbers' rule)
     return report
 
 
@@ -164,6 +164,7 @@ def _saved(
             "seconds": dict(entry.get("seconds") or {}),
             "run_metadata": dict(entry.get("run_metadata") or {}),
             "folder": label,
+            "depth": depth_of(results[name]),  # the most documents it ranked for a query
         }
     provs = {label: inp.results.get("provenance") or {} for label, inp in inputs.items()}
     first = next(iter(inputs.values()))
