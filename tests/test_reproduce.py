@@ -495,6 +495,20 @@ def test_unknown_selection_is_a_usage_error(nb, tmp_path, beir, expected):
     assert "name a recipe" in nb(["reproduce"], code=2).output
 
 
+def test_query_subsets_are_refused_with_the_reason(nb, tmp_path, beir, expected):
+    """A recipe's expected values are means over every query: ``run``'s subset options are
+    refused here (one usage error saying why and what to do), before any work."""
+    path = _write(tmp_path, _recipe_text(beir, expected))
+    for args in (["--first-queries", "1"], ["--queries", "q1"], ["--sample-queries", "1"]):
+        out = nb(["reproduce", str(path), *args, "-o", tmp_path / "o"], code=2).output
+        assert f"{args[0]}: reproduce runs every query" in out and "--dry-run" in out
+        assert "Traceback" not in out and not (tmp_path / "o").exists()
+    help_text = nb(["reproduce", "--help"]).stdout
+    assert "--first-queries N" not in help_text  # not options of reproduce: not documented
+    dry = nb(["reproduce", str(path), "--dry-run"]).stdout
+    assert "nuggetbench run " in dry  # the commands a subset can be added to
+
+
 def test_a_statistic_the_dataset_does_not_print_is_an_error(nb, tmp_path, beir, expected):
     path = _write(tmp_path, _recipe_text(beir, expected, top='statistic = "bootstrap mean"'))
     out = nb(["reproduce", str(path)], code=2).output

@@ -38,6 +38,30 @@ def _models(ctx: click.Context, param: click.Parameter, value) -> dict[str, str]
     return out
 
 
+#: Why ``reproduce`` takes no query subset (``--queries``, ``--first-queries``...).
+NO_SUBSET = (
+    "{opt}: reproduce runs every query of each dataset, because a recipe's expected values are "
+    "means over the whole query set: a subset's mean would be checked against a number it "
+    "cannot reproduce. To try a recipe on a few queries, print its commands with --dry-run "
+    "and add {opt} to them (nothing is checked then)"
+)
+
+
+def _no_subset(ctx: click.Context, param: click.Parameter, value) -> None:
+    if value is not None:
+        raise click.UsageError(NO_SUBSET.format(opt=param.opts[0]), ctx=ctx)
+
+
+def _refused_subsets(command):
+    """``run``'s query-subset options, hidden here and refused with the reason
+    (:data:`NO_SUBSET`) rather than click's "no such option"."""
+    for name in ("--queries", "--first-queries", "--sample-queries", "--query-seed"):
+        command = click.option(
+            name, hidden=True, expose_value=False, default=None, callback=_no_subset
+        )(command)
+    return command
+
+
 @click.command("reproduce", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("recipes", nargs=-1, metavar="[NAME|FILE]...")
 @click.option(
@@ -116,12 +140,15 @@ def _models(ctx: click.Context, param: click.Parameter, value) -> dict[str, str]
 @click.option(
     "--no-cache", is_flag=True, help="Always retrieve, never serve a run from the run cache."
 )
+@_refused_subsets
 def reproduce_command(recipes, listing, conditions, datasets, run_all, fmt, **opts):
     """Run the recipes NAME (shipped; see --list) or FILE (a recipe .toml of your own) through
     the code of `run` and `evaluate`, and print expected, obtained, difference and a mark per
     value; the last line is "n of m values reproduced, k skipped". Exit status: 0 when every
     value that ran reproduced, 1 when one did not (or, with --strict, one was skipped), 2 for a
-    usage error.
+    usage error. Every query of each dataset is run (the expected values are over all of them:
+    no --queries/--first-queries/--sample-queries here; --dry-run prints the `run` commands,
+    which take them).
 
     \b
     Examples:
