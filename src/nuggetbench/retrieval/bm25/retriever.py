@@ -114,6 +114,8 @@ class BM25(Composable):
         "0.9253, tested to the 4th decimal; needs the lucene extra)",
         "lucene-multifield": "Pyserini's BEIR BM25 multifield regression (SciFact 0.6647, "
         "0.9076, tested; needs the lucene extra)",
+        "pisa": "pyterrier-pisa's own BM25 defaults (k1=0.9, b=0.4, Terrier's stop words, "
+        "Porter2): every score equal to its PisaIndex.bm25()'s, tested; needs the pisa extra",
     }
     #: Presets that are gone, and what to write instead (a clear error, never a guess).
     RETIRED_PRESETS = {
