@@ -252,6 +252,9 @@ def _compare_measure(report: ComparisonReport, m: str, matrix: np.ndarray) -> se
     names, n_resamples, seed, ci = report.systems, report.n_resamples, report.seed, report.ci
     if matrix.shape[1] == 0:
         raise InputError(f"measure {m!r} has no query with a value for every system")
+    # row-major, so each row's mean sums in the order (and to the digit) of the system's own
+    # mean (a boolean column selection returns a column-major copy, summed in another order)
+    matrix = np.ascontiguousarray(matrix)
     boot = bootstrap_means(matrix, n_resamples=n_resamples, seed=seed)
     means = matrix.mean(axis=1)
     for i, n in enumerate(names):
