@@ -96,11 +96,17 @@ def _pairwise_note(data: ReportData) -> str:
     n = len(data.systems)
     pairs = n * (n - 1) // 2
     test = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test"}.get(pw.test, pw.test)
-    return (
+    text = (
         f"Superscripts: the keys of the systems a mean is significantly better than ({test} "
         f"between every two systems, {pairs} pair{'s' if pairs != 1 else ''} per measure, "
         f"correction {pw.correction} over them; alpha = {pw.alpha})."
     )
+    if pw.correction != "none" and n > 2:
+        text += (
+            f" The baseline comparison corrects over its {n - 1} pairs only, so a \u2020 may "
+            "stand where no superscript does."
+        )
+    return text
 
 
 def _depth_rows(data: ReportData) -> tuple[list[int], dict[str, list[tuple[str, list[str]]]]]:

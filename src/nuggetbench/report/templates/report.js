@@ -60,8 +60,8 @@ function rows() {
       qid: (i) => rankOf[i],
       v: (i) => D.pq[s][m][i],
       d: (i) => delta(s, m, i),
-      rbo: (i) => D.rankRBO[sys][i],
-      tau: (i) => D.ranktau[sys][i],
+      rbo: (i) => (D.rankRBO[sys] || [])[i] ?? null,
+      tau: (i) => (D.ranktau[sys] || [])[i] ?? null,
     };
     const key = keys[kind];
     idx.sort((x, y) => {
@@ -81,7 +81,7 @@ function renderTable() {
   $$("#pq-table th.rank").forEach((th) => { th.textContent = `${th.dataset.sort === "rbo" ? "RBO" : "\u03c4"} ${KEY.get(sys)}`; });
   $("#pq-table tbody").innerHTML = shown.map((i) => {
     const q = D.qids[i];
-    const rk = sys ? `<td class="num rbo">${fmt(D.rankRBO[sys][i])}</td><td class="num tau">${fmt(D.ranktau[sys][i])}</td>` : "";
+    const rk = sys ? `<td class="num rbo">${fmt((D.rankRBO[sys] || [])[i])}</td><td class="num tau">${fmt((D.ranktau[sys] || [])[i])}</td>` : "";
     const vals = D.systems.map((s) => `<td class="num v" data-system="${esc(s)}">${fmt(D.pq[s][m][i])}</td>`).join("");
     const ds = others.map((s) => {
       const o = D.outcome[s][m][i], c = o === 1 ? "win" : o === -1 ? "loss" : "tie";
