@@ -57,7 +57,7 @@ SPAN_PASSAGE_CHARS = 4000
 JUDGED_SHOWN = 100
 #: Characters of a system's display label (``spec.short_label``); the full name is in the legend.
 LABEL_CHARS = 22
-#: The depth curves have every k up to this one, then about 60 log-spaced cutoffs per run.
+#: The depth curves have every k up to this one, then about 30 log-spaced cutoffs per run.
 DENSE_UNTIL = 100
 #: Cutoffs every depth curve includes when the runs are that deep (the depth tables' columns).
 CURVE_MARKS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000)
@@ -224,11 +224,11 @@ def _run_depth(run: Run) -> int:
 
 
 def _depth_ks(kmax: int, depths: Iterable[int]) -> list[int]:
-    """Every k up to :data:`DENSE_UNTIL`, then about 60 log-spaced cutoffs, the
+    """Every k up to :data:`DENSE_UNTIL`, then about 30 log-spaced cutoffs, the
     :data:`CURVE_MARKS` and each run's depth, up to *kmax*."""
     ks = set(range(1, min(kmax, DENSE_UNTIL) + 1))
     if kmax > DENSE_UNTIL:
-        ks |= {int(round(k)) for k in np.geomspace(DENSE_UNTIL, kmax, 60)}
+        ks |= {int(round(k)) for k in np.geomspace(DENSE_UNTIL, kmax, 30)}
         ks |= {k for k in (*CURVE_MARKS, *depths) if 0 < k <= kmax}
     return sorted(ks)
 
