@@ -571,7 +571,7 @@ def test_scifact_rankings_that_differ_where_the_measure_ties(
     qids = results["systems"]["bm25"]["query_ids"]
     pq = {s: results["systems"][s]["per_query"]["nDCG@10"] for s in systems}
     ties = [q for q, a, b in zip(qids, *pq.values()) if abs(a - b) <= 1e-9]
-    runs = {s: read_trec(e["run_file"]) for s, e in results["systems"].items()}
+    runs = {s: read_trec(tmp_path / "out" / e["run_file"]) for s, e in results["systems"].items()}
     top = {s: {q: [d for d, _ in r.get(q, [])][:100] for q in qids} for s, r in runs.items()}
     rbo = {q: _rbo_ext(top["bm25"][q], top[systems[1]][q], 0.9) for q in qids}
     differ = [q for q in ties if rbo[q] < 1 - 1e-9]

@@ -188,7 +188,7 @@ def test_report_finds_the_queries_whose_rankings_differ(tmp_path):
     data = report.report_data(out)
     page = page_data(report.html(out).read_text())
     results = json.loads((out / "results.json").read_text())
-    runs = {s: read_trec(e["run_file"]) for s, e in results["systems"].items()}
+    runs = {s: read_trec(tmp_path / "out" / e["run_file"]) for s, e in results["systems"].items()}
     base = SIX[0]
     for s in SIX[1:4]:
         for i, q in enumerate(data.query_ids):

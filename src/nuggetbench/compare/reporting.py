@@ -449,12 +449,7 @@ class ComparisonReport:
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(
-            title=f"Comparison with {self._short(self.baseline)}",
-            title_justify="left",
-            caption=self.legend(short=True),
-            caption_justify="left",
-        )
+        table = Table(title=f"Comparison with {self._short(self.baseline)}", title_justify="left")
         table.add_column("system", no_wrap=True)
         for m in self.measures:
             table.add_column(m, justify="right", no_wrap=True)

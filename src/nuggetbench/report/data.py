@@ -473,6 +473,26 @@ def _pairwise(results: dict, per_query: dict) -> Pairwise | None:
     )
 
 
+def _baseline(inputs: ReportInputs, baseline: str | None) -> str:
+    """The report's baseline: *baseline*, else the stored comparison's, else the first system.
+
+    Raises:
+        InputError: an unknown baseline, or a stored one that is not a system (an edited file).
+    """
+    systems = inputs.systems
+    stored = (inputs.results.get("comparison") or {}).get("baseline")
+    if baseline is None and stored is not None and stored not in systems:
+        where = Path(inputs.source) / "results.json"
+        raise InputError(
+            f"{where}: comparison.baseline: {str(stored)[:40]!r} is not one of its systems; the "
+            "file was edited or damaged: run the experiment again"
+        )
+    baseline = baseline or stored or systems[0]
+    if baseline not in systems:
+        raise InputError(f"unknown baseline {baseline!r}; the systems are {', '.join(systems)}")
+    return baseline
+
+
 def build_report_data(
     inputs: ReportInputs,
     *,
@@ -500,16 +520,7 @@ def build_report_data(
     """
     results = inputs.results
     systems = inputs.systems
-    stored = (results.get("comparison") or {}).get("baseline")
-    if baseline is None and stored is not None and stored not in systems:
-        where = Path(inputs.source) / "results.json"
-        raise InputError(
-            f"{where}: comparison.baseline: {str(stored)[:40]!r} is not one of its systems; the "
-            "file was edited or damaged: run the experiment again"
-        )
-    baseline = baseline or stored or systems[0]
-    if baseline not in systems:
-        raise InputError(f"unknown baseline {baseline!r}; the systems are {', '.join(systems)}")
+    baseline = _baseline(inputs, baseline)
     if top < 1 or (depth is not None and depth < 1):
         raise InputError(f"top ({top}) and depth ({depth}) must be at least 1")
     qids, per_query = _per_query(results, systems)
