@@ -504,3 +504,135 @@ def test_means_figure_of_a_count_measure_plots_the_total_inside_its_interval(tmp
         assert e["ci_low"] <= x <= e["ci_high"]
     assert ax.get_xlabel().startswith("total num_rel_ret")
     plt.close(fig)
+
+
+def test_texts_cut_at_a_word_with_an_ellipsis(tmp_path):
+    from nuggetbench.report.data import clip
+
+    text = "alpha beta gamma delta epsilon"
+    assert clip(text, 100) == text
+    assert clip(text, 14) == "alpha beta\u2026"  # not "alpha beta ga"
+    assert clip(text, 12) == "alpha beta\u2026" and len(clip(text, 12)) <= 12
+    assert clip("x" * 30, 10) == "x" * 9 + "\u2026"  # one long word: cut inside it
+    assert clip("ends here, then more words", 11) == "ends here\u2026"  # no dangling comma
+    folder = beir_folder(tmp_path)
+    out = tmp_path / "out"
+    run_folder(folder, out)
+    data = report.report_data(out, snippet_chars=40, query_chars=20)
+    texts = [t for _, t in data.payload["docs"]] + data.payload["qtext"]
+    cut = [t for t in texts if t.endswith("\u2026")]
+    assert cut and all(len(t) <= 40 for t in cut)
+    rows = [
+        json.loads(line)
+        for name in ("corpus", "queries")
+        for line in (folder / f"{name}.jsonl").open()
+    ]
+    words = {w for r in rows for w in f"{r.get('title', '')} {r['text']}".split()}
+    for t in cut:  # every word shown whole
+        assert set(t[:-1].split()) <= words, t
+
+
+def test_depth_curves_reach_each_runs_depth(tmp_path):
+    folder = beir_folder(tmp_path, n_queries=10, n_docs=400)
+    out = tmp_path / "out"
+    run_experiment(str(folder), SYSTEMS, k=300, outdir=out, cache_runs=False)
+    inputs = report.load_inputs(out)
+    inputs.runs[SYSTEMS[1]] = inputs.runs[SYSTEMS[1]].truncate(150)  # a shallower run
+    data = report.build_report_data(inputs)
+    assert data.run_depths == {SYSTEMS[0]: 300, SYSTEMS[1]: 150}
+    ks = data.depth_k
+    assert ks[:100] == list(range(1, 101)) and ks[-1] == 300 and {150, 200} <= set(ks)
+    qrels = _qrels(folder)
+    qids = data.query_ids
+    for s, depth in data.run_depths.items():
+        run = {q: inputs.runs[s].doc_ids(q) for q in qids}
+        for i, k in enumerate(ks):
+            value = data.depth["R"][s][i]
+            if k > depth:
+                assert math.isnan(value)
+                continue
+            rel = {q: {d for d, g in qrels.get(q, {}).items() if g >= 1} for q in qids}
+            expected = np.mean([len(rel[q] & set(run[q][:k])) / len(rel[q]) for q in qids])
+            assert value == pytest.approx(expected)
+    html = report.render_page(data)
+    assert "k=200" in html and "k=500" not in html  # the tables stop at the deepest run
+    assert "A: 300, B: 150" in html
+
+
+def test_fastbook_report_names_its_ceiling_and_chunker(tmp_path, monkeypatch):
+    from report_fixtures import fastbook_root
+
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(fastbook_root(tmp_path)))
+    out = tmp_path / "out"
+    run_experiment("fastbook", ["bm25"], k=20, outdir=out, cache_runs=False)
+    from nuggetbench.datasets import load_dataset
+
+    ds = load_dataset("fastbook")
+    data = report.report_data(out)
+    assert ds.notes and ds.notes[0].startswith("chunking ceiling") and ds.notes[0] in data.notes
+    assert ("chunker", ds.metadata["chunker"]) in data.facts
+    html = report.html(out).read_text()
+    assert ds.notes[0] in html and f"<th>chunker</th><td>{ds.metadata['chunker']}</td>" in html
+
+
+def test_one_system_page_has_no_comparison_parts(tmp_path):
+    folder = beir_folder(tmp_path)
+    out = tmp_path / "out"
+    run_experiment(str(folder), ["bm25"], k=20, outdir=out, cache_runs=False)
+    html = report.html(out).read_text()
+    for absent in ('id="wtl"', 'id="pq-system"', 'id="pq-outcome"', 'id="qv-a"', 'id="qv-all"'):
+        assert absent not in html, absent
+    assert 'class="badge">baseline' not in html and "(baseline)" not in html
+    assert 'id="one-system"' in html and "<sup" not in html
+    data = page_data(html)
+    values = np.array(data["pq"]["bm25"][data["measures"][0]], dtype=float)
+    gaps = np.abs(values - np.median(values))
+    assert gaps[data["start"]] == gaps.min()  # the view opens on a median query, not the first
+
+
+def test_summary_marks_the_systems_each_beats(tmp_path):
+    """ranx's superscripts: after each mean, the keys of the systems it significantly beats
+    (every pair tested), read from the page and checked against the report's pairwise tests."""
+    import random
+    import re
+
+    folder = beir_folder(tmp_path, n_queries=60, n_docs=200)
+    qrels = _qrels(folder)
+    rng = random.Random(1)
+    docs = [f"d{i}" for i in range(200)]
+    orders = {  # best: judged documents by grade first, worst: relevant ones last (or shuffled)
+        "best": lambda q: sorted(docs, key=lambda d: (-qrels[q].get(d, -1), rng.random())),
+        "shuffled": lambda q: rng.sample(docs, len(docs)),
+        "worst": lambda q: sorted(docs, key=lambda d: (qrels[q].get(d, 0) > 0, rng.random())),
+    }
+    mixed = {
+        n: (lambda q, o=o: o(q) if rng.random() < 0.7 else orders["shuffled"](q))
+        for n, o in orders.items()
+    }
+    paths = []
+    for name, order in mixed.items():
+        lines = [
+            f"{q} Q0 {d} {r} {100 - r / 10:.3f} {name}"
+            for q in qrels
+            for r, d in enumerate(order(q)[:50], 1)
+        ]
+        paths.append(tmp_path / f"{name}.trec")
+        paths[-1].write_text("\n".join(lines) + "\n")
+    report.compare_to_folder(folder, paths, tmp_path / "cmp", ["nDCG@10", "AP"])
+    data = report.report_data(tmp_path / "cmp")
+    systems = data.systems
+    html = report.render_page(data)
+    keys = dict(zip(systems, system_keys(3)))
+    marks = 0
+    for s in systems:
+        for m in data.measures:
+            cell = re.search(
+                rf'data-system="{re.escape(s)}" data-measure="{re.escape(m)}"[^>]*>(.*?)</td>',
+                html,
+                re.S,
+            ).group(1)
+            sup = re.search(r'<sup class="over"[^>]*>(\w+)</sup>', cell)
+            expected = "".join(keys[o] for o in data.pairwise.better[s][m])
+            assert (sup.group(1) if sup else "") == expected
+            marks += len(expected)
+    assert marks > 0 and 'id="pairwise"' in html and "3 pairs per measure" in html

@@ -27,6 +27,7 @@ from report_fixtures import (
     beir_folder,
     fastbook_root,
     freshstack_folder,
+    page_data,
     read_trec,
     run_folder,
     wtl,
@@ -348,6 +349,13 @@ def test_single_system_many_queries_show_all(browser, tmp_path):
     pg = Page(browser, path)
     _check_summary(pg, results)
     assert "One system" in pg.page.inner_text("#method")
+    # nothing to compare: no empty win/tie/loss table, system menu, outcome filter or columns
+    for absent in ("#wtl", "#pq-system", "#pq-outcome", "#qv-a", "#qv-b", "#qv-all", "sup.over"):
+        assert pg.page.locator(absent).count() == 0, absent
+    pg.view("query")  # opens on the median query (by the first measure), not the first one
+    data = page_data(path.read_text())
+    pg.page.wait_for_selector(f'#qv-id:text-is("{data["qids"][data["start"]]}")')
+    assert pg.page.locator("#qv .col").count() == 1
     pg.view("perquery")
     rows = pg.page.locator("#pq-table tbody tr")
     assert rows.count() == 1000
@@ -538,3 +546,69 @@ def test_scifact_six_systems_fit_1300px(browser, shared_data, tmp_path, monkeypa
     pg.page.check("#qv-all")
     assert pg.width() <= 1300
     pg.close(tmp_path / "scifact6.png")
+
+
+def _after(pg: Page, selector: str) -> str:
+    """The ``::after`` content of the element: the sort arrow of a header."""
+    return pg.page.eval_on_selector(selector, "e => getComputedStyle(e, '::after').content")
+
+
+@pytest.mark.realdata
+def test_scifact_rankings_that_differ_where_the_measure_ties(
+    browser, shared_data, tmp_path, monkeypatch
+):
+    """SciFact, BM25 against k1=0.9, b=0.4: most queries tie on nDCG@10, yet the rankings
+    differ. Sorting by RBO brings them up (values recomputed here from the run files); the
+    headers show the sort's arrow; the query view opens on the largest difference; the query
+    texts are cut at a word with an ellipsis."""
+    from test_report_rankdiff import _rbo_ext, _scipy_tau
+
+    monkeypatch.setenv("NUGGETBENCH_DATA", str(shared_data))
+    systems = ["bm25", "bm25:k1=0.9,b=0.4"]
+    run_experiment("beir/scifact", systems, k=1000, outdir=tmp_path / "out", cache_runs=False)
+    path = report.html(tmp_path / "out")
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    qids = results["systems"]["bm25"]["query_ids"]
+    pq = {s: results["systems"][s]["per_query"]["nDCG@10"] for s in systems}
+    ties = [q for q, a, b in zip(qids, *pq.values()) if abs(a - b) <= 1e-9]
+    runs = {s: read_trec(tmp_path / "out" / e["run_file"]) for s, e in results["systems"].items()}
+    top = {s: {q: [d for d, _ in r.get(q, [])][:100] for q in qids} for s, r in runs.items()}
+    rbo = {q: _rbo_ext(top["bm25"][q], top[systems[1]][q], 0.9) for q in qids}
+    differ = [q for q in ties if rbo[q] < 1 - 1e-9]
+    assert len(ties) > 200 and len(differ) > 100  # ties on the measure, rankings that differ
+    pg = Page(browser, path, width=1300)
+    pg.view("perquery")
+    header = '#pq-table th[data-sort="rbo"]'
+    assert "\u2195" in _after(pg, header)  # sortable, not sorted
+    pg.page.click(header)
+    assert "\u2191" in _after(pg, header) and "\u2195" in _after(
+        pg, '#pq-table th[data-sort="qid"]'
+    )
+    shown = pg.attrs("#pq-table tbody tr", "data-qid")
+    values = [round(rbo[q], 4) for q in shown]  # the page keeps 4 decimals
+    assert values == sorted(values) and values[0] == pytest.approx(min(rbo.values()), abs=1e-4)
+    cells = pg.texts("#pq-table tbody td.rbo")
+    assert [float(c) for c in cells[:50]] == pytest.approx(values[:50], abs=1e-4)
+    taus = pg.texts("#pq-table tbody td.tau")[:20]
+    for q, t in zip(shown[:20], taus):
+        assert float(t) == pytest.approx(_scipy_tau(top["bm25"][q], top[systems[1]][q]), abs=1e-4)
+    assert len(set(shown[:30]) & set(differ)) >= 10  # tied on nDCG@10, found by the ranking
+    pg.page.click(header)
+    assert "\u2193" in _after(pg, header)
+    # texts: whole words, an ellipsis where cut
+    queries = {
+        r["_id"]: r["text"]
+        for r in map(json.loads, (shared_data / "beir/scifact/queries.jsonl").open())
+    }
+    for q, text in zip(pg.attrs("#pq-table tbody tr", "data-qid"), pg.texts("#pq-table td.text")):
+        full = " ".join(queries[q].split())
+        if text.endswith("\u2026"):
+            kept = text[:-1]
+            assert len(text) <= 200 and full.startswith(kept) and full[len(kept)] in " ,;:-"
+        else:
+            assert text == full
+    pg.view("query")
+    delta = {q: abs(a - b) for q, a, b in zip(qids, *pq.values())}
+    opened = pg.page.inner_text("#qv-id")
+    assert delta[opened] == pytest.approx(max(delta.values()))
+    pg.close(tmp_path / "scifact_rbo.png")

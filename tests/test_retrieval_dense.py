@@ -243,3 +243,23 @@ def test_real_minilm_semantics_and_parity():
     assert run.doc_ids("q1")[0] == "food" and run.doc_ids("q2")[0] == "guitar"
     direct = SentenceTransformer(str(path), device="cpu").encode(list(docs.values()))
     np.testing.assert_allclose(index.embeddings, direct, atol=1e-5)
+
+
+def test_experiment_records_dense_timing_and_cache_as_bm25(tiny, tmp_path):
+    """A dense run records its seconds (index = the corpus encoding) in results.json as a BM25
+    run does, and says, as BM25's ``index_from_cache``, whether its embeddings were loaded
+    from the cache (then the index seconds are a load's)."""
+    import json
+
+    from nuggetbench.experiment import run_experiment
+    from report_fixtures import beir_folder
+
+    folder = beir_folder(tmp_path, n_queries=6, n_docs=40)
+    specs = ["bm25", f"dense:{tiny.bi_encoder},device=cpu"]
+    for out, cached in (("first", False), ("again", True)):
+        run_experiment(str(folder), specs, k=10, outdir=tmp_path / out, cache_runs=False)
+        systems = json.loads((tmp_path / out / "results.json").read_text())["systems"]
+        for name, entry in systems.items():
+            assert set(entry["seconds"]) == {"index", "search"}, name
+            assert entry["seconds"]["index"] >= 0 and entry["seconds"]["search"] > 0, name
+            assert entry["run_metadata"]["index_from_cache"] is cached, name

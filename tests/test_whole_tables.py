@@ -145,7 +145,7 @@ def test_retrievers_listing_readable(width):
     for preset, options in BM25.PRESETS.items():
         assert f"{preset} (" in flat and all(f"{k}=" in flat for k in options)
         assert " ".join(BM25.PRESET_NOTES[preset].split()[:3]) in flat  # what it reproduces
-    pointwise = flat.split("llm_pointwise:")[1].split("    ")[0]
+    pointwise = flat.split("llm_pointwise(OPTION=VALUE, ...)")[1].split("    ")[0]
     assert "see the" not in pointwise
     only = _invoke(width, ["retrievers", "bm25"]).stdout
     assert only.startswith("bm25:") and "dense:" not in only and "preset=" in only

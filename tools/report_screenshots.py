@@ -4,8 +4,12 @@ docs/guide.md (docs/img/report-*.png, docs/img/figure-*.png).
 The views that show texts are built from synthetic folders only (tests/report_fixtures.py:
 invented text in the BEIR, FreshStack and fastbook formats, six systems with long spec names), so
 no benchmark text enters the repository. With ``--scifact OUTDIR`` (a ``nuggetbench run`` folder
-of beir/scifact), the views that show numbers only (summary, depth curves) and the paper figures
-are taken from it. Needs Debian's Chromium and playwright (and matplotlib for the figures). Run::
+of beir/scifact, e.g. ``nuggetbench run beir/scifact -r bm25 -r bm25:k1=0.9,b=0.4 -r
+bm25:stemmer=none -r bm25:k1=0.05,b=0.0 -o OUTDIR``), the views that show numbers (summary with
+the pairwise marks, the per-query table sorted by rank-biased overlap with its query texts blanked
+out, depth curves to the runs' depth) and the paper figures are taken from it. The one-system
+report is the synthetic fastbook folder's (its chunking ceiling and chunker in the summary).
+Needs Debian's Chromium and playwright (and matplotlib for the figures). Run::
 
     PYTHONPATH=src python tools/report_screenshots.py [--out docs/img] [--scifact OUTDIR]
 """
@@ -30,9 +34,14 @@ from report_fixtures import SIX, beir_folder, fastbook_root, freshstack_folder  
 WIDTH = 1300
 
 
+#: Blanks the query texts of the per-query table (benchmark text stays out of the repository).
+MASK = "document.querySelectorAll('#pq-table td.text').forEach(td => td.textContent = '(text not shown)')"
+
+
 def _shots(path: Path, out: Path, views: dict[str, str]) -> None:
-    """*views*: file stem -> location hash, optionally ``|`` a CSS selector scrolled to the top
-    and ``|all`` (every system side by side)."""
+    """*views*: file stem -> location hash, then ``|``-separated steps: a CSS selector scrolled
+    to the top, ``all`` (every system side by side), ``click:SELECTOR`` (a header to sort by)
+    and ``mask`` (blank the per-query texts)."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": WIDTH, "height": 820})
@@ -43,14 +52,18 @@ def _shots(path: Path, out: Path, views: dict[str, str]) -> None:
             hash_, *rest = spec.split("|")
             page.evaluate(f"location.hash = {hash_!r}")
             page.wait_for_timeout(300)
-            if "all" in rest:
-                page.check("#qv-all")
-            selector = next((r for r in rest if r != "all"), None)
-            if selector:
-                page.evaluate(
-                    f"window.scrollTo(0, document.querySelector({selector!r})"
-                    ".getBoundingClientRect().top + window.scrollY - 110)"
-                )
+            for step in rest:
+                if step == "all":
+                    page.check("#qv-all")
+                elif step.startswith("click:"):
+                    page.click(step[len("click:") :])
+                elif step == "mask":
+                    page.evaluate(MASK)
+                else:
+                    page.evaluate(
+                        f"window.scrollTo(0, document.querySelector({step!r})"
+                        ".getBoundingClientRect().top + window.scrollY - 110)"
+                    )
                 page.wait_for_timeout(200)
             width = page.evaluate("document.documentElement.scrollWidth")
             if width > WIDTH:
@@ -88,25 +101,43 @@ def main() -> None:
         os.environ["NUGGETBENCH_HOME"] = str(tmp / "home")
         beir = beir_folder(tmp, n_queries=120, n_docs=400)
         run_experiment(str(beir), SIX, k=100, outdir=tmp / "beir", cache_runs=False)
-        views = {
+        views = {  # the query view opens on the largest difference between A and B
             "perquery": "perquery",
-            "query": "q=q3",
-            "query-side": "q=q3|#qv .cols",
-            "query-all": "q=q3|#qv .cols|all",
+            "query": "query",
+            "query-side": "query|#qv .cols",
+            "query-all": "query|#qv .cols|all",
         }
         if not args.scifact:
             views = {"summary": "summary", **views, "depth": "depth"}
         _shots(report.html(tmp / "beir"), out, views)
         if args.scifact:
             html = report.html(Path(args.scifact), tmp / "scifact.html")
-            _shots(html, out, {"summary": "summary", "depth": "depth"})
+            rbo = 'click:#pq-table th[data-sort="rbo"]'
+            _shots(
+                html,
+                out,
+                {
+                    "summary": "summary",
+                    "perquery-rbo": f"perquery|{rbo}|mask|#rank-note",
+                    "depth": "depth",
+                },
+            )
         _figures(Path(args.scifact) if args.scifact else tmp / "beir", out)
         fresh = freshstack_folder(tmp, n_queries=30, n_docs=300)
         run_experiment(str(fresh), SIX[:2], k=100, outdir=tmp / "fresh", cache_runs=False)
         _shots(report.html(tmp / "fresh"), out, {"nuggets": "nuggets", "nuggets-query": "q=3"})
         os.environ["NUGGETBENCH_DATA"] = str(fastbook_root(tmp))
         run_experiment("fastbook", ["bm25"], k=50, outdir=tmp / "fb", cache_runs=False)
-        _shots(report.html(tmp / "fb"), out, {"spans": "q=1_2", "spans-docs": "q=1_2|#qv .cols"})
+        _shots(
+            report.html(tmp / "fb"),
+            out,
+            {
+                "spans": "q=1_2",
+                "spans-docs": "q=1_2|#qv .cols",
+                "one-system": "summary",
+                "one-system-perquery": "perquery",
+            },
+        )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,11 @@ __all__ = [
     "FORMAT",
     "Artifact",
     "CacheEntry",
+    "CACHE_KINDS",
     "cache_entries",
+    "cache_kinds",
     "cache_root",
+    "unknown_kinds",
     "parse_age",
     "remove_cache_entries",
     "Slot",
@@ -288,6 +291,42 @@ class CacheEntry:
 def cache_root() -> Path:
     """``<NUGGETBENCH_HOME>/cache``: the root of every cache (may not exist yet)."""
     return home.home() / "cache"
+
+
+#: What nuggetbench caches under the root, by kind (the folder below ``cache/``): every
+#: artifact stage and ``cache_dir`` folder the sources name (a test reads them there).
+CACHE_KINDS = {
+    "bm25": "BM25 indexes (bm25s)",
+    "lucene": "Lucene indexes (bm25:backend=lucene)",
+    "pisa/index": "PISA forward indexes (bm25:backend=pisa)",
+    "pisa/bm25": "PISA block-max BM25 indexes, one per k1, b (bm25:backend=pisa)",
+    "runs": "runs served by the run cache",
+    "embeddings/dense": "corpus embeddings of dense models",
+    "embeddings/sparse": "corpus vectors of learned sparse models",
+    "embeddings/colbert": "corpus token embeddings of ColBERT models",
+    "chunks": "chunked corpora (notebooks, code)",
+    "llm": "LLM answers (one SQLite file)",
+    "jsonl-index": "offset indexes of read-only JSONL corpora",
+    "huggingface": "Hugging Face downloads of hub datasets",
+}
+
+
+def cache_kinds(root: str | Path | None = None) -> list[str]:
+    """The kinds :data:`CACHE_KINDS` names and those found under *root* (default
+    :func:`cache_root`), sorted."""
+    found = {e.kind for e in cache_entries(root)}
+    return sorted(set(CACHE_KINDS) | found)
+
+
+def unknown_kinds(kinds: Iterable[str], root: str | Path | None = None) -> list[str]:
+    """The *kinds* that name no kind of :func:`cache_kinds` nor a prefix of one
+    (``embeddings`` covers ``embeddings/dense``)."""
+    known = cache_kinds(root)
+    return [
+        k
+        for k in kinds
+        if not any(x == k.strip("/") or x.startswith(k.strip("/") + "/") for x in known)
+    ]
 
 
 def cache_entries(root: str | Path | None = None, kinds: Iterable[str] = ()) -> list[CacheEntry]:

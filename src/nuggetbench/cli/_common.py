@@ -71,16 +71,23 @@ def _checked_profile(ctx: click.Context, param: click.Parameter, value):
     return value
 
 
-#: ``-m/--measure``, repeatable: the measures of ``run``, ``evaluate`` and ``compare``.
-measure_option = click.option(
-    "-m",
-    "--measure",
-    "measures",
-    multiple=True,
-    callback=_checked_measures,
-    metavar="MEASURE",
-    help="Measure, repeatable (default: the dataset's; nDCG@10 R@100 RR@10 AP for a qrels file).",
-)
+def _measure_option(default: str):
+    return click.option(
+        "-m",
+        "--measure",
+        "measures",
+        multiple=True,
+        callback=_checked_measures,
+        metavar="MEASURE",
+        help=f"Measure, repeatable (default: {default}).",
+    )
+
+
+#: ``-m/--measure``, repeatable: the measures of ``evaluate`` and ``compare`` (a dataset or a
+#: qrels file).
+measure_option = _measure_option("the dataset's; nDCG@10 R@100 RR@10 AP for a qrels file")
+#: ``run``'s ``-m``: ``run`` scores on a dataset's own judgments, never a qrels file.
+run_measure_option = _measure_option("the dataset's, scored on its judgments")
 
 
 #: The examples of ``-O`` in the help, each valid for the dataset it names
@@ -347,21 +354,28 @@ def run_reading(opts: dict) -> dict[str, str | None]:
     return {"trailing": trailing, "duplicates": opts.pop("duplicates")}
 
 
-def dataset_options(command):
+def dataset_options(command, *, qrels_file: bool = True):
     """``--profile``, ``--split`` and ``-O KEY=VALUE``: the options every command that scores
-    against a dataset takes (the dataset family declares and types the ``-O`` options)."""
+    against a dataset takes (the dataset family declares and types the ``-O`` options);
+    *qrels_file*: the command also takes a qrels file (its default profile is named)."""
     command = dataset_option(command)
     command = click.option(
         "--split", default=None, help="Dataset split (same as -O split=; default: the dataset's)."
     )(command)
+    default = "the dataset's; 'trec_eval -c' for a qrels file" if qrels_file else "the dataset's"
     return click.option(
         "--profile",
         default=None,
         callback=_checked_profile,
         metavar="NAME",
-        help="Semantics profile (default: the dataset's; 'trec_eval -c' for a qrels file). "
+        help=f"Semantics profile: how the judgments are scored (default: {default}). "
         "See `nuggetbench measures`.",
     )(command)
+
+
+def run_dataset_options(command):
+    """``run``'s :func:`dataset_options`: a dataset (id or folder) only, never a qrels file."""
+    return dataset_options(command, qrels_file=False)
 
 
 def parse_options(items, **aliases) -> dict[str, str]:

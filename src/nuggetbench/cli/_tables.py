@@ -133,12 +133,12 @@ def _w(text: str) -> int:
 
 
 def entry_lines(
-    name: str, description: str, params: Sequence[tuple[str, str]], width: int
+    name: str, description: str, params: Sequence[tuple[str, str]], width: int, *, indent: int = 2
 ) -> list[str]:
     """A plain listing entry for ``measures`` and ``retrievers``: *name* on its own line, the
-    *description* wrapped under it (indent 2), then each ``(head, text)`` parameter as
-    ``head: text`` wrapped with a hanging indent (6). Words (ids, ``name=value``) are never
-    broken; no line is longer than *width* unless one word is."""
+    *description* wrapped under it (*indent*, 2 by default), then each ``(head, text)``
+    parameter as ``head: text`` wrapped with a hanging indent (6). Words (ids,
+    ``name=value``) are never broken; no line is longer than *width* unless one word is."""
     import textwrap
 
     def wrap(text: str, first: str, rest: str) -> list[str]:
@@ -153,7 +153,7 @@ def entry_lines(
 
     lines = [name]
     if description:
-        lines += wrap(description, "  ", "  ")
+        lines += wrap(description, " " * indent, " " * indent)
     for head, text in params:
         lines += wrap(f"{head}: {text}" if text else head, "    ", "        ")
     return lines

@@ -9,9 +9,39 @@ import click
 from rich.table import Table
 
 from nuggetbench.cli._common import console, echo_json
-from nuggetbench.store import cache_entries, cache_root, parse_age, remove_cache_entries
+from nuggetbench.store import (
+    CACHE_KINDS,
+    cache_entries,
+    cache_kinds,
+    cache_root,
+    parse_age,
+    remove_cache_entries,
+    unknown_kinds,
+)
 
-KINDS_HELP = "KINDS: bm25, runs, embeddings, chunks, llm, ... (default: all)."
+
+def _kinds_text() -> str:
+    """``bm25, lucene, runs, embeddings (dense, sparse, colbert), ...``: :data:`CACHE_KINDS`."""
+    groups: dict[str, list[str]] = {}
+    for kind in CACHE_KINDS:
+        head, _, sub = kind.partition("/")
+        groups.setdefault(head, []).extend([sub] if sub else [])
+    return ", ".join(f"{k} ({', '.join(v)})" if v else k for k, v in groups.items())
+
+
+KINDS_HELP = f"KINDS: {_kinds_text()} (default: all)."
+
+
+def _checked(kinds) -> tuple[str, ...]:
+    """*kinds* when each names a cache kind; else a usage error listing the kinds."""
+    unknown = unknown_kinds(kinds)
+    if unknown:
+        words = ", ".join(repr(k) for k in unknown)
+        raise click.UsageError(
+            f"no cache kind {words}; the kinds are {', '.join(cache_kinds())} "
+            "(a prefix such as 'embeddings' covers its kinds)"
+        )
+    return tuple(kinds)
 
 
 @click.group("cache", context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,7 +68,7 @@ def _older(entries, older_than):
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 def list_command(kinds, older_than, fmt):
-    entries = _older(cache_entries(kinds=kinds), older_than)
+    entries = _older(cache_entries(kinds=_checked(kinds)), older_than)
     if fmt == "json":
         echo_json(
             [
@@ -67,7 +97,7 @@ def list_command(kinds, older_than, fmt):
 )
 def size_command(kinds, fmt):
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for e in cache_entries(kinds=kinds):
+    for e in cache_entries(kinds=_checked(kinds)):
         totals[e.kind][0] += 1
         totals[e.kind][1] += e.bytes
     if fmt == "json":
@@ -94,10 +124,12 @@ def size_command(kinds, fmt):
 )
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 def clear_command(kinds, older_than, yes):
-    entries = _older(cache_entries(kinds=kinds), older_than)
+    entries = _older(cache_entries(kinds=_checked(kinds)), older_than)
     total = sum(e.bytes for e in entries)
     if not entries:
-        click.echo("nothing to clear", err=True)
+        what = f" of kind {', '.join(kinds)}" if kinds else ""
+        age = f" unused for {older_than}" if older_than else ""
+        click.echo(f"nothing to clear: no cache entries{what}{age} in {cache_root()}", err=True)
         return
     what = f"{len(entries)} cache entries ({_size(total)}) in {cache_root()}"
     if not yes:

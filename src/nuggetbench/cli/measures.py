@@ -13,10 +13,11 @@ from nuggetbench.measures import PROFILES, all_family_names, get_family
 @click.command("measures", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("name", required=False)
 def measures_command(name):
-    """List measure families (cutoff rule, parameters with their allowed values, description,
-    the tool each reproduces) and profiles; NAME keeps the families, aliases and profiles that
-    contain it (any case). ranx's metric names (hit_rate@10, ndcg_burges@10, rbp.95) are read
-    as these families: see docs/guide.md.
+    """List measure families in alphabetical order, any case (cutoff rule, parameters with
+    their allowed values, description, the tool each reproduces), then the profiles. NAME keeps
+    the families whose name starts with it or that have it as a name or alias, and the profiles
+    whose name starts with it (any case). ranx's metric names (hit_rate@10, ndcg_burges@10,
+    rbp.95) are read as these families: see docs/guide.md.
 
     \b
     Examples:
@@ -24,9 +25,9 @@ def measures_command(name):
     """
     width = console().width
     lines: list[str] = []
-    for family in all_family_names():
+    for family in sorted(all_family_names(), key=_order):
         fam = get_family(family)
-        if not _matches(name, family, *fam.aliases):
+        if not _matches(name, family, fam.aliases):
             continue
         aliases = f" (also {', '.join(fam.aliases)})" if fam.aliases else ""
         params = [(f"{p.describe().split(': ')[0]}", _meaning(p)) for p in fam.params.values()]
@@ -34,11 +35,11 @@ def measures_command(name):
         head = f"{family}{aliases}  [{at}]"
         text = f"{fam.description} (source: {fam.source})" if fam.source else fam.description
         lines += [*entry_lines(head, text, params, width), ""]
-    profiles = [(n, p) for n, p in PROFILES.items() if _matches(name, n)]
+    profiles = [(n, p) for n, p in PROFILES.items() if _matches(name, n, ())]
     if profiles:
-        lines += ["profiles (--profile NAME):"]
+        lines += ["profiles (--profile NAME):", ""]
         for pname, prof in profiles:
-            lines += entry_lines(f"  {pname}", prof.description, [], width)
+            lines += [*entry_lines(f"  {pname}", prof.description, [], width, indent=4), ""]
     if not lines:
         known = [*all_family_names(), *PROFILES]
         raise click.UsageError(
@@ -47,8 +48,19 @@ def measures_command(name):
     click.echo("\n".join(lines).rstrip("\n"))
 
 
-def _matches(name: str | None, *names: str) -> bool:
-    return name is None or any(name.lower() in n.lower() for n in names)
+def _order(name: str) -> tuple[str, str]:
+    """Alphabetical in any case (``alpha_nDCG`` among the a's, ``nDCG`` among the n's)."""
+    return name.casefold(), name
+
+
+def _matches(name: str | None, canonical: str, aliases: tuple[str, ...] | list[str]) -> bool:
+    """*name* (any case) starts *canonical* or is it or one of its *aliases*: ``trec`` keeps
+    ``TrecRBP`` and the ``trec_eval`` profiles, not ``G`` (alias ``trec_G``) nor ``StRecall``
+    (alias ``strec``)."""
+    if name is None:
+        return True
+    key = name.strip().casefold()
+    return canonical.casefold().startswith(key) or key in (a.casefold() for a in aliases)
 
 
 def _meaning(param) -> str:

@@ -23,8 +23,9 @@ from nuggetbench.spec import format_literal
 @click.command("retrievers", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("name", required=False)
 def retrievers_command(name):
-    """List retriever specs (prefix:option=value,...), wrappers, fuse(...) and their options
-    (every preset and allowed value); NAME keeps the entries whose name contains it.
+    """List retriever specs (prefix:option=value,... or, for the LLM rerankers,
+    prefix(option=value, ...)), wrappers, fuse(...) and their options (every preset and allowed
+    value); NAME keeps the entries whose name contains it.
 
     \b
     Examples:
@@ -51,7 +52,8 @@ def _entries() -> list[tuple[str, str, list[tuple[str, str]]]]:
     out = []
     for prefix in list_retrievers():
         cls = retriever_class(prefix)
-        out.append((f"{prefix}:OPTION=VALUE,...", _summary(cls), _presets(cls) + _options(cls)))
+        summary = _summary(cls)
+        out.append((_head(prefix, summary), summary, _presets(cls) + _options(cls)))
     for wrapper in sorted(retrieval_spec.WRAPPERS):
         cls = lookup(retrieval_spec.WRAPPERS, wrapper, kind="retriever wrapper")
         out.append((f"{wrapper}(RETRIEVER; OPTION=VALUE,...)", _summary(cls), _options(cls)))
@@ -73,6 +75,15 @@ def _entries() -> list[tuple[str, str, list[tuple[str, str]]]]:
         )
     )
     return out
+
+
+def _head(prefix: str, summary: str) -> str:
+    """How a spec of *prefix* is written: ``prefix(OPTION=VALUE, ...)`` when its description
+    writes it so (the LLM rerankers: ``llm_listwise(model=M, k=100)``), else
+    ``prefix:OPTION=VALUE,...`` (both are accepted for every registered retriever)."""
+    if re.search(rf"\b{re.escape(prefix)}\(", summary):
+        return f"{prefix}(OPTION=VALUE, ...)"
+    return f"{prefix}:OPTION=VALUE,..."
 
 
 def _options(cls) -> list[tuple[str, str]]:

@@ -9,15 +9,15 @@ import click
 from nuggetbench.cli._common import (
     average_over_option,
     console,
-    dataset_options,
     echo_json,
     info,
-    measure_option,
     parse_options,
     query_options,
     query_subset_of,
     render_findings,
     render_means_table,
+    run_dataset_options,
+    run_measure_option,
     warn,
 )
 from nuggetbench.cli._formats import (
@@ -38,7 +38,7 @@ from nuggetbench.retrieval.compose.caching import failed_answers
 
 
 @click.command("run", context_settings={"help_option_names": ["-h", "--help"]})
-@dataset_options
+@run_dataset_options
 @query_options
 @click.argument("dataset")
 @click.option(
@@ -50,7 +50,7 @@ from nuggetbench.retrieval.compose.caching import failed_answers
     metavar="SPEC",
     help="Retriever spec, repeatable: bm25, 'bm25:k1=0.9,b=0.4', bm25:preset=lucene-flat, ...",
 )
-@measure_option
+@run_measure_option
 @click.option(
     "-k",
     "--depth",
@@ -130,14 +130,15 @@ from nuggetbench.retrieval.compose.caching import failed_answers
     help="Also write OUTDIR/report.html (see `nuggetbench report`).",
 )
 def run_command(dataset, retrievers, measures, outdir, fmt, split, dataset_options, **more):
-    """Retrieve on DATASET with each retriever, save runs and results, print a table.
+    """Retrieve on DATASET with each retriever, save the runs, score them on the dataset's
+    judgments and print a table.
 
-    DATASET is a dataset id (`nuggetbench datasets list`) or a local dataset folder.
+    DATASET is a dataset id (`nuggetbench datasets list`; found in the folders of
+    $NUGGETBENCH_DATA, then the home, else downloaded) or a local dataset folder.
 
     \b
     Examples:
-      NUGGETBENCH_DATA=../shared/data nuggetbench run beir/scifact \\
-          -r bm25:k1=0.9,b=0.4 -r bm25:k1=1.5,b=0.75
+      nuggetbench run beir/scifact -r bm25 -r bm25:k1=0.9,b=0.4
       nuggetbench run beir/scifact -r bm25 --first-queries 10 -o try10
     """
     aliases = {name: more.pop(name) for name in ("chunker", "query_field")}

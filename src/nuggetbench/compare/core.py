@@ -310,6 +310,9 @@ def _compare_measure(
         its intervals and tests are NaN, said in the notes).
     """
     names, n_resamples, seed, ci = report.systems, report.n_resamples, report.seed, report.ci
+    # row-major, so each row's mean sums in the order (and to the digit) of the system's own
+    # mean (a boolean column selection returns a column-major copy, summed in another order)
+    matrix = np.ascontiguousarray(matrix)
     n = int(matrix.shape[1])
     testable = n >= 2
     means = matrix.mean(axis=1) if n else np.full(len(names), np.nan)

@@ -464,15 +464,13 @@ class ComparisonReport:
         return sum(widths) + 3 * len(widths) + 1
 
     def _wide(self, cells: dict, names: dict):
+        """The table, then its legend as a paragraph of its own: wrapped at the console's
+        width, not the table's (a rich caption wraps at the table's)."""
+        from rich.console import Group
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(
-            title=f"Comparison with {self._short(self.baseline)}",
-            title_justify="left",
-            caption=self.legend(short=True),
-            caption_justify="left",
-        )
+        table = Table(title=f"Comparison with {self._short(self.baseline)}", title_justify="left")
         table.add_column("system", no_wrap=True)
         for m in self.measures:
             table.add_column(m, justify="right", no_wrap=True)
@@ -484,7 +482,7 @@ class ComparisonReport:
                     text.append(("\n" if i else "") + line, style=style or None)
                 row.append(text)
             table.add_row(names[s], *row)
-        return table
+        return Group(table, Text(self.legend(short=True)))
 
     def _stacked(self, cells: dict, names: dict, digits: int | None, width: int = 80):
         """One table per measure (rows: systems; columns: mean [CI], difference, p, W/T/L).

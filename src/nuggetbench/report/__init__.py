@@ -2,12 +2,14 @@
 
 ``html(experiment_or_path, path)`` writes one HTML file (CSS, JS, data and SVG figures inline; it
 opens from disk with no network) with five views: the summary (means, bootstrap CIs, the paired
-test and correction, provenance), the per-query table (sortable, filterable, deltas to the
-baseline, win/tie/loss counts, sorted delta bars and an A-vs-B scatter), the query view (each
-system's top documents side by side: rank, score, grade, snippet; shared and unjudged documents
-marked), the nuggets (first supporting rank per nugget and system, nuggets no system finds,
-evidence spans highlighted for span-judged benchmarks) and the depth curves (``R@k``,
-``Coverage@k``). Systems are named by a key letter and a short label, the full names in a
+test and correction, the systems each mean significantly beats among all pairs, the dataset's
+notes, provenance), the per-query table (sortable, filterable, deltas to the baseline, how alike
+each ranking is to the baseline's: RBO and weighted tau, win/tie/loss counts, sorted delta bars
+and an A-vs-B scatter), the query view (opening on the largest difference; each system's top
+documents side by side: rank, score, grade, snippet; shared and unjudged documents marked), the
+nuggets (first supporting rank per nugget and system, nuggets no system finds, evidence spans
+highlighted for span-judged benchmarks) and the depth curves (``R@k``, ``Coverage@k``, each to its
+run's depth). A one-system report leaves out what compares. Systems are named by a key letter and a short label, the full names in a
 legend; the page's charts are inline SVG drawn by :mod:`nuggetbench.report.svg`, so it needs no
 matplotlib. The figure functions of :mod:`nuggetbench.report.figures` return matplotlib figures
 for notebooks and papers; :func:`write_plots` saves one multi-panel figure per measure set as
@@ -108,7 +110,8 @@ def html(
         on_missing: called with each line of what is missing (``ReportData.missing``), before
             the page is written (``nuggetbench report`` prints them as warnings).
         settings: ``baseline``, ``top`` (documents per query and system, default 20),
-            ``snippet_chars`` (160), ``depth`` (100): see :func:`build_report_data`.
+            ``snippet_chars`` (160), ``depth`` (default: the deepest run's): see
+            :func:`build_report_data`.
 
     Returns:
         The path written (atomically).

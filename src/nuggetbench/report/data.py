@@ -6,14 +6,19 @@ summary (means, bootstrap CIs, paired test; the ``results.json`` comparison, or 
 another baseline is chosen), each system's top documents per query with a snippet, a grade
 (``None`` when unjudged) and the nuggets they support, the first rank at which each system
 supports each nugget, the evidence spans found inside each supporting passage (span-judged
-benchmarks), and the depth curves ``R@k`` and ``Coverage@k`` for ``k = 1..depth``. The page, the
-figures and the tests all read this one value.
+benchmarks), the depth curves ``R@k`` and ``Coverage@k`` down to each run's depth, how differently
+each system ranks each query than the baseline (``RBO_ext`` and weighted tau over the top 100:
+:mod:`nuggetbench.report.rankdiff`), significance between every pair of systems
+(:mod:`nuggetbench.report.pairwise`), the query the query view opens on, and the dataset's notes
+(fastbook's chunking ceiling) and facts (its chunker). The page, the figures and the tests all
+read this one value.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,10 +28,12 @@ import numpy as np
 from nuggetbench.compare import Summary, check_settings, check_stored, compare, profile_summaries
 from nuggetbench.compare.reporting import TIE_TOLERANCE  # one tie rule for the report and `compare`
 from nuggetbench.corpus.spans import fix
-from nuggetbench.data import NuggetQrels
+from nuggetbench.data import NuggetQrels, Run
 from nuggetbench.errors import InputError
 from nuggetbench.measures import Results, score
 from nuggetbench.report.inputs import ReportInputs
+from nuggetbench.report.pairwise import Pairwise, pairwise
+from nuggetbench.report.rankdiff import RANK_K, RBO_P, against_baseline, start_query
 from nuggetbench.spec import short_labels
 
 __all__ = [
@@ -38,6 +45,9 @@ __all__ = [
     "MISSING",
     "JUDGED_SHOWN",
     "LABEL_CHARS",
+    "CURVE_MARKS",
+    "DATASET_FACTS",
+    "clip",
 ]
 
 #: The snippet of a retrieved document that is not in the corpus.
@@ -48,6 +58,24 @@ SPAN_PASSAGE_CHARS = 4000
 JUDGED_SHOWN = 100
 #: Characters of a system's display label (``spec.short_label``); the full name is in the legend.
 LABEL_CHARS = 22
+#: The depth curves have every k up to this one, then about 30 log-spaced cutoffs per run.
+DENSE_UNTIL = 100
+#: Cutoffs every depth curve includes when the runs are that deep (the depth tables' columns).
+CURVE_MARKS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000)
+#: The dataset's metadata shown with the provenance (how its corpus was made).
+DATASET_FACTS = ("chunker", "restrict_to_chapter")
+
+
+def clip(text: str, chars: int) -> str:
+    """*text* in at most *chars* characters: cut at the last word boundary before the limit (or
+    mid-word when a single word fills half of it) and ended with an ellipsis when cut."""
+    if len(text) <= chars:
+        return text
+    cut = text[: max(chars - 1, 1)]
+    word = re.search(r"\s\S*$", cut)
+    if word is not None and word.start() >= chars // 2:
+        cut = cut[: word.start()]
+    return cut.rstrip(" \t\n,;:-") + "\u2026"
 
 
 def system_keys(n: int) -> list[str]:
@@ -85,9 +113,11 @@ class ReportData:
         wtl: ``{system: {measure: (wins, ties, losses)}}`` against the baseline (the baseline's
             own entry is ``(0, n, 0)``).
         comparison: the comparison dict (``ComparisonReport.to_dict()``), ``None`` with one system.
-        depth_k: the cutoffs of the depth curves (``1..depth``).
-        depth: ``{"R": {system: array}, "Coverage": {system: array}}`` (means at each cutoff;
-            ``Coverage`` only when the judgments have nuggets).
+        depth_k: the cutoffs of the depth curves: every k up to 100, then log-spaced ones (with
+            :data:`CURVE_MARKS` and each run's depth) up to the deepest run (or *depth*).
+        depth: ``{"R": {system: array}, "Coverage": {system: array}}`` (means at each cutoff of
+            ``depth_k``, NaN beyond the system's run depth; ``Coverage`` only when the judgments
+            have nuggets).
         payload: the JSON-ready dict embedded in the page.
         span_judged: whether the nuggets carry evidence spans (fastbook).
         summaries: the extra tables the dataset family or profile declares (BIRCO's bootstrap),
@@ -95,6 +125,16 @@ class ReportData:
         missing: what the inputs lack (a dataset absent here, runs not copied: see
             :attr:`~nuggetbench.report.inputs.ReportInputs.missing`), one line each; the views
             that need it are then empty.
+        rank_diff: ``{"RBO": {system: array}, "tau": {system: array}}``: per query, how much each
+            non-baseline system's top 100 agrees with the baseline's (``RBO_ext``, p = 0.9, and
+            weighted Kendall's tau; NaN where tau is undefined).
+        pairwise: the paired test between every two systems (``None`` with one system).
+        start: the index (into ``query_ids``) of the query the query view opens on: the largest
+            difference on the first measure between the baseline and the next system (ties: the
+            lower RBO); with one system, the query nearest its median.
+        notes: the results' notes, then the dataset's (fastbook's chunking ceiling).
+        facts: ``(name, text)`` rows of the dataset's metadata (:data:`DATASET_FACTS`).
+        run_depths: ``{system: documents of its deepest query}``.
     """
 
     title: str
@@ -112,6 +152,12 @@ class ReportData:
     span_judged: bool = False
     summaries: list[Summary] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    rank_diff: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    pairwise: Pairwise | None = None
+    start: int = 0
+    notes: list[str] = field(default_factory=list)
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    run_depths: dict[str, int] = field(default_factory=dict)
 
 
 def _per_query(results: dict, systems: Sequence[str]) -> tuple[list[str], dict]:
@@ -183,24 +229,42 @@ def _summaries(inputs: ReportInputs) -> list[Summary]:
     return [Summary(title, t["rows"], t["digits"]) for title, t in merged.items()]
 
 
-def _depth(inputs: ReportInputs, depth: int) -> tuple[list[int], dict]:
-    """Mean ``R@k`` (and ``Coverage@k`` with nuggets) for ``k = 1..depth`` under the profile."""
-    ks = list(range(1, depth + 1))
+def _run_depth(run: Run) -> int:
+    """Documents of the run's deepest query (0 for an empty run)."""
+    lengths = run.lengths()
+    return int(lengths.max()) if len(lengths) else 0
+
+
+def _depth_ks(kmax: int, depths: Iterable[int]) -> list[int]:
+    """Every k up to :data:`DENSE_UNTIL`, then about 30 log-spaced cutoffs, the
+    :data:`CURVE_MARKS` and each run's depth, up to *kmax*."""
+    ks = set(range(1, min(kmax, DENSE_UNTIL) + 1))
+    if kmax > DENSE_UNTIL:
+        ks |= {int(round(k)) for k in np.geomspace(DENSE_UNTIL, kmax, 30)}
+        ks |= {k for k in (*CURVE_MARKS, *depths) if 0 < k <= kmax}
+    return sorted(ks)
+
+
+def _depth(inputs: ReportInputs, depth: int | None) -> tuple[list[int], dict, dict[str, int]]:
+    """Mean ``R@k`` (and ``Coverage@k`` with nuggets) under the profile at the cutoffs of
+    :func:`_depth_ks` (to *depth*, default the deepest run), each run's curve stopping at its
+    own depth (NaN beyond); and each run's depth."""
+    depths = {name: _run_depth(run) for name, run in inputs.runs.items()}
+    ks = _depth_ks(depth or max([*depths.values(), 1]), depths.values())
     if not inputs.runs:  # numbers only (runs or dataset not here): no curves
-        return ks, {}
+        return ks, {}, depths
     families = ["R"] + (["Coverage"] if inputs.qrels.nuggets is not None else [])
     out: dict[str, dict[str, np.ndarray]] = {f: {} for f in families}
     profile = inputs.results["profile"]
     for name, run in inputs.runs.items():
+        mine = [k for k in ks if k <= max(depths[name], 1)]
         res = score(
-            inputs.qrels,
-            run,
-            [f"{f}@{k}" for f in families for k in ks],
-            profile=profile,
+            inputs.qrels, run, [f"{f}@{k}" for f in families for k in mine], profile=profile
         )
         for f in families:
-            out[f][name] = np.array([res.means[f"{f}@{k}"] for k in ks], dtype=np.float64)
-    return ks, out
+            values = [res.means[f"{f}@{k}"] for k in mine] + [np.nan] * (len(ks) - len(mine))
+            out[f][name] = np.array(values, dtype=np.float64)
+    return ks, out, depths
 
 
 class _Docs:
@@ -231,8 +295,7 @@ class _Docs:
         if i is None:
             i = self.index[doc_id] = len(self.rows)
             text = self.text(doc_id)
-            snippet = text if len(text) <= self.chars else text[: self.chars].rstrip() + "\u2026"
-            self.rows.append([doc_id, snippet])
+            self.rows.append([doc_id, clip(text, self.chars)])
         return i
 
 
@@ -358,6 +421,17 @@ def _nugget_payload(inputs: ReportInputs, qids: list[str], top: int, docs: _Docs
     return out
 
 
+def _dataset_notes(inputs: ReportInputs) -> tuple[list[str], list[tuple[str, str]]]:
+    """The results' notes then the dataset's (once each), and the dataset's facts."""
+    notes = list(inputs.results.get("notes") or [])
+    ds = inputs.dataset
+    if ds is None:
+        return notes, []
+    notes += [n for n in ds.notes if n not in notes]
+    facts = [(k, str(ds.metadata[k])) for k in DATASET_FACTS if ds.metadata.get(k) is not None]
+    return notes, facts
+
+
 def _payload(
     inputs: ReportInputs,
     qids: list[str],
@@ -379,7 +453,7 @@ def _payload(
         "baseline": baseline,
         "measures": results["measures"],
         "qids": qids,
-        "qtext": [(queries.get(q) or "")[:query_chars] for q in qids],
+        "qtext": [clip(queries.get(q) or "", query_chars) for q in qids],
         "pq": {s: {m: [_round(x) for x in v] for m, v in per_query[s].items()} for s in systems},
         "outcome": {
             s: {
@@ -400,34 +474,24 @@ def _payload(
     return payload
 
 
-def build_report_data(
-    inputs: ReportInputs,
-    *,
-    baseline: str | None = None,
-    top: int = 20,
-    snippet_chars: int = 160,
-    depth: int = 100,
-    query_chars: int = 2000,
-) -> ReportData:
-    """Compute everything a report shows.
+def _pairwise(results: dict, per_query: dict) -> Pairwise | None:
+    """Every pair's test with the comparison's settings (``None`` with one system)."""
+    if len(per_query) < 2:
+        return None
+    stored = results.get("comparison") or {}
+    return pairwise(
+        per_query, results["measures"], {k: v for k, v in stored.items() if k != "error"}
+    )
 
-    Args:
-        inputs: from :func:`~nuggetbench.report.inputs.load_inputs`.
-        baseline: the system the deltas and win/tie/loss counts are taken against (default: the
-            results' comparison baseline, else the first system).
-        top: documents kept per query and system (ranks ``1..top``), with snippets.
-        snippet_chars: characters of each document's text shown; span-judged benchmarks show the
-            whole passage (up to 4,000 characters, after ``ftfy.fix_text``, as the judging rule) so
-            the evidence can be highlighted.
-        depth: the largest cutoff of the depth curves.
-        query_chars: characters of each query's text kept.
+
+def _baseline(inputs: ReportInputs, baseline: str | None) -> str:
+    """The report's baseline: *baseline*, else the stored comparison's, else the first system.
 
     Raises:
-        InputError: an unknown baseline, or systems evaluated on different queries.
+        InputError: an unknown baseline, or a stored one that is not a system (an edited file).
     """
-    results = inputs.results
     systems = inputs.systems
-    stored = (results.get("comparison") or {}).get("baseline")
+    stored = (inputs.results.get("comparison") or {}).get("baseline")
     if baseline is None and stored is not None and stored not in systems:
         where = Path(inputs.source) / "results.json"
         raise InputError(
@@ -437,14 +501,45 @@ def build_report_data(
     baseline = baseline or stored or systems[0]
     if baseline not in systems:
         raise InputError(f"unknown baseline {baseline!r}; the systems are {', '.join(systems)}")
-    if top < 1 or depth < 1:
+    return baseline
+
+
+def build_report_data(
+    inputs: ReportInputs,
+    *,
+    baseline: str | None = None,
+    top: int = 20,
+    snippet_chars: int = 160,
+    depth: int | None = None,
+    query_chars: int = 2000,
+) -> ReportData:
+    """Compute everything a report shows.
+
+    Args:
+        inputs: from :func:`~nuggetbench.report.inputs.load_inputs`.
+        baseline: the system the deltas, win/tie/loss counts and ranking differences are taken
+            against (default: the results' comparison baseline, else the first system).
+        top: documents kept per query and system (ranks ``1..top``), with snippets.
+        snippet_chars: characters of each document's text shown (cut at a word, with an
+            ellipsis); span-judged benchmarks show the whole passage (up to 4,000 characters,
+            after ``ftfy.fix_text``, as the judging rule) so the evidence can be highlighted.
+        depth: the largest cutoff of the depth curves (default: the deepest run's depth).
+        query_chars: characters of each query's text kept (cut at a word, with an ellipsis).
+
+    Raises:
+        InputError: an unknown baseline, or systems evaluated on different queries.
+    """
+    results = inputs.results
+    systems = inputs.systems
+    baseline = _baseline(inputs, baseline)
+    if top < 1 or (depth is not None and depth < 1):
         raise InputError(f"top ({top}) and depth ({depth}) must be at least 1")
     qids, per_query = _per_query(results, systems)
     nuggets = inputs.qrels.nuggets
     span_judged = nuggets is not None and any(n.spans for n in nuggets.iter_nuggets())
     chars = max(snippet_chars, SPAN_PASSAGE_CHARS) if span_judged else snippet_chars
     docs = _Docs(inputs.corpus, chars, fixed=span_judged)
-    ks, curves = _depth(inputs, depth)
+    ks, curves, run_depths = _depth(inputs, depth)
     wtl = _wtl(per_query, baseline, results["measures"])
     try:
         comparison = _comparison(results, per_query, baseline, qids)
@@ -453,11 +548,16 @@ def build_report_data(
         raise InputError(f"{Path(where) / 'results.json'}: {exc}") from None
     payload = _payload(inputs, qids, per_query, baseline, top, docs, span_judged, query_chars)
     payload["docs"] = docs.rows
-    n = len(qids)
-    counts = (_count(n, "query", "queries"), _count(len(systems), "system", "systems"))
-    title = f"{results['dataset']} \u00b7 {counts[0]} \u00b7 {counts[1]}"
+    diff = against_baseline(inputs.runs, qids, baseline)
+    payload.update(
+        {f"rank{k}": {s: [_round(x, 4) for x in v] for s, v in d.items()} for k, d in diff.items()}
+    )
+    start = start_query(per_query, baseline, results["measures"][0], diff["RBO"])
+    payload.update(start=start, rankK=RANK_K, rboP=RBO_P)
+    counts = (_count(len(qids), "query", "queries"), _count(len(systems), "system", "systems"))
+    notes, facts = _dataset_notes(inputs)
     return ReportData(
-        title,
+        f"{results['dataset']} \u00b7 {counts[0]} \u00b7 {counts[1]}",
         results,
         systems,
         baseline,
@@ -472,4 +572,10 @@ def build_report_data(
         span_judged,
         _summaries(inputs),
         list(inputs.missing),
+        rank_diff=diff,
+        pairwise=_pairwise(results, per_query),
+        start=start,
+        notes=notes,
+        facts=facts,
+        run_depths=run_depths,
     )

@@ -31,8 +31,8 @@ from nuggetbench.report.svg import delta_svg, depth_svg, scatter_svg
 
 __all__ = ["render_page", "DEPTH_SHOWN"]
 
-#: The cutoffs listed in the depth tables (the curves have every k).
-DEPTH_SHOWN = (1, 5, 10, 20, 50, 100)
+#: The cutoffs listed in the depth tables, those the deepest run reaches (the curves have more).
+DEPTH_SHOWN = (1, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000)
 
 
 def _template_text(name: str) -> str:
@@ -98,6 +98,50 @@ def _method(data: ReportData) -> str:
     )
 
 
+def _superscripts(data: ReportData) -> dict[str, dict[str, list[str]]]:
+    """Per system and measure: the keys of the systems it is significantly better than (ranx's
+    superscripts; empty for none)."""
+    keys = dict(zip(data.systems, system_keys(len(data.systems))))
+    pw = data.pairwise
+    return {
+        s: {m: [keys[o] for o in pw.better[s][m]] if pw else [] for m in data.measures}
+        for s in data.systems
+    }
+
+
+def _pairwise_note(data: ReportData) -> str:
+    """What the superscripts mean (empty with one system)."""
+    pw = data.pairwise
+    if pw is None:
+        return ""
+    n = len(data.systems)
+    pairs = n * (n - 1) // 2
+    test = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test"}.get(pw.test, pw.test)
+    text = (
+        f"Superscripts: the keys of the systems a mean is significantly better than ({test} "
+        f"between every two systems, {pairs} pair{'s' if pairs != 1 else ''} per measure, "
+        f"correction {pw.correction} over them; alpha = {pw.alpha})."
+    )
+    if pw.correction != "none" and n > 2:
+        text += (
+            f" The baseline comparison corrects over its {n - 1} pairs only, so a \u2020 may "
+            "stand where no superscript does."
+        )
+    return text
+
+
+def _depth_rows(data: ReportData) -> tuple[list[int], dict[str, list[tuple[str, list[str]]]]]:
+    """The depth tables' cutoffs (:data:`DEPTH_SHOWN` up to the deepest curve) and, per curve
+    family, each system's means there (``–`` beyond the system's depth)."""
+    where = {k: i for i, k in enumerate(data.depth_k)}
+    shown = [k for k in DEPTH_SHOWN if k in where]
+    rows = {
+        fam: [(s, [_num(float(c[where[k]])) for k in shown]) for s, c in curves.items()]
+        for fam, curves in data.depth.items()
+    }
+    return shown, rows
+
+
 def _value(v: Any) -> str:
     """A provenance value as text: mappings as ``key=value`` pairs, lists joined, None as –."""
     if v is None:
@@ -116,7 +160,7 @@ def _provenance(data: ReportData, source: str) -> list[tuple[str, str]]:
     are in the systems' tables)."""
     r = data.results
     prov = {k: v for k, v in (r.get("provenance") or {}).items() if k not in ("systems", "k")}
-    rows = {"dataset": r["dataset"], **prov}
+    rows = {"dataset": r["dataset"], **dict(data.facts), **prov}
     rows.update(measures=", ".join(r["measures"]), profile=r["profile"], depth=r.get("k"))
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     rows.update(
@@ -205,11 +249,7 @@ def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> 
     """
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     template = env.from_string(_template_text("report.html.j2"))
-    shown = [k for k in DEPTH_SHOWN if k <= len(data.depth_k)]
-    depth_rows = {
-        fam: [(s, [_num(float(c[k - 1])) for k in shown]) for s, c in curves.items()]
-        for fam, curves in data.depth.items()
-    }
+    shown, depth_rows = _depth_rows(data)
     return template.render(
         title=data.title,
         version=__version__,
@@ -221,7 +261,12 @@ def render_page(data: ReportData, *, source: str = "", figures: bool = True) -> 
         measures=data.measures,
         cells=_cells(data),
         method=_method(data),
-        notes=data.results.get("notes") or [],
+        notes=data.notes,
+        sup=_superscripts(data),
+        pairwise_note=_pairwise_note(data),
+        run_depths=data.run_depths,
+        rank_k=data.payload["rankK"],
+        rbo_p=data.payload["rboP"],
         incomplete=_incomplete(data, source),
         missing=data.missing,
         summaries=[

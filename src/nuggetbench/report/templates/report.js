@@ -7,6 +7,15 @@ const $$ = (s, r = document) => Array.from(r.querySelectorAll(s));
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 const fmt = (v) => (v === null || v === undefined ? "\u2013" : v.toFixed(4));
 const sign = (v) => (v === null ? "\u2013" : (v > 0 ? "+" : "") + v.toFixed(4));
+// a text in at most n characters, cut at a word boundary (mid-word only for a word filling half
+// of it) and ended with an ellipsis when cut: as report.data.clip does in Python
+function clip(s, n) {
+  if (s.length <= n) return s;
+  let cut = s.slice(0, Math.max(n - 1, 1));
+  const at = cut.search(/\s\S*$/);
+  if (at >= Math.floor(n / 2)) cut = cut.slice(0, at);
+  return cut.replace(/[\s,;:-]+$/, "") + "\u2026";
+}
 const qindex = new Map(D.qids.map((q, i) => [q, i]));
 const others = D.systems.filter((s) => s !== D.baseline);
 const KEY = new Map(D.systems.map((s, i) => [s, D.keys[i]]));
@@ -24,7 +33,7 @@ function show(view, arg) {
   $$("nav a").forEach((a) => a.classList.toggle("on", a.dataset.view === view));
   window.scrollTo(0, 0);
   if (view === "perquery") renderTable();
-  if (view === "query") renderQuery(arg || D.qids[natural[0]]);
+  if (view === "query") renderQuery(arg || $("#qv-input").value || D.qids[D.start]);
   if (view === "nuggets") renderNuggets();
 }
 function route() {
@@ -41,13 +50,20 @@ function delta(s, m, i) {
 }
 function rows() {
   const m = $("#pq-measure").value, sys = $("#pq-system") ? $("#pq-system").value : null;
-  const text = $("#pq-filter").value.trim().toLowerCase(), oc = $("#pq-outcome").value;
+  const text = $("#pq-filter").value.trim().toLowerCase(), oc = $("#pq-outcome") ? $("#pq-outcome").value : "";
   let idx = natural.slice();
   if (text) idx = idx.filter((i) => D.qids[i].toLowerCase().includes(text) || D.qtext[i].toLowerCase().includes(text));
   if (oc !== "" && sys) idx = idx.filter((i) => D.outcome[sys][m][i] === Number(oc));
   if (state.sort) {
     const [kind, s] = state.sort.split(/:(.*)/s);
-    const key = kind === "qid" ? (i) => rankOf[i] : kind === "v" ? (i) => D.pq[s][m][i] : (i) => delta(s, m, i);
+    const keys = {
+      qid: (i) => rankOf[i],
+      v: (i) => D.pq[s][m][i],
+      d: (i) => delta(s, m, i),
+      rbo: (i) => (D.rankRBO[sys] || [])[i] ?? null,
+      tau: (i) => (D.ranktau[sys] || [])[i] ?? null,
+    };
+    const key = keys[kind];
     idx.sort((x, y) => {
       const a = key(x), b = key(y);
       if (a === b) return x - y;
@@ -61,18 +77,20 @@ function rows() {
 function renderTable() {
   const m = $("#pq-measure").value, idx = rows();
   const shown = idx.slice(0, state.limit);
+  const sys = $("#pq-system") ? $("#pq-system").value : "";
+  $$("#pq-table th.rank").forEach((th) => { th.textContent = `${th.dataset.sort === "rbo" ? "RBO" : "\u03c4"} ${KEY.get(sys)}`; });
   $("#pq-table tbody").innerHTML = shown.map((i) => {
     const q = D.qids[i];
+    const rk = sys ? `<td class="num rbo">${fmt((D.rankRBO[sys] || [])[i])}</td><td class="num tau">${fmt((D.ranktau[sys] || [])[i])}</td>` : "";
     const vals = D.systems.map((s) => `<td class="num v" data-system="${esc(s)}">${fmt(D.pq[s][m][i])}</td>`).join("");
     const ds = others.map((s) => {
       const o = D.outcome[s][m][i], c = o === 1 ? "win" : o === -1 ? "loss" : "tie";
       return `<td class="num d ${c}" data-system="${esc(s)}">${sign(delta(s, m, i))}</td>`;
     }).join("");
-    return `<tr data-qid="${esc(q)}"><td><a class="qlink" href="#q=${encodeURIComponent(q)}">${esc(q)}</a></td><td class="text">${esc(D.qtext[i].slice(0, 200))}</td>${vals}${ds}</tr>`;
+    return `<tr data-qid="${esc(q)}"><td><a class="qlink" href="#q=${encodeURIComponent(q)}">${esc(q)}</a></td><td class="text">${esc(clip(D.qtext[i], 200))}</td>${vals}${ds}${rk}</tr>`;
   }).join("");
   $("#pq-count").textContent = `${idx.length} of ${D.qids.length} queries`;
   $("#pq-more").innerHTML = idx.length > shown.length ? `showing the first ${shown.length}; <a href="#perquery" id="pq-all">show all ${idx.length}</a>` : "";
-  const sys = $("#pq-system") ? $("#pq-system").value : "";
   $$("#perquery .fig").forEach((f) => f.classList.toggle("on", f.dataset.measure === m && f.dataset.system === sys));
 }
 $$("#pq-table th[data-sort]").forEach((th) => th.addEventListener("click", () => {
@@ -126,7 +144,7 @@ function scoreTable(qi) {
     const cells = D.systems.map((s, i) => `<td class="num${vals[i] !== null && vals[i] === best ? " best" : ""}" data-system="${esc(s)}" data-measure="${esc(m)}">${fmt(vals[i])}</td>`).join("");
     return `<tr><th>${esc(m)}</th>${cells}</tr>`;
   }).join("");
-  return `<h3>Scores on this query</h3><table id="qv-scores"><thead><tr><th>measure</th>${head}</tr></thead><tbody>${body}</tbody></table><p class="note">bold: the best system (systems named by key, see the legend above).</p>`;
+  return `<h3>Scores on this query</h3><table id="qv-scores"><thead><tr><th>measure</th>${head}</tr></thead><tbody>${body}</tbody></table>${D.systems.length > 1 ? `<p class="note">bold: the best system (systems named by key, see the legend above).</p>` : ""}`;
 }
 function judgedPanel(qi) {
   const Q = D.qdocs[qi];
@@ -136,13 +154,13 @@ function judgedPanel(qi) {
   const body = Q.j.map(([d, g]) => {
     const [id, snip] = D.docs[d], ranks = Q.r[String(d)];
     const cells = ranks.map((r, i) => `<td class="num rank${r !== null && r <= D.k ? " top" : ""}" data-system="${esc(D.systems[i])}">${r ?? "\u2013"}</td>`).join("");
-    return `<tr data-docid="${esc(id)}"><td><code>${esc(id)}</code></td><td class="num">${g}</td>${cells}<td class="snip1">${esc(snip.slice(0, 140))}</td></tr>`;
+    return `<tr data-docid="${esc(id)}"><td><code>${esc(id)}</code></td><td class="num">${g}</td>${cells}<td class="snip1">${esc(clip(snip, 140))}</td></tr>`;
   }).join("");
   const more = Q.more ? `<p class="note">and ${Q.more} more judged documents (lower grades).</p>` : "";
   return `<h3>${title} and the rank each system gave them</h3><p class="note">rank in each system's run (bold: within the top ${D.k}; \u2013: not retrieved).</p><table id="qv-judged"><thead><tr><th>document</th><th class="num">grade</th>${head}<th>text</th></tr></thead><tbody>${body}</tbody></table>${more}`;
 }
 function shownSystems() {
-  if ($("#qv-all").checked || D.systems.length === 1) return D.systems;
+  if (D.systems.length === 1 || $("#qv-all").checked) return D.systems;
   const a = $("#qv-a").value, b = $("#qv-b").value;
   return a === b ? [a] : [a, b];
 }
@@ -183,9 +201,11 @@ function renderQuery(q) {
 }
 $("#qv-ids").innerHTML = D.qids.slice(0, 5000).map((q) => `<option value="${esc(q)}">`).join("");
 $("#qv-input").addEventListener("change", (e) => { location.hash = "q=" + encodeURIComponent(e.target.value); });
-$("#qv-a").value = D.baseline;
-$("#qv-b").value = others.length ? others[0] : D.baseline;
-["#qv-a", "#qv-b", "#qv-all"].forEach((s) => $(s).addEventListener("change", () => renderQuery($("#qv-input").value)));
+if (others.length) {
+  $("#qv-a").value = D.baseline;
+  $("#qv-b").value = others[0];
+  ["#qv-a", "#qv-b", "#qv-all"].forEach((s) => $(s).addEventListener("change", () => renderQuery($("#qv-input").value)));
+}
 $("#qv").addEventListener("click", (e) => {
   const b = e.target.closest(".badge.sh");
   const col = b && $$("#qv .col").find((c) => c.dataset.system === b.dataset.system);
@@ -209,7 +229,7 @@ function renderNuggets() {
       return `<td class="num" data-system="${esc(s)}">${f.filter((r) => r !== null && r <= D.k).length} / ${f.filter((r) => r !== null).length}</td>`;
     }).join("");
     const none = N.ids.filter((_, j) => D.systems.every((s) => N.first[s][j] === null)).length;
-    return `<tr data-qid="${esc(q)}"><td><a class="qlink" href="#q=${encodeURIComponent(q)}">${esc(q)}</a> ${esc(D.qtext[qi].slice(0, 80))}</td><td class="num">${N.ids.length}</td>${per}<td class="num none">${none}</td></tr>`;
+    return `<tr data-qid="${esc(q)}"><td><a class="qlink" href="#q=${encodeURIComponent(q)}">${esc(q)}</a> ${esc(clip(D.qtext[qi], 80))}</td><td class="num">${N.ids.length}</td>${per}<td class="num none">${none}</td></tr>`;
   }).join("");
 }
 route();

@@ -37,8 +37,9 @@ class DenseIndex(BlockIndex):
         embeddings: np.ndarray,
         *,
         cache_path: str | None = None,
+        from_cache: bool = False,
     ):
-        super().__init__(retriever, doc_ids, cache_path=cache_path)
+        super().__init__(retriever, doc_ids, cache_path=cache_path, from_cache=from_cache)
         self.embeddings = embeddings
         self._faiss = None
 

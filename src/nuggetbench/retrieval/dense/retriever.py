@@ -238,7 +238,9 @@ class DenseRetriever(ModelBacked, Composable):
         cached = embcache.load_dense(artifact, len(doc_ids)) if self.options["cache"] else None
         if cached is not None:
             log.info("loaded cached embeddings %s", artifact.path)
-            return DenseIndex(self, doc_ids, cached[0], cache_path=str(artifact.path))
+            return DenseIndex(
+                self, doc_ids, cached[0], cache_path=str(artifact.path), from_cache=True
+            )
         dim = int(
             self.model.get_embedding_dimension()
             if hasattr(self.model, "get_embedding_dimension")

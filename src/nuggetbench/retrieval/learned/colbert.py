@@ -235,7 +235,9 @@ class ColBERTRetriever(ModelBacked, Composable):
             embcache.load_multivector(artifact, len(doc_ids)) if self.options["cache"] else None
         )
         if cached is not None:
-            return ColBERTIndex(self, doc_ids, cached[0], cached[1], cache_path=str(artifact.path))
+            return ColBERTIndex(
+                self, doc_ids, cached[0], cached[1], cache_path=str(artifact.path), from_cache=True
+            )
         per_doc: list[Any] = [None] * len(doc_ids)
 
         def store(rows: np.ndarray, vecs: list[np.ndarray]) -> None:
@@ -281,8 +283,9 @@ class ColBERTIndex(BlockIndex):
         offsets: np.ndarray,
         *,
         cache_path: str | None = None,
+        from_cache: bool = False,
     ):
-        super().__init__(retriever, doc_ids, cache_path=cache_path)
+        super().__init__(retriever, doc_ids, cache_path=cache_path, from_cache=from_cache)
         self.tokens = tokens
         self.offsets = offsets
 

@@ -129,7 +129,9 @@ class SparseRetriever(ModelBacked, Composable):
         cached = embcache.load_sparse(artifact, len(doc_ids)) if self.options["cache"] else None
         if cached is not None:
             log.info("loaded cached sparse vectors %s", artifact.path)
-            return SparseIndex(self, doc_ids, cached[0], cache_path=str(artifact.path))
+            return SparseIndex(
+                self, doc_ids, cached[0], cache_path=str(artifact.path), from_cache=True
+            )
         parts = []
 
         def encode(texts: list[str]) -> Any:
@@ -175,8 +177,9 @@ class SparseIndex(BlockIndex):
         matrix,
         *,
         cache_path: str | None = None,
+        from_cache: bool = False,
     ):
-        super().__init__(retriever, doc_ids, cache_path=cache_path)
+        super().__init__(retriever, doc_ids, cache_path=cache_path, from_cache=from_cache)
         self.matrix = matrix
         self.idf = idf_weights(matrix) if retriever.options["idf"] else None
 

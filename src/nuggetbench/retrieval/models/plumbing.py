@@ -161,13 +161,24 @@ class BlockIndex(IndexBase):
             ``query_block`` and ``doc_block``).
         doc_ids: (n_docs,) object array, the ids of the rows.
         cache_path: where the document vectors are cached (``None``: in memory only).
+        from_cache: whether the vectors were loaded from the cache rather than encoded (the
+            run metadata's ``index_from_cache``, as BM25's: the index seconds of a run are
+            then a load's, not an encoding's).
         stats: :class:`~.topk.TopKStats` of the last search.
     """
 
-    def __init__(self, retriever: Any, doc_ids: list[str], *, cache_path: str | None = None):
+    def __init__(
+        self,
+        retriever: Any,
+        doc_ids: list[str],
+        *,
+        cache_path: str | None = None,
+        from_cache: bool = False,
+    ):
         self.retriever = retriever
         self.doc_ids = np.asarray(doc_ids, dtype=object)
         self.cache_path = cache_path
+        self.from_cache = from_cache
         self._ties = tie_keys(self.doc_ids)
         self._lookup: dict[str, int] | None = None
         self.stats = TopKStats()
@@ -181,12 +192,14 @@ class BlockIndex(IndexBase):
             )
 
     def _meta(self, **fields: Any) -> dict[str, Any]:
-        """Run metadata: ``retriever``, ``model``, ``model_fingerprint``, then *fields*."""
+        """Run metadata: ``retriever``, ``model``, ``model_fingerprint``, ``index_from_cache``,
+        then *fields*."""
         r = self.retriever
         return {
             "retriever": r.name,
             "model": r.model_name,
             "model_fingerprint": r.ref.fingerprint,
+            "index_from_cache": self.from_cache,
             **fields,
         }
 
