@@ -101,7 +101,9 @@ def test_item6_measure_with_spaces_is_trimmed(tmp_path, fmt):
     assert result.exit_code == 0, result.output
     assert "nan" not in result.output
     if fmt == "json":
-        assert json.loads(result.stdout) == {"nDCG@10": 1.0, "P@1": 1.0}
+        out = json.loads(result.stdout)
+        assert {m: out[m] for m in ("nDCG@10", "P@1")} == {"nDCG@10": 1.0, "P@1": 1.0}
+        assert not {k for k in out if k.strip() != k}, "a measure key kept its spaces"
 
 
 def test_item6_run_with_spaced_measure(beir_folder, tmp_path):
