@@ -18,7 +18,7 @@ from nuggetbench.compare import ComparisonReport, compare
 from nuggetbench.data.formats.rankfile import check_pools
 from nuggetbench.errors import InputError
 from nuggetbench.measures import Results, plain_measures, score
-from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results
+from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results_json
 
 __all__ = ["compare_folders", "is_output_folder"]
 
@@ -88,7 +88,7 @@ def compare_folders(
 
 def _inputs(folder: Path) -> ReportInputs:
     """One folder's results, runs and target (its recorded options), its name on any error."""
-    read_results(folder)  # an invalid results.json is said as it is: its file and field
+    read_results_json(folder)  # an invalid results.json is said as it is: its file and field
     try:
         return load_inputs(folder)
     except InputError as exc:
