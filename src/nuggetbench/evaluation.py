@@ -27,7 +27,7 @@ from nuggetbench.data.formats.qrels_jg import read_qrels_jg
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError, UnknownNameError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
-from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs
+from nuggetbench.measures.compute import Measures, log_query_sets, measure_keys, measure_pairs
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
 from nuggetbench.measures.profiles import trec_eval_version
 from nuggetbench.measures.registry import get_family
@@ -150,8 +150,10 @@ def evaluate_dataset(
             preference measures without *preferences*, or other measures with it.
         FormatError, DatasetError: from the readers and loaders.
     """
-    if measures:  # fail before any reading (trec_eval's names included)
-        measures = measure_keys(list(measures))
+    keyed = None
+    if measures:  # translated once, here: a bad name fails before any reading
+        measures = list(measures)
+        keyed = dict(measure_pairs(measures))
     if profile is not None:
         get_profile(profile)  # an unknown profile fails before any reading too
     if preferences is not None:
@@ -167,10 +169,11 @@ def evaluate_dataset(
     target, run = _load(dataset, run, corpus, options, trailing=trailing, duplicates=duplicates)
     if path is not None:
         _check_recorded_dataset(target, path)
-    measures = measures or measure_keys(list(target.default_measures))
+    if keyed is None:
+        keyed = dict(measure_pairs(list(target.default_measures)))
     prof = get_profile(profile or target.default_profile)
-    results, groups, findings = _check_and_score(target, run, measures, prof)
-    return _summarise(target, run, measures, prof, results, groups, findings)
+    results, groups, findings = _check_and_score(target, run, keyed, prof)
+    return _summarise(target, run, prof, results, groups, findings)
 
 
 def _load(
@@ -190,7 +193,7 @@ def _load(
 
 
 def _check_and_score(
-    target: Target, run: Run, measures: list[str], prof: Profile
+    target: Target, run: Run, measures: Measures, prof: Profile
 ) -> tuple[Results, dict[str, Results], list[Finding]]:
     """The trap checks and the measures: a long run is scored in a thread while the checks run
     (:data:`MEASURES_BESIDE_CHECKS_MIN`); the log lines come in the order of one after the
@@ -217,7 +220,6 @@ def _check_and_score(
 def _summarise(
     target: Target,
     run: Run,
-    measures: list[str],
     prof: Profile,
     results: Results,
     groups: dict[str, Results],
@@ -232,7 +234,7 @@ def _summarise(
         summaries = profile_summaries(results, target.query_order, profile=prof)
     if groups:
         summaries = [_group_table(groups, results), *summaries]
-    shown = list(results.measures) if any(is_trec_spec(m) for m in measures) else measures
+    shown = list(results.measures)  # the keys of the measures as translated (P_5 of P.5,10)
     return Evaluation(
         results, shown, prof.name, findings, summaries, list(target.notes), target, run
     )

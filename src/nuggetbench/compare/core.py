@@ -20,8 +20,8 @@ from nuggetbench.compare.stats import (
     randomization_many,
 )
 from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
-from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.registry import get_family
+from nuggetbench.measures.spellings import parse_measure
 
 log = logging.getLogger(__name__)
 
