@@ -169,11 +169,10 @@ def evaluate_dataset(
     target, run = _load(dataset, run, corpus, options, trailing=trailing, duplicates=duplicates)
     if path is not None:
         _check_recorded_dataset(target, path)
-    if keyed is None:
-        keyed = dict(measure_pairs(list(target.default_measures)))
+    measures = keyed if keyed is not None else dict(measure_pairs(list(target.default_measures)))
     prof = get_profile(profile or target.default_profile)
-    results, groups, findings = _check_and_score(target, run, keyed, prof)
-    return _summarise(target, run, prof, results, groups, findings)
+    results, groups, findings = _check_and_score(target, run, measures, prof)
+    return _summarise(target, run, measures, prof, results, groups, findings)
 
 
 def _load(
@@ -220,6 +219,7 @@ def _check_and_score(
 def _summarise(
     target: Target,
     run: Run,
+    measures: Measures,
     prof: Profile,
     results: Results,
     groups: dict[str, Results],
@@ -234,7 +234,7 @@ def _summarise(
         summaries = profile_summaries(results, target.query_order, profile=prof)
     if groups:
         summaries = [_group_table(groups, results), *summaries]
-    shown = list(results.measures)  # the keys of the measures as translated (P_5 of P.5,10)
+    shown = list(measures)  # the keys of the translated pairs (P_5, P_10 of P.5,10)
     return Evaluation(
         results, shown, prof.name, findings, summaries, list(target.notes), target, run
     )
