@@ -12,7 +12,7 @@ from nuggetbench.llm.jsonout import InvalidAnswer
 from nuggetbench.llm.rankout import (
     Scale,
     expected_grade,
-    parse_grade,
+    parse_answer_grade,
     parse_permutation,
     parse_scale,
     sliding_windows,
@@ -125,13 +125,13 @@ def test_scale_and_grades():
     for bad in ("3-1", "0", "a-b", "0-101", "2-2"):
         with pytest.raises(InputError, match="LOW-HIGH"):
             parse_scale(bad)
-    assert parse_grade("2", s) == 2
-    assert parse_grade("Grade: 3.", s) == 3
-    assert parse_grade("<think>maybe 1 or 0</think>\n0", s) == 0
+    assert parse_answer_grade("2", s) == 2
+    assert parse_answer_grade("Grade: 3.", s) == 3
+    assert parse_answer_grade("<think>maybe 1 or 0</think>\n0", s) == 0
     with pytest.raises(InvalidAnswer, match="outside the scale"):
-        parse_grade("7", s)
+        parse_answer_grade("7", s)
     with pytest.raises(InvalidAnswer, match="no grade"):
-        parse_grade("quite relevant", s)
+        parse_answer_grade("quite relevant", s)
 
 
 def test_expected_grade_is_hand_computed():

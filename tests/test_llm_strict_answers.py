@@ -13,7 +13,7 @@ from nuggetbench.cli import cli
 from nuggetbench.judging import parse_final_score
 from nuggetbench.llm.client import ChatResult
 from nuggetbench.llm.jsonout import InvalidAnswer
-from nuggetbench.llm.rankout import Scale, expected_grade, parse_grade
+from nuggetbench.llm.rankout import Scale, expected_grade, parse_answer_grade
 from nuggetbench.retrieval import parse_retriever
 
 S = Scale(0, 3)
@@ -51,13 +51,13 @@ def test_umbrela_fallbacks_still_read(text, grade):
     ],
 )
 def test_a_pointwise_grade_is_the_only_number_besides_the_scale(text, grade):
-    assert parse_grade(text, S) == grade
+    assert parse_answer_grade(text, S) == grade
 
 
 @pytest.mark.parametrize("text", ["3 reasons make it a 1", "2.5", "grade 7", "none", "1, 2 or 3"])
 def test_ambiguous_pointwise_answers_are_re_asked(text):
     with pytest.raises(InvalidAnswer):
-        parse_grade(text, S)
+        parse_answer_grade(text, S)
 
 
 def test_log_probabilities_count_only_when_the_chosen_token_is_a_grade():

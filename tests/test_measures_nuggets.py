@@ -12,9 +12,9 @@ from ftfy import fix_text
 from nuggetbench.corpus import judge_spans
 from nuggetbench.data import Document, InMemoryCorpus, Nugget, Run
 from nuggetbench.errors import InputError
+from nuggetbench.measures import parse_measure
 from nuggetbench.measures.context import EvalContext
 from nuggetbench.measures.coverage import ACMRR, Coverage, ac_mrr_values, coverage_values
-from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.registry import get_family
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import logging
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from nuggetbench.errors import SpecError, UnknownNameError
+from nuggetbench.evaluation import evaluate_dataset
 from nuggetbench.measures import (
     Measure,
     MeasureFamily,
@@ -20,7 +24,9 @@ from nuggetbench.measures import (
     register,
     register_profile,
 )
+from nuggetbench.measures import measure as measure_module
 from nuggetbench.measures import registry as registry_module
+from nuggetbench.measures.measure import parse_spelling
 
 CANONICAL = [
     "nDCG@10",
@@ -225,3 +231,76 @@ def test_profiles():
         register_profile(Profile("trec_eval", description="an impostor"))
     p = Profile("custom-x", select_queries=lambda qrels, run: ["a"])
     assert get_profile(p) is p
+
+
+# --- other tools' names, translated once where they enter -------------------------------------
+def test_the_grammar_reads_one_spelling():
+    """``measure.py`` reads ir_measures' spelling alone and imports no other tool's table; the
+    public reader translates ranx's and trec_eval's names before asking it."""
+    tree = ast.parse(Path(measure_module.__file__).read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    elsewhere = ("nuggetbench.measures.trec", "nuggetbench.measures.peers")
+    assert not [m for m in imported if m.startswith(elsewhere) or m.endswith(".spellings")]
+    for text, canonical in [
+        ("ndcg_cut_10", "nDCG@10"),
+        ("P.5", "P@5"),
+        ("P_5(rel=2)", "P(rel=2)@5"),
+        ("hit_rate@10", "Success@10"),
+        ("rbp.95", "RBP(p=0.95,gain=grade,depth=0)"),
+    ]:
+        with pytest.raises(UnknownNameError):
+            parse_spelling(text)
+        assert str(parse_measure(text)) == canonical
+    assert parse_spelling("ndcg@10") == parse_measure("nDCG@10")  # a family's alias is its own
+
+
+def _calls(func, *args):
+    """``[(caller module, caller function, callee module, callee function)]`` of the calls
+    among nuggetbench's measures modules while ``func(*args)`` runs."""
+
+    def short(code):
+        path = code.co_filename.replace("\\", "/")
+        if "/nuggetbench/measures/" not in path:
+            return None
+        return path.rsplit("/nuggetbench/measures/", 1)[1]
+
+    calls = []
+
+    def profile(frame, event, arg):
+        if event != "call" or short(frame.f_code) is None:
+            return
+        back = frame.f_back
+        caller = short(back.f_code) if back is not None else None
+        if caller is not None:
+            calls.append((caller, back.f_code.co_name, short(frame.f_code), frame.f_code.co_name))
+
+    sys.setprofile(profile)
+    try:
+        func(*args)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("items", "grammar_reads"),
+    [
+        # map is trec_eval's printed name (its table); rbp.95 ranx's; the rest the grammar's
+        (["map", "P.5", "ndcg_cut.10", "nDCG@10", "rbp.95", "P_5(rel=2)", "hit_rate@10"], 4),
+        (["all_trec", "P.5,7,3", "relstring.20", "nDCG@10"], 1),  # trec_eval's lists: Measures
+    ],
+)
+def test_measure_names_are_translated_once_where_they_enter(tmp_path, items, grammar_reads):
+    """``evaluate_dataset`` translates its measure list once: the grammar reads each name of
+    ours once, ``is_trec_spec`` never tries the grammar, and ``measure.py`` never calls into
+    trec_eval's or ranx's names (before: five parses of each name, and back again)."""
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 2\n")
+    run.write_text("q1 Q0 a 1 2.0 r\nq1 Q0 b 2 1.0 r\nq2 Q0 c 1 1.0 r\n")
+    calls = _calls(evaluate_dataset, qrels, run, items, "trec_eval")
+    names = ("trec/", "peers/", "spellings.py")  # the tables of other tools' names, the edge
+    assert not [c for c in calls if c[0] == "measure.py" and c[2].startswith(names)]
+    assert not [
+        c for c in calls if c[1] == "is_trec_spec" and c[2] in ("measure.py", "spellings.py")
+    ]
+    assert sum(c[3] == "parse_spelling" for c in calls) == grammar_reads

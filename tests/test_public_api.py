@@ -48,6 +48,28 @@ def test_public_api_is_pinned():
         nb.no_such_thing  # noqa: B018
 
 
+def test_one_name_one_meaning_across_packages():
+    """A name two packages export is one object (``nb.read_results`` returns ``Results``; the
+    report's reader of a folder's ``results.json`` as a dict is ``read_results_json``). Each
+    registry's own ``register`` (a dataset entry, a measure family) is the one exception."""
+    import importlib
+    import pkgutil
+
+    exported: dict[str, dict[str, object]] = {}
+    for info in pkgutil.iter_modules(nb.__path__):
+        if not info.ispkg or info.name == "cli":
+            continue
+        package = importlib.import_module(f"nuggetbench.{info.name}")
+        for name in getattr(package, "__all__", ()):
+            exported.setdefault(name, {})[info.name] = getattr(package, name)
+    clashes = {
+        name: sorted(owners)
+        for name, owners in exported.items()
+        if len({id(obj) for obj in owners.values()}) > 1 and name != "register"
+    }
+    assert clashes == {}
+
+
 def _random_case(seed: int):
     rng = random.Random(seed)
     qrels, run = {}, {}

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -148,6 +149,34 @@ def test_cli_writes_trec_eval_text(shared_data: Path) -> None:
     result = CliRunner().invoke(cli, [*args, "--format", "trec_eval"])
     assert result.exit_code == 0, result.output
     assert result.stdout == (folder / "out.test.aqcM").read_text()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["P", "recall", "success", "ndcg_cut", "map_cut", "relative_P", "unj", "iprec_at_recall",
+     "Rprec_mult"],
+)  # fmt: skip
+def test_a_list_named_alone_is_trec_evals_list(shared_data: Path, name: str) -> None:
+    """``-m success`` (or ``P``, ``recall``...) alone is trec_eval's list of cutoffs or points,
+    printed as trec_eval 10.0 prints it (its ``out.test.a`` lines of that measure), though the
+    grammar reads ``Success`` alone as one measure."""
+    folder = shared_data / "trec_eval10"
+    if not folder.is_dir():
+        pytest.skip("../shared/data/trec_eval10 is absent")
+    args = ["evaluate", str(folder / "qrels.test"), str(folder / "results.test"), "-m", name]
+    result = CliRunner().invoke(cli, [*args, "--format", "trec_eval"])
+    assert result.exit_code == 0, result.output
+    expected = [
+        line
+        for line in (folder / "out.test.a").read_text().splitlines()
+        if line.split()[0].rpartition("_")[0] == name
+    ]
+    assert expected and result.stdout.splitlines() == expected
+    table = CliRunner().invoke(cli, [*args, "--format", "json"])
+    assert table.exit_code == 0, table.output
+    keys = list(json.loads(table.stdout))  # the means, keyed as trec_eval prints them
+    assert name not in keys
+    assert [k for k in keys if k.rpartition("_")[0] == name] == [ln.split()[0] for ln in expected]
 
 
 # --- randomised agreement with pytrec_eval ----------------------------------------------------

@@ -28,7 +28,7 @@ from nuggetbench.data.subset import QuerySubset, query_subset
 from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load_target
 from nuggetbench.errors import InputError, UnknownNameError
 from nuggetbench.measures import EvalContext, Profile, Results, evaluate_groups, get_profile, score
-from nuggetbench.measures.compute import log_query_sets, measure_keys, measure_pairs
+from nuggetbench.measures.compute import Measures, log_query_sets, measure_keys, measure_pairs
 from nuggetbench.measures.compute import score_quietly as evaluate_quietly
 from nuggetbench.measures.depth import note_pools
 from nuggetbench.measures.profiles import trec_eval_version
@@ -38,7 +38,6 @@ from nuggetbench.measures.trec.judgment_groups import evaluate_judgment_groups
 from nuggetbench.measures.trec.names import (
     TrecEntry,
     format_trec_eval,
-    is_trec_spec,
     prefs_requested,
     relstrings,
     trec_selection,
@@ -159,8 +158,8 @@ def evaluate_dataset(
             preference measures without *preferences*, or other measures with it.
         FormatError, DatasetError: from the readers and loaders.
     """
-    if measures:  # fail before any reading (trec_eval's names included)
-        measures = measure_keys(list(measures))
+    measures = list(measures) if measures else None  # translated once, here: a bad name
+    keyed = dict(measure_pairs(measures)) if measures else None  # fails before any reading
     if profile is not None:
         get_profile(profile)  # an unknown profile fails before any reading too
     if (subset := query_subset(queries)) and (preferences is not None or judgment_groups):
@@ -178,7 +177,7 @@ def evaluate_dataset(
     reading = {"trailing": trailing, "duplicates": duplicates}
     target, run = _load(dataset, run, corpus, options, subset, **reading)
     check_recorded_dataset(target.dataset, path)  # a run file of an output folder
-    measures = measures or measure_keys(list(target.default_measures))
+    measures = keyed if keyed is not None else dict(measure_pairs(list(target.default_measures)))
     prof = get_profile(profile or target.default_profile)
     results, groups, findings = _check_and_score(target, run, measures, prof)
     note_pools(results, target.doc_filter)
@@ -211,7 +210,7 @@ def _load(
 
 
 def _check_and_score(
-    target: Target, run: Run, measures: list[str], prof: Profile
+    target: Target, run: Run, measures: Measures, prof: Profile
 ) -> tuple[Results, dict[str, Results], list[Finding]]:
     """The trap checks and the measures: a long run is scored in a thread while the checks run
     (:data:`MEASURES_BESIDE_CHECKS_MIN`); the log lines come in the order of one after the
@@ -238,7 +237,7 @@ def _check_and_score(
 def _summarise(
     target: Target,
     run: Run,
-    measures: list[str],
+    measures: Measures,
     prof: Profile,
     results: Results,
     groups: dict[str, Results],
@@ -253,7 +252,7 @@ def _summarise(
         summaries = profile_summaries(results, target.query_order, profile=prof)
     if groups:
         summaries = [_group_table(groups, results), *summaries]
-    shown = list(results.measures) if any(is_trec_spec(m) for m in measures) else measures
+    shown = list(measures)  # the keys of the translated pairs (P_5, P_10 of P.5,10)
     return Evaluation(
         results, shown, prof.name, findings, summaries, list(target.notes), target, run
     )

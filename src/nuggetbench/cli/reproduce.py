@@ -22,7 +22,7 @@ from nuggetbench.reproduce import (
     results_markdown,
     results_table,
     shipped_recipes,
-    write_page,
+    write_reproductions_page,
 )
 
 
@@ -229,7 +229,7 @@ def _finish(done, fmt: str, opts: dict) -> None:
     else:
         click.echo(results_table(done, _width()), nl=False)
     if opts["report_path"]:
-        info(f"report written to {write_page(done, opts['report_path'])}")
+        info(f"report written to {write_reproductions_page(done, opts['report_path'])}")
     if opts["outdir"] and not opts["dry_run"]:
         for rep in done:
             info(f"results saved in {Path(opts['outdir']) / rep.recipe.name}")

@@ -30,8 +30,8 @@ from nuggetbench.compare.stats import (
 )
 from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
 from nuggetbench.measures.depth import depth_of, shallow
-from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.registry import get_family
+from nuggetbench.measures.spellings import parse_measure
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,9 @@
   from the bottom of the top ``k`` to the top by ``step``;
 * :func:`parse_permutation`: a listwise answer (``[3] > [1] > [2]``) read and repaired as rank_llm's
   ``receive_permutation`` does (same file), with every repair counted;
-* :func:`parse_grade` / :func:`expected_grade`: a pointwise answer read as a grade on a stated
-  scale, or the expected grade from the first answer token's log-probabilities.
+* :func:`parse_answer_grade` / :func:`expected_grade`: a pointwise answer read as a grade on a
+  stated scale, or the expected grade from the first answer token's log-probabilities (a grade
+  in a judgments file is :func:`nuggetbench.data.source.parse_grade`'s).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ __all__ = [
     "Permutation",
     "Scale",
     "expected_grade",
-    "parse_grade",
+    "parse_answer_grade",
     "parse_permutation",
     "parse_scale",
     "sliding_windows",
@@ -188,7 +189,7 @@ def parse_scale(text: str, *, where: str = "scale") -> Scale:
     return Scale(int(m.group(1)), int(m.group(2)))
 
 
-def parse_grade(text: str, scale: Scale) -> int:
+def parse_answer_grade(text: str, scale: Scale) -> int:
     """The grade of a pointwise answer, read strictly: after the last ``</think>``, with the
     scale itself (``0-3``, ``0 to 3``, ``out of 3``, ``/3``) taken out, the answer must hold
     exactly one number, an integer on the scale (``3``, ``Grade: 3``, ``Relevance (0-3): 3``).
@@ -228,7 +229,7 @@ def expected_grade(
     the probabilities renormalised over the grades present). ``None`` when no alternative is a
     grade of *scale*, or when the token the model *chosen* is not a grade (an answer starting
     ``Grade: 3`` says nothing through the unlikely grade tokens among the alternatives of
-    ``Grade``: issue 29, case 4); the answer text is then read with :func:`parse_grade`.
+    ``Grade``: issue 29, case 4); the answer text is then read with :func:`parse_answer_grade`.
 
     The expected relevance of a graded judgment from token probabilities, as in pointwise LLM
     rankers (Zhuang et al., 2024, "Beyond Yes and No: Improving Zero-Shot LLM Rankers via

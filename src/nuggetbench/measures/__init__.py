@@ -8,7 +8,7 @@
 from nuggetbench.measures.compute import measure_keys, measure_pairs, plain_measures, score
 from nuggetbench.measures.context import UNJUDGED, EvalContext, Ranked
 from nuggetbench.measures.groups import evaluate_groups
-from nuggetbench.measures.measure import Measure, parse_measure, parse_measures
+from nuggetbench.measures.measure import Measure
 from nuggetbench.measures.profiles import (
     DEFAULT_PROFILE,
     PROFILES,
@@ -24,6 +24,7 @@ from nuggetbench.measures.registry import (
     register,
 )
 from nuggetbench.measures.results import Results, read_results
+from nuggetbench.measures.spellings import parse_measure, parse_measures
 
 __all__ = [
     "Measure",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,11 +12,12 @@ import numpy as np
 from nuggetbench._version import __version__
 from nuggetbench.errors import InputError
 from nuggetbench.measures.context import EvalContext
-from nuggetbench.measures.measure import Measure, _split_top_level, parse_measure, parse_measures
+from nuggetbench.measures.measure import Measure, _split_top_level
 from nuggetbench.measures.params import SHARED
 from nuggetbench.measures.profiles import DEFAULT_PROFILE, Profile, get_profile
 from nuggetbench.measures.registry import MIN_GEO_MEAN, get_family
 from nuggetbench.measures.results import LazyProvenance, Results
+from nuggetbench.measures.spellings import parse_measure, parse_measures
 from nuggetbench.measures.trec.names import is_trec_spec, parse_key, trec_selection
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,18 +40,30 @@ __all__ = [
 ]
 
 
-def measure_pairs(measures: str | Measure | Iterable[str | Measure]) -> list[tuple[str, Measure]]:
-    """``(key, Measure)`` pairs of *measures* as :func:`score` keys its results.
+#: What the measures layer takes as measures: one string (several separated by spaces or
+#: commas), a :class:`Measure`, a list of them, or ``{key: Measure}`` pairs already translated
+#: (:func:`measure_pairs`' output, so a caller translates its list once).
+Measures = str | Measure | Iterable[str | Measure] | Mapping[str, Measure]
+
+
+def measure_pairs(measures: Measures) -> list[tuple[str, Measure]]:
+    """``(key, Measure)`` pairs of *measures* as :func:`score` keys its results: where a list of
+    measures enters, each name is translated once into a :class:`Measure`.
 
     A key is the measure as given (stripped; duplicates dropped). trec_eval's specs
     (``all_trec``, ``P.5,7,3``: :func:`~nuggetbench.measures.trec.names.is_trec_spec`) expand
     to trec_eval's output names in its order (``P_5``...); its text measures (``runid``,
     ``relstring``) have no number and are left out. In one string, trec_eval's specs are
-    separated by spaces (``"all_trec P.5,7"``), since their lists hold commas.
+    separated by spaces (``"all_trec P.5,7"``), since their lists hold commas. A mapping
+    ``{key: Measure}`` is taken as translated (each value validated; it may be empty, as the
+    translation of trec_eval's text measures alone, ``runid``, is).
 
     Raises:
-        UnknownNameError, SpecError: as :func:`parse_measure`; also when nothing is given.
+        UnknownNameError, SpecError: as :func:`~nuggetbench.measures.spellings.parse_measure`;
+            also when nothing is given.
     """
+    if isinstance(measures, Mapping):  # translated already (may be empty: -m runid)
+        return [(str(key), parse_measure(m)) for key, m in measures.items()]
     if isinstance(measures, str) and any(
         is_trec_spec(p) for p in _split_top_level(measures, " \t\n")
     ):
@@ -127,7 +140,7 @@ def aggregate_values(values: np.ndarray, how: str) -> float:
     return float(values.mean())
 
 
-def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[str]:
+def measure_keys(measures: Measures) -> list[str]:
     """The measures as callers should keep them: each string without surrounding whitespace
     (``" nDCG@10 "`` -> ``"nDCG@10"``), a :class:`Measure` as its canonical string, repeats
     dropped. For plain measures these are the keys :func:`score` gives its
@@ -138,7 +151,7 @@ def measure_keys(measures: str | Measure | Iterable[str | Measure]) -> list[str]
     Raises:
         UnknownNameError, SpecError: as :func:`parse_measure` (also when nothing is given).
     """
-    if isinstance(measures, (str, Measure)):
+    if isinstance(measures, (str, Measure, Mapping)):
         return [key for key, _ in measure_pairs(measures)]
     measures = list(measures)
     measure_pairs(measures)  # validates (trec_eval's specs are kept as given below)
@@ -185,7 +198,7 @@ def run_depth(run: Any) -> int | None:
 def score(
     qrels: Qrels,
     run: Run,
-    measures: str | Measure | Iterable[str | Measure],
+    measures: Measures,
     *,
     profile: str | Profile = DEFAULT_PROFILE,
 ) -> Results:
@@ -195,7 +208,9 @@ def score(
         qrels: the judgments (:class:`~nuggetbench.data.Qrels`).
         run: the run (:class:`~nuggetbench.data.Run`); it is not modified.
         measures: measure strings (``"nDCG@10"``, ``"P(rel=2)@5"``) or :class:`Measure` values,
-            or one string with several separated by spaces/commas (``"nDCG@10 AP R@100"``).
+            or one string with several separated by spaces/commas (``"nDCG@10 AP R@100"``),
+            or ``{key: Measure}`` pairs already translated (:func:`measure_pairs`): the results
+            are keyed by the keys.
         profile: a profile name or :class:`Profile`: ``"trec_eval -c"`` (default: every judged
             query counts, a query missing from the run scores 0) or ``"trec_eval"`` (only
             queries in both), or one registered by another module.
@@ -301,7 +316,7 @@ def log_query_sets(results: Results, profile: str | Profile = DEFAULT_PROFILE) -
 def score_quietly(
     qrels: Qrels,
     run: Run,
-    measures: str | Measure | Iterable[str | Measure],
+    measures: Measures,
     *,
     profile: str | Profile = DEFAULT_PROFILE,
 ) -> Results:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nuggetbench.errors import InputError
-from nuggetbench.measures.compute import score
-from nuggetbench.measures.measure import parse_measure
+from nuggetbench.measures.compute import Measures, measure_pairs, score
+from nuggetbench.measures.measure import Measure
 from nuggetbench.measures.profiles import Profile, get_profile
 from nuggetbench.measures.registry import get_family
 from nuggetbench.measures.results import Results
@@ -34,7 +34,7 @@ def group_of(query_ids: Iterable[str], sep: str = "/") -> list[str]:
 def evaluate_groups(
     qrels: Qrels,
     run: Run,
-    measures: str | Iterable[str],
+    measures: Measures,
     *,
     profile: str | Profile | None = None,
     sep: str = "/",
@@ -60,6 +60,7 @@ def evaluate_groups(
             evaluate the groups present one by one instead), or *qrels* has no grouped id.
     """
     prof = get_profile(profile)
+    keyed = dict(measure_pairs(measures))  # translated once, for every group
     judged = list(qrels.query_ids)
     groups = sorted(set(group_of(judged, sep)))
     if not groups or groups == [""]:
@@ -80,18 +81,20 @@ def evaluate_groups(
         q_ids = [q for q, gg in zip(judged, judged_groups) if gg == g]
         r_ids = [q for q, gg in zip(run_ids, run_groups) if gg == g]
         per_group[g] = score(
-            qrels.filter_queries(q_ids), run.filter_queries(r_ids), measures, profile=prof
+            qrels.filter_queries(q_ids), run.filter_queries(r_ids), keyed, profile=prof
         )
     stray = [q for q, g in zip(run_ids, run_groups) if g not in groups]
-    return _combine(per_group, prof, stray), per_group
+    return _combine(per_group, keyed, prof, stray), per_group
 
 
-def _combine(per_group: dict[str, Results], prof: Profile, stray: list[str]) -> Results:
+def _combine(
+    per_group: dict[str, Results], keyed: dict[str, Measure], prof: Profile, stray: list[str]
+) -> Results:
     first = next(iter(per_group.values()))
     means: dict[str, float] = {}
     for m in first.measures:
         values = [r.means[m] for r in per_group.values()]
-        aggregate = get_family(parse_measure(m).family).aggregate
+        aggregate = get_family(keyed[m].family).aggregate
         mean = float(np.sum(values)) if aggregate == "sum" else float(np.mean(values))
         digits = prof.options.get("round_means")
         means[m] = mean if digits is None else round(mean, int(digits))

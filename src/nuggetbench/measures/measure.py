@@ -1,15 +1,18 @@
-"""Measure values: parsed from strings, printed back in ir_measures' spelling.
+"""Measure values and the measure grammar: ir_measures' spelling, read one way.
 
 A :class:`Measure` is a frozen value ``(family, cutoff, params)``. ``str(measure)`` prints the
 ir_measures spelling: the family name, then the parameters in parentheses in the order they were
 given, then ``@cutoff`` (``nDCG@10``, ``P(rel=2)@5``, ``alpha_nDCG(alpha=0.5)@20``, ``Rprec``).
-:func:`parse_measure` reads that spelling back, so ``str(parse_measure(s)) == s`` for every
-canonical string. It also accepts a family's aliases (``map``, ``MRR``...), trec_eval's
-``name_k`` / ``name.k`` spellings of cut-off measures (``ndcg_cut_10``, ``P_5``, ``recall.100``),
-a case-insensitive family name when it is unambiguous (ir_measures' ``BPref``, ``RPrec``;
-``α_nDCG`` is ``alpha_nDCG``), ranx's metric names (``hit_rate@10``, ``ndcg_burges@10``,
-``rbp.95``, ``map@100-l2``: :mod:`nuggetbench.measures.peers.ranx_names`) and, for a family with
-an ``at_param``, ir_measures' ``IPrec@0.1`` (``@`` sets ``recall``); those print back canonically.
+:func:`parse_spelling` reads that spelling back, so ``str(parse_spelling(s)) == s`` for every
+canonical string. It also accepts a family's aliases (``map``, ``MRR``...), a case-insensitive
+family name when it is unambiguous (ir_measures' ``BPref``, ``RPrec``; ``α_nDCG`` is
+``alpha_nDCG``) and, for a family with an ``at_param``, ir_measures' ``IPrec@0.1`` (``@`` sets
+``recall``); those print back canonically.
+
+It reads no other tool's names: ranx's (``hit_rate@10``) and trec_eval's (``ndcg_cut.10``,
+``P_5``, ``all_trec``) are translated into this spelling before it is asked, where they enter
+(:func:`nuggetbench.measures.spellings.parse_measure`, the public reader, and
+:func:`nuggetbench.measures.compute.measure_pairs` for lists); this module imports neither table.
 """
 
 from __future__ import annotations
@@ -20,9 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nuggetbench.errors import SpecError
-from nuggetbench.measures.peers.ranx_names import ranx_measure
 from nuggetbench.measures.registry import find_family, get_family
-from nuggetbench.measures.trec.spelling import cut_measure
 from nuggetbench.spec import (
     format_literal,
     parse_literal,
@@ -31,7 +32,7 @@ from nuggetbench.spec import (
     split_top,
 )
 
-__all__ = ["Measure", "parse_measure", "parse_measures", "format_value"]
+__all__ = ["Measure", "check_measure", "parse_spelling", "format_value"]
 
 _INT_RE = re.compile(r"^[+-]?\d+$")
 #: ir_measures prints a dict parameter in braces (``nDCG(gains={1:3,2:9})``): read as one string.
@@ -91,7 +92,7 @@ class Measure:
 
 
 def format_value(value: Any) -> str:
-    """Print a parameter value the way :func:`parse_measure` reads it back."""
+    """Print a parameter value the way :func:`parse_spelling` reads it back."""
     return format_literal(value, true="True", false="False")
 
 
@@ -115,18 +116,15 @@ def _parse_cutoff(text: str, where: str) -> int:
     return value
 
 
-def _resolve_name(name: str, cutoff_text: str | None, where: str) -> tuple[str, str | None]:
-    """Family name (canonical) and cutoff text, understanding trec_eval's ``name_k`` forms."""
+def _family_name(name: str) -> str:
+    """The canonical name of the family called *name* (or an alias; case-insensitive when
+    unambiguous).
+
+    Raises:
+        UnknownNameError: no such family (the nearest names suggested).
+    """
     family = find_family(name)
-    if family is not None:
-        return family.name, cutoff_text
-    translated = cut_measure(name)  # trec_eval's spelling, translated once
-    if translated is not None:
-        if cutoff_text is not None:
-            raise SpecError(f"{where}: cutoff given twice ({name!r} and '@{cutoff_text}')")
-        return translated
-    get_family(name)  # raises UnknownNameError with a suggestion
-    raise AssertionError("unreachable")  # pragma: no cover
+    return family.name if family is not None else get_family(name).name
 
 
 def _at_params(family: Any, value: Any, params: Iterable[tuple[str, Any]]) -> tuple:
@@ -185,12 +183,17 @@ def check_measure(measure: Measure, where: str | None = None) -> Measure:
     return Measure(family.name, cutoff, tuple(params))
 
 
-def parse_measure(text: str | Measure) -> Measure:
-    """Parse one measure string (``"nDCG@10"``, ``"P(rel=2)@5"``, ``"AP"``).
+def parse_spelling(text: str, where: str | None = None) -> Measure:
+    """Parse one measure in ir_measures' spelling (``"nDCG@10"``, ``"P(rel=2)@5"``, ``"AP"``).
+
+    This is the grammar alone: a family's name or alias, its parameters, its cutoff. Other
+    tools' names are translated before it is asked: call
+    :func:`~nuggetbench.measures.spellings.parse_measure`, the reader of every spelling.
 
     Args:
-        text: the measure in ir_measures spelling (or an alias / trec_eval name), or a
-            :class:`Measure` (validated and returned canonical).
+        text: the measure in ir_measures spelling (or a family's alias).
+        where: how error messages name the measure (default ``measure 'TEXT'``); the reader
+            that translated *text* from another spelling names the text it was given.
 
     Returns:
         The :class:`Measure`; ``str()`` of it gives back a canonical *text* unchanged.
@@ -200,14 +203,7 @@ def parse_measure(text: str | Measure) -> Measure:
         SpecError: malformed text, unknown/ill-typed parameter, missing or forbidden cutoff,
             non-integer cutoff (the message names the part at fault).
     """
-    if isinstance(text, Measure):
-        return check_measure(text)
-    if not isinstance(text, str):
-        raise SpecError(f"a measure must be a string like 'nDCG@10', got {text!r}")
-    where = f"measure {text.strip()!r}"
-    ranx = ranx_measure(text)
-    if ranx is not None:
-        return check_measure(Measure(*ranx), where)
+    where = where or f"measure {text.strip()!r}"
     text = text.replace("\u03b1", "alpha")  # ir_measures' α_nDCG, α_DCG
     text = _BRACED.sub(lambda m: "=" + repr(m.group(1)), text)  # gains={1:3,2:9}: one value
     parts = split_call_spec(text, where=where)
@@ -218,7 +214,7 @@ def parse_measure(text: str | Measure) -> Measure:
     name, params_text, cutoff_text = parts
     if cutoff_text is not None and cutoff_text == "":
         raise SpecError(f"{where}: '@' must be followed by a positive integer cutoff")
-    family_name, cutoff_text = _resolve_name(name, cutoff_text, where)
+    family_name = _family_name(name)
     at_param = get_family(family_name).at_param
     params = []
     if params_text is not None:
@@ -232,27 +228,3 @@ def parse_measure(text: str | Measure) -> Measure:
         cutoff_text = None
     cutoff = _parse_cutoff(cutoff_text, where) if cutoff_text is not None else None
     return check_measure(Measure(family_name, cutoff, tuple(params)), where)
-
-
-def parse_measures(items: str | Measure | Iterable[str | Measure]) -> list[Measure]:
-    """Parse several measures.
-
-    Args:
-        items: a list of strings / :class:`Measure` values, or one string holding several
-            measures separated by spaces or commas outside parentheses
-            (``"nDCG@10 AP R@100"``).
-
-    Returns:
-        The measures in the order given (duplicates kept).
-
-    Raises:
-        UnknownNameError, SpecError: as :func:`parse_measure`; also when nothing is given.
-    """
-    if isinstance(items, Measure):
-        return [check_measure(items)]
-    if isinstance(items, str):
-        items = [p for p in _split_top_level(items, " ,\t\n") if p.strip()]
-    out = [parse_measure(item) for item in items]
-    if not out:
-        raise SpecError("no measures given; name at least one, e.g. 'nDCG@10'")
-    return out

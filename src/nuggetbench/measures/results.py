@@ -14,8 +14,8 @@ import numpy as np
 from nuggetbench._atomic import atomic_write
 from nuggetbench.data.checks import Finding
 from nuggetbench.errors import InputError, NuggetbenchError, UnknownNameError, suggest
-from nuggetbench.measures.measure import parse_measure
 from nuggetbench.measures.profiles import Profile
+from nuggetbench.measures.spellings import parse_measure
 
 __all__ = [
     "Results",

@@ -40,7 +40,7 @@ from nuggetbench.report.figures import (
     write_plots,
 )
 from nuggetbench.report.folders import compare_folders, is_output_folder
-from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results
+from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results_json
 from nuggetbench.report.page import render_page
 from nuggetbench.report.saved import compare_to_folder
 
@@ -51,7 +51,7 @@ __all__ = [
     "ReportInputs",
     "build_report_data",
     "load_inputs",
-    "read_results",
+    "read_results_json",
     "outcome",
     "TIE_TOLERANCE",
     "COLUMN",

@@ -32,7 +32,7 @@ from nuggetbench.errors import InputError
 from nuggetbench.jsonl import json_text
 from nuggetbench.measures import Results, plain_measures, score
 from nuggetbench.measures.depth import depth_of, note_pools
-from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results
+from nuggetbench.report.inputs import ReportInputs, load_inputs, read_results_json
 
 __all__ = ["compare_folders", "is_output_folder"]
 
@@ -207,7 +207,7 @@ def _saved(
 
 def _inputs(folder: Path) -> ReportInputs:
     """One folder's results, runs and target (its recorded options), its name on any error."""
-    read_results(folder)  # an invalid results.json is said as it is: its file and field
+    read_results_json(folder)  # an invalid results.json is said as it is: its file and field
     try:
         return load_inputs(folder)
     except InputError as exc:

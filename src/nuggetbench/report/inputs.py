@@ -36,7 +36,7 @@ from nuggetbench.datasets import Dataset, Target, family_of, is_dataset_id, load
 from nuggetbench.errors import DatasetError, InputError
 from nuggetbench.experiment import Experiment, slug
 
-__all__ = ["ReportInputs", "load_inputs", "read_results"]
+__all__ = ["ReportInputs", "load_inputs", "read_results_json"]
 
 
 @dataclass
@@ -84,8 +84,9 @@ class ReportInputs:
         return self.dataset.queries if self.dataset is not None else Queries({})
 
 
-def read_results(path: str | Path) -> tuple[dict, Path]:
-    """Read ``results.json`` from an output folder (or the file itself).
+def read_results_json(path: str | Path) -> tuple[dict, Path]:
+    """Read ``results.json`` from an output folder (or the file itself), as a dict: the report's
+    input (one system's :class:`~nuggetbench.measures.Results` is ``nuggetbench.read_results``).
 
     Returns:
         ``(results dict, output folder)``.
@@ -226,7 +227,7 @@ def load_inputs(
         runs = {name: s.run for name, s in source.systems.items()}
         origin = str(source.outdir) if source.outdir else "<experiment>"
     else:
-        results, folder = read_results(source)
+        results, folder = read_results_json(source)
         if not results["systems"]:  # the plan of a run that has finished no system yet
             note = incomplete_note(results, folder / "results.json")
             raise InputError(f"{note or folder}: no system to report yet")

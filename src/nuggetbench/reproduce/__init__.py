@@ -25,7 +25,7 @@ from nuggetbench.reproduce.outcome import (
     ValueCheck,
     merge_counts,
 )
-from nuggetbench.reproduce.page import render_page, write_page
+from nuggetbench.reproduce.page import render_reproductions_page, write_reproductions_page
 from nuggetbench.reproduce.parse import parse_recipe, read_recipe
 from nuggetbench.reproduce.recipe import (
     Condition,
@@ -73,7 +73,7 @@ __all__ = [
     "readiness",
     "recipe_names",
     "recipes_folder",
-    "render_page",
+    "render_reproductions_page",
     "reproduce",
     "results_csv",
     "results_markdown",
@@ -81,5 +81,5 @@ __all__ = [
     "results_table",
     "select",
     "shipped_recipes",
-    "write_page",
+    "write_reproductions_page",
 ]

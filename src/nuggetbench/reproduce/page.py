@@ -21,7 +21,7 @@ from nuggetbench._atomic import atomic_write
 from nuggetbench._version import __version__
 from nuggetbench.reproduce.outcome import NOT_REPRODUCED, REPRODUCED, Reproduction, merge_counts
 
-__all__ = ["render_page", "write_page"]
+__all__ = ["render_reproductions_page", "write_reproductions_page"]
 
 _CLASS = {REPRODUCED: "ok", NOT_REPRODUCED: "fail"}
 _MARK = {REPRODUCED: "\u2713", NOT_REPRODUCED: "\u2717"}
@@ -93,7 +93,7 @@ def _recipe(rep: Reproduction) -> dict[str, Any]:
     }
 
 
-def render_page(reproductions: Sequence[Reproduction]) -> str:
+def render_reproductions_page(reproductions: Sequence[Reproduction]) -> str:
     """The page's HTML for *reproductions*."""
     text = resources.files("nuggetbench.reproduce").joinpath("templates", "reproduce.html.j2")
     env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
@@ -106,9 +106,9 @@ def render_page(reproductions: Sequence[Reproduction]) -> str:
     )
 
 
-def write_page(reproductions: Sequence[Reproduction], path: str | Path) -> Path:
-    """Write :func:`render_page` to *path* atomically; returns the path."""
+def write_reproductions_page(reproductions: Sequence[Reproduction], path: str | Path) -> Path:
+    """Write :func:`render_reproductions_page` to *path* atomically; returns the path."""
     path = Path(path)
     with atomic_write(path) as fh:
-        fh.write(render_page(reproductions))
+        fh.write(render_reproductions_page(reproductions))
     return path

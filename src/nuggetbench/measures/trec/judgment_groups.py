@@ -52,9 +52,9 @@ def evaluate_judgment_groups(
     if not groups:
         raise InputError("no judgment group given")
     prof = get_profile(profile)
-    measures = list(measures)
-    families = {k: get_family(m.family) for k, m in measure_pairs(measures)}
-    per_group = [score(qrels, run, measures, profile=prof) for qrels in groups.values()]
+    keyed = dict(measure_pairs(list(measures)))  # translated once, for every group
+    families = {k: get_family(m.family) for k, m in keyed.items()}
+    per_group = [score(qrels, run, keyed, profile=prof) for qrels in groups.values()]
     keys = per_group[0].measures
     query_ids = sorted({q for res in per_group for q in res.query_ids})
     index = {q: i for i, q in enumerate(query_ids)}

@@ -30,10 +30,14 @@ from functools import cache
 
 import numpy as np
 
-from nuggetbench.errors import NuggetbenchError, SpecError
+from nuggetbench.errors import SpecError
 from nuggetbench.measures.context import UNJUDGED, EvalContext
-from nuggetbench.measures.measure import Measure, check_measure, parse_measure
+from nuggetbench.measures.measure import Measure, check_measure
+from nuggetbench.measures.peers.ranx_names import ranx_measure
+from nuggetbench.measures.registry import find_family
+from nuggetbench.measures.spellings import parse_measure
 from nuggetbench.measures.trec.prefs import PREFS_COUNTS, PREFS_MEASURES
+from nuggetbench.measures.trec.spelling import TREC_CUT_NAMES
 
 __all__ = [
     "GROUPS",
@@ -148,11 +152,16 @@ def _base(item: str) -> tuple[str, str | None]:
 
 
 def is_trec_spec(item: object) -> bool:
-    """True when *item* is a trec_eval group or a trec_eval spelling our own grammar does not read.
+    """True when *item* is a trec_eval group, list or parameterised measure, read as trec_eval
+    reads it (:func:`trec_selection`); False for one measure of ours.
 
-    ``P.5`` and ``ndcg_cut.10`` keep their meaning as our measures (``P@5``, ``nDCG@10``);
-    ``P.5,7,3``, ``iprec_at_recall``, ``Rprec_mult`` (their default lists),
-    ``utility.2,-1,0,0``, ``all_trec`` are trec_eval's.
+    Decided from trec_eval's own tables, never by trying our grammar: a group (``all_trec``);
+    a list, named alone (``P``, ``recall``, ``success``, ``iprec_at_recall``: trec_eval's
+    default cutoffs or points) or with values (``P.5,7,3``); a trec_eval measure no family of
+    ours is named after (``runid``, ``relstring.20``, ``11pt_avg``, ``map_avgjg``); parameters
+    after the dot (``utility.2,-1,0,0``, ``ndcg.1=3,2=9``). ``map``, ``ndcg``, ``P.5``,
+    ``ndcg_cut.10`` (one cutoff, :data:`~.spelling.TREC_CUT_NAMES`) and ranx's ``rbp.95`` are one
+    measure of ours, read by :func:`~nuggetbench.measures.spellings.parse_measure`.
     """
     if not isinstance(item, str):
         return False
@@ -162,13 +171,21 @@ def is_trec_spec(item: object) -> bool:
     name, params = _base(text)
     if name not in _ORDER:
         return False
-    if name in _LIST_DEFAULTS and params is None:  # trec_eval's default list (11 recall points)
-        return True
-    try:
-        parse_measure(text)
-    except SpecError:
-        return True
-    return False
+    if params is None:
+        return name in _CUT_DEFAULTS or name in _LIST_DEFAULTS or find_family(name) is None
+    return not (_one_cutoff(name, params) or ranx_measure(text) is not None)
+
+
+def _one_cutoff(name: str, params: str) -> bool:
+    """``name.params`` is trec_eval's spelling of one cut-off measure (``P.5``,
+    ``ndcg_cut.10(rel=2)``), which :func:`~.spelling.cut_spelling` translates."""
+    head, paren, _ = params.partition("(")
+    return (
+        name in TREC_CUT_NAMES
+        and head.strip().isdigit()
+        and int(head) > 0
+        and (not paren or params.rstrip().endswith(")"))
+    )
 
 
 def _numbers(params: str, where: str) -> list[float]:
@@ -257,21 +274,17 @@ def trec_selection(items: Iterable[str | Measure], *, version: str = "10.0") -> 
 
 
 def parse_key(item: str | Measure) -> Measure:
-    """:func:`parse_measure`, which also reads the names trec_eval prints for its groups
-    (``iprec_at_recall_0.00``, ``Rprec_mult_0.20``, ``relative_P_5``, ``11pt_avg``): the keys
-    ``evaluate``, ``run`` and ``compare`` show for ``-m official`` or ``-m all_trec`` can be
-    given back as measures.
+    """:func:`~nuggetbench.measures.spellings.parse_measure`, which also reads the names
+    trec_eval prints for its groups (``iprec_at_recall_0.00``, ``Rprec_mult_0.20``,
+    ``relative_P_5``, ``11pt_avg``): the keys ``evaluate``, ``run`` and ``compare`` show for
+    ``-m official`` or ``-m all_trec`` can be given back as measures. A printed name is looked
+    up in trec_eval's table first (where both read a name, they agree).
 
     Raises:
         SpecError, UnknownNameError: as :func:`parse_measure` when it is neither.
     """
-    try:
-        return parse_measure(item)
-    except NuggetbenchError:
-        found = _printed_names().get(item.strip()) if isinstance(item, str) else None
-        if found is None:
-            raise
-        return found
+    found = _printed_names().get(item.strip()) if isinstance(item, str) else None
+    return found if found is not None else parse_measure(item)
 
 
 @cache
@@ -282,8 +295,14 @@ def _printed_names() -> dict[str, Measure]:
 
 def prefs_requested(items: Iterable[str | Measure]) -> bool:
     """True when trec_eval's preference measures (``all_prefs``, ``prefs_simp``...) are among
-    the ``-m`` *items* (they need preference judgments: ``-R prefs`` / ``-R qrels_prefs``)."""
-    return any(e.text == "prefs" for e in trec_selection([i for i in items if is_trec_spec(i)]))
+    the ``-m`` *items* (they need preference judgments: ``-R prefs`` / ``-R qrels_prefs``):
+    told from the names (one of them, or a group holding one), nothing expanded or parsed."""
+    for item in items:
+        if isinstance(item, str):
+            text = item.strip()
+            if any(n in PREFS_MEASURES for n in GROUPS.get(text, (_base(text)[0],))):
+                return True
+    return False
 
 
 def relstrings(ctx: EvalContext, length: int) -> dict[str, str]:

@@ -54,7 +54,7 @@ from nuggetbench.llm.jsonout import InvalidAnswer
 from nuggetbench.llm.prompts import chat_request, load_prompt
 from nuggetbench.llm.rankout import (
     expected_grade,
-    parse_grade,
+    parse_answer_grade,
     parse_permutation,
     parse_scale,
     sliding_windows,
@@ -414,7 +414,7 @@ class LLMPointwise(_LLMReranker):
             value = expected_grade(top, self.scale, chosen=chosen)
             if value is not None:
                 return value, True
-        return float(parse_grade(result.text, self.scale)), False
+        return float(parse_answer_grade(result.text, self.scale)), False
 
     def _rerank(self, queries, cands, client, objective, show_progress) -> tuple[dict, dict]:
         pairs = [(q, i) for q, c in cands.items() for i in range(len(c))]
