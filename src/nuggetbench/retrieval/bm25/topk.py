@@ -42,6 +42,7 @@ __all__ = [
     "NUMBA_THRESHOLD",
     "candidates",
     "choose_backend",
+    "compile_kernel",
     "numba_available",
     "query_arrays",
     "term_maxima",
@@ -166,6 +167,28 @@ def _numpy_candidates(data, indices, indptr, n_docs, qptr, qtok, shift, floor, k
     )
 
 
+def compile_kernel() -> float:
+    """Compile the kernel for the arrays the layouts search (writable ones, and the read-only
+    memory maps of the sharded index), or load it from numba's on-disk cache; returns the
+    seconds it took. A first search does this itself; benchmarks call it before timing."""
+    import time
+
+    started = time.perf_counter()
+    data = np.array([1.0, 2.0], dtype=np.float32)
+    matrix = {
+        "data": data,
+        "indices": np.array([0, 1], dtype=np.int32),
+        "indptr": np.array([0, 1, 2], dtype=np.int64),
+        "num_docs": 2,
+    }
+    candidates(matrix, [[0, 1]], 1, backend="numba", threads=1)
+    for name in ("data", "indices", "indptr"):
+        matrix[name] = matrix[name].copy()
+        matrix[name].flags.writeable = False
+    candidates(matrix, [[0, 1]], 1, backend="numba", threads=1)
+    return time.perf_counter() - started
+
+
 def term_maxima(data: np.ndarray, indptr: np.ndarray) -> np.ndarray:
     """float32 ``(vocabulary,)``: each token's largest stored score (0 for a token without
     postings), the bound of the kernel's MaxScore pruning."""
@@ -221,7 +244,7 @@ def _numba_candidates(data, indices, indptr, n_docs, queries, term_max, k, threa
 
 
 _KERNEL: Any = None
-_PARTS = ("_sift_down", "_advance", "_taat", "_maxscore")
+_PARTS = ("_sift_down", "_sift_pair", "_advance", "_lower_bound", "_seed", "_taat", "_maxscore")
 
 
 def _kernel() -> Any:
@@ -237,6 +260,10 @@ def _kernel() -> Any:
     return _KERNEL
 
 
+DAAT_COST = 4
+"""About how many term-at-a-time steps a MaxScore step costs (measured on the synthetic
+corpus): a query whose essential postings exceed ``1 / DAAT_COST`` of its postings is scored
+term at a time."""
 MAXSCORE_TERMS = 16
 """Queries with more terms are scored term at a time (a document-at-a-time step costs a pass
 over the terms)."""
@@ -283,18 +310,42 @@ def _taat_py(
 ):  # pragma: no cover - compiled by numba
     """Term at a time: every document holding a query term, scored (float32, in query order,
     plus *add*) into *acc*; those above *low* written to the candidates; returns their number.
-    *acc* is all zeros on entry and on return."""
-    for j in range(a, z):
-        t = qtok[j]
-        for p in range(indptr[t], indptr[t + 1]):
-            acc[indices[p]] += data[p]
-    m = 0  # each touched document once; the accumulator is reset as it is read
+    *acc* is all zeros on entry and on return. The documents are listed as they are first
+    touched (in *cand_doc*, compacted in place into the candidates), so the accumulator is read
+    and reset without a second pass over the postings, unless that list would overflow."""
+    size = len(cand_doc)
+    touched = 0
+    overflow = False
     for j in range(a, z):
         t = qtok[j]
         for p in range(indptr[t], indptr[t + 1]):
             d = indices[p]
+            if acc[d] == 0.0 and data[p] != 0.0:
+                if touched < size:
+                    cand_doc[touched] = d
+                    touched += 1
+                else:
+                    overflow = True
+            acc[d] += data[p]
+    m = 0
+    if not overflow:
+        for i in range(touched):  # a document listed twice (its sum back at 0) is read once
+            d = cand_doc[i]
             s = acc[d]
             if s != 0.0:  # a sum of exactly 0 scores the no-match score: not kept
+                acc[d] = 0.0
+                s = s + add
+                if s > low:
+                    cand_doc[m] = d
+                    cand_score[m] = s
+                    m += 1
+        return m
+    for j in range(a, z):  # each touched document once; the accumulator reset as it is read
+        t = qtok[j]
+        for p in range(indptr[t], indptr[t + 1]):
+            d = indices[p]
+            s = acc[d]
+            if s != 0.0:
                 acc[d] = 0.0
                 s = s + add
                 if s > low:
@@ -304,13 +355,106 @@ def _taat_py(
     return m
 
 
+def _lower_bound_py(indices, lo, hi, d):  # pragma: no cover - compiled by numba
+    """The first position in ``indices[lo:hi]`` (sorted) holding a document >= *d*."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < d:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _seed_py(data, indices, indptr, qtok, a, z, order, k, budget):  # pragma: no cover - numba
+    """A lower bound of the query's k-th best score: the k-th best exact score (float32, in
+    query order) among a few documents likely to rank high: the terms taken by decreasing bound
+    (*order* ascending, read from its end), each giving its (at most) *k* documents of largest
+    stored score, until *k* distinct documents are gathered; 0 when the terms hold fewer, or
+    when that would mean reading a posting list longer than *budget*. Any *k* distinct
+    documents' exact scores bound the k-th best from below."""
+    n = z - a
+    seeds = np.empty(n * k, dtype=np.int64)
+    count = 0
+    distinct = 0
+    best = np.empty(k, dtype=np.float32)  # a min-heap of one term's largest stored scores ...
+    where = np.empty(k, dtype=np.int64)  # ... and their positions
+    for r in range(n - 1, -1, -1):
+        t = qtok[a + order[r]]
+        start, stop = indptr[t], indptr[t + 1]
+        if stop - start > budget:
+            break
+        if stop - start <= k:
+            for p in range(start, stop):
+                seeds[count] = indices[p]
+                count += 1
+        else:
+            for i in range(k):
+                best[i] = data[start + i]
+                where[i] = start + i
+            for i in range(k // 2 - 1, -1, -1):
+                _sift_pair(best, where, i, k)
+            for p in range(start + k, stop):
+                if data[p] > best[0]:
+                    best[0] = data[p]
+                    where[0] = p
+                    _sift_pair(best, where, 0, k)
+            for i in range(k):
+                seeds[count] = indices[where[i]]
+                count += 1
+        if count >= k:
+            unique = np.unique(seeds[:count])
+            distinct = len(unique)
+            if distinct >= k:
+                break
+    if distinct < k:
+        return 0.0
+    size = 0
+    for i in range(distinct):
+        d = unique[i]
+        s = np.float32(0.0)
+        for j in range(a, z):  # query order, as bm25s adds them
+            t = qtok[j]
+            pos = _lower_bound(indices, indptr[t], indptr[t + 1], d)
+            if pos < indptr[t + 1] and indices[pos] == d:
+                s += data[pos]
+        if size < k:
+            best[size] = s
+            size += 1
+            if size == k:
+                for h in range(k // 2 - 1, -1, -1):
+                    _sift_down(best, h, k)
+        elif s > best[0]:
+            best[0] = s
+            _sift_down(best, 0, k)
+    return best[0]
+
+
+def _sift_pair_py(heap, tag, pos, size):  # pragma: no cover - compiled by numba
+    """:func:`_sift_down_py` of a heap whose entries carry a *tag* each."""
+    while True:
+        child = 2 * pos + 1
+        if child >= size:
+            return
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= heap[pos]:
+            return
+        heap[pos], heap[child] = heap[child], heap[pos]
+        tag[pos], tag[child] = tag[child], tag[pos]
+        pos = child
+
+
 def _maxscore_py(
     data, indices, indptr, qtok, a, z, term_max, k, heap, cand_doc, cand_score
 ):  # pragma: no cover - compiled by numba
     """Document at a time with MaxScore pruning (Turtle and Flood, 1995): the documents that
     can still reach the running k-th best score (the least of a heap of the k best exact
-    scores so far), each scored exactly (float32, in query order); those above 0 and not below
-    that score are written to the candidates; returns their number.
+    scores so far, from the start at least :func:`_seed_py`'s bound), each scored exactly
+    (float32, in query order); those above 0 and not below that score are written to the
+    candidates; returns their number, or -1 when the essential terms' postings at the seed's
+    bound are more than ``1 / DAAT_COST`` of all (a document-at-a-time step costs about
+    :data:`DAAT_COST` term-at-a-time ones: the caller scores the query term at a time).
 
     The terms are ranked by their largest stored score; the lowest-ranked whose bounds add up to
     less than the k-th best are *non-essential*: a document holding only those cannot enter the
@@ -336,8 +480,19 @@ def _maxscore_py(
         end[j] = indptr[qtok[a + j] + 1]
     contrib = np.zeros(n, dtype=np.float32)
     size = 0  # of the heap
-    theta = 0.0  # the running k-th best score (0 until k documents scored above 0)
+    total = 0
+    for j in range(n):
+        total += end[j] - cursor[j]
+    # the running k-th best score, from the start at least the seed's bound
+    theta = _seed(data, indices, indptr, qtok, a, z, order, k, total // 4)
     first = 0  # ranks below it are non-essential
+    while first < n and prefix[first] * widen < theta:
+        first += 1
+    walk = 0
+    for r in range(first, n):
+        walk += end[order[r]] - cursor[order[r]]
+    if walk * DAAT_COST > total:
+        return -1  # cheaper term at a time: the caller does it
     m = 0
     big = np.iinfo(np.int64).max
     while True:
@@ -370,7 +525,7 @@ def _maxscore_py(
             s = np.float32(0.0)
             for j in range(n):  # query order, as bm25s adds them
                 s += contrib[j]
-            if s > 0.0 and (size < k or s >= heap[0]):
+            if s > 0.0 and s >= theta and (size < k or s >= heap[0]):
                 cand_doc[m] = d
                 cand_score[m] = s
                 m += 1
@@ -393,7 +548,10 @@ def _maxscore_py(
 
 
 _sift_down: Any = _sift_down_py  # the compiled parts once :func:`_kernel` ran
+_sift_pair: Any = _sift_pair_py
 _advance: Any = _advance_py
+_lower_bound: Any = _lower_bound_py
+_seed: Any = _seed_py
 _taat: Any = _taat_py
 _maxscore: Any = _maxscore_py
 
@@ -426,11 +584,12 @@ def _topk_range(
     heap = np.empty(k, dtype=np.float32)
     for q in range(lo, hi):
         a, z = qptr[q], qptr[q + 1]
+        m = -1
         if shift[q] == 0.0 and floor[q] == 0.0 and z - a <= MAXSCORE_TERMS and len(term_max):
             m = _maxscore(
                 data, indices, indptr, qtok, a, z, term_max, k, heap, cand_doc, cand_score
             )
-        else:
+        if m < 0:
             m = _taat(
                 data, indices, indptr, qtok, a, z, shift[q], floor[q], acc, cand_doc, cand_score
             )
