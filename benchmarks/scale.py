@@ -250,7 +250,7 @@ def run_child(engine: str, folder: Path, shard_docs: int, out: Path, home: Path)
         NB_DENSE_N=str(DENSE_N),
         NB_MEMORY=MEMORY,
     )
-    cmd = ["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-c", CHILD, engine]
+    cmd = ["/usr/bin/time", "-f", "MAXRSS_KB %M CPU_S %U %S", sys.executable, "-c", CHILD, engine]
     cmd += [str(folder), str(shard_docs), str(out)]
     load = scale_table.load_average()
     started = time.perf_counter()
@@ -263,7 +263,9 @@ def run_child(engine: str, folder: Path, shard_docs: int, out: Path, home: Path)
         raise SystemExit(f"{engine} failed:\n{stderr[-3000:]}")
     stages = json.loads(stdout.split("STAGES ", 1)[1].splitlines()[0])
     rss_kb = int(stderr.rsplit("MAXRSS_KB ", 1)[1].split()[0])
+    user, system = stderr.rsplit("CPU_S ", 1)[1].split()[:2]
     return {
+        "cpu_s": float(user) + float(system),  # the process and its waited-for workers
         "engine": engine,
         "wall_s": wall,
         "peak_rss_gb": rss_kb / 1024**2,
@@ -295,7 +297,8 @@ def _print_row(row: dict, repeat: int) -> None:
     search = row["stages"].get("search")
     qps = f"{1000 / search:7.1f}" if search else "      -"
     print(
-        f"{prefix}{engine:8s} wall {row['wall_s']:7.1f} s  peak RSS {row['peak_rss_gb']:5.2f} GB "
+        f"{prefix}{engine:8s} wall {row['wall_s']:7.1f} s  cpu {row.get('cpu_s', 0):7.1f} s  "
+        f"peak RSS {row['peak_rss_gb']:5.2f} GB "
         f"(tree {row.get('tree_rss_gb', 0):5.2f})  queries/s {qps}  load {row.get('load')}  "
         f"run {row['run_sha256'][:12]}  | {stages}",
         flush=True,

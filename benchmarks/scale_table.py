@@ -3,7 +3,9 @@
 Issue 36's table, for whatever engines ran (plain ``bm25`` is the ``default`` engine; ``lucene``
 and ``pisa`` the others): wall time of the whole process, index time, search time, queries/s,
 peak RSS (the ``/usr/bin/time`` peak of the engine's process and, beside it, the peak of the sum
-over its process tree, worker processes included, sampled every 0.1 s), and the ratios of
+over its process tree, worker processes included, sampled every 0.1 s), the CPU seconds of the
+tree (user + system, workers included: steadier than the wall on a shared machine), and the
+ratios of
 ``default`` to each other engine, beside the issue's goals. Also the tree-RSS sampler and the
 load reader the runs use.
 """
@@ -90,6 +92,7 @@ def _medians(rows: list[dict]) -> dict[str, float]:
 
     return {
         "wall": med(r["wall_s"] for r in rows),
+        "cpu": med(r.get("cpu_s", float("nan")) for r in rows),
         "index": med(r["stages"].get(INDEX, float("nan")) for r in rows),
         "search": med(r["stages"].get("search", float("nan")) for r in rows),
         "peak": med(r["peak_rss_gb"] for r in rows),
@@ -103,14 +106,17 @@ def print_table(rows: list[dict], engines: list[str], n_docs: int, n_queries: in
     ratios of ``default`` (plain ``bm25``) to the other engines."""
     med = {e: _medians([r for r in rows if r["engine"] == e]) for e in engines}
     print(f"\n### {n_docs:,} passages, {n_queries:,} queries (medians of the rounds)\n")
-    print("| engine | wall | index | search | queries/s | peak RSS (process) | peak RSS (tree) |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| engine | wall | index | search | queries/s | peak RSS (process) | peak RSS (tree) "
+        "| CPU (user+sys) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for e in engines:
         m = med[e]
         qps = n_queries / m["search"] if m["search"] == m["search"] and m["search"] else 0
         print(
             f"| {e} | {m['wall']:.1f} s | {m['index']:.1f} s | {m['search']:.2f} s | "
-            f"{qps:,.0f} | {m['peak']:.2f} GB | {m['tree']:.2f} GB |"
+            f"{qps:,.0f} | {m['peak']:.2f} GB | {m['tree']:.2f} GB | {m['cpu']:.1f} s |"
         )
     loads = [f"{r['engine']} [{r['repeat'] + 1}] {r.get('load', '?')}" for r in rows]
     print("\nload (1/5/15 min) before each run: " + "; ".join(loads))

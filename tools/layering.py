@@ -150,7 +150,7 @@ def all_imports(*, type_checking: bool = False) -> list[Import]:
 #: ``if TYPE_CHECKING:`` count too.
 BM25_PACKAGE = f"{PACKAGE}.retrieval.bm25"
 BM25_ROWS: list[tuple[str, ...]] = [
-    ("tokens", "scoring", "topk", "engine"),
+    ("tokens", "scoring", "kernel", "topk", "engine"),
     (),  # the layouts
     ("retriever",),
 ]

@@ -190,7 +190,7 @@ def _save(settings: Settings, artifact: Artifact, model: Any, doc_ids: list[str]
         with artifact.build() as (staging, meta):
             model.save(str(staging), show_progress=False)
             with atomic_write(staging / "doc_ids.json") as fh:
-                json.dump(doc_ids, fh, ensure_ascii=False)
+                fh.write(json.dumps(doc_ids, ensure_ascii=False))  # dumps: json's C encoder
             meta.update(
                 retriever=settings.name,
                 params=settings.params,

@@ -298,7 +298,7 @@ def _write_chunk(
     _save_npy(Path(f"{stem}.lens.npy"), lens.astype(np.int64))
     _write_ids(doc_ids, Path(f"{stem}.ids.bin"), Path(f"{stem}.ids.npy"))
     with atomic_write(Path(f"{stem}.vocab.json")) as fh:
-        json.dump(added, fh, ensure_ascii=False)
+        fh.write(json.dumps(added, ensure_ascii=False))  # dumps: json's C encoder
     Path(f"{stem}.done").touch()  # last: the chunk is complete
 
 
@@ -410,7 +410,7 @@ def finish(work: Path, staging: Path, n_chunks: int, vocab: dict[str, int] | Non
     """Link (or copy) the shards, the vocabulary and the concatenated doc ids from *work* into *staging*."""
     vocab = vocab if vocab is not None else _replay_vocab(work, n_chunks)
     with atomic_write(staging / "vocab.json") as fh:
-        json.dump(vocab, fh, ensure_ascii=False)
+        fh.write(json.dumps(vocab, ensure_ascii=False))
     blobs: list[bytes] = []
     offsets = [np.zeros(1, dtype=np.int64)]
     base = 0

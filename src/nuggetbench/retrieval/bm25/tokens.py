@@ -67,9 +67,9 @@ log = logging.getLogger(__name__)
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 """bm25s' default token pattern (scikit-learn's ``CountVectorizer``'s)."""
 
-BATCH_DOCS = 8192
+BATCH_DOCS = 4096
 """Documents per batch sent to a worker (at most)."""
-BATCH_CHARS = 4_000_000
+BATCH_CHARS = 2_000_000
 """Characters per batch sent to a worker (at most, but at least one document)."""
 STEM_CACHE = 1_000_000
 """Stems a worker keeps between batches (at most; then it starts afresh)."""
@@ -324,15 +324,13 @@ class Vocabulary:
         batch's, in its first-occurrence order) looked up, the new ones appended in that order.
         """
         ids = self.ids
-        out = np.empty(len(words), dtype=np.int32)
-        added: list[str] = []
-        for i, word in enumerate(words):
-            gid = ids.get(word)
-            if gid is None:
-                gid = ids[word] = len(ids)
-                added.append(word)
-            out[i] = gid
-        return out, added
+        found = list(map(ids.get, words))  # one C-level pass; None where new
+        added = [w for w, g in zip(words, found) if g is None]
+        if added:
+            base = len(ids)
+            ids.update(zip(added, range(base, base + len(added))))
+            found = list(map(ids.__getitem__, words))
+        return np.array(found, dtype=np.int32), added
 
     def merge(self, batch: Batch) -> np.ndarray:
         """The batch's token ids in the global numbering (int32, shape of ``batch.ids``)."""
