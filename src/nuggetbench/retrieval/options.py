@@ -64,7 +64,7 @@ class BM25Options(Options):
     backend: str = option(
         "auto",
         "auto|numpy|numba: the search of bm25s' scores (numba: a compiled top-k kernel; auto "
-        "uses it when numba is installed and queries x documents >= 5e7); lucene: Lucene through "
+        "uses it when numba is installed and queries x documents >= 2e8); lucene: Lucene through "
         "Pyserini (the lucene extra)",
         choices=("auto", "numpy", "numba", "lucene"),
     )

@@ -51,7 +51,10 @@ __all__ = [
 
 
 NUMBA_THRESHOLD = 2e8
-"""``backend=auto`` uses numba when queries x documents reaches this (measured break-even)."""
+"""``backend=auto`` uses numba when queries x documents reaches this (measured on 1 and 2 cores
+with ``benchmarks/bm25_backends.py``: below about 1e8 the kernel's fixed cost, loading it from
+numba's cache, outweighs what it saves; at 2e8 it takes about half numpy's time; see
+``docs/design.md``, "BM25 search")."""
 
 
 def choose_backend(choice: str, n_queries: int, n_docs: int) -> str:
