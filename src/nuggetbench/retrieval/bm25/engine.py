@@ -81,6 +81,11 @@ class Engine:
         build: ``(settings, corpus, *, show_progress) -> index``: the index of the corpus
             (built, or loaded from the engine's own artifact), whose ``search`` gives a Run.
         memory_note: added to the refusal of ``memory=`` (how the engine's memory is set).
+        own: the options only this engine honours (Lucene's ``fields``): refused, when they
+            differ from their defaults, with any other backend.
+        check: ``(options) -> options``: validates the engine's own values of the options it
+            honours (a stemmer or stop-word list of its own) and returns them, canonical;
+            raises :class:`~nuggetbench.errors.SpecError`. ``None``: nothing to check.
     """
 
     name: str
@@ -93,6 +98,8 @@ class Engine:
     versions: Callable[[Settings], dict[str, Any]]
     build: Callable[..., IndexBase]
     memory_note: str = ""
+    own: tuple[str, ...] = ()
+    check: Callable[[Any], Any] | None = None
 
     def index(self, settings: Settings, corpus: Corpus, *, show_progress: bool) -> IndexBase:
         """:attr:`build` of *corpus* with *settings*."""

@@ -532,5 +532,6 @@ ENGINE = Engine(
     versions=_versions,
     build=_build,
     memory_note="Lucene's memory is its JVM heap, NUGGETBENCH_LUCENE_HEAP (default 4g)",
+    own=("fields",),
 )
 """``bm25:backend=lucene`` for the retriever (:data:`.retriever.ENGINES`)."""

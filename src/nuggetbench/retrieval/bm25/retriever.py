@@ -121,6 +121,9 @@ class BM25(Composable):
         self.engine: Engine | None = ENGINES.get(opts.backend)
         if self.engine is not None:
             _check_engine(self.engine, opts, stemmer, analyzer)
+            if self.engine.check is not None:  # the engine's own values (its stemmers...)
+                opts = self.engine.check(opts)
+                stemmer = opts.stemmer.lower()
         else:
             _check_bm25s(opts, stemmer, memory)
         if analyzer not in ("auto", "bm25s"):
@@ -410,8 +413,15 @@ def _check_bm25s(opts: BM25Options, stemmer: str, memory: int | None) -> None:
             f"{'|'.join(SHARDED_METHODS)} (got {opts.method!r}, whose non-occurrence score "
             "it does not carry); drop memory="
         )
-    if opts.fields != "flat":
-        raise SpecError("bm25: fields=multifield is a layout of backend=lucene; add backend=lucene")
+    defaults = BM25Options()
+    for engine in ENGINES.values():
+        for name in engine.own:
+            value = getattr(opts, name)
+            if value != getattr(defaults, name):
+                raise SpecError(
+                    f"bm25: {name}={value} is an option of backend={engine.name}; add "
+                    f"backend={engine.name}, or drop {name}="
+                )
 
 
 def _check_engine(engine: Engine, opts: BM25Options, stemmer: str, analyzer: str) -> None:
