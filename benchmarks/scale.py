@@ -53,6 +53,16 @@ With both ``pisa`` and ``pisa-bare``, the summary prints ``pisa / pisa-bare`` ra
 medians (wall, index, search) and whether their per-query score lists are the same (the runs
 may differ only in which of equal scores is cut at the 100th place: ours by doc id, PISA's
 heap otherwise).
+
+The scale table (plain ``bm25`` against Lucene, and PISA where its engine exists), for both
+sizes, interleaved, medians of three, the load before every run, the ratios at the end::
+
+    python benchmarks/scale.py --n 500000,2000000 --engines default,lucene,pisa --repeat 3
+
+Before any timing, a ``warm`` child compiles the numba search kernel (or loads it from numba's
+on-disk cache: a one-time cost, printed). Beside ``/usr/bin/time``'s peak (of the engine's process;
+a worker process's own peak when larger), each row gives the peak of the sum over the engine's
+process tree, tokenizing workers included (``scale_table.TreePeak``).
 """
 
 from __future__ import annotations
@@ -70,6 +80,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import scale_table
 
 K = 100
 DENSE_N = 20_000  # set from --dense-n
@@ -115,7 +126,13 @@ t0 = time.perf_counter()
 engine, folder, shard_docs, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 stages = {}
 queries = json.load(open(f"{folder}/queries.json"))
-if engine == "bm25s":
+if engine == "warm":  # numba's kernel compiled (or loaded from its cache) before any timing
+    try:
+        from nuggetbench.retrieval.bm25.topk import compile_kernel, numba_available
+    except ImportError:  # a nuggetbench without the kernel
+        compile_kernel, numba_available = None, lambda: False
+    stages["compile the search kernel"] = compile_kernel() if numba_available() else 0.0
+elif engine == "bm25s":
     import bm25s, Stemmer
     t = time.perf_counter()
     ids, texts = [], []
@@ -262,7 +279,7 @@ else:
     write_run(run, out)
     stages["write run"] = time.perf_counter() - t
 stages["total"] = time.perf_counter() - t0
-if engine not in ("bm25s", "dense", "pisa-bare"):
+if engine not in ("bm25s", "dense", "pisa-bare", "warm"):
     at_end = _rss()
     stages["RSS at the end: anonymous GB"] = at_end["anon"]
     stages["RSS at the end: mapped files GB"] = at_end["file"]
@@ -280,16 +297,29 @@ def run_child(engine: str, folder: Path, shard_docs: int, out: Path, home: Path)
         NB_MEMORY=MEMORY,
         NB_THREADS=str(THREADS),
     )
-    cmd = ["/usr/bin/time", "-f", "MAXRSS_KB %M", sys.executable, "-c", CHILD, engine]
+    cmd = ["/usr/bin/time", "-f", "MAXRSS_KB %M CPU_S %U %S", sys.executable, "-c", CHILD, engine]
     cmd += [str(folder), str(shard_docs), str(out)]
+    load = scale_table.load_average()
     started = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tree = scale_table.TreePeak(proc.pid)  # the engine's process and its workers, summed
+    stdout, stderr = proc.communicate()
     wall = time.perf_counter() - started
+    tree_kib = tree.stop()
     if proc.returncode != 0:
-        raise SystemExit(f"{engine} failed:\n{proc.stderr[-3000:]}")
-    stages = json.loads(proc.stdout.split("STAGES ", 1)[1].splitlines()[0])
-    rss_kb = int(proc.stderr.rsplit("MAXRSS_KB ", 1)[1].split()[0])
-    return {"engine": engine, "wall_s": wall, "peak_rss_gb": rss_kb / 1024**2, "stages": stages}
+        raise SystemExit(f"{engine} failed:\n{stderr[-3000:]}")
+    stages = json.loads(stdout.split("STAGES ", 1)[1].splitlines()[0])
+    rss_kb = int(stderr.rsplit("MAXRSS_KB ", 1)[1].split()[0])
+    user, system = stderr.rsplit("CPU_S ", 1)[1].split()[:2]
+    return {
+        "cpu_s": float(user) + float(system),  # the process and its waited-for workers
+        "engine": engine,
+        "wall_s": wall,
+        "peak_rss_gb": rss_kb / 1024**2,
+        "tree_rss_gb": tree_kib / 1024**2,
+        "load": load,
+        "stages": stages,
+    }
 
 
 def _scores_by_query(lines: list[str]) -> dict[str, list[str]]:
@@ -311,9 +341,13 @@ def _print_row(row: dict, repeat: int) -> None:
         for k, v in row["stages"].items()
     )
     prefix = f"[{row['repeat'] + 1}/{repeat}] " if repeat > 1 else ""
+    search = row["stages"].get("search")
+    qps = f"{1000 / search:7.1f}" if search else "      -"
     print(
-        f"{prefix}{engine:8s} wall {row['wall_s']:7.1f} s  peak RSS {row['peak_rss_gb']:5.2f} GB  "
-        f"queries/s {1000 / row['stages']['search']:7.1f}  run {row['run_sha256'][:12]}  | {stages}",
+        f"{prefix}{engine:8s} wall {row['wall_s']:7.1f} s  cpu {row.get('cpu_s', 0):7.1f} s  "
+        f"peak RSS {row['peak_rss_gb']:5.2f} GB "
+        f"(tree {row.get('tree_rss_gb', 0):5.2f})  queries/s {qps}  load {row.get('load')}  "
+        f"run {row['run_sha256'][:12]}  | {stages}",
         flush=True,
     )
 
@@ -385,7 +419,7 @@ def _pisa_summary(rows: list[dict], med: dict[str, dict[str, float]]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=200_000, help="passages")
+    ap.add_argument("--n", default="200000", help="passages (several: 500000,2000000)")
     ap.add_argument("--shard-docs", type=int, default=100_000)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "nb_scale")
     ap.add_argument("--engines", default="single,sharded,sharded-mm,bm25s")
@@ -398,15 +432,33 @@ def main() -> None:
     THREADS = args.threads
     DENSE_N = args.dense_n
     MEMORY = args.memory
-    folder = args.workdir / f"n{args.n}"
+    engines = args.engines.split(",")
+    print(f"{scale_table.cpus()}; load {scale_table.load_average()}")
+    sizes = [int(n) for n in args.n.split(",")]
+    folder = args.workdir / f"n{sizes[0]}"
+    generate(folder, sizes[0])
+    warm = run_child("warm", folder, 0, folder / "warm.trec", args.workdir)
+    print(f"search kernel compiled or loaded from numba's cache before timing: {warm['stages']}")
+    tables = []
+    for n in sizes:
+        rows = _run_size(args, n, engines)
+        tables.append((rows, n))
+        print(json.dumps([{k: v for k, v in r.items() if k != "trec_lines"} for r in rows]))
+    for rows, n in tables:  # all the tables together at the end
+        scale_table.print_table(rows, engines, n, 1000)
+
+
+def _run_size(args, n: int, engines: list[str]) -> list[dict]:
+    """Every engine at *n* passages, ``--repeat`` times interleaved; prints a row per run, the
+    medians and the run-file checks; returns the rows."""
+    folder = args.workdir / f"n{n}"
     t = time.perf_counter()
-    generate(folder, args.n)
+    generate(folder, n)
     print(
-        f"corpus: {args.n} passages, {(folder / 'corpus.jsonl').stat().st_size / 1e9:.2f} GB "
+        f"corpus: {n} passages, {(folder / 'corpus.jsonl').stat().st_size / 1e9:.2f} GB "
         f"(generated or found in {time.perf_counter() - t:.1f} s)"
     )
     rows = []
-    engines = args.engines.split(",")
     for rep in range(args.repeat):  # interleaved: a b a b ..., each run from a cold home
         for engine in engines:
             home = Path(tempfile.mkdtemp(prefix="nb_scale_home_", dir=args.workdir))
@@ -424,7 +476,7 @@ def main() -> None:
     a = folder / "single.trec"
     for other in ("sharded", "sharded-mm"):
         b = folder / f"{other}.trec"
-        if not (a.exists() and b.exists()) or other not in args.engines.split(","):
+        if not (a.exists() and b.exists()) or other not in engines:
             continue
         if a.read_bytes() == b.read_bytes():
             print(f"single and {other} TREC runs: byte-identical")
@@ -437,7 +489,7 @@ def main() -> None:
             f"{'identical' if same_scores else 'DIFFERENT'} (both indexes should cut a tie "
             "at the k-th score by doc id descending: a bug)"
         )
-    print(json.dumps([{k: v for k, v in r.items() if k != "trec_lines"} for r in rows]))
+    return rows
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from nuggetbench.data import Document, InMemoryCorpus, Queries
 from nuggetbench.data.formats.trec import write_run
 from nuggetbench.retrieval import parse_retriever
 from nuggetbench.retrieval.bm25 import memory as bm25_memory
-from nuggetbench.retrieval.bm25.index import BM25Index, numba_available
+from nuggetbench.retrieval.bm25.index import BM25Index
 from nuggetbench.retrieval.bm25.memory import (
     DEFAULT_BUDGET,
     GIB,
@@ -28,6 +28,7 @@ from nuggetbench.retrieval.bm25.memory import (
 )
 from nuggetbench.retrieval.bm25.retriever import BM25
 from nuggetbench.retrieval.bm25.sharded import ShardedBM25Index
+from nuggetbench.retrieval.bm25.topk import numba_available
 from nuggetbench.retrieval.compose.caching import retriever_identity
 
 #: a model without the interpreter's share, so that a tiny corpus needs shards of a few docs

@@ -49,6 +49,32 @@ def test_a_cycle_would_be_found(tmp_path):
     assert lay.cycles(imps) == [["nuggetbench.a", "nuggetbench.b"]]
 
 
+def test_the_bm25_package_reads_one_way():
+    """Inside ``retrieval/bm25``: tokenization and scoring at the bottom, the layouts above, the
+    retriever on top; no cycle, not even through ``if TYPE_CHECKING:`` imports."""
+    lay = _layering()
+    inside = lay.bm25_imports()
+    modules = {i.source for i in inside}
+    assert f"{lay.BM25_PACKAGE}.retriever" in modules and f"{lay.BM25_PACKAGE}.sharded" in modules
+    assert lay.cycles(inside) == []
+    assert [f"{i.source}:{i.line} -> {i.target}" for i in lay.bm25_upward(inside)] == []
+
+
+def test_a_bm25_cycle_or_upward_import_would_be_found():
+    lay = _layering()
+    p = lay.BM25_PACKAGE
+    back = [
+        lay.Import(f"{p}.index", f"{p}.retriever", 3, False, ""),  # a layout knowing its chooser
+        lay.Import(f"{p}.retriever", f"{p}.index", 4, False, ""),
+        lay.Import(f"{p}.tokens", f"{p}.sharded", 5, False, ""),  # the bottom knowing a layout
+    ]
+    assert lay.cycles(back[:2]) == [[f"{p}.index", f"{p}.retriever"]]
+    assert [(i.source, i.target) for i in lay.bm25_upward(back)] == [
+        (f"{p}.index", f"{p}.retriever"),
+        (f"{p}.tokens", f"{p}.sharded"),
+    ]
+
+
 def test_no_cli_command_is_over_40_lines():
     lay = _layering()
     lengths = {name: n for n, name in lay.function_lengths()}

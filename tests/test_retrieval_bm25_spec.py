@@ -136,3 +136,31 @@ def test_parsing_imports_no_bm25s():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_an_engine_record_checks_and_refuses_its_options(monkeypatch):
+    """An external engine is one record: the options outside its list are refused all at once,
+    its ``check`` canonicalises its own values, its ``own`` options are refused elsewhere, and
+    its availability is asked last."""
+    from dataclasses import replace
+
+    from nuggetbench.retrieval.bm25 import retriever
+
+    seen = []
+
+    def check(options):
+        seen.append(options.k1)
+        return replace(options, k1=round(options.k1, 1))
+
+    record = replace(retriever.ENGINES["lucene"], check=check, available=lambda: True)
+    monkeypatch.setitem(retriever.ENGINES, "lucene", record)
+    assert BM25(backend="lucene", k1=0.94).k1 == 0.9 and seen == [0.94]
+    with pytest.raises(SpecError, match=r"method=atire, stemmer=porter belong to the bm25s"):
+        BM25(backend="lucene", method="atire", stemmer="porter")
+    assert seen == [0.94]  # refused before the engine's own check
+    with pytest.raises(SpecError, match="fields=multifield is an option of backend=lucene"):
+        BM25(fields="multifield")
+    missing = replace(record, available=lambda: False)
+    monkeypatch.setitem(retriever.ENGINES, "lucene", missing)
+    with pytest.raises(SpecError, match=r"needs Pyserini and Java: pip install"):
+        BM25(backend="lucene")

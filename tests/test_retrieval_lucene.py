@@ -178,7 +178,12 @@ def test_spec_checks_need_no_java(monkeypatch):
         BM25(backend="lucene", method="bm25+")
     with pytest.raises(SpecError, match="backend=lucene"):
         BM25(fields="multifield")
-    monkeypatch.setattr("nuggetbench.retrieval.bm25.retriever.lucene_available", lambda: False)
+    from dataclasses import replace
+
+    from nuggetbench.retrieval.bm25 import retriever
+
+    missing = replace(retriever.ENGINES["lucene"], available=lambda: False)
+    monkeypatch.setitem(retriever.ENGINES, "lucene", missing)
     with pytest.raises(SpecError, match=r"nuggetbench\[lucene\]"):
         parse_retriever("bm25:backend=lucene")
 

@@ -28,6 +28,8 @@ def test_library_code_changes_no_process_wide_state():
             r"os\.environ\[[^]]+\]\s*=|os\.environ\.(setdefault|update)\("
         ),
         "sys.setrecursionlimit": re.compile(r"sys\.set\w+\("),
+        "multiprocessing start method": re.compile(r"set_start_method\("),
+        "numba's thread count": re.compile(r"set_num_threads\("),
     }
     # Pyserini's JVM is one per process by its design: pyjnius reads JAVA_HOME when it starts it
     allowed = {("lucene.py", "os.environ write")}
@@ -197,3 +199,33 @@ def test_a_registry_looked_up_from_threads_waits_for_its_providers(tmp_path, mon
     for t in threads:
         t.join()
     assert errors == [] and found == [42] * 4
+
+
+def _square_plus(offset):  # a process_map factory (module level: the workers import it)
+    def square(x):
+        if x == "boom":
+            raise ValueError("no square for boom")
+        if x == "die":
+            os._exit(3)
+        print("noise on stdout")  # must not corrupt the results
+        return x * x + offset
+
+    return square
+
+
+def test_process_map_keeps_order_and_reports_failures(tmp_path, monkeypatch):
+    from nuggetbench import _runtime
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent))
+    target = "test_runtime:_square_plus"
+    assert list(_runtime.process_map(target, (1,), range(20), 3, ahead=1)) == [
+        x * x + 1 for x in range(20)
+    ]
+    with pytest.raises(RuntimeError, match="no square for boom"):
+        list(_runtime.process_map(target, (0,), [1, "boom", 3], 2))
+    with pytest.raises(ChildProcessError, match="exit status 3"):
+        list(_runtime.process_map(target, (0,), [1, 2, "die", 4], 2))
+    # a consumer that stops early ends the workers (no process left behind)
+    gen = _runtime.process_map(target, (0,), range(1000), 2)
+    assert next(gen) == 0
+    gen.close()

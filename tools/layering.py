@@ -94,7 +94,11 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imports_of(mod: str, path: Path, known: set[str]) -> list[Import]:
+def imports_of(
+    mod: str, path: Path, known: set[str], *, type_checking: bool = False
+) -> list[Import]:
+    """The imports of our own modules in *mod*; those under ``if TYPE_CHECKING:`` only with
+    *type_checking* (they do not run, but they still say which module knows which)."""
     text = path.read_text()
     lines = text.splitlines()
     tree = ast.parse(text)
@@ -118,7 +122,7 @@ def imports_of(mod: str, path: Path, known: set[str]) -> list[Import]:
 
     def visit(node, local: bool):
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
+            if isinstance(child, ast.If) and _is_type_checking(child) and not type_checking:
                 continue
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 comment = lines[child.lineno - 1].partition("#")[2].strip()
@@ -132,13 +136,54 @@ def imports_of(mod: str, path: Path, known: set[str]) -> list[Import]:
     return out
 
 
-def all_imports() -> list[Import]:
+def all_imports(*, type_checking: bool = False) -> list[Import]:
     mods = modules()
     known = set(mods)
     found = []
     for mod, path in mods.items():
-        found += imports_of(mod, path, known)
+        found += imports_of(mod, path, known, type_checking=type_checking)
     return found
+
+
+#: The BM25 package (``retrieval/bm25``) reads one way, bottom first: tokenization and scoring,
+#: then the index layouts (every module not named here: single, sharded, the memory planner,
+#: Lucene, PISA...), then the retriever, which chooses among them. Imports under
+#: ``if TYPE_CHECKING:`` count too.
+BM25_PACKAGE = f"{PACKAGE}.retrieval.bm25"
+BM25_ROWS: list[tuple[str, ...]] = [
+    ("tokens", "scoring", "kernel", "topk", "engine"),
+    (),  # the layouts
+    ("retriever",),
+]
+
+
+def bm25_row(module: str) -> int:
+    """The row of a module of the BM25 package (:data:`BM25_ROWS`; a layout is row 1)."""
+    name = module.removeprefix(BM25_PACKAGE + ".")
+    for i, row in enumerate(BM25_ROWS):
+        if name in row:
+            return i
+    return 1
+
+
+def bm25_imports() -> list[Import]:
+    """The imports among the BM25 package's modules, ``TYPE_CHECKING`` ones included."""
+    inside = BM25_PACKAGE + "."
+    return [
+        i
+        for i in all_imports(type_checking=True)
+        if i.source.startswith(inside) and i.target.startswith(inside)
+    ]
+
+
+def bm25_upward(imports: list[Import]) -> list[Import]:
+    """Imports inside the BM25 package that point to a higher row, or to the retriever."""
+    return [
+        i
+        for i in imports
+        if bm25_row(i.target) > bm25_row(i.source)
+        or (bm25_row(i.target) == len(BM25_ROWS) - 1 and i.source != i.target)
+    ]
 
 
 def cycles(imports: list[Import]) -> list[list[str]]:
@@ -261,6 +306,13 @@ def main(argv: list[str]) -> int:
     for i in local:
         print(f"  {i.source}:{i.line} -> {i.target}  # {i.lazy_reason or 'NOT JUSTIFIED'}")
     print(f"imports of another package's private module: {len(private_imports(imps))}")
+    inside = bm25_imports()
+    print(
+        f"BM25 package: {len(cycles(inside))} import cycles (TYPE_CHECKING ones counted), "
+        f"{len(bm25_upward(inside))} imports up its rows"
+    )
+    for i in bm25_upward(inside):
+        print(f"  {i.source}:{i.line} -> {i.target}")
     print(f"longest module: {module_lengths()[0]}; largest folder: {folder_sizes()[0]}")
     lengths = function_lengths()
     print("longest functions:")

@@ -5,6 +5,12 @@
   while the judgments load; two halves of a long id column factorised). Plain
   :mod:`threading` (the import of :mod:`concurrent.futures` costs more than these few calls
   need), daemon threads (a caller that fails first does not wait for them).
+- **Processes** (:func:`process_map`): work that is Python code under the GIL (tokenizing a
+  corpus for BM25) runs in worker processes: fresh interpreters (``sys.executable -c``) fed by
+  pipes, so nothing of the caller's threads, locks or memory is copied (no ``fork``), no
+  process-wide start method is set, and, unlike ``multiprocessing``'s ``spawn``, the caller's
+  ``__main__`` script is not run again in each worker (a script needs no
+  ``if __name__ == "__main__":`` guard).
 - **Heap trimming** (:func:`trim_heap`): numpy frees a large temporary, but glibc keeps the
   pages when it lay in its heap (after a large block is freed glibc raises its mmap
   threshold), so the resident size keeps every stage's high-water mark (reading and
@@ -22,16 +28,18 @@ handler, no allocator switch from library code.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 __all__ = [
     "alongside",
     "idle_cpus",
     "in_background",
+    "process_map",
     "usable_cpus",
     "trim_heap",
     "prefer_system_allocator",
@@ -105,6 +113,141 @@ def in_background(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[
         return box.pop("value")
 
     return result
+
+
+_BOOT = (
+    "import pickle, sys\n"
+    "sys.path[:] = pickle.load(sys.stdin.buffer)\n"
+    "from nuggetbench._runtime import _serve\n"
+    "_serve()\n"
+)
+
+
+def process_map(
+    target: str, args: tuple, items: Iterable[Any], workers: int, *, ahead: int = 2
+) -> Iterator[Any]:
+    """``fn(item)`` for each of *items*, in order, computed in *workers* worker processes, where
+    ``fn = factory(*args)`` is made once per worker from *target* (``"module:factory"``, a
+    module-level function; *args*, the items and the results are pickled). Item *i* goes to
+    worker ``i % workers``; at most ``ahead * workers`` items are in flight, so the items held
+    at once are bounded. The workers end with the generator (exhausted, closed or failed).
+
+    Raises:
+        ChildProcessError: a worker died (its last standard-error lines are in the message).
+        RuntimeError: ``fn`` raised in a worker (its traceback is in the message).
+    """
+    import queue
+    import subprocess
+    import tempfile
+
+    procs: list[Any] = []
+    feeds: list[queue.Queue] = []
+    finished = False
+    try:
+        for _ in range(workers):
+            err = tempfile.TemporaryFile()  # noqa: SIM115 - closed with its worker, below
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
+            proc.err = err  # type: ignore[attr-defined]
+            procs.append(proc)
+            feed: queue.Queue = queue.Queue()
+            feed.put(list(sys.path))
+            feed.put((target, args))
+            feeds.append(feed)
+            threading.Thread(target=_feed, args=(proc.stdin, feed), daemon=True).start()
+        sent = received = 0
+        for item in items:
+            feeds[sent % workers].put(item)
+            sent += 1
+            if sent - received >= ahead * workers:
+                yield _receive(procs[received % workers])
+                received += 1
+        while received < sent:
+            yield _receive(procs[received % workers])
+            received += 1
+        finished = True
+    finally:
+        for feed in feeds:
+            feed.put(None)
+        for proc in procs:
+            if not finished:  # a worker may be blocked writing a result nobody will read
+                proc.kill()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.err.close()
+
+
+def _feed(pipe: Any, feed: Any) -> None:
+    """A feeder thread: pickles what *feed* gives into a worker's standard input (``None``:
+    closes it); ends quietly when the worker is gone."""
+    import pickle
+
+    try:
+        while True:
+            item = feed.get()
+            if item is None:
+                break
+            pickle.dump(item, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+            pipe.flush()
+    except (BrokenPipeError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            pipe.close()
+
+
+def _receive(proc: Any) -> Any:
+    import pickle
+
+    try:
+        ok, value = pickle.load(proc.stdout)
+    except (EOFError, pickle.UnpicklingError) as exc:
+        proc.wait()
+        proc.err.seek(0)
+        tail = proc.err.read().decode("utf-8", "replace").strip().splitlines()[-5:]
+        raise ChildProcessError(
+            f"a worker process ended (exit status {proc.returncode}, {type(exc).__name__}): "
+            + (" | ".join(tail) or "no error output")
+        ) from None
+    if not ok:
+        raise RuntimeError(f"in a worker process: {value}")
+    return value
+
+
+def _serve() -> None:
+    """A worker process's loop (see :func:`process_map`): the factory's call, then one result
+    per item until the input closes. The results go to the original standard output; anything
+    else written there (a library's print) goes to standard error instead."""
+    import importlib
+    import pickle
+    import traceback
+
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    inp = sys.stdin.buffer
+    target, args = pickle.load(inp)
+    module, _, name = target.partition(":")
+    fn = getattr(importlib.import_module(module), name)(*args)
+    while True:
+        try:
+            item = pickle.load(inp)
+        except EOFError:
+            break
+        try:
+            result = (True, fn(item))
+        except Exception:
+            result = (False, traceback.format_exc())
+        pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+        out.flush()
 
 
 U = TypeVar("U")

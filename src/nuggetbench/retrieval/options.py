@@ -88,14 +88,15 @@ class BM25Options(Options):
     cache: bool = option(True, "read and write the index in the artifact store")
     backend: str = option(
         "auto",
-        "auto|numpy|numba: bm25s retrieval (auto uses numba only when queries x documents >= 2e8); "
-        "lucene: Lucene through Pyserini (the lucene extra); pisa: PISA through pyterrier-pisa "
-        "(the pisa extra)",
+        "auto|numpy|numba: the search of bm25s' scores (numba: a compiled top-k kernel; auto "
+        "uses it when numba is installed and queries x documents >= 2e8); lucene: Lucene through "
+        "Pyserini (the lucene extra); pisa: PISA through pyterrier-pisa (the pisa extra)",
         choices=("auto", "numpy", "numba", "lucene", "pisa"),
     )
     threads: int = option(
         0,
-        "numba retrieval threads, or Lucene's or PISA's indexing and search threads (0: every CPU)",
+        "indexing worker processes and search threads, or Lucene's or PISA's indexing and search "
+        "threads (0: every usable CPU); the index and the run do not depend on it",
         minimum=0,
     )
     fields: str = option(

@@ -30,12 +30,16 @@ class PrivateApi:
             dtype=) -> float array (vocabulary,)``.
         select_idf_scorer: ``(method) -> idf function`` (Kamphuis et al., ECIR 2020).
         select_tfc_scorer: ``(method) -> function(tf_array=, l_d=, l_avg=, k1=, b=, delta=)``.
+        build_nonoccurrence_array: ``(doc_frequencies=, n_docs=, compute_idf_fn=,
+            calculate_tfc_fn=, l_d=, l_avg=, k1=, b=, delta=, dtype=) -> float array
+            (vocabulary,)``: bm25l/bm25+'s score of a term a document lacks.
     """
 
     infer_stopwords: Callable[..., Any]
     build_idf_array: Callable[..., Any]
     select_idf_scorer: Callable[..., Any]
     select_tfc_scorer: Callable[..., Any]
+    build_nonoccurrence_array: Callable[..., Any]
 
 
 def private_api() -> PrivateApi:
@@ -48,7 +52,12 @@ def private_api() -> PrivateApi:
     import bm25s
 
     try:
-        from bm25s.scoring import _build_idf_array, _select_idf_scorer, _select_tfc_scorer
+        from bm25s.scoring import (
+            _build_idf_array,
+            _build_nonoccurrence_array,
+            _select_idf_scorer,
+            _select_tfc_scorer,
+        )
         from bm25s.tokenization import _infer_stopwords
     except ImportError as exc:
         raise ImportError(
@@ -56,7 +65,13 @@ def private_api() -> PrivateApi:
             f"nuggetbench uses ({exc}); nuggetbench is tested with bm25s{TESTED}: "
             f"pip install 'bm25s{TESTED}'"
         ) from exc
-    return PrivateApi(_infer_stopwords, _build_idf_array, _select_idf_scorer, _select_tfc_scorer)
+    return PrivateApi(
+        _infer_stopwords,
+        _build_idf_array,
+        _select_idf_scorer,
+        _select_tfc_scorer,
+        _build_nonoccurrence_array,
+    )
 
 
 __all__ = ["PrivateApi", "TESTED", "private_api"]

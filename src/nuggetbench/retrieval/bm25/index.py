@@ -1,89 +1,234 @@
-"""The searchable BM25 index returned by :meth:`nuggetbench.retrieval.bm25.retriever.BM25.index`.
+"""The single BM25 index: built on every core, kept in bm25s' format, searched by :mod:`.topk`.
 
-Which documents a search returns: only those that score above a document containing none of
-the query terms (as Lucene returns only matching documents), so a query may get fewer than
-*k* results, and a query with no term in the index vocabulary gets none. A query restricted to a
-candidate pool (``doc_filter``, the rerank setting of BIRCO or fastbook's chapters) is different:
-every candidate is ranked, those without a query term at the no-match score (ties broken by doc
-id as everywhere), because a pool's ranking must cover the pool.
+**Building** (:func:`build_single`): the corpus is read once, in order; its texts are tokenized in
+batches by worker processes (:func:`.tokens.tokenize_corpus`: every usable core, or
+``bm25:threads=N``), each batch coming back as its distinct (token, document, count) pairs, and
+merged in corpus order into one vocabulary (first-occurrence numbering, whatever the number of
+workers). From the document frequencies and lengths, every pair's score is computed at once
+(:func:`.scoring.pair_scores`, bm25s' formula and operand types) and placed in bm25s' CSC matrix
+by a counting sort (the batches come in document order, so each token's documents stay sorted).
+The result is the matrix ``bm25s.BM25.index`` builds, bit for bit (the vocabulary numbered by
+first occurrence instead of bm25s' hash-seed-dependent order), in a ``bm25s.BM25`` object, saved
+in bm25s' own format. The parent holds the document ids, the batches' pairs (about 12 bytes a
+distinct (document, token) pair) and the matrix, never the texts of the whole corpus nor
+Python lists of tokens.
+
+**Which documents a search returns**: only those that score above a document containing none
+of the query terms (as Lucene returns only matching documents), so a query may get fewer than
+*k* results, and a query with no term in the index vocabulary gets none. A query restricted to
+a candidate pool (``doc_filter``, the rerank setting of BIRCO or fastbook's chapters) is
+different: every candidate is ranked, those without a query term at the no-match score (ties
+broken by doc id as everywhere), because a pool's ranking must cover the pool.
+
+**Searching**: :func:`.topk.candidates` (a compiled kernel on *threads* threads, or numpy) gives
+each query every document at or above its k-th best score, and :func:`.topk.trec_top` cuts ties
+at the k-th score by doc id (score descending, doc id descending: trec_eval's order), as the
+sharded index does, so the run does not depend on the layout.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from nuggetbench.data import Queries, Run
+from nuggetbench._atomic import atomic_write
+from nuggetbench.data import Corpus, Queries, Run
+from nuggetbench.errors import InputError
+from nuggetbench.retrieval.bm25.engine import Settings
+from nuggetbench.retrieval.bm25.scoring import (
+    idf_array,
+    nonoccurrence_array,
+    pair_scores,
+)
+from nuggetbench.retrieval.bm25.tokens import Batch, Vocabulary, tokenize_corpus, worker_count
+from nuggetbench.retrieval.bm25.topk import candidates, choose_backend, trec_top
 from nuggetbench.retrieval.models.loading import stage_bar
 from nuggetbench.retrieval.protocols import DocFilter, IndexBase, check_k
-from nuggetbench.text.analyzers import get_analyzer
+from nuggetbench.store import Artifact
 
-if TYPE_CHECKING:  # pragma: no cover
-    from nuggetbench.retrieval.bm25.retriever import BM25
+__all__ = ["BM25Index", "build_matrix", "build_single"]
 
 log = logging.getLogger(__name__)
 
-NUMBA_THRESHOLD = 2e8
-"""``backend=auto`` uses numba when queries x documents reaches this (measured break-even)."""
 
+# --- building --------------------------------------------------------------------------------
+def build_matrix(batches, settings: Settings) -> tuple[Any, int]:
+    """``(bm25s.BM25 object, documents)`` from the :class:`~.tokens.Batch` es of a corpus (with
+    pairs, in corpus order): the matrix ``bm25s.BM25.index`` would build (module docstring).
 
-def tokenize_texts(
-    texts: list[str], *, tokenizer: tuple[str, str, str], return_ids: bool, show_progress: bool
-):
-    """Tokenize *texts* as a :class:`~.bm25.BM25` with ``tokenizer = (analyzer, stemmer,
-    stopwords)`` does: a named analyzer (:mod:`nuggetbench.text.analyzers`), or ``bm25s.tokenize``
-    with PyStemmer's *stemmer* (``"none"``: none) and *stopwords* (``"none"``: none).
-
-    Returns bm25s' ``Tokenized`` (``ids`` lists and ``vocab``) when *return_ids*, else the token
-    lists."""
-    analyzer, stemmer_name, stopwords = tokenizer
-    if analyzer not in ("auto", "bm25s"):
-        return get_analyzer(analyzer).tokenize(
-            texts, return_ids=return_ids, show_progress=show_progress
-        )
+    Raises:
+        InputError: no document has a token (the message is completed by the caller).
+    """
     import bm25s
 
-    stemmer = None
-    if stemmer_name != "none":
-        import Stemmer
-
-        stemmer = Stemmer.Stemmer(stemmer_name)
-    return bm25s.tokenize(
-        texts,
-        stopwords=[] if stopwords == "none" else stopwords,
-        stemmer=stemmer,
-        return_ids=return_ids,
-        show_progress=show_progress,
+    vocab = Vocabulary()
+    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    lens_parts: list[np.ndarray] = []
+    df_parts: list[tuple[np.ndarray, np.ndarray]] = []
+    n_docs = 0
+    for batch in batches:
+        groups, sizes, docs, counts = _merge(batch, vocab, n_docs)
+        kept.append((groups, sizes, docs, counts))
+        df_parts.append((groups, sizes))
+        lens_parts.append(batch.lens)
+        n_docs += len(batch.lens)
+    n_vocab = len(vocab)
+    if n_vocab == 0:
+        raise InputError("no document has an indexable term")
+    df = np.zeros(n_vocab, dtype=np.int64)
+    for groups, sizes in df_parts:
+        df[groups] += sizes  # a batch names each token once
+    lens = np.concatenate(lens_parts).astype(np.int64)
+    avg_doc_len = np.float64(lens.sum()) / np.float64(n_docs)  # bm25s' mean, exactly
+    idf = idf_array(df, n_docs, settings.method)
+    nonocc = nonoccurrence_array(
+        df, n_docs, settings.method, settings.k1, settings.b, settings.delta, avg_doc_len
     )
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    data = np.empty(int(indptr[-1]), dtype=np.float32)
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    fill = indptr[:-1].copy()
+    for j in range(len(kept)):  # document order: each token's documents stay sorted
+        groups, sizes, docs, counts = kept[j]
+        kept[j] = None  # type: ignore[call-overload]  # freed as it is placed
+        starts = np.cumsum(sizes) - sizes
+        dest = np.repeat(fill[groups] - starts, sizes) + np.arange(len(docs))
+        fill[groups] += sizes
+        tokens = np.repeat(groups, sizes)
+        data[dest] = pair_scores(
+            counts,
+            lens[docs],
+            idf[tokens],
+            method=settings.method,
+            k1=settings.k1,
+            b=settings.b,
+            delta=settings.delta,
+            avg_doc_len=avg_doc_len,
+            nonoccurrence=None if nonocc is None else nonocc[tokens],
+        )
+        indices[dest] = docs
+    vocab_dict = vocab.ids
+    if "" not in vocab_dict:  # bm25s' empty token (no column)
+        vocab_dict[""] = n_vocab
+    model = bm25s.BM25(
+        k1=settings.k1, b=settings.b, delta=settings.delta, method=settings.method, backend="numpy"
+    )
+    model.scores = {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+    model.vocab_dict = vocab_dict
+    model.unique_token_ids_set = set(vocab_dict.values())
+    model.nonoccurrence_array = nonocc
+    return model, n_docs
 
 
-def numba_available() -> bool:
-    """Whether numba can be imported (without importing it)."""
-    import importlib.util
-
-    return importlib.util.find_spec("numba") is not None
-
-
-def trec_top(scores: np.ndarray, k: int, ids_at: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """Positions into *scores* (shape ``(m,)``) of its first *k* in trec_eval's order (score
-    descending, doc id descending), in no particular order; *ids_at* gives the doc ids at some of
-    those positions (an object array), and is asked only for the ties at the k-th score. Both
-    the single and the sharded index cut a ranking with it, so a tie at the k-th place is cut
-    the same way whatever the layout."""
-    if len(scores) <= k:
-        return np.arange(len(scores))
-    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-    sure = np.flatnonzero(scores > kth)
-    ties = np.flatnonzero(scores == kth)
-    need = k - len(sure)
-    if len(ties) > need:
-        ties = ties[np.argsort(ids_at(ties), kind="stable")[::-1][:need]]
-    return np.concatenate([sure, ties])
+def _merge(batch: Batch, vocab: Vocabulary, offset: int):
+    """A batch's pairs in the global numbering: ``(token of each group, group sizes, documents
+    (int32, corpus positions), counts)``; the pairs come grouped by token."""
+    remap, _ = vocab.remap(batch.words)
+    tok, doc, counts = batch.pairs  # type: ignore[misc]
+    if not len(tok):
+        empty = np.zeros(0, dtype=np.int64)
+        return remap[:0].astype(np.int64), empty, doc, counts
+    first = np.flatnonzero(np.diff(tok, prepend=-1))
+    sizes = np.diff(np.append(first, len(tok)))
+    groups = remap[tok[first]].astype(np.int64)
+    return groups, sizes, doc + np.int32(offset), counts
 
 
+def build_single(
+    settings: Settings, corpus: Corpus, artifact: Artifact | None, *, show_progress: bool
+) -> BM25Index:
+    """The single index of *corpus* (loaded from *artifact* when cached there, else built and
+    saved there; ``None``: not cached).
+
+    Raises:
+        InputError: the corpus is empty, or no document has a single indexable term.
+    """
+    if artifact is not None and artifact.path.exists():
+        loaded = _load(settings, artifact, corpus)
+        if loaded is not None:
+            return loaded
+        artifact.discard()  # unreadable or partial: rebuilt below
+    doc_ids: list[str] = []
+
+    def texts():
+        for doc in corpus.iter_documents():
+            doc_ids.append(doc.doc_id)
+            yield doc.full_text
+
+    n = len(corpus)
+    if n == 0:
+        raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
+    workers = worker_count(settings.threads, n)
+    with stage_bar(show_progress, f"bm25 index ({n} docs, {workers} processes)", 1) as bar:
+        bar.step("tokenizing and scoring")
+        batches = tokenize_corpus(texts(), settings.tokenizer, workers=workers, pairs=True)
+        try:
+            model, _ = build_matrix(batches, settings)
+        except InputError:
+            raise InputError(
+                f"cannot index the corpus{' ' + repr(corpus.name) if corpus.name else ''}: "
+                f"none of its {len(doc_ids)} documents has an indexable term (every title "
+                f"and text is empty or made of stop words after {settings.analyzer!r} analysis "
+                f"with stopwords={settings.stopwords!r}); check the corpus's text fields, or "
+                "index with bm25:stopwords=none"
+            ) from None
+    if not doc_ids:
+        raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
+    if artifact is not None:
+        _save(settings, artifact, model, doc_ids, corpus)
+    return BM25Index(settings, model, doc_ids, from_cache=False)
+
+
+def _save(settings: Settings, artifact: Artifact, model: Any, doc_ids: list[str], corpus) -> None:
+    import bm25s
+
+    try:
+        with artifact.build() as (staging, meta):
+            model.save(str(staging), show_progress=False)
+            with atomic_write(staging / "doc_ids.json") as fh:
+                fh.write(json.dumps(doc_ids, ensure_ascii=False))  # dumps: json's C encoder
+            meta.update(
+                retriever=settings.name,
+                params=settings.params,
+                corpus_fingerprint=corpus.fingerprint(),
+                n_docs=len(doc_ids),
+                bm25s_version=bm25s.__version__,
+                **settings.plan_meta(corpus),
+            )
+    except OSError as exc:
+        log.warning("could not cache the BM25 index in %s: %s", artifact.path, exc)
+
+
+def _load(settings: Settings, artifact: Artifact, corpus: Corpus) -> BM25Index | None:
+    import bm25s
+
+    folder = artifact.path
+    try:
+        meta = artifact.meta()
+        if meta is None:
+            raise ValueError("no meta.json for these parameters")
+        doc_ids = json.loads((folder / "doc_ids.json").read_text(encoding="utf-8"))
+        if meta.get("corpus_fingerprint") != corpus.fingerprint() or meta.get("n_docs") != len(
+            doc_ids
+        ):
+            raise ValueError("meta.json does not describe this corpus")
+        model = bm25s.BM25.load(
+            str(folder), mmap=False, load_vocab=True, show_progress=False, backend="numpy"
+        )
+        if int(model.scores["num_docs"]) != len(doc_ids):
+            raise ValueError("the index and doc_ids.json differ in length")
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning("ignoring the unreadable BM25 cache %s (%s); re-indexing", folder, exc)
+        return None
+    log.info("loaded the cached BM25 index %s", folder)
+    return BM25Index(settings, model, doc_ids, from_cache=True)
+
+
+# --- searching -------------------------------------------------------------------------------
 def _compact(codes: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(ids that *codes* use, codes into them)``: positions into *ids* (int64 (n,)) renumbered
     over the ids that occur, in their order in *ids*."""
@@ -94,16 +239,16 @@ def _compact(codes: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 class BM25Index(IndexBase):
-    """A built (or loaded) BM25 index; :meth:`search` returns a :class:`Run`.
+    """A built (or loaded) single BM25 index; :meth:`search` returns a :class:`Run`.
 
     Attributes:
-        retriever: the :class:`BM25` that built it.
-        bm25: the underlying ``bm25s.BM25`` object.
+        retriever: the retriever (its :class:`~.engine.Settings`) that built it.
+        bm25: the underlying ``bm25s.BM25`` object (its ``scores`` matrix and ``vocab_dict``).
         doc_ids: corpus doc ids in index order.
         from_cache: whether it was loaded from the cache.
     """
 
-    def __init__(self, retriever: BM25, bm25: Any, doc_ids: list[str], *, from_cache: bool):
+    def __init__(self, retriever: Settings, bm25: Any, doc_ids: list[str], *, from_cache: bool):
         self.retriever = retriever
         self.bm25 = bm25
         self.doc_ids = doc_ids
@@ -134,8 +279,9 @@ class BM25Index(IndexBase):
 
         Returns:
             A run named after :attr:`name`, whose metadata holds the parameters, the bm25s
-            version and ``index_from_cache``. A query that retrieves nothing (no known term, or
-            no matching candidate) is absent from it, as from a TREC run file.
+            version, ``index_from_cache`` and the search ``backend``. A query that retrieves
+            nothing (no known term, or no matching candidate) is absent from it, as from a TREC
+            run file.
         """
         import bm25s
 
@@ -145,7 +291,7 @@ class BM25Index(IndexBase):
         if objective:
             texts = [f"{objective}\n{t}" for t in texts]
         bar = stage_bar(show_progress, f"bm25 search ({len(qids)} queries)", 2)
-        bar.step("tokenizing")  # one bar for the stage, not bm25s' four
+        bar.step("tokenizing")
         tokens = self.tokenize(texts)
         bar.step("retrieving")
         vocab = self.bm25.vocab_dict
@@ -153,7 +299,8 @@ class BM25Index(IndexBase):
         filtered = doc_filter or {}
         batch = [i for i, q in enumerate(qids) if token_ids[i] and q not in filtered]
         single = [i for i, q in enumerate(qids) if q in filtered]
-        parts = self._search_batch(token_ids, batch, k) + self._search_pools(
+        backend = choose_backend(self.retriever.backend, len(batch), len(self.doc_ids))
+        parts = self._search_batch(token_ids, batch, k, backend) + self._search_pools(
             token_ids, single, [filtered[qids[i]] for i in single], k
         )
         bar.close()
@@ -176,7 +323,7 @@ class BM25Index(IndexBase):
             "bm25s_version": bm25s.__version__,
             "k": k,
             "index_from_cache": self.from_cache,
-            "backend": self._backend(len(batch)),
+            "backend": backend,
             "queries_without_known_terms": len(empty),
             "objective": bool(objective),
         }
@@ -184,54 +331,48 @@ class BM25Index(IndexBase):
         return Run.from_codes(qu, qcodes, du, dcodes, scores, name=self.name, metadata=metadata)
 
     def _search_batch(
-        self, token_ids: list[list[int]], batch: list[int], k: int
+        self, token_ids: list[list[int]], batch: list[int], k: int, backend: str
     ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """bm25s' top-k of the unrestricted queries *batch* (positions into *token_ids*): a list
-        of ``(query positions, doc rows, scores)``, without documents that share no query term.
-
-        bm25s cuts a tie at the k-th score arbitrarily (``argpartition``), so one more than *k* is
-        retrieved: a query whose k-th and (k+1)-th scores differ keeps the k best, one whose
-        scores tie there is ranked over the whole index and cut by :func:`trec_top` (doc id
-        descending), as the sharded index cuts it: the run does not depend on the layout."""
+        """The top *k* of the unrestricted queries *batch* (positions into *token_ids*):
+        ``[(query positions, doc rows, scores)]``, without documents that share no query term,
+        a tie at the k-th score cut by doc id (:func:`.topk.trec_top`)."""
         if not batch:
             return []
-        kk = min(k + 1, len(self.doc_ids))
-        backend = self._backend(len(batch))
-        threads = (
-            (-1 if self.retriever.threads == 0 else self.retriever.threads)
-            if backend == "numba"
-            else 0
+        shift, floor = self._no_match([token_ids[i] for i in batch])
+        counts, docs, scores = candidates(
+            self.bm25.scores,
+            [token_ids[i] for i in batch],
+            k,
+            backend=backend,
+            threads=self.retriever.threads,
+            shift=shift,
+            floor=floor,
         )
-        self.bm25.backend = backend
-        try:
-            indices, scores = self.bm25.retrieve(
-                [token_ids[i] for i in batch],
-                k=kk,
-                sorted=False,
-                show_progress=False,
-                n_threads=threads,
-            )
-        finally:
-            self.bm25.backend = "numpy"
-        indices = np.asarray(indices)
-        scores = np.asarray(scores)
-        floor = np.array([self._no_match_score(token_ids[i]) for i in batch])
-        keep = scores > floor[:, None]
-        tied = np.zeros(len(batch), dtype=bool)
-        if kk > k:  # drop each row's (k+1)-th; a row whose two lowest scores tie is redone
-            low = scores.argmin(axis=1)
-            lowest = scores[np.arange(len(batch)), low]
-            tied = ((scores == lowest[:, None]).sum(axis=1) > 1) & (lowest > floor)
-            keep[np.arange(len(batch)), low] = False
-            keep[tied] = False
-        rows = np.repeat(np.asarray(batch, dtype=np.int64), keep.sum(axis=1))
-        out = [(rows, indices[keep].astype(np.int64, copy=False), scores[keep])]
-        for j in np.flatnonzero(tied):
-            full = np.asarray(self.bm25.get_scores(token_ids[batch[j]]))
-            pos = np.flatnonzero(full > floor[j])
-            pos = pos[trec_top(full[pos], k, lambda t, pos=pos: self._doc_array[pos[t]])]
-            out.append((np.full(len(pos), batch[j], dtype=np.int64), pos, full[pos]))
-        return out
+        rows = np.repeat(np.asarray(batch, dtype=np.int64), counts)
+        over = np.flatnonzero(counts > k)  # ties at the k-th score: cut by doc id
+        if not len(over):
+            return [(rows, docs, scores)]
+        ends = np.cumsum(counts)
+        keep = np.ones(len(docs), dtype=bool)
+        for j in over:
+            lo, hi = int(ends[j] - counts[j]), int(ends[j])
+            pos = docs[lo:hi]
+            top = trec_top(scores[lo:hi], k, lambda t, pos=pos: self._doc_array[pos[t]])
+            mask = np.zeros(hi - lo, dtype=bool)
+            mask[top] = True
+            keep[lo:hi] = mask
+        return [(rows[keep], docs[keep], scores[keep])]
+
+    def _no_match(self, token_ids: list[list[int]]) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Per query, bm25s' non-occurrence sum (float32, added to every document's score) and
+        the score a document needs to count as matching (the sum plus a relative 1e-5); both
+        ``None`` for the methods without a non-occurrence score (0 and 0)."""
+        nonocc = getattr(self.bm25, "nonoccurrence_array", None)
+        if nonocc is None:
+            return None, None
+        shift = np.array([nonocc[np.asarray(ids)].sum() for ids in token_ids], dtype=np.float32)
+        s0 = shift.astype(np.float64)
+        return shift, s0 + 1e-5 * np.abs(s0)
 
     def _search_pools(
         self, token_ids: list[list[int]], single: list[int], pools: list[Any], k: int
@@ -261,21 +402,6 @@ class BM25Index(IndexBase):
                 missing,
             )
         return out
-
-    def _backend(self, n_queries: int) -> str:
-        choice = self.retriever.backend
-        if choice == "auto":
-            large = n_queries * len(self.doc_ids) >= NUMBA_THRESHOLD
-            choice = "numba" if large and numba_available() else "numpy"
-        return choice
-
-    def _no_match_score(self, token_ids: list[int]) -> float:
-        """The score of a document containing none of the query terms (0 except bm25l/bm25+)."""
-        nonocc = getattr(self.bm25, "nonoccurrence_array", None)
-        if nonocc is None:
-            return 0.0
-        s0 = float(nonocc[np.asarray(token_ids)].sum())
-        return s0 + 1e-5 * abs(s0)
 
     def _candidates(self, doc_ids) -> tuple[np.ndarray, int]:
         if self._position is None:

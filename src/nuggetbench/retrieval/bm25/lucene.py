@@ -72,11 +72,13 @@ import numpy as np
 from nuggetbench.data import Corpus, Queries, Run
 from nuggetbench.errors import InputError, ModelError, SpecError
 from nuggetbench.progress import Meter
+from nuggetbench.retrieval.bm25.engine import Engine, Settings
 from nuggetbench.retrieval.models.loading import progress_bar
 from nuggetbench.retrieval.protocols import DocFilter, check_k
 from nuggetbench.store import Artifact
 
 __all__ = [
+    "ENGINE",
     "EXTRA",
     "LAYOUTS",
     "LuceneIndex",
@@ -492,3 +494,42 @@ def _query_bar(show: bool, total: int) -> Any:
     """A :class:`~nuggetbench.progress.Meter` over *total* queries, or ``None`` when *show* is
     false."""
     return Meter("lucene search", total, "query") if show else None
+
+
+# --- the engine record (:mod:`.engine`) ----------------------------------------------------------
+def _params(settings: Settings) -> dict[str, Any]:
+    return {"k1": settings.k1, "b": settings.b, "backend": "lucene", "fields": settings.fields}
+
+
+def _versions(settings: Settings) -> dict[str, Any]:
+    return {"engine": index_key(settings.fields)}
+
+
+def _build(settings: Settings, corpus: Corpus, *, show_progress: bool) -> LuceneIndex:
+    return build_lucene_index(
+        corpus,
+        layout=settings.fields,
+        k1=settings.k1,
+        b=settings.b,
+        threads=settings.threads,
+        cache=settings.cache,
+        name=settings.name,
+        params=settings.params,
+        show_progress=show_progress,
+    )
+
+
+ENGINE = Engine(
+    name="lucene",
+    options=("k1", "b", "delta", "threads", "cache", "fields"),
+    available=lucene_available,
+    extra=EXTRA,
+    requires="Pyserini and Java",
+    about="uses Lucene's BM25 and English analyzer (Porter stemmer, Lucene's stop words)",
+    params=_params,
+    versions=_versions,
+    build=_build,
+    memory_note="Lucene's memory is its JVM heap, NUGGETBENCH_LUCENE_HEAP (default 4g)",
+    own=("fields",),
+)
+"""``bm25:backend=lucene`` for the retriever (:data:`.retriever.ENGINES`)."""

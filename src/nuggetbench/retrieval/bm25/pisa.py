@@ -63,9 +63,13 @@ import numpy as np
 
 from nuggetbench.data import Corpus, Queries, Run
 from nuggetbench.errors import SpecError
+from nuggetbench.progress import Meter
+from nuggetbench.retrieval.bm25 import pisa_engine
+from nuggetbench.retrieval.bm25.engine import Engine
 from nuggetbench.retrieval.bm25.pisa_engine import (
     BUILT_FROM,
     CACHE_FORMAT,
+    EXTRA,
     SEARCHED,
     STEMMERS,
     PisaSettings,
@@ -76,6 +80,7 @@ from nuggetbench.retrieval.bm25.pisa_engine import (
     score_into,
     stop_list,
 )
+from nuggetbench.retrieval.options import PISA_STOPWORDS
 from nuggetbench.retrieval.protocols import DocFilter, check_k
 from nuggetbench.store import Artifact
 
@@ -87,6 +92,7 @@ __all__ = [
     "engine_build",
     "engine_params",
     "engine_versions",
+    "ENGINE",
 ]
 
 log = logging.getLogger(__name__)
@@ -108,6 +114,23 @@ def engine_params(settings: Any) -> dict[str, Any]:
 def engine_versions(settings: Any) -> dict[str, Any]:
     """pyterrier-pisa's version and our analysis, for the run cache's identity."""
     return index_key(settings.stemmer)
+
+
+def engine_check(opts: Any) -> Any:
+    """The options with PISA's canonical stemmer (``porter2`` is written ``english``).
+
+    Raises:
+        SpecError: the stemmer is not one of PISA's (english/porter2, krovetz, none).
+    """
+    from dataclasses import replace
+
+    stemmer = opts.stemmer.strip().lower()
+    if stemmer not in STEMMERS:
+        raise SpecError(
+            f"bm25: backend=pisa stems with PISA's own stemmers: stemmer=english (Porter2), "
+            f"krovetz or none (got {opts.stemmer!r})"
+        )
+    return replace(opts, stemmer="english" if stemmer == "porter2" else stemmer)
 
 
 def engine_build(settings: Any, corpus: Corpus, *, show_progress: bool = False) -> PisaIndex:
@@ -360,11 +383,7 @@ class PisaIndex:
         texts = [
             _query_text(f"{objective}\n{queries[q]}" if objective else queries[q]) for q in qids
         ]
-        bar = None
-        if show_progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(qids), desc="pisa search", unit="query", smoothing=0.1)
+        bar = Meter("pisa search", len(qids), "query") if show_progress else None
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         deeper = 0
         try:
@@ -447,3 +466,24 @@ class PisaIndex:
     def __repr__(self) -> str:
         cached = " (cached)" if self.from_cache else ""
         return f"<PisaIndex {self.name}: {len(self)} documents{cached}>"
+
+
+def _available() -> bool:
+    return pisa_engine.pisa_available()  # looked up at each call (tests replace it)
+
+
+ENGINE = Engine(
+    name="pisa",
+    options=OPTIONS,
+    available=_available,
+    extra=EXTRA,
+    requires="pyterrier-pisa",
+    about="uses PISA's BM25 and English tokenizer",
+    params=engine_params,
+    versions=engine_versions,
+    build=engine_build,
+    own=("algorithm", "encoding"),
+    own_values=(("stopwords", PISA_STOPWORDS),),
+    check=engine_check,
+)
+"""``bm25:backend=pisa`` for the retriever (:data:`.retriever.ENGINES`)."""

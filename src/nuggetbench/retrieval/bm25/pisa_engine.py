@@ -24,7 +24,7 @@ import numpy as np
 
 from nuggetbench._runtime import usable_cpus
 from nuggetbench.data import Corpus
-from nuggetbench.errors import InputError, ModelError, SpecError
+from nuggetbench.errors import InputError, ModelError
 from nuggetbench.retrieval.models.loading import progress_bar
 from nuggetbench.retrieval.options import PISA_ALGORITHMS as ALGORITHMS
 from nuggetbench.retrieval.options import PISA_ENCODINGS as ENCODINGS
@@ -37,7 +37,6 @@ __all__ = [
     "EXTRA",
     "STEMMERS",
     "PisaSettings",
-    "check_options",
     "index_into",
     "index_key",
     "pisa_available",
@@ -317,40 +316,3 @@ def score_into(folder: Path, base: Path, settings: PisaSettings) -> dict[str, An
     if len(files) != 2:
         raise ModelError(f"PISA wrote {files} in {folder}, not a block-max file and an index")
     return {"files": files}
-
-
-def check_options(opts: Any, analyzer: str) -> str:
-    """Refuse ``bm25`` options that ``backend=pisa`` cannot honour; returns the canonical
-    stemmer (``porter2`` is written ``english``). The spec is checked before the extra, so that
-    a wrong option is named even without pyterrier-pisa.
-
-    Raises:
-        SpecError: a bm25s-only option was changed, the stemmer is not PISA's, or
-            pyterrier-pisa is missing (naming the extra).
-    """
-    stemmer = opts.stemmer.strip().lower()
-    if stemmer not in STEMMERS:
-        raise SpecError(
-            f"bm25: backend=pisa stems with PISA's own stemmers: stemmer=english (Porter2), "
-            f"krovetz or none (got {opts.stemmer!r})"
-        )
-    changed = [
-        f"{name}={value}"
-        for name, value, default in (
-            ("method", opts.method, "lucene"),
-            ("analyzer", analyzer, "auto"),
-            ("shard_docs", opts.shard_docs, 0),
-            ("memory", opts.memory, None),
-            ("fields", opts.fields, "flat"),
-        )
-        if value != default
-    ]
-    if changed:
-        raise SpecError(
-            f"bm25: backend=pisa uses PISA's BM25 and English tokenizer, so {', '.join(changed)} "
-            "(options of the bm25s or Lucene backends) cannot apply; drop them, or drop "
-            "backend=pisa"
-        )
-    if not pisa_available():
-        raise SpecError(f"bm25: backend=pisa needs pyterrier-pisa: {EXTRA}")
-    return "english" if stemmer == "porter2" else stemmer

@@ -42,25 +42,21 @@ key hashes the corpus fingerprint, every scoring and tokenization parameter, and
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import shutil
 import weakref
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nuggetbench._atomic import atomic_write
 from nuggetbench.data import Corpus
-from nuggetbench.errors import InputError, SpecError, suggest
-from nuggetbench.retrieval.bm25 import pisa
-from nuggetbench.retrieval.bm25.index import BM25Index, numba_available, tokenize_texts
-from nuggetbench.retrieval.bm25.lucene import EXTRA as LUCENE_EXTRA
-from nuggetbench.retrieval.bm25.lucene import LuceneIndex, build_lucene_index, lucene_available
-from nuggetbench.retrieval.bm25.lucene import index_key as lucene_index_key
+from nuggetbench.errors import SpecError, suggest
+from nuggetbench.retrieval.bm25 import lucene, pisa
+from nuggetbench.retrieval.bm25.engine import Engine
+from nuggetbench.retrieval.bm25.index import BM25Index, build_single
 from nuggetbench.retrieval.bm25.memory import MemoryPlan, parse_size, plan_default, plan_memory
-from nuggetbench.retrieval.bm25.pisa import PisaIndex
-from nuggetbench.retrieval.bm25.pisa_engine import check_options as check_pisa_options
+from nuggetbench.retrieval.bm25.scoring import NONOCCURRENCE_METHODS
 from nuggetbench.retrieval.bm25.sharded import (
     SHARDED_METHODS,
     ShardedBM25Index,
@@ -68,9 +64,11 @@ from nuggetbench.retrieval.bm25.sharded import (
     finish,
     new_temporary,
 )
+from nuggetbench.retrieval.bm25.tokens import Tokenizer
+from nuggetbench.retrieval.bm25.topk import numba_available
 from nuggetbench.retrieval.compose.pipeline import Composable
-from nuggetbench.retrieval.models.loading import stage_bar
 from nuggetbench.retrieval.options import METHODS, STOPWORDS, BM25Options
+from nuggetbench.retrieval.protocols import IndexBase
 from nuggetbench.spec import format_colon_spec
 from nuggetbench.store import Artifact
 from nuggetbench.text.analyzers import analyzer_for_language, get_analyzer
@@ -83,7 +81,12 @@ CACHE_FORMAT = 1
 #: how a run is cut at the k-th score, in the run cache's identity (runs cut by bm25s' arbitrary
 #: tie order, before both layouts cut ties by doc id, are not served again)
 TIE_ORDER = "score desc, doc id desc"
-_NONOCCURRENCE_METHODS = ("bm25l", "bm25+")
+
+#: The external engines, by ``backend`` value: each one :class:`~.engine.Engine` record in its
+#: module (a new engine: its module's ``ENGINE``, one line here, its name among
+#: ``BM25Options.backend``'s choices). The bm25s layouts, ``single`` and ``sharded``, are
+#: :data:`LAYOUTS`.
+ENGINES: dict[str, Engine] = {"lucene": lucene.ENGINE, "pisa": pisa.ENGINE}
 
 
 class BM25(Composable):
@@ -131,45 +134,16 @@ class BM25(Composable):
     def __init__(self, options: BM25Options | None = None, /, **kwargs: Any):
         opts = options if options is not None else BM25Options(**kwargs)
         stemmer = opts.stemmer.lower()
-        if stemmer != "none" and opts.backend != "pisa":
-            import Stemmer
-
-            algorithms = list(Stemmer.algorithms())
-            if stemmer not in algorithms:
-                raise SpecError(
-                    f"bm25: unknown stemmer {stemmer!r}.{suggest(stemmer, algorithms)} "
-                    f"Valid: none, {', '.join(algorithms)}"
-                )
-        if opts.backend == "numba" and not numba_available():
-            raise SpecError("bm25: backend=numba needs numba (pip install numba); use backend=auto")
-        if opts.shard_docs and opts.method not in SHARDED_METHODS:
-            raise SpecError(
-                f"bm25: shard_docs needs method={'|'.join(SHARDED_METHODS)} (got {opts.method!r}, "
-                "whose non-occurrence score the sharded index does not carry); use shard_docs=0"
-            )
-        memory = None if opts.memory is None else parse_size(opts.memory)
-        if memory is not None and opts.shard_docs:
-            raise SpecError(
-                f"bm25: memory={opts.memory} chooses shard_docs itself (from the corpus and the "
-                f"budget); give memory= or shard_docs={opts.shard_docs}, not both"
-            )
-        if memory is not None and opts.backend != "lucene" and opts.method not in SHARDED_METHODS:
-            raise SpecError(
-                f"bm25: memory= may choose the sharded index, which needs method="
-                f"{'|'.join(SHARDED_METHODS)} (got {opts.method!r}, whose non-occurrence score "
-                "it does not carry); drop memory="
-            )
         analyzer = opts.analyzer.strip().lower() or "auto"
-        if opts.backend == "lucene":
-            _check_lucene(opts, stemmer, analyzer)
-        elif opts.backend == "pisa":
-            stemmer = check_pisa_options(opts, analyzer)
-        elif opts.fields != "flat":
-            raise SpecError(
-                "bm25: fields=multifield is a layout of backend=lucene; add backend=lucene"
-            )
-        if opts.backend != "pisa":
-            _check_not_pisa(opts)
+        memory = None if opts.memory is None else parse_size(opts.memory)
+        self.engine: Engine | None = ENGINES.get(opts.backend)
+        if self.engine is not None:
+            _check_engine(self.engine, opts, stemmer, analyzer)
+            if self.engine.check is not None:  # the engine's own values (its stemmers...)
+                opts = self.engine.check(opts)
+                stemmer = opts.stemmer.lower()
+        else:
+            _check_bm25s(opts, stemmer, memory)
         if analyzer not in ("auto", "bm25s"):
             analyzer = get_analyzer(analyzer).name  # SpecError when unknown
         self.options = replace(
@@ -189,25 +163,20 @@ class BM25(Composable):
         self.memory = memory  # the budget in bytes (None: no budget)
         self._plan: tuple[Any, MemoryPlan] | None = None  # (weak ref to the corpus, its plan)
         self.fields = self.options.fields
-        self.algorithm = self.options.algorithm  # backend=pisa
+        self.algorithm = self.options.algorithm  # backend=pisa's own options
         self.encoding = self.options.encoding
-        if self.backend in ("lucene", "pisa"):  # the run cache keys on it
-            self.identity = self._engine_identity
-        else:
-            self.identity = self._bm25s_identity
+        # the run cache keys on it (a method bound to this object: see for_language)
+        self.identity = self._engine_identity if self.engine else self._bm25s_identity
 
     # --- description -----------------------------------------------------------------------
     @property
     def params(self) -> dict[str, Any]:
-        """Every option that changes the results (``delta`` only for bm25l / bm25+; with
-        ``backend=lucene``: ``k1``, ``b``, ``backend`` and ``fields``; with ``backend=pisa``:
-        ``k1``, ``b``, ``backend``, ``stemmer``, ``stopwords``, ``algorithm`` and ``encoding``)."""
-        if self.backend == "lucene":
-            return {"k1": self.k1, "b": self.b, "backend": "lucene", "fields": self.fields}
-        if self.backend == "pisa":
-            return pisa.engine_params(self)
+        """Every option that changes the results (``delta`` only for bm25l / bm25+; with an
+        external engine, the engine's: ``k1``, ``b``, ``backend`` and ``fields`` for Lucene)."""
+        if self.engine is not None:
+            return self.engine.params(self)
         out = {k: getattr(self, k) for k in self._RESULT_OPTIONS}
-        if self.method not in _NONOCCURRENCE_METHODS:
+        if self.method not in NONOCCURRENCE_METHODS:
             out.pop("delta")
         if self.analyzer != "auto":
             out["analyzer"] = self.analyzer
@@ -228,19 +197,15 @@ class BM25(Composable):
         return f"<BM25 {self.name}>"
 
     def _engine_identity(self) -> dict[str, Any]:
-        """What identifies a ``backend=lucene`` or ``pisa`` run: the spec plus the engine's
-        versions (Pyserini's and Anserini's, or pyterrier-pisa's), so that another engine does
-        not reuse cached runs."""
-        engine = (
-            lucene_index_key(self.fields)
-            if self.backend == "lucene"
-            else pisa.engine_versions(self)
-        )
+        """What identifies an external engine's run: the spec plus the engine's versions
+        (:attr:`.engine.Engine.versions`: Pyserini's and Anserini's for Lucene), so that another
+        version does not reuse cached runs."""
+        assert self.engine is not None
         return {
             "name": self.name,
             "params": self.params,
             "class": f"{type(self).__module__}.{type(self).__qualname__}",
-            "engine": engine,
+            **self.engine.versions(self),
         }
 
     def _bm25s_identity(self) -> dict[str, Any]:
@@ -256,12 +221,13 @@ class BM25(Composable):
 
     def cache_key(self, corpus: Corpus) -> str:
         """The key of the index of *corpus* under these parameters in the artifact store (hex, 24)."""
-        return self._artifact(corpus).key
+        return self.artifact(corpus).key
 
-    def _artifact(self, corpus: Corpus) -> Artifact:
+    def artifact(self, corpus: Corpus) -> Artifact:
+        """Where the bm25s index of *corpus* (its layout's) is kept in the artifact store."""
         return Artifact(
             "bm25",
-            self._key_params(self._layout(corpus)),
+            self._key_params(self._shard_docs(corpus)),
             {"corpus": corpus.fingerprint()},
             label=self.name,
         )
@@ -269,15 +235,13 @@ class BM25(Composable):
     @property
     def plans_layout(self) -> bool:
         """Whether the layout is chosen from the corpus and a memory budget: with ``memory=``,
-        and for plain ``bm25`` (the default budget), but not with ``shard_docs``,
-        ``backend=lucene``/``pisa`` or ``bm25l``/``bm25+`` (single index only)."""
+        and for plain ``bm25`` (the default budget), but not with ``shard_docs``, an external
+        engine or ``bm25l``/``bm25+`` (single index only)."""
+        if self.engine is not None:
+            return False
         if self.memory is not None:
             return True
-        return (
-            not self.shard_docs
-            and self.backend not in ("lucene", "pisa")
-            and self.method in SHARDED_METHODS
-        )
+        return not self.shard_docs and self.method in SHARDED_METHODS
 
     def memory_plan(self, corpus: Corpus) -> MemoryPlan | None:
         """The layout chosen for *corpus* (logged once per corpus): with ``memory=``,
@@ -299,11 +263,19 @@ class BM25(Composable):
             self._plan = (weakref.ref(corpus), plan)
         return self._plan[1]
 
-    def _layout(self, corpus: Corpus) -> int:
+    def _shard_docs(self, corpus: Corpus) -> int:
         """Documents per shard of the index of *corpus*: ``shard_docs``, or the one chosen for
         the budget (:meth:`memory_plan`); 0 for the single index."""
         plan = self.memory_plan(corpus)
         return self.shard_docs if plan is None else plan.shard_docs
+
+    def layout(self, corpus: Corpus) -> str:
+        """The index layout *corpus* gets: an external engine's name (``backend=lucene``),
+        else ``sharded`` or ``single`` (``shard_docs``, or the memory plan): a key of
+        :data:`LAYOUTS`, or of :data:`ENGINES`."""
+        if self.engine is not None:
+            return self.engine.name
+        return "sharded" if self._shard_docs(corpus) else "single"
 
     def _key_params(self, shard_docs: int) -> dict[str, Any]:
         import bm25s
@@ -321,6 +293,12 @@ class BM25(Composable):
             payload["shard_docs"] = shard_docs
         return payload
 
+    def plan_meta(self, corpus: Corpus) -> dict[str, Any]:
+        """``{"memory_plan": ...}`` for the index's meta.json when a budget (given or the
+        default) chose the layout."""
+        plan = self.memory_plan(corpus)
+        return {} if plan is None else {"memory_plan": plan.as_dict()}
+
     # --- tokenization ------------------------------------------------------------------------
     def for_language(self, language: str | None) -> BM25:
         """This retriever for a dataset in *language* (``de``, ``japanese``...).
@@ -333,11 +311,11 @@ class BM25(Composable):
         name = analyzer_for_language(language)
         if name is None:
             return self
-        if self.backend in ("lucene", "pisa"):
-            engine = "Lucene's English analyzer" if self.backend == "lucene" else "PISA's tokenizer"
+        if self.engine is not None:
             raise SpecError(
-                f"bm25: backend={self.backend} indexes with {engine}, but the dataset's language "
-                f"is {language!r}; use the bm25s backend (bm25 without backend={self.backend})"
+                f"bm25: backend={self.engine.name} indexes with its own English analyzer, but "
+                f"the dataset's language is {language!r}; use the bm25s backend (bm25 without "
+                f"backend={self.engine.name})"
             )
         clone = copy.copy(self)
         clone.analyzer = name
@@ -345,225 +323,153 @@ class BM25(Composable):
         return clone
 
     def tokenize(self, texts: list[str], *, return_ids: bool = False, show_progress: bool = False):
-        """*texts* tokenized as this retriever indexes them (:func:`.index.tokenize_texts` with
-        :attr:`tokenizer`): token strings per text, or a ``bm25s`` ``Tokenized`` (ids and
+        """*texts* tokenized as this retriever indexes them (:meth:`.tokens.Tokenizer.tokenize`
+        of :attr:`tokenizer`): token strings per text, or a ``bm25s`` ``Tokenized`` (ids and
         vocabulary) with *return_ids*."""
-        return tokenize_texts(
-            texts,
-            tokenizer=self.tokenizer,
-            return_ids=return_ids,
-            show_progress=show_progress,
-        )
+        return self.tokenizer.tokenize(texts, return_ids=return_ids, show_progress=show_progress)
 
     @property
-    def tokenizer(self) -> tuple[str, str, str]:
-        """``(analyzer, stemmer, stopwords)``: what :func:`.index.tokenize_texts` needs
-        (plain strings, so a worker process can tokenize as this retriever does)."""
-        return (self.analyzer, self.stemmer, self.stopwords)
+    def tokenizer(self) -> Tokenizer:
+        """``Tokenizer(analyzer, stemmer, stopwords)``: how this retriever tokenizes (plain
+        strings, so a worker process can tokenize as this retriever does)."""
+        return Tokenizer(self.analyzer, self.stemmer, self.stopwords)
 
     # --- indexing ----------------------------------------------------------------------------
-    def index(
-        self, corpus: Corpus, *, show_progress: bool = False
-    ) -> BM25Index | ShardedBM25Index | LuceneIndex | PisaIndex:
-        """Index *corpus* (``title + " " + text`` of each document), or load the cached index.
-
-        With ``backend=lucene``, a :class:`~nuggetbench.retrieval.bm25.lucene.LuceneIndex` built by
-        Pyserini (:func:`~nuggetbench.retrieval.bm25.lucene.build_lucene_index`); with
-        ``backend=pisa``, a :class:`~nuggetbench.retrieval.bm25.pisa.PisaIndex`
-        (:func:`~nuggetbench.retrieval.bm25.pisa.build_pisa_index`).
+    def index(self, corpus: Corpus, *, show_progress: bool = False) -> IndexBase:
+        """Index *corpus* (``title + " " + text`` of each document), or load the cached index:
+        the layout :meth:`layout` names, built by :data:`LAYOUTS` or :data:`ENGINES`
+        (``backend=lucene``: a :class:`~nuggetbench.retrieval.bm25.lucene.LuceneIndex` built
+        by Pyserini).
 
         Raises:
             InputError: the corpus is empty, or no document has a single indexable term (every
                 text empty or made of stop words / one-letter tokens): nothing could be ranked.
-            ModelError: ``backend=lucene`` without Pyserini or Java (names the extra), or
-                PISA failed.
+            ModelError: an external engine is missing (names the extra), or a tokenizing worker
+                process died.
         """
-        if self.backend == "pisa":
-            return pisa.engine_build(self, corpus, show_progress=show_progress)
-        if self.backend == "lucene":
-            return build_lucene_index(
-                corpus,
-                layout=self.fields,
-                k1=self.k1,
-                b=self.b,
-                threads=self.threads,
-                cache=self.cache,
-                name=self.name,
-                params=self.params,
-                show_progress=show_progress,
-            )
-        shard_docs = self._layout(corpus)
-        if shard_docs:
-            return self._index_sharded(corpus, shard_docs, show_progress=show_progress)
-        artifact = self._artifact(corpus) if self.cache else None
-        if artifact is not None and artifact.path.exists():
-            loaded = self._load(artifact, corpus)
-            if loaded is not None:
-                return loaded
-            artifact.discard()  # unreadable or partial: rebuilt below
-        import bm25s
+        if self.engine is not None:
+            return self.engine.index(self, corpus, show_progress=show_progress)
+        return LAYOUTS[self.layout(corpus)](self, corpus, show_progress=show_progress)
 
-        doc_ids: list[str] = []
-        texts: list[str] = []
-        for doc in corpus.iter_documents():
-            doc_ids.append(doc.doc_id)
-            texts.append(doc.full_text)
-        if not doc_ids:
-            raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
-        with stage_bar(show_progress, f"bm25 index ({len(doc_ids)} docs)", 2) as bar:
-            bar.step("tokenizing")  # one bar for the stage, not bm25s' four
-            tokens = self.tokenize(texts, return_ids=True)
-            del texts
-            if not len(getattr(tokens, "vocab", None) or {}):
-                raise InputError(
-                    f"cannot index the corpus{' ' + repr(corpus.name) if corpus.name else ''}: "
-                    f"none of its {len(doc_ids)} documents has an indexable term (every title "
-                    f"and text is empty or made of stop words after {self.analyzer!r} analysis "
-                    f"with stopwords={self.stopwords!r}); check the corpus's text fields, or "
-                    "index with bm25:stopwords=none"
-                )
-            retriever = bm25s.BM25(
-                k1=self.k1, b=self.b, delta=self.delta, method=self.method, backend="numpy"
-            )
-            bar.step("scoring")
-            retriever.index(tokens, show_progress=False)
-        if artifact is not None:
-            self._save(artifact, retriever, doc_ids, corpus)
-        return BM25Index(self, retriever, doc_ids, from_cache=False)
 
-    def _save(self, artifact: Artifact, retriever: Any, doc_ids: list[str], corpus: Corpus) -> None:
-        import bm25s
+def _index_single(retriever: BM25, corpus: Corpus, *, show_progress: bool) -> BM25Index:
+    """The single index (:func:`.index.build_single`), cached in :meth:`BM25.artifact`."""
+    artifact = retriever.artifact(corpus) if retriever.cache else None
+    return build_single(retriever, corpus, artifact, show_progress=show_progress)
 
-        try:
-            with artifact.build() as (staging, meta):
-                retriever.save(str(staging), show_progress=False)
-                with atomic_write(staging / "doc_ids.json") as fh:
-                    json.dump(doc_ids, fh, ensure_ascii=False)
-                meta.update(
-                    retriever=self.name,
-                    params=self.params,
-                    corpus_fingerprint=corpus.fingerprint(),
-                    n_docs=len(doc_ids),
-                    bm25s_version=bm25s.__version__,
-                    **self._plan_meta(corpus),
-                )
-        except OSError as exc:
-            log.warning("could not cache the BM25 index in %s: %s", artifact.path, exc)
 
-    def _load(self, artifact: Artifact, corpus: Corpus) -> BM25Index | None:
-        import bm25s
-
-        folder = artifact.path
-        try:
-            meta = artifact.meta()
-            if meta is None:
-                raise ValueError("no meta.json for these parameters")
-            doc_ids = json.loads((folder / "doc_ids.json").read_text(encoding="utf-8"))
-            if meta.get("corpus_fingerprint") != corpus.fingerprint() or meta.get("n_docs") != len(
-                doc_ids
-            ):
-                raise ValueError("meta.json does not describe this corpus")
-            retriever = bm25s.BM25.load(
-                str(folder), mmap=False, load_vocab=True, show_progress=False, backend="numpy"
-            )
-            if int(retriever.scores["num_docs"]) != len(doc_ids):
-                raise ValueError("the index and doc_ids.json differ in length")
-        except (OSError, ValueError, KeyError) as exc:
-            log.warning("ignoring the unreadable BM25 cache %s (%s); re-indexing", folder, exc)
-            return None
-        log.info("loaded the cached BM25 index %s", folder)
-        return BM25Index(self, retriever, doc_ids, from_cache=True)
-
-    def _index_sharded(
-        self, corpus: Corpus, shard_docs: int, *, show_progress: bool
-    ) -> ShardedBM25Index:
-        """The sharded index (:mod:`nuggetbench.retrieval.bm25.sharded`), built or resumed in
-        ``<artifact>.partial/`` and moved into the artifact folder; without the cache, in a
-        temporary folder removed with the index."""
-        if not self.cache:
-            tmp = new_temporary()
-            work = Path(tmp.name) / "partial"
-            summary = build_sharded(
-                self, corpus, work, shard_docs=shard_docs, show_progress=show_progress
-            )
-            final = Path(tmp.name) / "index"
-            final.mkdir()
-            finish(work, final, summary["n_shards"])
-            return ShardedBM25Index(self, final, from_cache=False, keep=tmp)
-        artifact = self._artifact(corpus)
-        if artifact.path.exists():
-            meta = artifact.meta()
-            if meta is not None and meta.get("corpus_fingerprint") == corpus.fingerprint():
-                try:
-                    return ShardedBM25Index(self, artifact.path, from_cache=True)
-                except (OSError, ValueError, KeyError) as exc:
-                    log.warning("ignoring the unreadable BM25 cache %s (%s)", artifact.path, exc)
-            artifact.discard()
-        work = artifact.path.with_name(artifact.path.name + ".partial")
+def _index_sharded(retriever: BM25, corpus: Corpus, *, show_progress: bool) -> ShardedBM25Index:
+    """The sharded index (:mod:`nuggetbench.retrieval.bm25.sharded`), built or resumed in
+    ``<artifact>.partial/`` and moved into the artifact folder; without the cache, in a
+    temporary folder removed with the index."""
+    shard_docs = retriever._shard_docs(corpus)
+    if not retriever.cache:
+        tmp = new_temporary()
+        work = Path(tmp.name) / "partial"
         summary = build_sharded(
-            self, corpus, work, shard_docs=shard_docs, show_progress=show_progress
+            retriever, corpus, work, shard_docs=shard_docs, show_progress=show_progress
         )
-        with artifact.build() as (staging, meta):
-            finish(work, staging, summary["n_shards"])
-            meta.update(
-                retriever=self.name,
-                params=self.params,
-                corpus_fingerprint=corpus.fingerprint(),
-                **summary,
-                **self._plan_meta(corpus),
+        final = Path(tmp.name) / "index"
+        final.mkdir()
+        finish(work, final, summary["n_shards"])
+        return ShardedBM25Index(retriever, final, from_cache=False, keep=tmp)
+    artifact = retriever.artifact(corpus)
+    if artifact.path.exists():
+        meta = artifact.meta()
+        if meta is not None and meta.get("corpus_fingerprint") == corpus.fingerprint():
+            try:
+                return ShardedBM25Index(retriever, artifact.path, from_cache=True)
+            except (OSError, ValueError, KeyError) as exc:
+                log.warning("ignoring the unreadable BM25 cache %s (%s)", artifact.path, exc)
+        artifact.discard()
+    work = artifact.path.with_name(artifact.path.name + ".partial")
+    summary = build_sharded(
+        retriever, corpus, work, shard_docs=shard_docs, show_progress=show_progress
+    )
+    with artifact.build() as (staging, meta):
+        finish(work, staging, summary["n_shards"])
+        meta.update(
+            retriever=retriever.name,
+            params=retriever.params,
+            corpus_fingerprint=corpus.fingerprint(),
+            **summary,
+            **retriever.plan_meta(corpus),
+        )
+    shutil.rmtree(work, ignore_errors=True)
+    return ShardedBM25Index(retriever, artifact.path, from_cache=False)
+
+
+#: The bm25s index layouts, by :meth:`BM25.layout` name: ``(retriever, corpus, *,
+#: show_progress) -> index``.
+LAYOUTS: dict[str, Callable[..., IndexBase]] = {"single": _index_single, "sharded": _index_sharded}
+
+
+def _check_bm25s(opts: BM25Options, stemmer: str, memory: int | None) -> None:
+    """Refuse the bm25s backend's impossible combinations (and an unknown stemmer)."""
+    if stemmer != "none":
+        import Stemmer
+
+        algorithms = list(Stemmer.algorithms())
+        if stemmer not in algorithms:
+            raise SpecError(
+                f"bm25: unknown stemmer {stemmer!r}.{suggest(stemmer, algorithms)} "
+                f"Valid: none, {', '.join(algorithms)}"
             )
-        shutil.rmtree(work, ignore_errors=True)
-        return ShardedBM25Index(self, artifact.path, from_cache=False)
-
-    def _plan_meta(self, corpus: Corpus) -> dict[str, Any]:
-        """``{"memory_plan": ...}`` for the index's meta.json when a budget (given or the
-        default) chose the layout."""
-        plan = self.memory_plan(corpus)
-        return {} if plan is None else {"memory_plan": plan.as_dict()}
-
-
-def _check_not_pisa(opts: BM25Options) -> None:
-    """Refuse the options of ``backend=pisa`` with another backend."""
-    changed = [
-        f"{name}={getattr(opts, name)}"
-        for name in ("algorithm", "encoding")
-        if getattr(opts, name) != getattr(BM25Options, name)
-    ]
-    if opts.stopwords.lower() in ("terrier", "lucene"):
-        changed.append(f"stopwords={opts.stopwords}")
-    if changed:
+    if opts.backend == "numba" and not numba_available():
+        raise SpecError("bm25: backend=numba needs numba (pip install numba); use backend=auto")
+    if opts.shard_docs and opts.method not in SHARDED_METHODS:
         raise SpecError(
-            f"bm25: {', '.join(changed)} belong to backend=pisa (pyterrier-pisa); add "
-            "backend=pisa, or drop them"
+            f"bm25: shard_docs needs method={'|'.join(SHARDED_METHODS)} (got {opts.method!r}, "
+            "whose non-occurrence score the sharded index does not carry); use shard_docs=0"
         )
-
-
-def _check_lucene(opts: BM25Options, stemmer: str, analyzer: str) -> None:
-    """Refuse options that ``backend=lucene`` cannot honour (it uses Lucene's own analyzer)."""
+    if memory is not None and opts.shard_docs:
+        raise SpecError(
+            f"bm25: memory={opts.memory} chooses shard_docs itself (from the corpus and the "
+            f"budget); give memory= or shard_docs={opts.shard_docs}, not both"
+        )
+    if memory is not None and opts.method not in SHARDED_METHODS:
+        raise SpecError(
+            f"bm25: memory= may choose the sharded index, which needs method="
+            f"{'|'.join(SHARDED_METHODS)} (got {opts.method!r}, whose non-occurrence score "
+            "it does not carry); drop memory="
+        )
     defaults = BM25Options()
+    for engine in ENGINES.values():
+        for name in engine.own:
+            value = getattr(opts, name)
+            if value != getattr(defaults, name):
+                raise SpecError(
+                    f"bm25: {name}={value} is an option of backend={engine.name}; add "
+                    f"backend={engine.name}, or drop {name}="
+                )
+        for name, values in engine.own_values:
+            value = str(getattr(opts, name)).lower()
+            if value in values:
+                raise SpecError(
+                    f"bm25: {name}={value} is a value of backend={engine.name} only; add "
+                    f"backend={engine.name}, or choose another {name}"
+                )
+
+
+def _check_engine(engine: Engine, opts: BM25Options, stemmer: str, analyzer: str) -> None:
+    """Refuse the options an external *engine* does not honour (those that differ from their
+    defaults, all named at once), then check that it is installed: the spec is checked first,
+    so that a wrong option is named even without the engine."""
+    defaults = BM25Options()
+    given = {**vars(opts), "stemmer": stemmer, "stopwords": opts.stopwords.lower()}
+    given["analyzer"] = analyzer
     changed = [
-        f"{name}={value}"
-        for name, value, default in (
-            ("method", opts.method, defaults.method),
-            ("stemmer", stemmer, defaults.stemmer),
-            ("stopwords", opts.stopwords.lower(), defaults.stopwords),
-            ("analyzer", analyzer, defaults.analyzer),
-            ("shard_docs", opts.shard_docs, defaults.shard_docs),
-            ("memory", opts.memory, defaults.memory),
-        )
-        if value != default
+        f"{name}={given[name]}"
+        for name in BM25Options.params()
+        if name not in engine.options
+        and name != "backend"
+        and given[name] != getattr(defaults, name)
     ]
     if changed:
-        heap = (
-            "; Lucene's memory is its JVM heap, NUGGETBENCH_LUCENE_HEAP (default 4g)"
-            if opts.memory is not None
-            else ""
-        )
+        note = f"; {engine.memory_note}" if opts.memory is not None and engine.memory_note else ""
         raise SpecError(
-            f"bm25: backend=lucene uses Lucene's BM25 and English analyzer (Porter stemmer, Lucene's "
-            f"stop words), as Pyserini; {', '.join(changed)} belong to the bm25s backend "
-            f"(drop them, or drop backend=lucene){heap}"
+            f"bm25: backend={engine.name} {engine.about}; {', '.join(changed)} belong to the "
+            f"bm25s backend (drop them, or drop backend={engine.name}){note}"
         )
-    # The spec is checked first, so that a wrong option is named even without Pyserini.
-    if not lucene_available():
-        raise SpecError(f"bm25: backend=lucene needs Pyserini and Java: {LUCENE_EXTRA}")
+    if not engine.available():
+        raise SpecError(f"bm25: backend={engine.name} needs {engine.requires}: {engine.extra}")

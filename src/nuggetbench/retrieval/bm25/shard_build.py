@@ -1,5 +1,5 @@
-"""Building the sharded BM25 index (:mod:`.sharded`): the corpus tokenized chunk by chunk to
-token ids on disk, the global document frequencies and average length collected, then each chunk
+"""Building the sharded BM25 index (:mod:`.sharded`): the corpus tokenized chunk by chunk (on
+every core: :mod:`.tokens`) to token ids on disk, the global document frequencies and average length collected, then each chunk
 scored into a CSC shard with bm25s' own functions from the global statistics (so every stored
 score equals the single index's), resumable in ``<artifact>.partial/`` (a ``.done`` marker per
 chunk and shard). The per-chunk and per-shard functions are module-level, idempotent and write
@@ -13,23 +13,28 @@ import logging
 import os
 import shutil
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
-from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from nuggetbench._atomic import atomic_write
 from nuggetbench.data import Corpus, Document
 from nuggetbench.errors import InputError
-from nuggetbench.retrieval.bm25.index import tokenize_texts
+from nuggetbench.retrieval.bm25.engine import Settings
+from nuggetbench.retrieval.bm25.scoring import idf_array, pair_scores, pairs_of
+from nuggetbench.retrieval.bm25.tokens import (
+    Tokenizer,
+    Vocabulary,
+    analyze_batch,
+    split_batches,
+    tokenize_batches,
+    worker_count,
+)
 from nuggetbench.retrieval.models.loading import progress_bar
 from nuggetbench.retrieval.shardmap import Mapper, active, serial_map
-from nuggetbench.text.bm25s_private import private_api
-
-if TYPE_CHECKING:  # pragma: no cover
-    from nuggetbench.retrieval.bm25.retriever import BM25
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +66,7 @@ def _chunks(docs: Iterable[Document], size: int) -> Iterator[list[Document]]:
 
 # --- building --------------------------------------------------------------------------------
 def build_sharded(
-    retriever: BM25,
+    retriever: Settings,
     corpus: Corpus,
     work: Path,
     *,
@@ -72,7 +77,8 @@ def build_sharded(
     """Run (or resume) the three stages in *work*; returns the build's summary.
 
     Args:
-        retriever: the :class:`BM25` whose tokenizer and scoring parameters are used.
+        retriever: the retriever (:class:`~.engine.Settings`) whose tokenizer and scoring
+            parameters are used.
         corpus: the corpus, read once in corpus order (``iter_documents``).
         work: the partial folder (created; kept between attempts for resuming).
         shard_docs: documents per chunk and shard (>= 1).
@@ -90,13 +96,13 @@ def build_sharded(
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     total = len(corpus)
-    vocab: dict[str, int] = {}
+    vocab = Vocabulary()
     n_chunks, resumed_chunks = _tokenize_stage(
         retriever, corpus, work, shard_docs, total, vocab, show_progress, mapper or active()
     )
     if n_chunks == 0:
         raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
-    if not vocab:
+    if not len(vocab):
         raise InputError(
             f"cannot index the corpus{' ' + repr(corpus.name) if corpus.name else ''}: none of "
             f"its documents has an indexable term (every title and text is empty or made of "
@@ -123,59 +129,29 @@ def build_sharded(
 
 
 def _tokenize_stage(
-    retriever: BM25,
+    settings: Settings,
     corpus: Corpus,
     work: Path,
     shard_docs: int,
     total: int,
-    vocab: dict[str, int],
+    vocab: Vocabulary,
     show: bool,
     mapper: Mapper | None = None,
 ) -> tuple[int, int]:
     """Tokenize the corpus chunk by chunk into *work*, growing the global *vocab* in corpus
-    order; returns ``(chunks, chunks resumed)``. With a *mapper* (a cluster), chunks are
-    tokenized :data:`MAPPED_WINDOW` at a time by :func:`tokenize_chunk_local` (each with its own
-    vocabulary) and then, in corpus order here, re-mapped to the global vocabulary by the code
-    the single process runs, so the files are the same bytes."""
+    order; returns ``(chunks, chunks resumed)``. Without a *mapper*, the chunks' texts go in
+    batches to local worker processes (:func:`.tokens.tokenize_batches`, one pool for the whole
+    corpus); with a *mapper* (a cluster), chunks are tokenized :data:`MAPPED_WINDOW` at a time
+    by :func:`tokenize_chunk_local`. Either way each chunk's words are numbered in the global
+    vocabulary in corpus order (first occurrence), so the files are the same bytes."""
     bar = progress_bar(show, total, "bm25 tokenize")
-    n_chunks = resumed = 0
-    window: list[tuple[Path, list[Document]]] = []
-
-    def flush() -> int:
-        """Tokenize the window's unfinished chunks on the mapper, then finish all in order."""
-        todo = [(stem, chunk) for stem, chunk in window if not Path(f"{stem}.done").exists()]
-        if todo and mapper is not None:
-            mapper(
-                tokenize_chunk_local,
-                [([d.full_text for d in chunk], str(stem)) for stem, chunk in todo],
-                common={"tokenizer": retriever.tokenizer},
-                sizes=[len(chunk) for _, chunk in todo],
-                desc="bm25 tokenize chunks",
-            )
-        done_before = 0
-        for stem, chunk in window:
-            if Path(f"{stem}.done").exists():
-                added = json.loads(Path(f"{stem}.vocab.json").read_text(encoding="utf-8"))
-                for tok in added:
-                    vocab[tok] = len(vocab)
-                done_before += 1
-            elif mapper is not None:
-                _write_chunk(stem, chunk, vocab, *_read_local(stem))
-            else:
-                _tokenize_chunk(retriever, chunk, stem, vocab)
-            if bar is not None:
-                bar.update(len(chunk))
-        window.clear()
-        return done_before
-
-    size = MAPPED_WINDOW if mapper is not None else 1
     try:
-        for i, chunk in enumerate(_chunks(corpus.iter_documents(), shard_docs)):
-            n_chunks += 1
-            window.append((work / f"chunk-{i:05d}", chunk))
-            if len(window) >= size:
-                resumed += flush()
-        resumed += flush()
+        if mapper is None:
+            n_chunks, resumed = _tokenize_local(settings, corpus, work, shard_docs, vocab, bar)
+        else:
+            n_chunks, resumed = _tokenize_mapped(
+                settings, corpus, work, shard_docs, vocab, bar, mapper
+            )
     finally:
         if bar is not None:
             bar.close()
@@ -184,87 +160,146 @@ def _tokenize_stage(
     return n_chunks, resumed
 
 
+def _replay(stem: Path, vocab: Vocabulary) -> int:
+    """Add a finished chunk's new words (its ``vocab.json``) to *vocab*; returns its documents."""
+    vocab.remap(json.loads(Path(f"{stem}.vocab.json").read_text(encoding="utf-8")))
+    return int(np.load(f"{stem}.lens.npy", mmap_mode="r").shape[0])
+
+
+def _tokenize_local(settings, corpus, work, shard_docs, vocab: Vocabulary, bar) -> tuple[int, int]:
+    """The local path of :func:`_tokenize_stage`: unfinished chunks are cut into batches for the
+    workers while a plan records, in corpus order, which chunk each result belongs to (finished
+    chunks only replay their vocabulary)."""
+    plan: deque[tuple[Path, list[str] | None, int]] = deque()
+
+    def work_items():
+        for i, chunk in enumerate(_chunks(corpus.iter_documents(), shard_docs)):
+            stem = work / f"chunk-{i:05d}"
+            if Path(f"{stem}.done").exists():
+                plan.append((stem, None, 0))
+                continue
+            batches = list(split_batches([d.full_text for d in chunk]))
+            plan.append((stem, [d.doc_id for d in chunk], len(batches)))
+            del chunk
+            yield from batches
+
+    counts = {"chunks": 0, "resumed": 0}
+
+    def replay_finished() -> None:
+        while plan and plan[0][1] is None:
+            done = _replay(plan.popleft()[0], vocab)
+            counts["chunks"] += 1
+            counts["resumed"] += 1
+            if bar is not None:
+                bar.update(done)
+
+    workers = worker_count(settings.threads, len(corpus))
+    current: list[Any] = []
+    for batch in tokenize_batches(work_items(), settings.tokenizer, workers=workers):
+        if not current:
+            replay_finished()  # chunks finished before this one come first
+            stem, ids, n_batches = plan.popleft()
+            current = [stem, ids, n_batches, [], [], []]
+        remap, added = vocab.remap(batch.words)
+        current[3].append(remap[batch.ids] if len(batch.ids) else np.zeros(0, np.int32))
+        current[4].append(batch.lens)
+        current[5].extend(added)
+        current[2] -= 1
+        if current[2] == 0:
+            stem, ids, _, flat, lens, added_all = current
+            _write_chunk(stem, ids, added_all, np.concatenate(lens), np.concatenate(flat))
+            counts["chunks"] += 1
+            if bar is not None:
+                bar.update(len(ids))
+            current = []
+    replay_finished()
+    return counts["chunks"], counts["resumed"]
+
+
+def _tokenize_mapped(settings, corpus, work, shard_docs, vocab, bar, mapper) -> tuple[int, int]:
+    """The cluster path of :func:`_tokenize_stage`."""
+    n_chunks = resumed = 0
+    window: list[tuple[Path, list[Document]]] = []
+
+    def flush() -> int:
+        """Tokenize the window's unfinished chunks on the mapper, then finish all in order."""
+        todo = [(stem, chunk) for stem, chunk in window if not Path(f"{stem}.done").exists()]
+        if todo:
+            mapper(
+                tokenize_chunk_local,
+                [([d.full_text for d in chunk], str(stem)) for stem, chunk in todo],
+                common={"tokenizer": settings.tokenizer.as_tuple()},
+                sizes=[len(chunk) for _, chunk in todo],
+                desc="bm25 tokenize chunks",
+            )
+        done_before = 0
+        for stem, chunk in window:
+            if Path(f"{stem}.done").exists():
+                _replay(stem, vocab)
+                done_before += 1
+            else:
+                words, lens, flat = _read_local(stem)
+                remap, added = vocab.remap(words)
+                ids = [d.doc_id for d in chunk]
+                _write_chunk(stem, ids, added, lens, remap[flat] if len(flat) else flat)
+                Path(f"{stem}.local.npz").unlink(missing_ok=True)
+            if bar is not None:
+                bar.update(len(chunk))
+        window.clear()
+        return done_before
+
+    for i, chunk in enumerate(_chunks(corpus.iter_documents(), shard_docs)):
+        n_chunks += 1
+        window.append((work / f"chunk-{i:05d}", chunk))
+        if len(window) >= MAPPED_WINDOW:
+            resumed += flush()
+    resumed += flush()
+    return n_chunks, resumed
+
+
 MAPPED_WINDOW = 4
 """Chunks tokenized at once on a cluster (their texts are held by the driver meanwhile)."""
 
 
-def _tokenize_chunk(retriever: BM25, chunk: list[Document], stem: Path, vocab: dict[str, int]):
-    tokens = retriever.tokenize([d.full_text for d in chunk], return_ids=True)
-    lens, flat = _flat_ids(tokens.ids, len(chunk))
-    _write_chunk(stem, chunk, vocab, list(tokens.vocab.items()), lens, flat)
-
-
-def _flat_ids(ids: list[list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(lens, flat)``: each document's token count (``int64``) and all token ids in order."""
-    lens = np.fromiter(map(len, ids), dtype=np.int64, count=n)
-    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lens.sum()))
-    return lens, flat
-
-
 def tokenize_chunk_local(texts: list[str], stem: str, *, tokenizer: tuple[str, str, str]) -> None:
-    """A cluster task: tokenize one chunk's *texts* with its own vocabulary (as
-    :func:`.index.tokenize_texts` with *tokenizer*) and write ``<stem>.local.npz``
-    (``lens``, ``flat`` token ids, the chunk vocabulary's ``tokens`` as UTF-8 bytes with
-    ``offsets`` and their ``ids``, in the order bm25s made it), atomically; running it twice writes the same bytes."""
-    tokens = tokenize_texts(texts, tokenizer=tokenizer, return_ids=True, show_progress=False)
-    lens, flat = _flat_ids(tokens.ids, len(texts))
-    items = list(tokens.vocab.items())
-    encoded = [t.encode("utf-8") for t, _ in items]  # no fixed-width array: tokens vary in length
+    """A cluster task: tokenize one chunk's *texts* (:func:`.tokens.analyze_batch` with
+    ``Tokenizer(*tokenizer)``: words numbered by first occurrence) and write
+    ``<stem>.local.npz`` (``lens``, ``flat`` token ids, the chunk's words as UTF-8 bytes with
+    ``offsets``), atomically; running it twice writes the same bytes."""
+    batch = analyze_batch(texts, Tokenizer(*tokenizer))
+    encoded = [t.encode("utf-8") for t in batch.words]  # no fixed-width array: words vary
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(e) for e in encoded], out=offsets[1:])
     with atomic_write(Path(f"{stem}.local.npz"), "wb") as fh:
         np.savez(
             fh,
-            lens=lens,
-            flat=flat,
+            lens=batch.lens.astype(np.int64),
+            flat=batch.ids.astype(np.int64),
             tokens=np.frombuffer(b"".join(encoded), dtype=np.uint8),
             offsets=offsets,
-            ids=np.array([i for _, i in items], dtype=np.int64),
         )
 
 
-def _read_local(stem: Path) -> tuple[list[tuple[str, int]], np.ndarray, np.ndarray]:
-    """What :func:`tokenize_chunk_local` wrote: ``(vocabulary items, lens, flat)``."""
+def _read_local(stem: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """What :func:`tokenize_chunk_local` wrote: ``(words, lens, flat)``."""
     with np.load(f"{stem}.local.npz") as data:
         blob, offsets = data["tokens"].tobytes(), data["offsets"].tolist()
-        tokens = [blob[a:b].decode("utf-8") for a, b in zip(offsets, offsets[1:])]
-        return list(zip(tokens, data["ids"].tolist())), data["lens"], data["flat"]
+        words = [blob[a:b].decode("utf-8") for a, b in zip(offsets, offsets[1:])]
+        return words, data["lens"], data["flat"]
 
 
 def _write_chunk(
-    stem: Path,
-    chunk: list[Document],
-    vocab: dict[str, int],
-    local_items: list[tuple[str, int]],
-    lens: np.ndarray,
-    flat: np.ndarray,
+    stem: Path, doc_ids: list[str], added: list[str], lens: np.ndarray, flat: np.ndarray
 ) -> None:
-    """Re-map one chunk's local token ids to the global *vocab* (new tokens appended in the
-    chunk vocabulary's order) and write the chunk's files, its ``.done`` marker last."""
-    remap = np.zeros(len(local_items), dtype=np.int32)
-    added: list[str] = []
-    for tok, local in local_items:
-        gid = vocab.get(tok)
-        if gid is None:
-            gid = vocab[tok] = len(vocab)
-            added.append(tok)
-        remap[local] = gid
-    _save_npy(Path(f"{stem}.tokens.npy"), remap[flat] if len(flat) else np.zeros(0, np.int32))
-    _save_npy(Path(f"{stem}.lens.npy"), lens)
-    _write_ids([d.doc_id for d in chunk], Path(f"{stem}.ids.bin"), Path(f"{stem}.ids.npy"))
+    """Write one chunk's files (its global token ids, lengths, doc ids and the words it added
+    to the vocabulary), its ``.done`` marker last."""
+    tokens = flat.astype(np.int32) if len(flat) else np.zeros(0, np.int32)
+    _save_npy(Path(f"{stem}.tokens.npy"), tokens)
+    _save_npy(Path(f"{stem}.lens.npy"), lens.astype(np.int64))
+    _write_ids(doc_ids, Path(f"{stem}.ids.bin"), Path(f"{stem}.ids.npy"))
     with atomic_write(Path(f"{stem}.vocab.json")) as fh:
-        json.dump(added, fh, ensure_ascii=False)
+        fh.write(json.dumps(added, ensure_ascii=False))  # dumps: json's C encoder
     Path(f"{stem}.done").touch()  # last: the chunk is complete
-    Path(f"{stem}.local.npz").unlink(missing_ok=True)
-
-
-def _shard_pairs(tokens: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (token, doc) pairs of one chunk sorted by token then doc, with their counts."""
-    n = len(lens)
-    doc = np.repeat(np.arange(n, dtype=np.int64), lens)
-    key = tokens.astype(np.int64) * max(n, 1) + doc
-    uniq, counts = np.unique(key, return_counts=True)
-    return uniq // max(n, 1), uniq % max(n, 1), counts
 
 
 def _stats_stage(work: Path, n_chunks: int, n_vocab: int, total: int, show: bool):
@@ -277,7 +312,7 @@ def _stats_stage(work: Path, n_chunks: int, n_vocab: int, total: int, show: bool
             stem = work / f"chunk-{i:05d}"
             tokens = np.load(f"{stem}.tokens.npy", mmap_mode="r")
             lens = np.load(f"{stem}.lens.npy")
-            tok, _doc, _ = _shard_pairs(np.asarray(tokens), lens)
+            tok, _doc, _ = pairs_of(np.asarray(tokens), lens)
             df += np.bincount(tok, minlength=n_vocab)
             n_docs += len(lens)
             length_sum += int(lens.sum())
@@ -293,15 +328,9 @@ def _stats_stage(work: Path, n_chunks: int, n_vocab: int, total: int, show: bool
 
 
 def _score_stage(
-    retriever: BM25, work: Path, n_chunks, df, n_docs, avg_doc_len, show, mapper=None
+    retriever: Settings, work: Path, n_chunks, df, n_docs, avg_doc_len, show, mapper=None
 ) -> int:
-    bm25s_api = private_api()
-    idf = bm25s_api.build_idf_array(
-        doc_frequencies={t: int(c) for t, c in enumerate(df)},
-        n_docs=n_docs,
-        compute_idf_fn=bm25s_api.select_idf_scorer(retriever.method),
-        dtype="float32",
-    )
+    idf = idf_array(df, n_docs, retriever.method)
     pending = [i for i in range(n_chunks) if not (work / f"shard-{i:05d}.done").exists()]
     resumed = n_chunks - len(pending)
     sizes = [
@@ -357,18 +386,17 @@ def score_shard(
     lens = np.load(f"{stem}.lens.npy")
     n_vocab = len(idf)
     tokens = np.asarray(np.load(f"{stem}.tokens.npy", mmap_mode="r"))
-    tok, doc, counts = _shard_pairs(tokens, lens)
-    # the operand types of bm25s' _build_scores_and_indices_for_matrix: tf float32,
-    # l_d an integer, l_avg a float64 scalar; idf float32; the product to float32
-    tfc = private_api().select_tfc_scorer(method)(
-        tf_array=counts.astype(np.float32),
-        l_d=lens[doc],
-        l_avg=avg_doc_len,
+    tok, doc, counts = pairs_of(tokens, lens)
+    data = pair_scores(
+        counts,
+        lens[doc],
+        idf[tok],
+        method=method,
         k1=k1,
         b=b,
         delta=delta,
+        avg_doc_len=avg_doc_len,
     )
-    data = (idf[tok] * tfc).astype(np.float32)
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(np.bincount(tok, minlength=n_vocab), out=indptr[1:])
     _save_npy(Path(f"{shard}.data.npy"), data)
@@ -382,7 +410,7 @@ def finish(work: Path, staging: Path, n_chunks: int, vocab: dict[str, int] | Non
     """Link (or copy) the shards, the vocabulary and the concatenated doc ids from *work* into *staging*."""
     vocab = vocab if vocab is not None else _replay_vocab(work, n_chunks)
     with atomic_write(staging / "vocab.json") as fh:
-        json.dump(vocab, fh, ensure_ascii=False)
+        fh.write(json.dumps(vocab, ensure_ascii=False))
     blobs: list[bytes] = []
     offsets = [np.zeros(1, dtype=np.int64)]
     base = 0

@@ -42,20 +42,16 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from nuggetbench.data import Queries, Run
-from nuggetbench.retrieval.bm25.index import trec_top
+from nuggetbench.retrieval.bm25.engine import Settings
 from nuggetbench.retrieval.bm25.shard_build import build_sharded, finish
+from nuggetbench.retrieval.bm25.topk import candidates, choose_backend, trec_top
 from nuggetbench.retrieval.protocols import DocFilter, IndexBase, check_k
 from nuggetbench.retrieval.shardmap import Mapper, active, serial_map
-
-__all__ = ["MappedIds", "ShardedBM25Index", "build_sharded", "finish", "search_shard"]
-
-if TYPE_CHECKING:  # pragma: no cover
-    from nuggetbench.retrieval.bm25.retriever import BM25
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +121,8 @@ def shard_candidates(
     token_ids: list[list[int]],
     filter_pos: dict[int, np.ndarray],
     k: int,
+    backend: str = "auto",
+    threads: int = 0,
 ) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """One shard's candidates for every query: ``[(query number, corpus positions, float32
     scores)]``, every document scoring at or above the shard's k-th best (ties included).
@@ -134,28 +132,37 @@ def shard_candidates(
         token_ids: per query, the global token ids of its terms.
         filter_pos: ``{query number: sorted corpus positions}`` of the restricted queries.
         k: depth (>= 1).
+        backend, threads: the search backend (``auto``: :func:`.topk.choose_backend` for this
+            shard) and its threads (:func:`.topk.candidates`).
     """
     n = int(scorer.scores["num_docs"])
     out = []
-    for i, ids in enumerate(token_ids):
-        if i in filter_pos:
-            pos = filter_pos[i]
-            pos = pos[(pos >= start) & (pos < start + n)] - start
-            if not len(pos):
-                continue
-            s = scorer.get_scores_from_ids(ids)[pos] if ids else np.zeros(len(pos), np.float32)
-        elif not ids:
+    free = [i for i, ids in enumerate(token_ids) if ids and i not in filter_pos]
+    if free:
+        counts, docs, scores = candidates(
+            scorer.scores,
+            [token_ids[i] for i in free],
+            k,
+            backend=choose_backend(backend, len(free), n),
+            threads=threads,
+        )
+        ends = np.cumsum(counts)
+        for j, i in enumerate(free):
+            if counts[j]:
+                lo = int(ends[j] - counts[j])
+                out.append((i, docs[lo : ends[j]] + start, scores[lo : ends[j]]))
+    for i, pos in filter_pos.items():
+        pos = pos[(pos >= start) & (pos < start + n)] - start
+        if not len(pos):
             continue
-        else:
-            scores = scorer.get_scores_from_ids(ids)
-            pos = np.flatnonzero(scores > 0.0)
-            s = scores[pos]
+        ids = token_ids[i]
+        s = scorer.get_scores_from_ids(ids)[pos] if ids else np.zeros(len(pos), np.float32)
         if len(pos) > k:
             kth = np.partition(s, len(s) - k)[len(s) - k]
             keep = s >= kth  # every tie of the k-th score stays a candidate
             pos, s = pos[keep], s[keep]
         out.append((i, pos + start, s))
-    return out
+    return sorted(out, key=lambda c: c[0])
 
 
 def search_shard(
@@ -170,7 +177,7 @@ class ShardedBM25Index(IndexBase):
     """A sharded BM25 index (memory-mapped shards); :meth:`search` returns a :class:`Run`.
 
     Attributes:
-        retriever: the :class:`BM25` that built it.
+        retriever: the retriever (:class:`~.engine.Settings`) that built it.
         folder: the index folder (``shard-NNNNN.{data,indices,indptr}.npy``, ``vocab.json``,
             ``doc_ids.bin`` + ``doc_ids.offsets.npy``).
         doc_ids: :class:`MappedIds`, corpus order.
@@ -182,7 +189,7 @@ class ShardedBM25Index(IndexBase):
 
     def __init__(
         self,
-        retriever: BM25,
+        retriever: Settings,
         folder: Path,
         *,
         from_cache: bool,
@@ -265,7 +272,9 @@ class ShardedBM25Index(IndexBase):
                 filter_pos[i], n_missing = self._candidates(filtered[q])
                 missing += n_missing
         sizes = list(self.sizes)
-        params = {"k1": self.retriever.k1, "b": self.retriever.b, "method": self.retriever.method}
+        r = self.retriever
+        params = {"k1": r.k1, "b": r.b, "method": r.method}
+        search = {"backend": r.backend, "threads": r.threads}
         calls = [
             (str(self.folder), i, start, n) for i, (start, n) in enumerate(zip(self.starts, sizes))
         ]
@@ -273,7 +282,7 @@ class ShardedBM25Index(IndexBase):
         found = (serial_map if mapper is None else mapper)(
             search_shard,  # each call maps its shard and drops it when done
             calls,
-            common={"token_ids": token_ids, "filter_pos": filter_pos, "k": k, **params},
+            common={"token_ids": token_ids, "filter_pos": filter_pos, "k": k, **params, **search},
             sizes=sizes,
             desc="bm25 search shards",
             show_progress=show_progress,
@@ -301,7 +310,7 @@ class ShardedBM25Index(IndexBase):
                 "bm25s_version": bm25s.__version__,
                 "k": k,
                 "index_from_cache": self.from_cache,
-                "backend": "numpy",
+                "backend": choose_backend(r.backend, len(qids), max(self.sizes, default=0)),
                 "shards": len(self.sizes),
                 **({"shard_mapper": getattr(mapper, "name", repr(mapper))} if mapper else {}),
                 "queries_without_known_terms": len(empty),
