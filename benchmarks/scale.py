@@ -59,6 +59,10 @@ sizes, interleaved, medians of three, the load before every run, the ratios at t
 
     python benchmarks/scale.py --n 500000,2000000 --engines default,lucene,pisa --repeat 3
 
+``--src before=/tmp/before/src`` with the engine ``default@before`` adds plain ``bm25`` from
+another code tree (a checkout of an older commit), so one command prints the table before and
+after (``default / default@before`` ratios) and whether both wrote byte-identical runs.
+
 Before any timing, a ``warm`` child compiles the numba search kernel (or loads it from numba's
 on-disk cache: a one-time cost, printed). Beside ``/usr/bin/time``'s peak (of the engine's process;
 a worker process's own peak when larger), each row gives the peak of the sum over the engine's
@@ -288,6 +292,10 @@ print("STAGES " + json.dumps(stages))
 )
 
 
+#: ENGINE@TAG's code trees (``--src TAG=PATH``).
+SOURCES: dict[str, str] = {}
+
+
 def run_child(engine: str, folder: Path, shard_docs: int, out: Path, home: Path) -> dict:
     env = dict(
         os.environ,
@@ -297,7 +305,10 @@ def run_child(engine: str, folder: Path, shard_docs: int, out: Path, home: Path)
         NB_MEMORY=MEMORY,
         NB_THREADS=str(THREADS),
     )
-    cmd = ["/usr/bin/time", "-f", "MAXRSS_KB %M CPU_S %U %S", sys.executable, "-c", CHILD, engine]
+    name, _, tree = engine.partition("@")  # default@before: the engine on another code tree
+    if tree:
+        env["PYTHONPATH"] = SOURCES[tree]
+    cmd = ["/usr/bin/time", "-f", "MAXRSS_KB %M CPU_S %U %S", sys.executable, "-c", CHILD, name]
     cmd += [str(folder), str(shard_docs), str(out)]
     load = scale_table.load_average()
     started = time.perf_counter()
@@ -427,7 +438,18 @@ def main() -> None:
     ap.add_argument("--memory", default="8G", help="the memory engine's budget (bm25:memory=)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each engine, interleaved")
     ap.add_argument("--threads", type=int, default=2, help="the PISA engines' threads")
+    ap.add_argument(
+        "--src",
+        action="append",
+        default=[],
+        metavar="TAG=PATH",
+        help="another code tree (a src folder): ENGINE@TAG runs ENGINE with it "
+        "(--src before=/tmp/before/src --engines default,default@before)",
+    )
     args = ap.parse_args()
+    for item in args.src:
+        tag, _, path = item.partition("=")
+        SOURCES[tag] = str(Path(path).resolve())
     global DENSE_N, MEMORY, THREADS
     THREADS = args.threads
     DENSE_N = args.dense_n
@@ -489,6 +511,12 @@ def _run_size(args, n: int, engines: list[str]) -> list[dict]:
             f"{'identical' if same_scores else 'DIFFERENT'} (both indexes should cut a tie "
             "at the k-th score by doc id descending: a bug)"
         )
+    for engine in engines:  # ENGINE@TAG against ENGINE: the same run from both code trees?
+        base, _, tag = engine.partition("@")
+        a, b = folder / f"{base}.trec", folder / f"{engine}.trec"
+        if tag and a.exists() and b.exists():
+            same = a.read_bytes() == b.read_bytes()
+            print(f"{base} and {engine} TREC runs: {'byte-identical' if same else 'DIFFERENT'}")
     return rows
 
 
