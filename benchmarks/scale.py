@@ -6,7 +6,7 @@ BEIR's format, outside the repository). Then each engine runs in its own subproc
 ``/usr/bin/time -f %M`` (peak RSS of that process alone, in KiB):
 
 * ``single``:  ``nuggetbench`` ``bm25`` with the single bm25s index (``memory=1T``, a budget it
-  fits: plain ``bm25`` plans its layout since issue 28), corpus ``JsonlCorpus``, a cold home;
+  fits: plain ``bm25`` plans its layout), corpus ``JsonlCorpus``, a cold home;
 * ``sharded``: ``bm25:shard_docs=S`` (the sharded index with global statistics), same corpus;
 * ``sharded-mm``: the same, the corpus an ``IndexedJsonlCorpus`` (memory-mapped ids, built cold
   here; what ``read_beir_folder`` gives for a ``corpus.jsonl`` of 256 MiB or more);

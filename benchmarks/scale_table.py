@@ -1,6 +1,6 @@
 """The table of ``benchmarks/scale.py``: medians per engine, ratios, the load at each round.
 
-Issue 36's table, for whatever engines ran (plain ``bm25`` is the ``default`` engine; ``lucene``
+The scale table, for whatever engines ran (plain ``bm25`` is the ``default`` engine; ``lucene``
 and ``pisa`` the others): wall time of the whole process, index time, search time, queries/s,
 peak RSS (the ``/usr/bin/time`` peak of the engine's process and, beside it, the peak of the sum
 over its process tree, worker processes included, sampled every 0.1 s), the CPU seconds of the

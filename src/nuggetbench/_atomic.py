@@ -8,7 +8,7 @@ host, or any staging entry older than :data:`STALE_AFTER` seconds, is removed.
 
 Staging files and folders are created with mode ``0o666`` / ``0o777`` and the kernel applies the
 user's umask, so a renamed result has the mode any new file of the user has (``tempfile.mkstemp``
-makes ``0600``, which the rename kept: issue 29, case 22). The umask is never read or set (it is
+makes ``0600``, which the rename would keep). The umask is never read or set (it is
 process-wide state).
 """
 

@@ -207,7 +207,7 @@ class Experiment:
 
     def findings(self) -> list[Finding]:
         """Warnings to show people: the experiment's notes, systems with unusable LLM answers
-        (issue 29) and the run queries that have no judgments (ignored)."""
+        and the run queries that have no judgments (ignored)."""
         out = [Finding("warning", "experiment_note", note) for note in self.notes]
         out += [
             Finding("warning", "llm_failures", f"{n}: {k} {UNUSABLE}")

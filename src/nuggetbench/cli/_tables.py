@@ -1,4 +1,4 @@
-"""Terminal tables that never hide anything (issue 30).
+"""Terminal tables that never hide anything.
 
 A table of labelled rows (systems, queries) and named columns (measures) is printed whole when it
 fits the console; otherwise it is turned (measures as rows) when that fits, else split into

@@ -222,7 +222,7 @@ def _machine(ev: Evaluation, fmt: str, per_query: bool, avg: dict, cut: list[str
 
 def _rows(results, measures, per_query: bool) -> dict[str, dict[str, float]]:
     """``{query: {measure: value}}`` with ``--per-query``, else empty; the means are not a row
-    here (a query may be named ``all`` or ``mean``: issue 29, cases 6 and 16)."""
+    here (a query may be named ``all`` or ``mean``)."""
     rows: dict[str, dict[str, float]] = {}
     if per_query:
         columns = {m: results.per_query[m].tolist() for m in measures}

@@ -49,7 +49,7 @@ JUDGE_PROMPT = "umbrela"
 _FINAL = re.compile(r"#+\s*final\s*score\s*[:=]?\s*\**\s*([0-3])\b", re.I)
 # UMBRELA's fallbacks, in its order (applied to the lower-cased answer), each anchored: a key
 # starts a word and the grade ends one, so "step two: 3 facts" or a numbered list "1. ..." is not
-# a grade (issue 29, case 6); such an answer is re-asked
+# a grade; such an answer is re-asked
 _W = r"(?<![a-z0-9_])"
 _FALLBACKS = [
     r'"o": ([0-3])\b',

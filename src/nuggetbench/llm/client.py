@@ -206,8 +206,8 @@ class LLMClient:
         return self.settings.endpoint()
 
     def _masked(self, text: str) -> str:
-        """*text* (from the endpoint) with every key this process knows masked (issue 29,
-        case 9: a server echoing the Authorization header printed the key)."""
+        """*text* (from the endpoint) with every key this process knows masked (a
+        server echoing the Authorization header would print the key)."""
         return mask_secrets(text, [self.settings.api_key()])
 
     def _send(self, body: dict) -> tuple[str, int, int, dict | None]:

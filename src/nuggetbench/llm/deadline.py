@@ -2,7 +2,7 @@
 
 HTTP clients bound each socket operation (connect, each read), not a request: a server that
 trickles one byte every quarter second keeps a client with a 2 s timeout waiting as long as it
-likes (issue 29, case 7). :func:`call_within` runs the call in a daemon thread and stops waiting
+likes. :func:`call_within` runs the call in a daemon thread and stops waiting
 at the deadline; the abandoned call ends on its own (its socket reads keep their own timeout) and
 its result is dropped, so nothing it returns late is used or cached.
 """

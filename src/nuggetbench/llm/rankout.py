@@ -229,7 +229,7 @@ def expected_grade(
     the probabilities renormalised over the grades present). ``None`` when no alternative is a
     grade of *scale*, or when the token the model *chosen* is not a grade (an answer starting
     ``Grade: 3`` says nothing through the unlikely grade tokens among the alternatives of
-    ``Grade``: issue 29, case 4); the answer text is then read with :func:`parse_answer_grade`.
+    ``Grade``); the answer text is then read with :func:`parse_answer_grade`.
 
     The expected relevance of a graded judgment from token probabilities, as in pointwise LLM
     rankers (Zhuang et al., 2024, "Beyond Yes and No: Improving Zero-Shot LLM Rankers via

@@ -119,7 +119,7 @@ class LLMSettings:
         if problem:
             raise InputError(problem)
         problem = spec_key_problem(self.model, what="model name")
-        if problem:  # the model names cache rows, run files and results (issue 29, case 10)
+        if problem:  # the model names cache rows, run files and results
             raise InputError(problem)
         if self.no_api_key and (self.base_url is None or self.provider == "azure"):
             raise InputError(

@@ -3,7 +3,7 @@
 A recipe is data, not code (``docs/guide.md``, "Reproductions"): a TOML file shipped in the
 package (``nuggetbench/recipes/<name>.toml``) or given by path. :func:`read_recipe` parses and
 validates one; every problem is one :class:`~nuggetbench.errors.FormatError` line naming the file,
-the field and what to do. The schema (``schema = 1``) is the one agreed in issue 34:
+the field and what to do. The schema (``schema = 1``):
 
 * ``name``, ``title``, ``description``; ``[source]`` (``kind`` tool/paper/results, ``name``,
   ``version``, ``file``, ``table``, ``url``, ``precision``, ``citation``);

@@ -278,7 +278,7 @@ def parse_retriever(spec: str):
     if not text:
         raise SpecError("empty retriever spec; write e.g. 'bm25' or 'bm25:k1=0.9,b=0.4'")
     problem = spec_key_problem(text)
-    if problem:  # before any message quotes the spec (issue 29, case 10)
+    if problem:  # before any message quotes the spec
         raise SpecError(problem)
     text, label = split_label(text)
     if label is not None:  # a label names the system; it is not an option of the retriever

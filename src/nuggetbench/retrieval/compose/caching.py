@@ -224,7 +224,7 @@ UNUSABLE = (
 
 def failed_answers(metadata: Any) -> int:
     """LLM answers that stayed unusable after their re-asks, from a run's *metadata*
-    (``["llm"]["failed"]``, set by the LLM rerankers); such a run is never cached (issue 29)."""
+    (``["llm"]["failed"]``, set by the LLM rerankers); such a run is never cached."""
     llm = metadata.get("llm") if isinstance(metadata, dict) else None
     failed = llm.get("failed") if isinstance(llm, dict) else None
     return int(failed) if isinstance(failed, (int, float)) and failed > 0 else 0
