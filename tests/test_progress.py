@@ -58,7 +58,7 @@ def test_bm25_shows_one_bar_per_stage(capsys):
     err = capsys.readouterr().err
     for noise in ("Split strings", "Stem Tokens", "BM25S Count Tokens", "BM25S Retrieve"):
         assert noise not in err
-    assert "bm25 index (50 docs)" in err and "bm25 search (1 queries)" in err
+    assert "bm25 index (50 docs, " in err and "bm25 search (1 queries)" in err
 
 
 @pytest.mark.parametrize("show", [False, True])

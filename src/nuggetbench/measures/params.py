@@ -18,6 +18,7 @@ __all__ = [
     "DROP_EXTRANEOUS",
     "DROP_IMPLICIT",
     "JUDGED_ONLY",
+    "LEGACY",
     "REL",
     "SHARED",
     "param_for",
@@ -38,8 +39,16 @@ DROP_EXTRANEOUS = Param(
 DROP_IMPLICIT = Param("drop_implicit", bool, False, "ignore nuggets flagged implicit (fastbook)")
 
 #: Every shared parameter by name.
+LEGACY = Param(
+    "legacy",
+    bool,
+    False,
+    "k = floor(r R + 0.9) as trec_eval <= 9.0.8 and pytrec_eval, not 10.0's round(r R)",
+)
+"""IPrec's interpolation (``trec_eval-9.0.8`` profiles default it to true)."""
+
 SHARED: dict[str, Param] = params_table(
-    REL, JUDGED_ONLY, ALPHA, BETA, DROP_EXTRANEOUS, DROP_IMPLICIT
+    REL, JUDGED_ONLY, ALPHA, BETA, DROP_EXTRANEOUS, DROP_IMPLICIT, LEGACY
 )
 
 

@@ -38,7 +38,7 @@ from nuggetbench.errors import SpecError
 from nuggetbench.measures.context import UNJUDGED, EvalContext, Ranked
 from nuggetbench.measures.gains import cumsum_by_query, position_in_query, sum_by_query
 from nuggetbench.measures.measure import Measure
-from nuggetbench.measures.params import JUDGED_ONLY, REL
+from nuggetbench.measures.params import JUDGED_ONLY, LEGACY, REL
 from nuggetbench.measures.profiles import trec_eval_version
 from nuggetbench.measures.registry import MeasureFamily, get_family, register
 from nuggetbench.spec import Param, params_table
@@ -54,12 +54,6 @@ RECALLS = Param(
     str,
     "0.0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0",
     "the recall points averaged, comma-separated (quoted)",
-)
-LEGACY = Param(
-    "legacy",
-    bool,
-    False,
-    "k = floor(r R + 0.9) as trec_eval <= 9.0.8 and pytrec_eval, not 10.0's round(r R)",
 )
 MULT = Param("mult", float, 1.0, "multiple m of R: precision at floor(m R + 0.9)", minimum=0)
 

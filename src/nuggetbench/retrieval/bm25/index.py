@@ -55,6 +55,10 @@ log = logging.getLogger(__name__)
 
 
 # --- building --------------------------------------------------------------------------------
+class _NoIndexableTerm(InputError):
+    """:func:`build_matrix` found no token in any document (the caller names the corpus)."""
+
+
 def build_matrix(batches, settings: Settings) -> tuple[Any, int]:
     """``(bm25s.BM25 object, documents)`` from the :class:`~.tokens.Batch` es of a corpus (with
     pairs, in corpus order): the matrix ``bm25s.BM25.index`` would build (module docstring).
@@ -77,7 +81,7 @@ def build_matrix(batches, settings: Settings) -> tuple[Any, int]:
         n_docs += len(batch.lens)
     n_vocab = len(vocab)
     if n_vocab == 0:
-        raise InputError("no document has an indexable term")
+        raise _NoIndexableTerm("no document has an indexable term")
     df = np.zeros(n_vocab, dtype=np.int64)
     for groups, sizes in df_parts:
         df[groups] += sizes  # a batch names each token once
@@ -163,12 +167,12 @@ def build_single(
     if n == 0:
         raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
     workers = worker_count(settings.threads, n)
-    with stage_bar(show_progress, f"bm25 index ({n} docs, {workers} processes)", 1) as bar:
+    with stage_bar(show_progress, f"bm25 index ({n} docs, {workers} process{'es' if workers != 1 else ''})", 1) as bar:
         bar.step("tokenizing and scoring")
         batches = tokenize_corpus(texts(), settings.tokenizer, workers=workers, pairs=True)
         try:
             model, _ = build_matrix(batches, settings)
-        except InputError:
+        except _NoIndexableTerm:  # not the corpus reader's errors (they name file and line)
             raise InputError(
                 f"cannot index the corpus{' ' + repr(corpus.name) if corpus.name else ''}: "
                 f"none of its {len(doc_ids)} documents has an indexable term (every title "
