@@ -167,7 +167,9 @@ def build_single(
     if n == 0:
         raise InputError(f"cannot index an empty corpus ({corpus.name or corpus!r})")
     workers = worker_count(settings.threads, n)
-    with stage_bar(show_progress, f"bm25 index ({n} docs, {workers} process{'es' if workers != 1 else ''})", 1) as bar:
+    with stage_bar(
+        show_progress, f"bm25 index ({n} docs, {workers} process{'es' if workers != 1 else ''})", 1
+    ) as bar:
         bar.step("tokenizing and scoring")
         batches = tokenize_corpus(texts(), settings.tokenizer, workers=workers, pairs=True)
         try:
