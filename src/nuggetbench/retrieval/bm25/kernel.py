@@ -25,6 +25,7 @@ numpy and bm25s.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ import numpy as np
 __all__ = ["DAAT_COST", "MAXSCORE_TERMS", "kernel"]
 
 _KERNEL: Any = None
+_COMPILING = threading.Lock()  # two threads' first searches compile it once
 _PARTS = (
     "_sift_down",
     "_sift_pair",
@@ -49,13 +51,14 @@ def kernel() -> Any:
     """The compiled kernel, :func:`_topk_range_py` (compiled on first use, or loaded from
     numba's on-disk cache)."""
     global _KERNEL
-    if _KERNEL is None:
-        from numba import njit
+    with _COMPILING:
+        if _KERNEL is None:
+            from numba import njit
 
-        module = globals()
-        for name in _PARTS:  # the kernel calls the compiled parts (globals when it compiles)
-            module[name] = njit(nogil=True, cache=True)(module[f"{name}_py"])
-        _KERNEL = njit(nogil=True, cache=True)(_topk_range_py)
+            module = globals()
+            for name in _PARTS:  # the kernel calls the compiled parts (globals when it compiles)
+                module[name] = njit(nogil=True, cache=True)(module[f"{name}_py"])
+            _KERNEL = njit(nogil=True, cache=True)(_topk_range_py)
     return _KERNEL
 
 

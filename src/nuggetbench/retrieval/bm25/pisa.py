@@ -56,6 +56,7 @@ import json
 import logging
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -122,8 +123,6 @@ def engine_check(opts: Any) -> Any:
     Raises:
         SpecError: the stemmer is not one of PISA's (english/porter2, krovetz, none).
     """
-    from dataclasses import replace
-
     stemmer = opts.stemmer.strip().lower()
     if stemmer not in STEMMERS:
         raise SpecError(
