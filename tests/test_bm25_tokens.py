@@ -12,9 +12,11 @@ bm25s = pytest.importorskip("bm25s")
 from nuggetbench.errors import ModelError  # noqa: E402
 from nuggetbench.retrieval.bm25 import tokens as bm25_tokens  # noqa: E402
 from nuggetbench.retrieval.bm25.tokens import (  # noqa: E402
+    TOKEN_PATTERN,
     Tokenizer,
     Vocabulary,
     analyze_batch,
+    surface_words,
     tokenize_corpus,
 )
 
@@ -66,6 +68,67 @@ def test_batches_give_bm25s_tokens(tokenizer):
     assert _strings([analyze_batch(texts, tokenizer)]) == want
     # cut into batches of any size: the same tokens
     small = [analyze_batch(texts[i : i + 7], tokenizer) for i in range(0, len(texts), 7)]
+    assert _strings(small) == want
+
+
+# characters where a byte-level word cutter could go wrong: multi-byte letters, marks (not \w
+# in Python's re), final sigma, dotted I (lowers to two code points), digits of other scripts,
+# superscripts and fractions (\w), emoji (4 bytes), lone surrogates, controls and spaces
+TRICKY = (
+    "aZ09_ \n\t\x00-.,;'\"éÉßẞﬁΣσςİıIΐ٣۴²½ⅷ①中文日本語ひらがなカタカナ한국어हिन्दीกขฃ"
+    "\u0301\u0308\u200d\u00a0\u2028🙂🇫🇷𝔘𝔫\ud800\udfff\U000e0041"
+)
+
+
+def _unicode_texts(seed: int, n: int) -> list[str]:
+    """Random texts of tricky characters, ASCII words and any code point at all."""
+    rng = np.random.default_rng(seed)
+    pool = list(TRICKY) + ["w1q", "The", "ΟΔΟΣ", "straße", "İstanbul"]
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(int(rng.integers(0, 40))):
+            pick = rng.random()
+            if pick < 0.7:
+                parts.append(pool[int(rng.integers(len(pool)))])
+            elif pick < 0.85:
+                parts.append(" ")
+            else:
+                parts.append(chr(int(rng.integers(0, 0x110000))))
+        out.append("".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_surface_words_equal_re_findall_on_random_unicode(seed):
+    import re
+
+    texts = _unicode_texts(seed, 60) + ["", "a", "ab", "\ud800", "x\u0301y"]
+    want = [re.findall(TOKEN_PATTERN, t.lower()) for t in texts]
+    words, ids, lens = surface_words(texts)
+    flat = [w for t in want for w in t]
+    assert words == list(dict.fromkeys(flat))  # numbered by first occurrence
+    assert [words[i] for i in ids] == flat
+    assert lens.tolist() == [len(t) for t in want]
+    assert ids.dtype == np.int32 and len(lens) == len(texts)
+
+
+def test_surface_words_of_ascii_and_empty_batches():
+    words, ids, lens = surface_words([])
+    assert words == [] and len(ids) == 0 and len(lens) == 0
+    words, ids, lens = surface_words(["", "a b", "!!"])
+    assert words == [] and len(ids) == 0 and lens.tolist() == [0, 0, 0]
+    words, ids, lens = surface_words(["Ab ab_c x", "AB.ab-ab"])
+    assert words == ["ab", "ab_c"] and ids.tolist() == [0, 1, 0, 0, 0]
+    assert lens.tolist() == [2, 3]
+
+
+@pytest.mark.parametrize("tokenizer", TOKENIZERS[:4], ids=lambda t: "-".join(t.as_tuple()))
+def test_unicode_batches_give_bm25s_tokens(tokenizer):
+    texts = _unicode_texts(7, 300)
+    want = tokenizer.tokenize(texts)  # bm25s.tokenize
+    assert _strings([analyze_batch(texts, tokenizer)]) == want
+    small = [analyze_batch(texts[i : i + 11], tokenizer) for i in range(0, len(texts), 11)]
     assert _strings(small) == want
 
 

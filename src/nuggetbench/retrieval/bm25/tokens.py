@@ -8,10 +8,13 @@ word stemmed by PyStemmer's ``stemmer`` (``none``: not stemmed). Any other analy
 
 **Two implementations of the bm25s tokenizer, one result.** :meth:`Tokenizer.tokenize` calls
 ``bm25s.tokenize`` itself (queries: a few texts). :func:`analyze_batch`, which indexing uses,
-computes the same tokens without bm25s' per-token Python loop: a list comprehension per text
-(``lower`` then ``findall``), then the distinct words of the whole batch (``dict.fromkeys``),
-their stop-word test and their stems computed once each, and the token ids of the batch by one
-``map`` and numpy. ``tests/test_bm25_tokens.py`` checks token for token that the two agree.
+computes the same tokens without a Python string per token: :func:`surface_words` cuts the
+lower-cased texts' UTF-8 bytes into words with numpy (the pattern's matches are the runs of two
+or more word characters, classed by ``re``'s own ``\\w``) and numbers the distinct words with
+Arrow's hash table; then each distinct word's stop-word test and stem are computed once per
+worker (a cache of :data:`STEM_CACHE` words), and the token ids of the batch follow by numpy
+indexing. ``tests/test_bm25_tokens.py`` checks token for token that the two agree, and
+:func:`surface_words` against ``re.findall`` on random Unicode text.
 
 **Ids are numbered by first occurrence** (a word's id is the number of distinct words before its
 first occurrence in the batch or the corpus), not by bm25s' numbering (the order of a Python
@@ -35,6 +38,7 @@ import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
 from typing import Any
 
@@ -56,6 +60,7 @@ __all__ = [
     "Vocabulary",
     "analyze_batch",
     "split_batches",
+    "surface_words",
     "tokenize_batches",
     "tokenize_corpus",
     "tokenize_texts",
@@ -67,12 +72,14 @@ log = logging.getLogger(__name__)
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 """bm25s' default token pattern (scikit-learn's ``CountVectorizer``'s)."""
 
-BATCH_DOCS = 4096
+BATCH_DOCS = 16384
 """Documents per batch sent to a worker (at most)."""
-BATCH_CHARS = 2_000_000
+BATCH_CHARS = 8_000_000
 """Characters per batch sent to a worker (at most, but at least one document)."""
 STEM_CACHE = 1_000_000
-"""Stems a worker keeps between batches (at most; then it starts afresh)."""
+"""Words whose stems a worker keeps between batches (at most; then it starts afresh)."""
+_STOP: Any = object()
+"""A worker cache's entry for a stop word."""
 PARALLEL_MIN_DOCS = 20_000
 """Corpora with fewer documents are tokenized in this process (starting workers costs ~1 s)."""
 
@@ -178,63 +185,181 @@ class _Analyzer:
     ):
         self.tokenizer = tokenizer
         self.pairs = pairs
-        self.findall = re.compile(TOKEN_PATTERN).findall
         self.analyze: Any = None
         if not tokenizer.is_bm25s:
             self.analyze = get_analyzer(tokenizer.analyzer).analyze
         self.stop = stopword_set(tokenizer) if stopwords is None else stopwords
         self.stemmer = _stemmer(tokenizer.stemmer) if tokenizer.is_bm25s else None
-        self.stems: dict[str, str] = {}  # words stemmed so far (a batch repeats most)
-
-    def words(self, texts: list[str]) -> list[list[str]]:
-        """The words of each text before stop words and stems (bm25s), or its tokens."""
-        if self.analyze is not None:
-            return [self.analyze(t) for t in texts]
-        findall = self.findall
-        return [findall(t.lower()) for t in texts]
+        # each word seen so far: its stem, or _STOP for a stop word (a batch repeats most)
+        self.known: dict[str, Any] = {}
 
     def __call__(self, texts: list[str]) -> Batch:
         batch = self.tokens(texts)
         return batch.with_pairs() if self.pairs else batch
 
     def tokens(self, texts: list[str]) -> Batch:
-        per_text = self.words(texts)
-        n = len(per_text)
-        raw_lens = np.fromiter(map(len, per_text), dtype=np.int64, count=n)
-        flat = list(chain.from_iterable(per_text))
-        del per_text
-        distinct = dict.fromkeys(flat)  # first-occurrence order
-        number = dict(zip(distinct, range(len(distinct))))
-        raw = np.fromiter(map(number.__getitem__, flat), dtype=np.int32, count=len(flat))
-        del flat
         if self.analyze is not None:  # the analyzer's tokens are final
-            return Batch(list(distinct), raw_lens.astype(np.int32), raw)
-        stop = self.stop
-        kept = [w for w in distinct if w not in stop]
-        stems = kept
-        if self.stemmer is not None:
-            known = self.stems
-            if len(known) > STEM_CACHE:
-                known.clear()
-            new = [w for w in kept if w not in known]
-            known.update(zip(new, self.stemmer.stemWords(new)))
-            stems = list(map(known.__getitem__, kept))
-        to_token = np.full(len(distinct) + 1, -1, dtype=np.int32)  # surface word -> token id
-        token_of: dict[str, int] = {}
-        for surface, stem in zip(kept, stems):
-            tid = token_of.get(stem)
-            if tid is None:
-                tid = token_of[stem] = len(token_of)
-            to_token[number[surface]] = tid
-        ids = to_token[raw]
-        if stop and len(ids):
-            keep = ids >= 0
-            doc = np.repeat(np.arange(n, dtype=np.int64), raw_lens)
-            lens = np.bincount(doc[keep], minlength=n).astype(np.int32)
-            ids = ids[keep]
+            per_text = [self.analyze(t) for t in texts]
+            n = len(per_text)
+            lens = np.fromiter(map(len, per_text), dtype=np.int32, count=n)
+            flat = list(chain.from_iterable(per_text))
+            del per_text
+            distinct = dict.fromkeys(flat)  # first-occurrence order
+            number = dict(zip(distinct, range(len(distinct))))
+            ids = np.fromiter(map(number.__getitem__, flat), dtype=np.int32, count=len(flat))
+            return Batch(list(distinct), lens, ids)
+        distinct, raw, raw_lens = surface_words(texts)
+        # each distinct word's token (its stem, or _STOP), from the worker's cache
+        known = self.known
+        if len(known) > STEM_CACHE:
+            known.clear()
+        found = list(map(known.get, distinct))  # None: not seen yet
+        new = [w for w, f in zip(distinct, found) if f is None]
+        if new:
+            stop = self.stop
+            words = [w for w in new if w not in stop]
+            stems = self.stemmer.stemWords(words) if self.stemmer is not None else words
+            known.update(dict.fromkeys(new, _STOP))
+            known.update(zip(words, stems))
+            found = list(map(known.__getitem__, distinct))
+        kept_at: list[int] | None = [i for i, f in enumerate(found) if f is not _STOP]
+        if len(kept_at) == len(found):
+            kept_at, stems = None, found
         else:
-            lens = raw_lens.astype(np.int32)
-        return Batch(list(token_of), lens, np.ascontiguousarray(ids, dtype=np.int32))
+            stems = [found[i] for i in kept_at]
+        # a stem's token id: the number of distinct stems before its first occurrence
+        numbered = _first_occurrence(stems)
+        to_token = np.full(len(distinct), -1, dtype=np.int32)  # surface word -> token id
+        if kept_at is None:
+            to_token[:] = numbered.indices
+        elif kept_at:
+            to_token[np.array(kept_at, dtype=np.int64)] = numbered.indices
+        ids = to_token[raw]
+        lens = raw_lens
+        if kept_at is not None and len(ids):
+            keep = ids >= 0
+            before = np.zeros(len(keep) + 1, dtype=np.int64)  # tokens kept before each position
+            np.cumsum(keep, out=before[1:])
+            bounds = np.zeros(len(raw_lens) + 1, dtype=np.int64)
+            np.cumsum(raw_lens, out=bounds[1:])
+            lens = np.diff(before[bounds])
+            ids = ids[keep]
+        return Batch(numbered.words, lens.astype(np.int32), np.ascontiguousarray(ids, np.int32))
+
+
+@dataclass
+class _Numbered:
+    words: list[str]  # the distinct words, in first-occurrence order
+    indices: np.ndarray  # int32, each input word's position in ``words``
+
+
+def _first_occurrence(words: list[str]) -> _Numbered:
+    """*words* numbered by first occurrence (Arrow's hash table, which numbers them so)."""
+    if not words:
+        return _Numbered([], np.zeros(0, dtype=np.int32))
+    import pyarrow as pa
+
+    encoded = pa.array(words, pa.large_string()).dictionary_encode()
+    return _Numbered(
+        encoded.dictionary.to_pylist(), encoded.indices.to_numpy().astype(np.int32, copy=False)
+    )
+
+
+@lru_cache(maxsize=1)
+def _word_table() -> np.ndarray:
+    """bool ``(0x110000,)``: whether each code point is a word character (``\\w``) for
+    Python's ``re`` on ``str``, read from ``re`` itself (so it is that definition, in this
+    Python's Unicode version)."""
+    table = np.zeros(0x110000, dtype=bool)
+    every = "".join(map(chr, range(0x110000)))
+    for match in re.finditer(r"(?u)\w+", every):
+        table[match.start() : match.end()] = True
+    return table
+
+
+_BYTE_WORD = np.array([c < 0x80 and (chr(c).isalnum() or c == 0x5F) for c in range(256)])
+"""Whether each byte is an ASCII word character (``\\w``: letter, digit, underscore)."""
+
+
+def surface_words(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``re.findall(TOKEN_PATTERN, text.lower())`` for every text, numbered by first occurrence,
+    computed on the UTF-8 bytes with numpy and Arrow instead of one Python string per token.
+
+    ``\\b\\w\\w+\\b`` matches exactly the maximal runs of word characters (``\\w``) that are
+    at least two characters long: ``\\b`` admits no start inside a run and the greedy ``\\w+``
+    always reaches the run's end. So the texts are lower-cased by ``str.lower`` (each text
+    alone), encoded to UTF-8 (lone surrogates, which are not word characters, with
+    ``surrogatepass``) and joined by ``"\\n"``; each code point is classed by :func:`_word_table`
+    (``re``'s own ``\\w``); the runs of two or more word code points are cut out and numbered
+    by Arrow's ``dictionary_encode`` (first-occurrence order). ``tests/test_bm25_tokens.py``
+    compares it with ``re.findall`` on random Unicode text.
+
+    Returns:
+        ``(words, ids, lens)``: the distinct words in first-occurrence order, int32 ``(tokens,)``
+        every token's index in *words* (text after text) and int64 ``(len(texts),)`` tokens
+        per text.
+    """
+    import pyarrow as pa
+
+    n = len(texts)
+    encoded = [t.lower().encode("utf-8", "surrogatepass") for t in texts]
+    starts = np.zeros(n + 1, dtype=np.int64)  # each text's first byte in the joined buffer
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=n) + 1, out=starts[1:])
+    buf = np.frombuffer(b"\n".join(encoded), dtype=np.uint8)
+    del encoded
+    size = len(buf)
+    if size == 0:
+        return [], np.zeros(0, dtype=np.int32), np.zeros(n, dtype=np.int64)
+    word = _BYTE_WORD[buf]  # ASCII bytes classed; the bytes of other characters follow
+    multi = np.flatnonzero(buf >= 0xC0)  # the first byte of each character of 2 to 4 bytes
+    if len(multi):
+        b0 = buf[multi].astype(np.int32)
+        n_bytes = 2 + (b0 >= 0xE0) + (b0 >= 0xF0)
+        b1, b2, b3 = (
+            buf[np.minimum(multi + k, size - 1)].astype(np.int32) & 0x3F for k in (1, 2, 3)
+        )
+        code = np.where(
+            n_bytes == 2,
+            ((b0 & 0x1F) << 6) | b1,
+            np.where(
+                n_bytes == 3,
+                ((b0 & 0x0F) << 12) | (b1 << 6) | b2,
+                ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3,
+            ),
+        )
+        is_word = _word_table()[code]
+        for k in range(4):
+            at = n_bytes > k
+            word[multi[at] + k] = is_word[at]
+        del b0, b1, b2, b3, code, is_word
+    edge = np.diff(word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    run_start = np.flatnonzero(edge == 1)
+    run_end = np.flatnonzero(edge == -1)
+    del edge
+    length = run_end - run_start
+    if len(multi):  # a run of one character: as many bytes as its first byte announces
+        first = buf[run_start]
+        one_char = 1 + (first >= 0xC0) + (first >= 0xE0) + (first >= 0xF0)
+        short = length == one_char
+    else:
+        short = length == 1
+    cut, cut_length = run_start[short], length[short]  # not tokens: their bytes are dropped
+    for k in range(int(cut_length.max(initial=0))):
+        word[cut[cut_length > k] + k] = False
+    keep = ~short
+    run_start, run_end = run_start[keep], run_end[keep]
+    del cut, cut_length, keep, short, length
+    offsets = np.zeros(len(run_start) + 1, dtype=np.int64)
+    np.cumsum(run_end - run_start, out=offsets[1:])
+    data = buf[word]
+    tokens = pa.Array.from_buffers(
+        pa.large_string(), len(run_start), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+    encoded_tokens = tokens.dictionary_encode()
+    words = encoded_tokens.dictionary.to_pylist()
+    ids = encoded_tokens.indices.to_numpy().astype(np.int32, copy=False)
+    lens = np.diff(np.searchsorted(run_start, starts))
+    return words, ids, lens
 
 
 def analyze_batch(texts: list[str], tokenizer: Tokenizer) -> Batch:
