@@ -208,6 +208,8 @@ class _Analyzer:
             number = dict(zip(distinct, range(len(distinct))))
             ids = np.fromiter(map(number.__getitem__, flat), dtype=np.int32, count=len(flat))
             return Batch(list(distinct), lens, ids)
+        import pyarrow as pa
+
         distinct, raw, raw_lens = surface_words(texts)
         # each distinct word's token (its stem, or _STOP), from the worker's cache
         known = self.known
@@ -228,12 +230,12 @@ class _Analyzer:
         else:
             stems = [found[i] for i in kept_at]
         # a stem's token id: the number of distinct stems before its first occurrence
-        numbered = _first_occurrence(stems)
+        token_words, token_of = _first_occurrence(pa.array(stems, pa.large_string()))
         to_token = np.full(len(distinct), -1, dtype=np.int32)  # surface word -> token id
         if kept_at is None:
-            to_token[:] = numbered.indices
+            to_token[:] = token_of
         elif kept_at:
-            to_token[np.array(kept_at, dtype=np.int64)] = numbered.indices
+            to_token[np.array(kept_at, dtype=np.int64)] = token_of
         ids = to_token[raw]
         lens = raw_lens
         if kept_at is not None and len(ids):
@@ -244,25 +246,15 @@ class _Analyzer:
             np.cumsum(raw_lens, out=bounds[1:])
             lens = np.diff(before[bounds])
             ids = ids[keep]
-        return Batch(numbered.words, lens.astype(np.int32), np.ascontiguousarray(ids, np.int32))
+        return Batch(token_words, lens.astype(np.int32), np.ascontiguousarray(ids, np.int32))
 
 
-@dataclass
-class _Numbered:
-    words: list[str]  # the distinct words, in first-occurrence order
-    indices: np.ndarray  # int32, each input word's position in ``words``
-
-
-def _first_occurrence(words: list[str]) -> _Numbered:
-    """*words* numbered by first occurrence (Arrow's hash table, which numbers them so)."""
-    if not words:
-        return _Numbered([], np.zeros(0, dtype=np.int32))
-    import pyarrow as pa
-
-    encoded = pa.array(words, pa.large_string()).dictionary_encode()
-    return _Numbered(
-        encoded.dictionary.to_pylist(), encoded.indices.to_numpy().astype(np.int32, copy=False)
-    )
+def _first_occurrence(values: Any) -> tuple[list[str], np.ndarray]:
+    """``(distinct, indices)`` of *values* (an Arrow string array): the distinct strings in
+    first-occurrence order (Arrow's hash table numbers them so) and int32 ``(len(values),)``
+    each value's position in them."""
+    encoded = values.dictionary_encode()
+    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy().astype(np.int32, copy=False)
 
 
 @lru_cache(maxsize=1)
@@ -355,9 +347,7 @@ def surface_words(texts: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     tokens = pa.Array.from_buffers(
         pa.large_string(), len(run_start), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
-    encoded_tokens = tokens.dictionary_encode()
-    words = encoded_tokens.dictionary.to_pylist()
-    ids = encoded_tokens.indices.to_numpy().astype(np.int32, copy=False)
+    words, ids = _first_occurrence(tokens)
     lens = np.diff(np.searchsorted(run_start, starts))
     return words, ids, lens
 
